@@ -1,0 +1,76 @@
+package ptyline
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestRoundTripThroughLink(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "cable")
+	l, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err := os.OpenFile(link, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	// Raw mode: CR must arrive as CR, and nothing is echoed back.
+	if _, err := client.Write([]byte("AS25.5\r")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	_ = l.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, err := l.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := buf[:n]; !bytes.Equal(got, []byte("AS25.5\r")) {
+		t.Fatalf("master read %q", got)
+	}
+	if _, err := l.Write([]byte("ok\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, err = client.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := buf[:n]; !bytes.Equal(got, []byte("ok\r\n")) {
+		t.Fatalf("client read %q (echo or translation?)", got)
+	}
+}
+
+func TestCloseRemovesLinkAndUnblocksRead(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "cable")
+	l, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("read after close returned nil error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not unblock Read")
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Fatalf("link still there: %v", err)
+	}
+}
