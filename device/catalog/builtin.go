@@ -1,0 +1,274 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Names of the rig's built-in tools.
+const (
+	ToolSetSetpoint = "furnace.set_setpoint"
+	ToolSetRampRate = "furnace.set_ramp_rate"
+	ToolSetHeater   = "furnace.set_heater"
+	ToolSetValve    = "valve.set"
+	ToolSetFlow     = "gas.set_flow"
+	ToolSetPump     = "pump.set"
+	ToolSetScrubber = "scrubber.set"
+	ToolVent        = "chamber.vent"
+	ToolAcquire     = "spectrometer.acquire"
+	ToolSnapshot    = "rig.read_snapshot"
+)
+
+// BuiltinVersion is the version of every built-in tool.
+const BuiltinVersion = "1.0.0"
+
+// The gases and valves of the rig (configs/rig-protocols.md), as the input
+// schemas enumerate them.
+var (
+	builtinGases  = []string{"Ar", "H2", "H2S"}
+	builtinValves = []string{"gate_valve", "ar_valve", "h2_valve", "h2s_valve"}
+)
+
+// writeOutput is the output of every actuator tool: what was asked and what
+// the instrument reads back.
+const writeOutput = `{
+  "type": "object",
+  "required": ["channel", "requested", "read_back", "unit", "at"],
+  "properties": {
+    "channel":   {"type": "string", "minLength": 1},
+    "requested": {"type": ["number", "boolean"]},
+    "read_back": {"type": ["number", "boolean"]},
+    "unit":      {"type": "string"},
+    "at":        {"type": "string", "format": "date-time"}
+  },
+  "additionalProperties": false
+}`
+
+func boolInput(field, doc string) string {
+	return fmt.Sprintf(`{
+  "type": "object",
+  "required": [%q],
+  "properties": {%q: {"type": "boolean", "description": %q}},
+  "additionalProperties": false
+}`, field, field, doc)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called on literals of this file
+	}
+	return string(b)
+}
+
+// Builtin returns a registry holding the rig's built-in tools at
+// BuiltinVersion. Every actuator tool is Dangerous: the interlock checks it
+// against the safety envelope before anything reaches an instrument.
+func Builtin() (*Registry, error) {
+	r := NewRegistry()
+	for _, t := range builtinTools() {
+		if err := r.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func builtinTools() []Tool {
+	act := func(perm Permission, risk RiskLevel, effects ...string) Safety {
+		return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
+			Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
+	}
+	perf := func(typical, timeout time.Duration) Performance {
+		return Performance{TypicalLatency: typical, Timeout: timeout}
+	}
+	return []Tool{
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000001", Name: ToolSetSetpoint, Version: BuiltinVersion,
+			Description: "Set the furnace temperature setpoint; the controller ramps towards it at the ramp rate.",
+			Category:    "actuation", Capabilities: []string{"furnace", "temperature_control", "actuate"},
+			InputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["setpoint", "unit"],
+  "properties": {
+    "setpoint": {"type": "number"},
+    "unit":     {"enum": ["celsius", "kelvin"]}
+  },
+  "additionalProperties": false
+}`),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R3, "furnace_temperature"),
+			Performance:  perf(50*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000002", Name: ToolSetRampRate, Version: BuiltinVersion,
+			Description: "Set the furnace ramp rate (0 means an unlimited step, which the envelope normally forbids).",
+			Category:    "actuation", Capabilities: []string{"furnace", "temperature_control", "actuate"},
+			InputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["rate", "unit"],
+  "properties": {
+    "rate": {"type": "number", "minimum": 0},
+    "unit": {"enum": ["celsius_per_minute", "kelvin_per_minute"]}
+  },
+  "additionalProperties": false
+}`),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R2, "furnace_ramp"),
+			Performance:  perf(50*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000003", Name: ToolSetHeater, Version: BuiltinVersion,
+			Description: "Enable or disable the furnace heater output.",
+			Category:    "actuation", Capabilities: []string{"furnace", "heater", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("on", "true enables the heater output")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R3, "furnace_heating"),
+			Performance:  perf(50*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000004", Name: ToolSetValve, Version: BuiltinVersion,
+			Description: "Open or close a named valve (gate valve or a gas line valve).",
+			Category:    "actuation", Capabilities: []string{"valve", "gas_handling", "vacuum", "actuate"},
+			InputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["valve", "open"],
+  "properties": {
+    "valve": {"enum": ` + mustJSON(builtinValves) + `},
+    "open":  {"type": "boolean"}
+  },
+  "additionalProperties": false
+}`),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionGas, R3, "gas_line", "chamber_atmosphere"),
+			Performance:  perf(30*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000005", Name: ToolSetFlow, Version: BuiltinVersion,
+			Description: "Set the mass-flow setpoint of a process gas.",
+			Category:    "actuation", Capabilities: []string{"gas_flow", "gas_handling", "actuate"},
+			InputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["gas", "flow", "unit"],
+  "properties": {
+    "gas":  {"enum": ` + mustJSON(builtinGases) + `},
+    "flow": {"type": "number", "minimum": 0},
+    "unit": {"enum": ["sccm", "slm"]}
+  },
+  "additionalProperties": false
+}`),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionGas, R4, "gas_flow", "chamber_atmosphere"),
+			Performance:  perf(40*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000006", Name: ToolSetPump, Version: BuiltinVersion,
+			Description: "Start or stop the roughing pump.",
+			Category:    "actuation", Capabilities: []string{"pump", "vacuum", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("on", "true starts the pump")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R2, "chamber_pressure"),
+			Performance:  perf(30*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000007", Name: ToolSetScrubber, Version: BuiltinVersion,
+			Description: "Switch the exhaust scrubber on or off.",
+			Category:    "actuation", Capabilities: []string{"exhaust", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("on", "true switches the scrubber on")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R2, "exhaust"),
+			Performance:  perf(30*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000008", Name: ToolVent, Version: BuiltinVersion,
+			Description: "Open or close the vent valve, admitting air to the chamber.",
+			Category:    "actuation", Capabilities: []string{"vent", "vacuum", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("open", "true opens the vent valve")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety: Safety{Permission: PermissionOperate, RiskLevel: R3, Dangerous: true,
+				SideEffects: []string{"chamber_atmosphere"}, Reversible: false, Idempotent: true,
+				RateLimit: RateLimit{MaxCalls: 10, Per: time.Minute}},
+			Performance: perf(30*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000009", Name: ToolAcquire, Version: BuiltinVersion,
+			Description: "Acquire a Raman spectrum of the sample (532 nm laser on during the integration).",
+			Category:    "measurement", Capabilities: []string{"raman", "spectrum", "measure"},
+			InputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["integration_ms"],
+  "properties": {"integration_ms": {"type": "integer", "minimum": 10, "maximum": 60000}},
+  "additionalProperties": false
+}`),
+			OutputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["shift", "counts", "integration_ms", "at"],
+  "properties": {
+    "shift":          {"type": "array", "items": {"type": "number"}, "minItems": 1},
+    "counts":         {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 1},
+    "integration_ms": {"type": "integer", "minimum": 1},
+    "at":             {"type": "string", "format": "date-time"}
+  },
+  "additionalProperties": false
+}`),
+			Safety: Safety{Permission: PermissionMeasure, RiskLevel: R1, Dangerous: true,
+				SideEffects: []string{"laser"}, Reversible: true, Idempotent: true,
+				RateLimit: RateLimit{MaxCalls: 30, Per: time.Minute}},
+			Performance: perf(2*time.Second, 70*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-00000000000a", Name: ToolSnapshot, Version: BuiltinVersion,
+			Description: "Read one consistent snapshot of every instrument, with units and timestamps.",
+			Category:    "observation", Capabilities: []string{"snapshot", "observe", "read"},
+			InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false}`),
+			OutputSchema: json.RawMessage(`{
+  "type": "object",
+  "required": ["at", "furnace", "pressure", "flows", "switches", "inputs"],
+  "properties": {
+    "at": {"type": "string", "format": "date-time"},
+    "furnace": {
+      "type": "object",
+      "required": ["temperature_c", "setpoint_c", "heater_enabled", "at"],
+      "properties": {
+        "temperature_c":       {"type": "number"},
+        "setpoint_c":          {"type": "number"},
+        "working_setpoint_c":  {"type": "number"},
+        "ramp_rate_c_per_min": {"type": "number", "minimum": 0},
+        "output_percent":      {"type": "number", "minimum": 0, "maximum": 100},
+        "heater_enabled":      {"type": "boolean"},
+        "alarms":              {"type": "array", "items": {"type": "string"}},
+        "at":                  {"type": "string", "format": "date-time"}
+      }
+    },
+    "pressure": {
+      "type": "object",
+      "required": ["pascal", "status", "at"],
+      "properties": {
+        "pascal": {"type": "number", "minimum": 0},
+        "status": {"type": "string"},
+        "at":     {"type": "string", "format": "date-time"}
+      }
+    },
+    "flows": {
+      "type": "object",
+      "additionalProperties": {
+        "type": "object",
+        "required": ["flow_sccm", "setpoint_sccm", "at"],
+        "properties": {
+          "flow_sccm":     {"type": "number"},
+          "setpoint_sccm": {"type": "number", "minimum": 0},
+          "at":            {"type": "string", "format": "date-time"}
+        }
+      }
+    },
+    "switches": {"type": "object", "additionalProperties": {"type": "boolean"}},
+    "inputs":   {"type": "object", "additionalProperties": {"type": "boolean"}}
+  }
+}`),
+			Safety: Safety{Permission: PermissionRead, RiskLevel: R1, Dangerous: false,
+				SideEffects: []string{}, Reversible: true, Idempotent: true},
+			Performance: perf(100*time.Millisecond, 3*time.Second),
+		},
+	}
+}
