@@ -1,0 +1,519 @@
+package envelope
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+)
+
+// State is the history the envelope's rules need: the last accepted value of
+// each channel (for rates of change) and the reactive gases used since the
+// last purge. The Interlock owns one; it is not safe for concurrent use.
+type State struct {
+	last       map[string]stamp
+	used       map[string]time.Time // reactive gas → last seen in use
+	purgeStart time.Time
+	lastPurge  time.Time
+}
+
+type stamp struct {
+	value float64
+	at    time.Time
+}
+
+// NewState returns an empty history.
+func NewState() *State { return &State{last: map[string]stamp{}, used: map[string]time.Time{}} }
+
+// Last returns the last accepted value of a channel (device units) and when.
+func (s *State) Last(channel string) (float64, time.Time, bool) {
+	if s == nil {
+		return 0, time.Time{}, false
+	}
+	st, ok := s.last[channel]
+	return st.value, st.at, ok
+}
+
+// UsedSincePurge lists the reactive gases used since the last purge, sorted.
+func (s *State) UsedSincePurge() []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(s.used))
+}
+
+// LastPurge is when the last purge completed (zero if never).
+func (s *State) LastPurge() time.Time { return s.lastPurge }
+
+// Accept records an executed action at the instant at.
+func (e *Envelope) Accept(s *State, a Action, at time.Time) {
+	s.last[a.Channel()] = stamp{value: a.Value(), at: at}
+	if g, opens := e.opensGas(a); opens && slices.Contains(e.reactive, g) {
+		s.used[g] = at
+	}
+}
+
+// Observe updates the history from a snapshot: a reactive gas seen in use is
+// marked used, and a purge held for the purge's minimum duration clears the
+// used set. Call it with every snapshot, in time order.
+func (e *Envelope) Observe(s *State, r Readings) {
+	allOff, known := true, true
+	for _, g := range e.reactive {
+		inUse, ok := e.gasInUse(g, r)
+		if !ok {
+			known = false
+			continue
+		}
+		if inUse {
+			s.used[g] = r.At
+			allOff = false
+		}
+	}
+	if e.purge == nil {
+		return
+	}
+	purging := false
+	if known && allOff {
+		if f, ok := e.flow(e.purge.inertGas, r); ok && f >= e.purge.minInertFlow {
+			purging = true
+		}
+		if p, ok := e.pressure(r); ok && e.purge.maxPressure > 0 && p <= e.purge.maxPressure {
+			purging = true
+		}
+	}
+	if !purging {
+		s.purgeStart = time.Time{}
+		return
+	}
+	if s.purgeStart.IsZero() || r.At.Before(s.purgeStart) {
+		s.purgeStart = r.At
+	}
+	if r.At.Sub(s.purgeStart) >= e.purge.minDuration && len(s.used) > 0 {
+		clear(s.used)
+		s.lastPurge = r.At
+	}
+}
+
+// fresh reports whether a reading taken at `at` may be used at r.At.
+func (e *Envelope) fresh(at time.Time, r Readings) bool {
+	if at.IsZero() {
+		return false
+	}
+	age := r.At.Sub(at)
+	return age <= e.maxAge && age >= -e.maxAge
+}
+
+func (e *Envelope) pressure(r Readings) (device.Pressure, bool) {
+	p := r.Pressure
+	if !e.fresh(p.At, r) || !device.Finite(float64(p.Pressure)) {
+		return 0, false
+	}
+	switch p.Status {
+	case device.GaugeOK, device.GaugeUnderrange, device.GaugeOverrange:
+		return p.Pressure, true
+	}
+	return 0, false
+}
+
+func (e *Envelope) flow(gas string, r Readings) (device.Flow, bool) {
+	f, ok := r.Flows[gas]
+	if !ok || !e.fresh(f.At, r) || !device.Finite(float64(f.Flow)) {
+		return 0, false
+	}
+	return f.Flow, true
+}
+
+func (e *Envelope) level(m map[string]Level, name string, r Readings) (on, ok bool) {
+	l, found := m[name]
+	if !found || !e.fresh(l.At, r) {
+		return false, false
+	}
+	return l.On, true
+}
+
+func (e *Envelope) processValue(r Readings) (device.Temperature, bool) {
+	f := r.Furnace
+	if !e.fresh(f.At, r) || f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
+		return 0, false
+	}
+	return f.ProcessValue, true
+}
+
+// gasInUse: the gas flows above the threshold or its line valve reads open.
+// ok is false when a needed reading is stale.
+func (e *Envelope) gasInUse(gas string, r Readings) (inUse, ok bool) {
+	f, fok := e.flow(gas, r)
+	v, vok := e.level(r.Switches, e.gases[gas].Valve, r)
+	if (fok && f >= e.flowOn) || (vok && v) {
+		return true, true
+	}
+	return false, fok && vok
+}
+
+// opensGas reports whether a admits a gas: a positive flow setpoint, or its
+// line valve opened.
+func (e *Envelope) opensGas(a Action) (string, bool) {
+	switch a.Kind {
+	case ActFlow:
+		return a.Target, a.Flow > 0
+	case ActSwitch:
+		g, ok := e.gasOfValve[a.Target]
+		return g, ok && a.On
+	}
+	return "", false
+}
+
+// IsSafe reports whether a drives an output towards its halted state (heater
+// off, flow zero, a switch to its safe level). Safe actions are allowed
+// whatever the readings, and while the interlock is latched.
+func (e *Envelope) IsSafe(a Action) bool {
+	switch a.Kind {
+	case ActHeater:
+		return !a.On
+	case ActFlow:
+		return a.Flow == 0
+	case ActSwitch:
+		sw, ok := e.switches[a.Target]
+		return ok && !sw.InterlockOwned && a.On == sw.SafeState
+	}
+	return false
+}
+
+func violation(rule Rule, ch string, format string, args ...any) *Violation {
+	return &Violation{Rule: rule, Channel: ch, Reason: fmt.Sprintf(format, args...)}
+}
+
+func stale(ch, what string) *Violation {
+	return violation(RuleStale, ch, "no fresh, valid reading of %s: refused rather than guessed", what)
+}
+
+// Check decides whether a may be executed given the snapshot r and the
+// history s (nil: no history, rates of change unchecked). It returns nil or
+// a *Violation naming the rule, the limit and the value. It is pure: it
+// changes nothing, and r.At is "now".
+func (e *Envelope) Check(a Action, r Readings, s *State) error {
+	if v := e.check(a, r, s); v != nil {
+		return v
+	}
+	return nil
+}
+
+func (e *Envelope) check(a Action, r Readings, s *State) *Violation {
+	ch := a.Channel()
+	k, _, _, writable, known := e.spec.channel(ch)
+	if !known || !writable || kindOf(a.Kind) != k {
+		return violation(RuleUnknownChannel, ch, "the rig has no writable channel %q", ch)
+	}
+	if a.Kind == ActSwitch && e.switches[a.Target].InterlockOwned {
+		return violation(RuleInterlockOwned, ch, "the interlock relay is driven only by Arm and the halt paths")
+	}
+	if !device.Finite(a.Value()) {
+		return violation(RuleNotFinite, ch, "requested value is not a finite number")
+	}
+	if e.IsSafe(a) {
+		return nil
+	}
+	if l := e.limits[ch]; l != nil {
+		if v := l.check(a.Value(), r.At, s); v != nil {
+			return v
+		}
+	}
+	switch a.Kind {
+	case ActHeater:
+		return e.checkHeater(ch, r)
+	case ActSetpoint:
+		f := r.Furnace
+		if !e.fresh(f.At, r) || (f.HeaterEnabled && a.Temperature > f.Setpoint) {
+			return e.checkHeater(ch, r)
+		}
+	}
+	if g, opens := e.opensGas(a); opens {
+		if v := e.checkGas(ch, g, r, s); v != nil {
+			return v
+		}
+	}
+	if a.Kind == ActSwitch && a.On && e.vent != nil {
+		if v := e.checkVent(ch, a.Target, r); v != nil {
+			return v
+		}
+	}
+	if a.Kind == ActSwitch && !a.On {
+		for _, g := range e.requiredBy[a.Target] {
+			inUse, ok := e.gasInUse(g, r)
+			if !ok {
+				return stale(ch, g+" flow and line valve")
+			}
+			if inUse {
+				return violation(RuleRequiredOutput, ch, "%s is in use and its interlock needs %s on", g, a.Target)
+			}
+		}
+	}
+	return nil
+}
+
+func kindOf(k ActionKind) kind {
+	switch k {
+	case ActSetpoint:
+		return kindTemperature
+	case ActRampRate:
+		return kindRate
+	case ActFlow:
+		return kindFlow
+	case ActAcquire:
+		return kindDuration
+	case ActHeater, ActSwitch:
+		return kindSwitch
+	}
+	return 0
+}
+
+func (l *limit) check(v float64, now time.Time, s *State) *Violation {
+	viol := func(rule Rule, lim float64, reason string) *Violation {
+		return &Violation{Rule: rule, Channel: l.channel, Limit: display(l.kind, lim, l.unit),
+			Value: display(l.kind, v, l.unit), Unit: l.unit, Reason: reason}
+	}
+	if v > l.max {
+		return viol(RuleMax, l.max, "above the hard maximum")
+	}
+	if v < l.min {
+		return viol(RuleMin, l.min, "below the hard minimum")
+	}
+	if l.rate > 0 {
+		if last, at, ok := s.Last(l.channel); ok {
+			minutes := now.Sub(at).Minutes()
+			change := math.Abs(v - last)
+			if change > l.rate*max(minutes, 0)*(1+1e-9) {
+				rate := math.Inf(1)
+				if minutes > 0 {
+					rate = change / minutes
+				}
+				return &Violation{Rule: RuleRate, Channel: l.channel,
+					Limit: deltaFromDevice(l.kind, l.rate, l.unit), Value: deltaFromDevice(l.kind, rate, l.unit),
+					Unit: l.unit + "/min",
+					Reason: fmt.Sprintf("a change of %s %s in %.3g min since the last accepted value",
+						fmtNum(deltaFromDevice(l.kind, change, l.unit)), l.unit, minutes)}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Envelope) checkHeater(ch string, r Readings) *Violation {
+	h := e.heater
+	if h == nil {
+		return nil
+	}
+	p, pok := e.pressure(r)
+	if pok && p <= h.maxPressure {
+		return nil
+	}
+	f, fok := e.flow(h.inertGas, r)
+	if fok && f >= h.minInertFlow {
+		return nil
+	}
+	if !pok {
+		return stale(ch, fmt.Sprintf("chamber pressure (and %s flow %s, below %s %s)", h.inertGas, flowText(f, fok, h.fUnit),
+			fmtNum(display(kindFlow, float64(h.minInertFlow), h.fUnit)), h.fUnit))
+	}
+	v := &Violation{Rule: RuleHeater, Channel: ch, Limit: display(kindPressure, float64(h.maxPressure), h.pUnit),
+		Value: display(kindPressure, float64(p), h.pUnit), Unit: h.pUnit}
+	v.Reason = fmt.Sprintf("the chamber is neither under vacuum (≤ %s %s) nor under inert flow (%s %s, need ≥ %s %s)",
+		fmtNum(v.Limit), h.pUnit, h.inertGas, flowText(f, fok, h.fUnit),
+		fmtNum(display(kindFlow, float64(h.minInertFlow), h.fUnit)), h.fUnit)
+	return v
+}
+
+func flowText(f device.Flow, ok bool, unit string) string {
+	if !ok {
+		return "unknown"
+	}
+	return fmtNum(display(kindFlow, float64(f), unit)) + " " + unit
+}
+
+func (e *Envelope) checkGas(ch, gas string, r Readings, s *State) *Violation {
+	if g := e.gasRules[gas]; g != nil {
+		p, ok := e.pressure(r)
+		if !ok {
+			return stale(ch, "chamber pressure")
+		}
+		if p > g.maxPressure {
+			return &Violation{Rule: RuleGasPressure, Channel: ch,
+				Limit: display(kindPressure, float64(g.maxPressure), g.pUnit),
+				Value: display(kindPressure, float64(p), g.pUnit), Unit: g.pUnit,
+				Reason: gas + " needs the chamber at or below the limit"}
+		}
+		for _, sw := range g.switches {
+			on, ok := e.level(r.Switches, sw, r)
+			if !ok {
+				return stale(ch, sw+" read-back")
+			}
+			if !on {
+				return violation(RuleGasSwitch, ch, "%s needs %s on", gas, sw)
+			}
+		}
+		for _, in := range g.inputs {
+			lv, ok := e.level(r.Inputs, in, r)
+			if !ok {
+				return stale(ch, "input "+in)
+			}
+			if lv != g.levels[in] {
+				return violation(RuleGasInput, ch, "%s needs %s = %v", gas, in, g.levels[in])
+			}
+		}
+	}
+	if e.prohibited[RuleMixing] && slices.Contains(e.reactive, gas) {
+		for _, other := range e.reactive {
+			if other == gas {
+				continue
+			}
+			inUse, ok := e.gasInUse(other, r)
+			if !ok {
+				return stale(ch, other+" flow and line valve")
+			}
+			if inUse {
+				return violation(RuleMixing, ch, "%s is still in use", other)
+			}
+			if at, used := s.usedAt(other); used {
+				return violation(RuleMixing, ch, "%s was used at %s and no purge has completed since",
+					other, at.Format(time.RFC3339))
+			}
+		}
+	}
+	return nil
+}
+
+func (s *State) usedAt(gas string) (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
+	}
+	at, ok := s.used[gas]
+	return at, ok
+}
+
+func (e *Envelope) checkVent(ch, sw string, r Readings) *Violation {
+	v := e.vent
+	switch sw {
+	case v.valve:
+		if e.prohibited[RuleVentHot] {
+			pv, ok := e.processValue(r)
+			if !ok {
+				return stale(ch, "furnace temperature")
+			}
+			if r.Furnace.HeaterEnabled {
+				return violation(RuleVentHot, ch, "the heater is enabled")
+			}
+			if pv > v.maxTemp {
+				return &Violation{Rule: RuleVentHot, Channel: ch,
+					Limit: display(kindTemperature, float64(v.maxTemp), v.tUnit),
+					Value: display(kindTemperature, float64(pv), v.tUnit), Unit: v.tUnit,
+					Reason: "the furnace is too hot to admit air"}
+			}
+		}
+		if e.prohibited[RuleVentGas] {
+			for _, g := range e.reactive {
+				inUse, ok := e.gasInUse(g, r)
+				if !ok {
+					return stale(ch, g+" flow and line valve")
+				}
+				if inUse {
+					return violation(RuleVentGas, ch, "%s is in use", g)
+				}
+			}
+		}
+		if e.prohibited[RuleVentPumping] {
+			open, ok := e.level(r.Switches, v.gate, r)
+			if !ok {
+				return stale(ch, v.gate+" read-back")
+			}
+			if open {
+				return violation(RuleVentPumping, ch, "%s is open to the pump", v.gate)
+			}
+		}
+	case v.gate:
+		if e.prohibited[RuleVentPumping] {
+			open, ok := e.level(r.Switches, v.valve, r)
+			if !ok {
+				return stale(ch, v.valve+" read-back")
+			}
+			if open {
+				return violation(RuleVentPumping, ch, "%s is open: the chamber is venting", v.valve)
+			}
+		}
+	}
+	return nil
+}
+
+// TripEvent is one trip condition found in a snapshot.
+type TripEvent struct {
+	Trip      Trip
+	Procedure Procedure
+	Channel   string
+	Limit     float64
+	Value     float64
+	Unit      string
+	Reason    string
+}
+
+// EvaluateTrips returns the trip conditions that hold in r (none: nil):
+// process value above the furnace.temperature max or thermocouple open
+// (over_temperature), pressure above the chamber.pressure max or overrange
+// (over_pressure), the leak input true (gas_leak_detected), the e-stop input
+// true (estop), and any instrument not read within CommsTimeout (comms_loss).
+// It is pure; the monitor calls it at its poll rate.
+func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
+	var out []TripEvent
+	add := func(t TripEvent) {
+		t.Procedure = e.procedures[t.Trip]
+		out = append(out, t)
+	}
+	alive := func(at time.Time) bool { return !at.IsZero() && r.At.Sub(at) <= e.commsTimeout }
+	commsLost := func(ch string) {
+		add(TripEvent{Trip: TripCommsLoss, Channel: ch, Reason: "no reading within " + e.commsTimeout.String()})
+	}
+
+	if !alive(r.Furnace.At) {
+		commsLost(ChannelTemperature)
+	} else if r.Furnace.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(r.Furnace.ProcessValue)) {
+		add(TripEvent{Trip: TripOverTemperature, Channel: ChannelTemperature, Reason: "thermocouple open: the temperature is unknown"})
+	} else if l := e.overTemp; float64(r.Furnace.ProcessValue) > l.max {
+		add(TripEvent{Trip: TripOverTemperature, Channel: ChannelTemperature, Limit: display(l.kind, l.max, l.unit),
+			Value: display(l.kind, float64(r.Furnace.ProcessValue), l.unit), Unit: l.unit, Reason: "process value above the limit"})
+	}
+
+	switch p := r.Pressure; {
+	case !alive(p.At):
+		commsLost(ChannelPressure)
+	case p.Status == device.GaugeOverrange || (p.Status == device.GaugeOK && float64(p.Pressure) > e.overPressure.max):
+		l := e.overPressure
+		add(TripEvent{Trip: TripOverPressure, Channel: ChannelPressure, Limit: display(l.kind, l.max, l.unit),
+			Value: display(l.kind, float64(p.Pressure), l.unit), Unit: l.unit, Reason: "chamber pressure above the limit (gauge " + p.Status.String() + ")"})
+	}
+
+	for _, g := range e.spec.Gases {
+		if f, ok := r.Flows[g.Gas]; !ok || !alive(f.At) {
+			commsLost(FlowChannel(g.Gas))
+		}
+	}
+	for _, sw := range e.spec.Switches {
+		if l, ok := r.Switches[sw.Name]; !ok || !alive(l.At) {
+			commsLost(SwitchChannel(sw.Name))
+		}
+	}
+	for _, in := range e.spec.Inputs {
+		l, ok := r.Inputs[in]
+		if !ok || !alive(l.At) {
+			commsLost("input." + in)
+			continue
+		}
+		if in == e.inputs.Leak && l.On {
+			add(TripEvent{Trip: TripGasLeak, Channel: "input." + in, Reason: "the leak detector reports a gas leak"})
+		}
+		if in == e.inputs.EStop && l.On {
+			add(TripEvent{Trip: TripEStop, Channel: "input." + in, Reason: "the e-stop is pressed"})
+		}
+	}
+	return out
+}

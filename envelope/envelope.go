@@ -1,0 +1,583 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+)
+
+// Trip is a condition that runs an emergency procedure and latches the
+// interlock.
+type Trip string
+
+// Trips. Every one needs an emergency procedure.
+const (
+	TripOverTemperature Trip = "over_temperature"
+	TripGasLeak         Trip = "gas_leak_detected"
+	TripOverPressure    Trip = "over_pressure"
+	TripCommsLoss       Trip = "comms_loss"
+	TripEStop           Trip = "estop"
+)
+
+// Trips lists every trip the envelope knows, in a stable order.
+func Trips() []Trip {
+	return []Trip{TripOverTemperature, TripGasLeak, TripOverPressure, TripCommsLoss, TripEStop}
+}
+
+// Procedure is an emergency procedure.
+type Procedure string
+
+// Procedures.
+const (
+	// ProcImmediateShutdown: heater off, interlock relay de-energised, every
+	// gas flow to zero and every gas line valve closed.
+	ProcImmediateShutdown Procedure = "immediate_shutdown"
+	// ProcCloseValvesAndAlert: every gas flow to zero and every gas line valve
+	// closed, and an alert.
+	ProcCloseValvesAndAlert Procedure = "close_all_valves_and_alert"
+	// ProcSafeState: every instrument halted (the e-stop path).
+	ProcSafeState Procedure = "safe_state"
+)
+
+// limit is one channel's compiled hard limit, in device units.
+type limit struct {
+	channel  string
+	kind     kind
+	min, max float64
+	hasMin   bool
+	rate     float64 // per minute; 0: none
+	unit     string  // the configured unit, for messages
+}
+
+type heaterRule struct {
+	maxPressure  device.Pressure
+	pUnit        string
+	inertGas     string
+	minInertFlow device.Flow
+	fUnit        string
+}
+
+type gasRule struct {
+	gas         string
+	maxPressure device.Pressure
+	pUnit       string
+	switches    []string
+	inputs      []string // sorted names
+	levels      map[string]bool
+}
+
+type purgeRule struct {
+	inertGas     string
+	minInertFlow device.Flow
+	maxPressure  device.Pressure // 0: pumping down does not count
+	minDuration  time.Duration
+}
+
+type ventRule struct {
+	valve, gate string
+	maxTemp     device.Temperature
+	tUnit       string
+}
+
+// Envelope is a compiled, validated safety envelope for one RigSpec. It is
+// immutable and safe for concurrent use. Its Check is a pure function of an
+// Action, a Readings snapshot and a State.
+type Envelope struct {
+	cfg          Config
+	spec         RigSpec
+	limits       map[string]*limit
+	overTemp     *limit
+	overPressure *limit
+	heater       *heaterRule
+	gasRules     map[string]*gasRule
+	requiredBy   map[string][]string // switch → gases whose interlock needs it on
+	reactive     []string
+	prohibited   map[Rule]bool
+	purge        *purgeRule
+	vent         *ventRule
+	procedures   map[Trip]Procedure
+	inputs       Inputs
+	unrestricted map[string]string
+	maxAge       time.Duration
+	commsTimeout time.Duration
+	flowOn       device.Flow
+	gases        map[string]GasSpec
+	gasOfValve   map[string]string
+	switches     map[string]SwitchSpec
+	inputSet     map[string]bool
+}
+
+// Config returns the configuration the envelope was compiled from.
+func (e *Envelope) Config() Config { return e.cfg }
+
+// Spec returns the rig specification the envelope was compiled against.
+func (e *Envelope) Spec() RigSpec {
+	s := e.spec
+	s.Gases = slices.Clone(s.Gases)
+	s.Switches = slices.Clone(s.Switches)
+	s.Inputs = slices.Clone(s.Inputs)
+	s.Internal = slices.Clone(s.Internal)
+	s.Wires = maps.Clone(s.Wires)
+	if s.Spectrometer != nil {
+		sp := *s.Spectrometer
+		s.Spectrometer = &sp
+	}
+	return s
+}
+
+// Procedure returns the emergency procedure of a trip.
+func (e *Envelope) Procedure(t Trip) Procedure { return e.procedures[t] }
+
+// MaxReadingAge is the oldest a reading may be for a decision.
+func (e *Envelope) MaxReadingAge() time.Duration { return e.maxAge }
+
+// CommsTimeout is how long an instrument may stay silent before comms_loss.
+func (e *Envelope) CommsTimeout() time.Duration { return e.commsTimeout }
+
+// WritableChannels lists every channel an Action can write on the rig, sorted.
+func (s RigSpec) WritableChannels() []string {
+	ch := []string{ChannelSetpoint, ChannelRampRate, ChannelHeater}
+	for _, g := range s.Gases {
+		ch = append(ch, FlowChannel(g.Gas))
+	}
+	for _, sw := range s.Switches {
+		ch = append(ch, SwitchChannel(sw.Name))
+	}
+	if s.Spectrometer != nil {
+		ch = append(ch, ChannelIntegration)
+	}
+	sort.Strings(ch)
+	return ch
+}
+
+// channelKind and device range of a channel known to the spec.
+func (s RigSpec) channel(name string) (k kind, lo, hi float64, writable, ok bool) {
+	switch name {
+	case ChannelSetpoint:
+		return kindTemperature, float64(s.Furnace.SetpointMin), float64(s.Furnace.SetpointMax), true, true
+	case ChannelRampRate:
+		return kindRate, 0, float64(s.Furnace.RampMax), true, true
+	case ChannelHeater:
+		return kindSwitch, 0, 1, true, true
+	case ChannelTemperature:
+		return kindTemperature, 0, float64(s.Furnace.ProcessValueMax), false, true
+	case ChannelPressure:
+		return kindPressure, float64(s.Gauge.Min), float64(s.Gauge.Max), false, true
+	case ChannelIntegration:
+		if s.Spectrometer == nil {
+			return 0, 0, 0, false, false
+		}
+		return kindDuration, s.Spectrometer.MinIntegration.Seconds(), s.Spectrometer.MaxIntegration.Seconds(), true, true
+	}
+	if gas, found := strings.CutPrefix(name, "flow."); found {
+		for _, g := range s.Gases {
+			if g.Gas == gas {
+				return kindFlow, 0, float64(g.FullScale), true, true
+			}
+		}
+	}
+	if sw, found := strings.CutPrefix(name, "switch."); found {
+		for _, x := range s.Switches {
+			if x.Name == sw {
+				return kindSwitch, 0, 1, true, true
+			}
+		}
+	}
+	return 0, 0, 0, false, false
+}
+
+// Compile validates cfg against the rig and returns the envelope. It refuses
+// (with errors joining one *ConfigError per problem, each naming the channel
+// or field) a limit outside a device's range, a writable channel left without
+// a bounding rule, an unknown channel, unit, gas, switch, input, rule, trip or
+// procedure, a trip without a procedure, a soft limit, and missing timings.
+func Compile(cfg Config, spec RigSpec) (*Envelope, error) {
+	c := &compiler{cfg: cfg, spec: spec}
+	e := c.compile()
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	return e, nil
+}
+
+type compiler struct {
+	cfg  Config
+	spec RigSpec
+	errs []error
+}
+
+func (c *compiler) fail(path, format string, args ...any) {
+	c.errs = append(c.errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
+}
+
+// quantity converts q to device units, recording an error at path.
+func (c *compiler) quantity(path string, q Quantity, k kind, required bool) (float64, bool) {
+	if q.IsZero() {
+		if required {
+			c.fail(path, "missing (want a %s such as %q)", k, example(k))
+		}
+		return 0, false
+	}
+	v, err := q.to(k)
+	if err != nil {
+		c.fail(path, "%v", err)
+		return 0, false
+	}
+	return v, true
+}
+
+func example(k kind) string {
+	switch k {
+	case kindPressure:
+		return "10 mbar"
+	case kindFlow:
+		return "50 sccm"
+	case kindTemperature:
+		return "80 celsius"
+	}
+	return "1 s"
+}
+
+func (c *compiler) compile() *Envelope {
+	cfg, spec := c.cfg, c.spec
+	e := &Envelope{
+		cfg: cfg, spec: spec, limits: map[string]*limit{}, gasRules: map[string]*gasRule{},
+		requiredBy: map[string][]string{}, prohibited: map[Rule]bool{}, procedures: map[Trip]Procedure{},
+		unrestricted: map[string]string{}, gases: map[string]GasSpec{}, gasOfValve: map[string]string{},
+		switches: map[string]SwitchSpec{}, inputSet: map[string]bool{}, inputs: cfg.Inputs,
+	}
+	c.checkSpec(e)
+
+	// Timing.
+	e.maxAge = time.Duration(cfg.MaxReadingAge)
+	if e.maxAge <= 0 {
+		c.fail("max_reading_age", "must be positive (e.g. \"2s\")")
+	}
+	e.commsTimeout = time.Duration(cfg.CommsTimeout)
+	if e.commsTimeout <= 0 {
+		c.fail("comms_timeout", "must be positive (e.g. \"3s\")")
+	}
+	if v, ok := c.quantity("flow_on_threshold", cfg.FlowOnThreshold, kindFlow, true); ok {
+		if v <= 0 {
+			c.fail("flow_on_threshold", "must be positive")
+		}
+		e.flowOn = device.Flow(v)
+	}
+
+	c.parameters(e)
+	c.interlocks(e)
+	c.prohibitedActions(e)
+	c.procedures(e)
+	c.inputsAndUnrestricted(e)
+	c.coverage(e)
+	return e
+}
+
+func (c *compiler) checkSpec(e *Envelope) {
+	for _, g := range c.spec.Gases {
+		if _, dup := e.gases[g.Gas]; dup || g.Gas == "" {
+			c.fail("rig.gases", "gas %q empty or declared twice", g.Gas)
+		}
+		e.gases[g.Gas] = g
+		if g.FullScale <= 0 {
+			c.fail("rig.gases."+g.Gas, "full scale must be positive")
+		}
+		e.gasOfValve[g.Valve] = g.Gas
+	}
+	for _, s := range c.spec.Switches {
+		if _, dup := e.switches[s.Name]; dup || s.Name == "" {
+			c.fail("rig.switches", "switch %q empty or declared twice", s.Name)
+		}
+		e.switches[s.Name] = s
+	}
+	for _, g := range c.spec.Gases {
+		if sw, ok := e.switches[g.Valve]; !ok || sw.InterlockOwned {
+			c.fail("rig.gases."+g.Gas, "line valve %q is not a declared switch", g.Valve)
+		}
+	}
+	for _, in := range c.spec.Inputs {
+		e.inputSet[in] = true
+	}
+	if c.spec.Furnace.SetpointMax <= c.spec.Furnace.SetpointMin || c.spec.Gauge.Max <= c.spec.Gauge.Min {
+		c.fail("rig", "furnace setpoint range and gauge range must be non-empty")
+	}
+}
+
+func (c *compiler) parameters(e *Envelope) {
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Parameters)) {
+		p := c.cfg.Parameters[name]
+		path := "parameters." + name
+		k, lo, hi, writable, ok := c.spec.channel(name)
+		if !ok {
+			c.fail(path, "unknown channel (known: %s, %s, %s)", strings.Join(c.spec.WritableChannels(), ", "),
+				ChannelTemperature, ChannelPressure)
+			continue
+		}
+		if k == kindSwitch {
+			c.fail(path, "an on/off channel takes no numeric limit; bound it with an interlock or a prohibited action")
+			continue
+		}
+		if p.HardLimit != nil && !*p.HardLimit {
+			c.fail(path+".hard_limit", "soft limits are not enforced by the envelope: remove it or set it true")
+		}
+		l := &limit{channel: name, kind: k, unit: p.Unit}
+		if _, err := fromDevice(k, 0, p.Unit); err != nil {
+			c.fail(path+".unit", "%v", err)
+			continue
+		}
+		conv := func(field string, v *float64) (float64, bool) {
+			if v == nil {
+				return 0, false
+			}
+			if !device.Finite(*v) {
+				c.fail(path+"."+field, "not a finite number")
+				return 0, false
+			}
+			d, _ := toDevice(k, *v, p.Unit)
+			return d, true
+		}
+		dlo, dhi := display(k, lo, p.Unit), display(k, hi, p.Unit)
+		if v, ok := conv("max", p.Max); ok {
+			l.max = v
+			if v > hi*(1+1e-12) {
+				c.fail(path+".max", "%s %s lies beyond the device range %s .. %s %s", fmtNum(*p.Max), p.Unit, fmtNum(dlo), fmtNum(dhi), p.Unit)
+			}
+		} else {
+			c.fail(path+".max", "missing: %s is unlimited", name)
+			continue
+		}
+		if v, ok := conv("min", p.Min); ok {
+			l.min, l.hasMin = v, true
+			if v < lo*(1-1e-12)-1e-12 {
+				c.fail(path+".min", "%s %s lies below the device range %s .. %s %s", fmtNum(*p.Min), p.Unit, fmtNum(dlo), fmtNum(dhi), p.Unit)
+			}
+			if v > l.max {
+				c.fail(path, "min %s above max %s", fmtNum(*p.Min), fmtNum(*p.Max))
+			}
+		} else {
+			l.min = lo // the device range bounds it from below
+		}
+		if p.MaxRatePerMinute != nil {
+			if !writable {
+				c.fail(path+".max_rate_per_minute", "a read-only channel takes no rate limit")
+			} else if r := *p.MaxRatePerMinute; !device.Finite(r) || r <= 0 {
+				c.fail(path+".max_rate_per_minute", "must be positive")
+			} else {
+				l.rate, _ = deltaToDevice(k, r, p.Unit)
+			}
+		}
+		switch name {
+		case ChannelTemperature:
+			e.overTemp = l
+		case ChannelPressure:
+			e.overPressure = l
+		default:
+			e.limits[name] = l
+		}
+	}
+	if e.overTemp == nil {
+		c.fail("parameters."+ChannelTemperature, "missing: the over_temperature trip needs a max")
+	}
+	if e.overPressure == nil {
+		c.fail("parameters."+ChannelPressure, "missing: the over_pressure trip needs a max")
+	}
+}
+
+func (c *compiler) gasKnown(path, gas string) bool {
+	if _, _, _, _, ok := c.spec.channel(FlowChannel(gas)); !ok {
+		c.fail(path, "unknown gas %q", gas)
+		return false
+	}
+	return true
+}
+
+func (c *compiler) interlocks(e *Envelope) {
+	if h := c.cfg.Interlocks.Heater; h != nil {
+		r := &heaterRule{pUnit: h.MaxPressure.Unit, inertGas: h.InertGas, fUnit: h.MinInertFlow.Unit}
+		if v, ok := c.quantity("interlocks.heater.max_pressure", h.MaxPressure, kindPressure, true); ok {
+			r.maxPressure = device.Pressure(v)
+			if r.maxPressure > c.spec.Gauge.Max || r.maxPressure < c.spec.Gauge.Min {
+				c.fail("interlocks.heater.max_pressure", "%v lies outside the gauge range", h.MaxPressure)
+			}
+		}
+		if c.gasKnown("interlocks.heater.inert_gas", h.InertGas) {
+			if v, ok := c.quantity("interlocks.heater.min_inert_flow", h.MinInertFlow, kindFlow, true); ok {
+				r.minInertFlow = device.Flow(v)
+				if fs := e.gases[h.InertGas].FullScale; r.minInertFlow > fs || r.minInertFlow <= 0 {
+					c.fail("interlocks.heater.min_inert_flow", "%v lies outside 0 .. %v (the %s controller's range)", h.MinInertFlow, fs, h.InertGas)
+				}
+			}
+		}
+		e.heater = r
+	}
+	for _, gas := range slices.Sorted(maps.Keys(c.cfg.Interlocks.Gases)) {
+		g := c.cfg.Interlocks.Gases[gas]
+		path := "interlocks.gases." + gas
+		if !c.gasKnown(path, gas) {
+			continue
+		}
+		r := &gasRule{gas: gas, pUnit: g.MaxPressure.Unit, levels: map[string]bool{}}
+		if v, ok := c.quantity(path+".max_pressure", g.MaxPressure, kindPressure, true); ok {
+			r.maxPressure = device.Pressure(v)
+			if r.maxPressure > c.spec.Gauge.Max || r.maxPressure < c.spec.Gauge.Min {
+				c.fail(path+".max_pressure", "%v lies outside the gauge range", g.MaxPressure)
+			}
+		}
+		for _, sw := range g.RequireSwitchesOn {
+			if s, ok := e.switches[sw]; !ok || s.InterlockOwned {
+				c.fail(path+".require_switches_on", "unknown switch %q", sw)
+				continue
+			}
+			r.switches = append(r.switches, sw)
+			e.requiredBy[sw] = append(e.requiredBy[sw], gas)
+		}
+		for _, in := range slices.Sorted(maps.Keys(g.RequireInputs)) {
+			if !e.inputSet[in] {
+				c.fail(path+".require_inputs", "unknown input %q", in)
+				continue
+			}
+			r.inputs = append(r.inputs, in)
+			r.levels[in] = g.RequireInputs[in]
+		}
+		e.gasRules[gas] = r
+	}
+	for _, gas := range c.cfg.ReactiveGases {
+		if c.gasKnown("reactive_gases", gas) && !slices.Contains(e.reactive, gas) {
+			e.reactive = append(e.reactive, gas)
+		}
+	}
+	sort.Strings(e.reactive)
+}
+
+func (c *compiler) prohibitedActions(e *Envelope) {
+	for _, name := range c.cfg.ProhibitedActions {
+		r := Rule(name)
+		if !slices.Contains(prohibitedRules, r) {
+			c.fail("prohibited_actions", "unknown prohibited action %q (known: %v)", name, prohibitedRules)
+			continue
+		}
+		e.prohibited[r] = true
+	}
+	if e.prohibited[RuleMixing] || e.prohibited[RuleVentGas] {
+		if len(e.reactive) == 0 {
+			c.fail("reactive_gases", "%s and %s need the reactive gases listed", RuleMixing, RuleVentGas)
+		}
+	}
+	if e.prohibited[RuleMixing] {
+		p := c.cfg.Purge
+		if p == nil {
+			c.fail("purge", "%s needs a purge definition", RuleMixing)
+		} else {
+			r := &purgeRule{inertGas: p.InertGas, minDuration: time.Duration(p.MinDuration)}
+			if c.gasKnown("purge.inert_gas", p.InertGas) {
+				if slices.Contains(e.reactive, p.InertGas) {
+					c.fail("purge.inert_gas", "%s is listed as reactive", p.InertGas)
+				}
+				if v, ok := c.quantity("purge.min_inert_flow", p.MinInertFlow, kindFlow, true); ok {
+					r.minInertFlow = device.Flow(v)
+					if fs := e.gases[p.InertGas].FullScale; r.minInertFlow > fs || r.minInertFlow <= 0 {
+						c.fail("purge.min_inert_flow", "%v lies outside 0 .. %v", p.MinInertFlow, fs)
+					}
+				}
+			}
+			if v, ok := c.quantity("purge.max_pressure", p.MaxPressure, kindPressure, false); ok {
+				r.maxPressure = device.Pressure(v)
+			}
+			if r.minDuration <= 0 {
+				c.fail("purge.min_duration", "must be positive")
+			}
+			e.purge = r
+		}
+	}
+	if e.prohibited[RuleVentHot] || e.prohibited[RuleVentGas] || e.prohibited[RuleVentPumping] {
+		v := c.cfg.Vent
+		if v == nil {
+			c.fail("vent", "the venting rules need the vent valve named")
+			return
+		}
+		r := &ventRule{valve: v.Valve, gate: v.GateValve, tUnit: v.MaxTemperature.Unit}
+		if s, ok := e.switches[v.Valve]; !ok || s.InterlockOwned {
+			c.fail("vent.valve", "unknown switch %q", v.Valve)
+		}
+		if e.prohibited[RuleVentPumping] {
+			if s, ok := e.switches[v.GateValve]; !ok || s.InterlockOwned || v.GateValve == v.Valve {
+				c.fail("vent.gate_valve", "unknown switch %q", v.GateValve)
+			}
+		}
+		if e.prohibited[RuleVentHot] {
+			if t, ok := c.quantity("vent.max_temperature", v.MaxTemperature, kindTemperature, true); ok {
+				r.maxTemp = device.Temperature(t)
+			}
+		}
+		e.vent = r
+	}
+}
+
+func (c *compiler) procedures(e *Envelope) {
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.EmergencyProcedures)) {
+		proc := Procedure(c.cfg.EmergencyProcedures[name])
+		if !slices.Contains(Trips(), Trip(name)) {
+			c.fail("emergency_procedures."+name, "unknown trip (known: %v)", Trips())
+			continue
+		}
+		switch proc {
+		case ProcImmediateShutdown, ProcCloseValvesAndAlert, ProcSafeState:
+		default:
+			c.fail("emergency_procedures."+name, "unknown procedure %q (known: %s, %s, %s)", proc,
+				ProcImmediateShutdown, ProcCloseValvesAndAlert, ProcSafeState)
+			continue
+		}
+		e.procedures[Trip(name)] = proc
+	}
+	for _, t := range Trips() {
+		if _, ok := c.cfg.EmergencyProcedures[string(t)]; !ok {
+			c.fail("emergency_procedures."+string(t), "missing: every trip needs a procedure")
+		}
+	}
+	if p, ok := e.procedures[TripEStop]; ok && p != ProcSafeState {
+		c.fail("emergency_procedures.estop", "must be %s, got %s", ProcSafeState, p)
+	}
+}
+
+func (c *compiler) inputsAndUnrestricted(e *Envelope) {
+	if !e.inputSet[c.cfg.Inputs.EStop] {
+		c.fail("inputs.estop", "unknown input %q (the estop trip needs it)", c.cfg.Inputs.EStop)
+	}
+	if !e.inputSet[c.cfg.Inputs.Leak] {
+		c.fail("inputs.leak", "unknown input %q (the gas_leak_detected trip needs it)", c.cfg.Inputs.Leak)
+	}
+	writable := c.spec.WritableChannels()
+	for ch, why := range c.cfg.Unrestricted {
+		if !slices.Contains(writable, ch) {
+			c.fail("unrestricted."+ch, "not a writable channel of the rig")
+			continue
+		}
+		if k, _, _, _, _ := c.spec.channel(ch); k != kindSwitch {
+			c.fail("unrestricted."+ch, "a numeric channel cannot be unrestricted: give it a parameter")
+			continue
+		}
+		if strings.TrimSpace(why) == "" {
+			c.fail("unrestricted."+ch, "give the reason")
+		}
+		e.unrestricted[ch] = why
+	}
+}
+
+// coverage refuses any writable channel that no rule bounds.
+func (c *compiler) coverage(e *Envelope) {
+	for _, ch := range c.spec.WritableChannels() {
+		if k, _, _, _, _ := c.spec.channel(ch); k != kindSwitch && e.limits[ch] == nil {
+			c.fail("channel "+ch, "writable channel has no hard limit: add parameters.%s with a max", ch)
+			continue
+		}
+		if len(e.rulesFor(ch)) == 0 {
+			c.fail("channel "+ch, "writable channel is not bounded by any rule: add a parameter or interlock, or list it under unrestricted with a reason")
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Sentinel errors of the envelope. Typed errors match them with errors.Is.
+var (
+	// ErrViolation: an action would leave the safety envelope; it was refused
+	// before any instrument was called. The error is a *Violation.
+	ErrViolation = errors.New("envelope: action violates the safety envelope")
+	// ErrUnauthorized: the Authorizer refused the action's token.
+	ErrUnauthorized = errors.New("envelope: action not authorised")
+	// ErrInvalidConfig: an envelope configuration is refused. The error joins
+	// one *ConfigError per problem.
+	ErrInvalidConfig = errors.New("envelope: invalid configuration")
+	// ErrAudit: the audit log could not record an entry; a write that cannot be
+	// audited is not executed.
+	ErrAudit = errors.New("envelope: audit record failed")
+)
+
+// Rule names the envelope rule a Violation or a coverage entry refers to.
+type Rule string
+
+// Rules. The prohibited actions' rules double as their names in
+// Config.ProhibitedActions.
+const (
+	RuleUnknownChannel Rule = "unknown_channel"        // no such channel on the rig
+	RuleInterlockOwned Rule = "interlock_owned_output" // the output belongs to the interlock (Arm/Halt only)
+	RuleNotFinite      Rule = "not_finite"             // NaN or infinite value
+	RuleMin            Rule = "min"                    // below the channel's hard minimum
+	RuleMax            Rule = "max"                    // above the channel's hard maximum
+	RuleRate           Rule = "max_rate_of_change"     // changes faster than allowed since the last accepted value
+	RuleStale          Rule = "stale_reading"          // a reading the decision needs is missing, old or invalid
+	RuleHeater         Rule = "heater_requires_vacuum_or_inert_flow"
+	RuleGasPressure    Rule = "gas_requires_low_pressure" // a gas with an interlock needs the chamber below a pressure
+	RuleGasSwitch      Rule = "gas_requires_output_on"    // ... an output (scrubber) on
+	RuleGasInput       Rule = "gas_requires_input"        // ... an input (door closed, exhaust OK) at a level
+	RuleRequiredOutput Rule = "output_required_by_gas"    // switching off an output a flowing gas requires
+	RuleMixing         Rule = "simultaneous_gas_mixing_without_purge"
+	RuleVentHot        Rule = "venting_while_hot"
+	RuleVentGas        Rule = "venting_with_gas_flowing"
+	RuleVentPumping    Rule = "venting_while_pumping"
+	RuleLatched        Rule = "latched" // a trip or e-stop latched the interlock: safe outputs only
+)
+
+// prohibitedRules are the names Config.ProhibitedActions accepts.
+var prohibitedRules = []Rule{RuleMixing, RuleVentHot, RuleVentGas, RuleVentPumping}
+
+// Violation is the typed refusal of an action: the rule that fired, the
+// channel, the limit and the offending value in Unit (the envelope's
+// configured unit for the channel, or the unit of the reading the rule
+// compares), and a sentence for humans. An action is refused, never clamped.
+type Violation struct {
+	Rule    Rule
+	Channel string
+	Limit   float64
+	Value   float64
+	Unit    string
+	Reason  string
+}
+
+func (v *Violation) Error() string {
+	s := "envelope: " + v.Channel + ": " + string(v.Rule)
+	if v.Unit != "" {
+		s += " (value " + fmtNum(v.Value) + " " + v.Unit + ", limit " + fmtNum(v.Limit) + " " + v.Unit + ")"
+	}
+	if v.Reason != "" {
+		s += ": " + v.Reason
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrViolation) true.
+func (v *Violation) Is(target error) bool { return target == ErrViolation }
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
+
+// ConfigError is one problem of an envelope configuration, naming where it is
+// (e.g. "parameters.furnace.setpoint.max" or "channel switch.pump").
+type ConfigError struct {
+	Path   string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("envelope config: %s: %s", e.Path, e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

@@ -1,0 +1,692 @@
+package envelope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+)
+
+// Rig is the set of writable instruments cmd/ builds from configuration. It is
+// handed to NewInterlock alone; everyone else gets a View.
+type Rig struct {
+	Furnace      device.TemperatureController
+	Flows        map[string]device.FlowController // by gas
+	Gauge        device.PressureGauge
+	Switches     map[string]device.Switch       // by name: valves, pump, scrubber, relay
+	Inputs       map[string]device.DigitalInput // by name: door, exhaust, e-stop, leak
+	Spectrometer device.Spectrometer            // may be nil when the spec has none
+}
+
+// Grant is what an Authorizer vouches for: the session the token belongs to.
+type Grant struct {
+	SessionID string
+}
+
+// Authorizer checks that a token is valid, unexpired, and that its scope
+// covers the action. session/ implements it.
+type Authorizer interface {
+	Authorize(ctx context.Context, token string, a Action) (Grant, error)
+}
+
+// Auditor records decisions durably. A write is not executed unless its
+// acceptance was recorded.
+type Auditor interface {
+	Record(ctx context.Context, e Entry) error
+}
+
+// Decision is what an audit Entry records.
+type Decision string
+
+// Decisions.
+const (
+	DecisionRefused  Decision = "refused"  // not authorised, or outside the envelope: nothing was sent
+	DecisionAccepted Decision = "accepted" // about to be written
+	DecisionExecuted Decision = "executed" // written and read back
+	DecisionFailed   Decision = "failed"   // the instrument failed or the read-back did not match
+	DecisionHalted   Decision = "halted"   // safe state (e-stop) ran
+	DecisionTripped  Decision = "tripped"  // an emergency procedure ran
+	DecisionReset    Decision = "reset"    // an operator cleared the latch
+	DecisionArmed    Decision = "armed"    // an operator energised the interlock-owned outputs
+)
+
+// Entry is one audit record.
+type Entry struct {
+	At        time.Time `json:"at"`
+	SessionID string    `json:"session_id,omitempty"`
+	Operator  string    `json:"operator,omitempty"`
+	Action    *Action   `json:"action,omitempty"`
+	Decision  Decision  `json:"decision"`
+	Rule      Rule      `json:"rule,omitempty"`
+	Trip      Trip      `json:"trip,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// InterlockOpts tunes an Interlock.
+type InterlockOpts struct {
+	Clock             func() time.Time // time source; time.Now if nil
+	ReadTimeout       time.Duration    // per instrument read of a snapshot
+	WriteTimeout      time.Duration    // per write and its read-back (acquisitions add their integration)
+	HaltTimeout       time.Duration    // per instrument Halt
+	SetpointTolerance device.Temperature
+	RampTolerance     device.TemperatureRate
+	FlowTolerance     device.Flow
+	Logger            *slog.Logger // discarded if nil
+}
+
+// DefaultInterlockOpts returns the defaults: 1 s reads, 2 s writes, 3 s halts,
+// read-back tolerances of 0.1 K, 0.1 K/min and 0.05 sccm (the resolution of
+// the rig's registers and MFC replies).
+func DefaultInterlockOpts() InterlockOpts {
+	return InterlockOpts{Clock: time.Now, ReadTimeout: time.Second, WriteTimeout: 2 * time.Second,
+		HaltTimeout: 3 * time.Second, SetpointTolerance: 0.1, RampTolerance: 0.1, FlowTolerance: 0.05}
+}
+
+// Interlock owns the writable rig. Its Apply is the only way for a session
+// to move an actuator: authorise, check against the envelope and current
+// readings, write with a timeout, read back, audit. SafeState, Trip, Reset
+// and Arm are the local paths that bypass authorisation.
+//
+// Apply calls are serialised. SafeState does not wait for them: it latches,
+// cancels the Apply in flight, halts everything, and halts again once that
+// Apply has returned, so a write that raced the halt cannot survive it.
+type Interlock struct {
+	env   *Envelope
+	rig   Rig
+	auth  Authorizer
+	audit Auditor
+	opts  InterlockOpts
+	log   *slog.Logger
+	instr []namedInstrument
+
+	applyMu sync.Mutex // serialises Apply
+
+	mu          sync.Mutex // guards the fields below
+	state       *State
+	latched     bool
+	latchReason string
+	inflight    context.CancelFunc
+	done        chan struct{}
+}
+
+type instrumentRole int
+
+const (
+	roleFurnace instrumentRole = iota + 1
+	roleFlow
+	roleGasValve
+	roleRelay
+	roleSwitch
+	roleGauge
+	roleSpectrometer
+)
+
+type namedInstrument struct {
+	name string
+	role instrumentRole
+	inst device.Instrument
+}
+
+// NewInterlock checks rig against env's RigSpec (every declared instrument
+// present, full scales and safe states as declared) and returns the
+// interlock, unlatched.
+func NewInterlock(env *Envelope, rig Rig, auth Authorizer, audit Auditor, opts InterlockOpts) (*Interlock, error) {
+	if env == nil || auth == nil || audit == nil {
+		return nil, errors.New("envelope: NewInterlock needs an envelope, an authorizer and an auditor")
+	}
+	def := DefaultInterlockOpts()
+	if opts.Clock == nil {
+		opts.Clock = def.Clock
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = def.ReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = def.WriteTimeout
+	}
+	if opts.HaltTimeout <= 0 {
+		opts.HaltTimeout = def.HaltTimeout
+	}
+	if opts.SetpointTolerance <= 0 {
+		opts.SetpointTolerance = def.SetpointTolerance
+	}
+	if opts.RampTolerance <= 0 {
+		opts.RampTolerance = def.RampTolerance
+	}
+	if opts.FlowTolerance <= 0 {
+		opts.FlowTolerance = def.FlowTolerance
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	il := &Interlock{env: env, rig: rig, auth: auth, audit: audit, opts: opts, log: log, state: NewState()}
+	if err := il.bind(); err != nil {
+		return nil, err
+	}
+	return il, nil
+}
+
+func (il *Interlock) bind() error {
+	spec, rig := il.env.spec, il.rig
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+	if rig.Furnace == nil {
+		bad("rig.furnace", "missing")
+	} else {
+		il.instr = append(il.instr, namedInstrument{"furnace", roleFurnace, rig.Furnace})
+	}
+	if rig.Gauge == nil {
+		bad("rig.gauge", "missing")
+	} else {
+		il.instr = append(il.instr, namedInstrument{"gauge", roleGauge, rig.Gauge})
+	}
+	for _, g := range spec.Gases {
+		fc := rig.Flows[g.Gas]
+		if fc == nil {
+			bad("rig.flows."+g.Gas, "missing")
+			continue
+		}
+		if fs := fc.FullScale(); math.Abs(float64(fs-g.FullScale)) > 1e-9*float64(g.FullScale) {
+			bad("rig.flows."+g.Gas, "full scale %v, the spec declares %v", fs, g.FullScale)
+		}
+		il.instr = append(il.instr, namedInstrument{"flow." + g.Gas, roleFlow, fc})
+	}
+	if len(rig.Flows) != len(spec.Gases) {
+		bad("rig.flows", "%d controllers for %d declared gases", len(rig.Flows), len(spec.Gases))
+	}
+	for _, s := range spec.Switches {
+		sw := rig.Switches[s.Name]
+		if sw == nil {
+			bad("rig.switches."+s.Name, "missing")
+			continue
+		}
+		if sw.SafeState() != s.SafeState {
+			bad("rig.switches."+s.Name, "safe state %v, the spec declares %v", sw.SafeState(), s.SafeState)
+		}
+		role := roleSwitch
+		if s.InterlockOwned {
+			role = roleRelay
+		} else if _, ok := il.env.gasOfValve[s.Name]; ok {
+			role = roleGasValve
+		}
+		il.instr = append(il.instr, namedInstrument{"switch." + s.Name, role, sw})
+	}
+	if len(rig.Switches) != len(spec.Switches) {
+		bad("rig.switches", "%d switches for %d declared", len(rig.Switches), len(spec.Switches))
+	}
+	for _, in := range spec.Inputs {
+		if rig.Inputs[in] == nil {
+			bad("rig.inputs."+in, "missing")
+		}
+	}
+	if (rig.Spectrometer == nil) != (spec.Spectrometer == nil) {
+		bad("rig.spectrometer", "present in one of the rig and its spec only")
+	} else if rig.Spectrometer != nil {
+		il.instr = append(il.instr, namedInstrument{"spectrometer", roleSpectrometer, rig.Spectrometer})
+	}
+	return errors.Join(errs...)
+}
+
+// Envelope returns the envelope the interlock enforces.
+func (il *Interlock) Envelope() *Envelope { return il.env }
+
+// Latched reports whether a trip or an e-stop latched the interlock, and why.
+func (il *Interlock) Latched() (bool, string) {
+	il.mu.Lock()
+	defer il.mu.Unlock()
+	return il.latched, il.latchReason
+}
+
+// Result is what an executed action did.
+type Result struct {
+	Action   Action
+	ReadBack float64 // the instrument's read-back in device units (1/0 for on/off)
+	At       time.Time
+	Spectrum *device.Spectrum // ActAcquire only
+}
+
+func (il *Interlock) record(ctx context.Context, e Entry) error {
+	e.At = il.opts.Clock()
+	if err := il.audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		il.log.Error("audit record failed", "decision", e.Decision, "reason", e.Reason, "err", err)
+		return fmt.Errorf("%w: %w", ErrAudit, err)
+	}
+	return nil
+}
+
+// refuse audits a refusal and returns err, joined with an audit failure.
+func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule Rule, err error) error {
+	if aerr := il.record(ctx, Entry{SessionID: session, Action: &a, Decision: DecisionRefused, Rule: rule, Reason: err.Error()}); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	return err
+}
+
+// Apply is the single path by which a session moves an actuator. In order:
+// the latch (while latched only safe actions pass), the authoriser, a fresh
+// snapshot of the rig, the envelope's Check, an audit record of acceptance,
+// the write with a timeout, the read-back, and an audit record of the
+// outcome. Every refusal is audited and returned as a *Violation (wrapping
+// ErrViolation) or an error wrapping ErrUnauthorized; a refused action never
+// reaches an instrument.
+func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result, error) {
+	il.applyMu.Lock()
+	defer il.applyMu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	il.mu.Lock()
+	latched, why := il.latched, il.latchReason
+	if !latched {
+		done := make(chan struct{})
+		il.inflight, il.done = cancel, done
+		defer func() {
+			il.mu.Lock()
+			il.inflight, il.done = nil, nil
+			il.mu.Unlock()
+			close(done)
+		}()
+	}
+	il.mu.Unlock()
+
+	grant, err := il.auth.Authorize(ctx, token, a)
+	if err != nil {
+		return Result{}, il.refuse(ctx, "", a, "", fmt.Errorf("envelope: %v: %w: %w", a, ErrUnauthorized, err))
+	}
+	if latched && !il.env.IsSafe(a) {
+		v := violation(RuleLatched, a.Channel(), "latched by %s: only safe outputs until an operator resets", why)
+		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
+	}
+
+	r := il.snapshot(ctx)
+	il.mu.Lock()
+	il.env.Observe(il.state, r)
+	var v *Violation
+	if err := il.env.Check(a, r, il.state); err != nil {
+		v = err.(*Violation)
+	}
+	il.mu.Unlock()
+	if v != nil {
+		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
+	}
+	if err := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionAccepted}); err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil { // SafeState cancelled us between check and write
+		err = fmt.Errorf("envelope: %v: cancelled before the write: %w", a, err)
+		_ = il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error()})
+		return Result{}, err
+	}
+
+	timeout := il.opts.WriteTimeout
+	if a.Kind == ActAcquire {
+		timeout += a.Integration
+	}
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	res, err := il.execute(wctx, a)
+	wcancel()
+	if err != nil {
+		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error()}); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return Result{}, err
+	}
+	il.mu.Lock()
+	il.env.Accept(il.state, a, res.At)
+	il.mu.Unlock()
+	return res, il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionExecuted})
+}
+
+func readbackErr(a Action, got any) error {
+	return fmt.Errorf("envelope: %s: wrote %v, read back %v: %w", a.Channel(), a, got, device.ErrReadback)
+}
+
+// furnaceStatus reads the controller; a sensor break does not invalidate the
+// setpoint registers.
+func (il *Interlock) furnaceStatus(ctx context.Context) (device.FurnaceStatus, error) {
+	st, err := il.rig.Furnace.Status(ctx)
+	if err != nil && !errors.Is(err, device.ErrSensor) {
+		return st, err
+	}
+	return st, nil
+}
+
+func (il *Interlock) execute(ctx context.Context, a Action) (Result, error) {
+	res := Result{Action: a}
+	switch a.Kind {
+	case ActSetpoint, ActRampRate, ActHeater:
+		f := il.rig.Furnace
+		var err error
+		switch a.Kind {
+		case ActSetpoint:
+			err = f.SetSetpoint(ctx, a.Temperature)
+		case ActRampRate:
+			err = f.SetRampRate(ctx, a.Rate)
+		default:
+			err = f.SetHeater(ctx, a.On)
+		}
+		if err != nil {
+			return res, err
+		}
+		st, err := il.furnaceStatus(ctx)
+		if err != nil {
+			return res, err
+		}
+		switch a.Kind {
+		case ActSetpoint:
+			if math.Abs(float64(st.Setpoint-a.Temperature)) > float64(il.opts.SetpointTolerance) {
+				return res, readbackErr(a, st.Setpoint)
+			}
+			res.ReadBack = float64(st.Setpoint)
+		case ActRampRate:
+			if math.Abs(float64(st.RampRate-a.Rate)) > float64(il.opts.RampTolerance) {
+				return res, readbackErr(a, st.RampRate)
+			}
+			res.ReadBack = float64(st.RampRate)
+		default:
+			if st.HeaterEnabled != a.On {
+				return res, readbackErr(a, onOff(st.HeaterEnabled))
+			}
+			res.ReadBack = boolValue(st.HeaterEnabled)
+		}
+	case ActFlow:
+		fc := il.rig.Flows[a.Target]
+		if err := fc.SetFlow(ctx, a.Flow); err != nil {
+			return res, err
+		}
+		st, err := fc.ReadFlow(ctx)
+		if err != nil {
+			return res, err
+		}
+		if math.Abs(float64(st.Setpoint-a.Flow)) > float64(il.opts.FlowTolerance) {
+			return res, readbackErr(a, st.Setpoint)
+		}
+		res.ReadBack = float64(st.Setpoint)
+	case ActSwitch:
+		sw := il.rig.Switches[a.Target]
+		if err := sw.Set(ctx, a.On); err != nil {
+			return res, err
+		}
+		on, err := sw.State(ctx)
+		if err != nil {
+			return res, err
+		}
+		if on != a.On {
+			return res, readbackErr(a, onOff(on))
+		}
+		res.ReadBack = boolValue(on)
+	case ActAcquire:
+		sp, err := il.rig.Spectrometer.Acquire(ctx, a.Integration)
+		if err != nil {
+			return res, err
+		}
+		res.Spectrum = &sp
+		res.ReadBack = sp.Integration.Seconds()
+	default:
+		return res, fmt.Errorf("envelope: %v: no such action", a)
+	}
+	res.At = il.opts.Clock()
+	return res, nil
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// snapshot reads every instrument concurrently, each with ReadTimeout. A
+// failed read leaves its part zero, hence stale: rules that need it refuse.
+func (il *Interlock) snapshot(ctx context.Context) Readings {
+	r := Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	read := func(name string, f func(ctx context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, il.opts.ReadTimeout)
+			defer cancel()
+			if err := f(rctx); err != nil {
+				il.log.Debug("snapshot read failed", "instrument", name, "err", err)
+			}
+		}()
+	}
+	read("furnace", func(ctx context.Context) error {
+		st, err := il.furnaceStatus(ctx)
+		if err == nil {
+			mu.Lock()
+			r.Furnace = st
+			mu.Unlock()
+		}
+		return err
+	})
+	read("gauge", func(ctx context.Context) error {
+		p, err := il.rig.Gauge.ReadPressure(ctx)
+		if err == nil || errors.Is(err, device.ErrSensor) {
+			mu.Lock()
+			r.Pressure = p // a sensor status other than ok/under/over makes Check refuse
+			mu.Unlock()
+		}
+		return err
+	})
+	for gas, fc := range il.rig.Flows {
+		read("flow."+gas, func(ctx context.Context) error {
+			st, err := fc.ReadFlow(ctx)
+			if err == nil {
+				mu.Lock()
+				r.Flows[gas] = st
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	for name, sw := range il.rig.Switches {
+		read("switch."+name, func(ctx context.Context) error {
+			on, err := sw.State(ctx)
+			if err == nil {
+				at := il.opts.Clock()
+				mu.Lock()
+				r.Switches[name] = Level{On: on, At: at}
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	for name, in := range il.rig.Inputs {
+		read("input."+name, func(ctx context.Context) error {
+			on, err := in.Read(ctx)
+			if err == nil {
+				at := il.opts.Clock()
+				mu.Lock()
+				r.Inputs[name] = Level{On: on, At: at}
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	wg.Wait()
+	r.At = il.opts.Clock()
+	return r
+}
+
+// poll takes a snapshot and feeds it to the envelope's history.
+func (il *Interlock) poll(ctx context.Context) Readings {
+	r := il.snapshot(ctx)
+	il.mu.Lock()
+	il.env.Observe(il.state, r)
+	il.mu.Unlock()
+	return r
+}
+
+// latch marks the interlock latched and returns the Apply in flight (if any)
+// after cancelling it.
+func (il *Interlock) latch(reason string) chan struct{} {
+	il.mu.Lock()
+	defer il.mu.Unlock()
+	if !il.latched {
+		il.latched, il.latchReason = true, reason
+	}
+	if il.inflight != nil {
+		il.inflight()
+	}
+	return il.done
+}
+
+// halt runs Halt concurrently on the instruments whose role is selected,
+// each with HaltTimeout, and joins the failures.
+func (il *Interlock) halt(ctx context.Context, roles ...instrumentRole) error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, n := range il.instr {
+		if len(roles) > 0 && !slices.Contains(roles, n.role) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hctx, cancel := context.WithTimeout(ctx, il.opts.HaltTimeout)
+			defer cancel()
+			if err := n.inst.Halt(hctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("envelope: halt %s: %w", n.name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// haltTwice halts, and halts again once the Apply that was in flight has
+// returned, so that its write cannot outlive the halt.
+func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ...instrumentRole) error {
+	err := il.halt(ctx, roles...)
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+		err = il.halt(ctx, roles...)
+	}
+	return err
+}
+
+// SafeState is the e-stop path: it bypasses authorisation, latches, cancels
+// the Apply in flight and halts every instrument, then audits. It returns
+// once every Halt has confirmed, or with the failures joined.
+func (il *Interlock) SafeState(ctx context.Context, reason string) error {
+	done := il.latch(reason)
+	err := il.haltTwice(ctx, done)
+	e := Entry{Decision: DecisionHalted, Reason: reason}
+	if err != nil {
+		e.Reason += "; halt failures: " + err.Error()
+	}
+	return errors.Join(err, il.record(ctx, e))
+}
+
+// Trip runs the emergency procedure of ev.Trip, latches and audits, bypassing
+// authorisation. immediate_shutdown halts the furnace, the interlock relay,
+// the flows and the gas line valves; close_all_valves_and_alert halts the
+// flows and the gas line valves; safe_state halts everything.
+func (il *Interlock) Trip(ctx context.Context, ev TripEvent) error {
+	proc := il.env.Procedure(ev.Trip)
+	done := il.latch(string(ev.Trip))
+	var err error
+	switch proc {
+	case ProcImmediateShutdown:
+		err = il.haltTwice(ctx, done, roleFurnace, roleRelay, roleFlow, roleGasValve)
+	case ProcCloseValvesAndAlert:
+		err = il.haltTwice(ctx, done, roleFlow, roleGasValve)
+	default:
+		err = il.haltTwice(ctx, done)
+	}
+	e := Entry{Decision: DecisionTripped, Trip: ev.Trip, Rule: Rule(proc), Reason: fmt.Sprintf("%s on %s: %s", ev.Trip, ev.Channel, ev.Reason)}
+	if err != nil {
+		e.Reason += "; halt failures: " + err.Error()
+	}
+	return errors.Join(err, il.record(ctx, e))
+}
+
+// Reset clears the latch; the operator's name is recorded. It is a local
+// operation: nothing remote reaches it.
+func (il *Interlock) Reset(ctx context.Context, operator string) error {
+	if operator == "" {
+		return errors.New("envelope: reset needs the operator's name")
+	}
+	il.mu.Lock()
+	was := il.latchReason
+	il.latched, il.latchReason = false, ""
+	il.mu.Unlock()
+	return il.record(ctx, Entry{Decision: DecisionReset, Operator: operator, Reason: "cleared latch: " + was})
+}
+
+// Arm energises the interlock-owned outputs (the relay that powers the heater
+// and the gas valves) when the interlock is not latched and a fresh snapshot
+// shows no trip condition. Local only; the operator is recorded.
+func (il *Interlock) Arm(ctx context.Context, operator string) error {
+	if operator == "" {
+		return errors.New("envelope: arm needs the operator's name")
+	}
+	if latched, why := il.Latched(); latched {
+		return violation(RuleLatched, "arm", "latched by %s: reset first", why)
+	}
+	if trips := il.env.EvaluateTrips(il.poll(ctx)); len(trips) > 0 {
+		return violation(RuleLatched, trips[0].Channel, "trip condition %s holds: %s", trips[0].Trip, trips[0].Reason)
+	}
+	for _, n := range il.instr {
+		if n.role != roleRelay {
+			continue
+		}
+		sw := n.inst.(device.Switch)
+		wctx, cancel := context.WithTimeout(ctx, il.opts.WriteTimeout)
+		err := sw.Set(wctx, true)
+		cancel()
+		if err != nil {
+			_ = il.halt(ctx, roleRelay)
+			return fmt.Errorf("envelope: arm %s: %w", n.name, err)
+		}
+	}
+	return il.record(ctx, Entry{Decision: DecisionArmed, Operator: operator})
+}
+
+// View returns the read-only view of the rig for everyone but cmd/.
+func (il *Interlock) View() *View { return &View{il: il} }
+
+// View is a read-only view of the rig: readings, the envelope, the latch and
+// a dry run of the checks. It holds no writable handle.
+type View struct{ il *Interlock }
+
+// Readings reads a fresh snapshot of every instrument.
+func (v *View) Readings(ctx context.Context) Readings { return v.il.poll(ctx) }
+
+// Envelope returns the envelope in force.
+func (v *View) Envelope() *Envelope { return v.il.env }
+
+// Latched reports whether the interlock is latched, and why.
+func (v *View) Latched() (bool, string) { return v.il.Latched() }
+
+// DryRun checks a against a fresh snapshot and the interlock's history
+// without executing or auditing it.
+func (v *View) DryRun(ctx context.Context, a Action) error {
+	r := v.il.poll(ctx)
+	il := v.il
+	il.mu.Lock()
+	defer il.mu.Unlock()
+	if il.latched && !il.env.IsSafe(a) {
+		return violation(RuleLatched, a.Channel(), "latched by %s", il.latchReason)
+	}
+	return il.env.Check(a, r, il.state)
+}
