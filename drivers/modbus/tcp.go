@@ -1,0 +1,105 @@
+package modbus
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// tcpTransport replaces goburrow's TCP transporter: it dials with the caller's
+// context, puts the transaction deadline on the socket, and drops the
+// connection after any failure (reset) so that a late reply can never be read
+// as the answer to the next request.
+type tcpTransport struct {
+	addr     string
+	conn     net.Conn
+	ctx      context.Context
+	deadline time.Time
+}
+
+func (t *tcpTransport) begin(ctx context.Context, deadline time.Time) {
+	t.ctx, t.deadline = ctx, deadline
+}
+
+func (t *tcpTransport) Send(req []byte) ([]byte, error) {
+	ctx := t.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if t.conn == nil {
+		d := net.Dialer{Deadline: t.deadline}
+		c, err := d.DialContext(ctx, "tcp", t.addr)
+		if err != nil {
+			return nil, &ioError{ctxErr(ctx, fmt.Errorf("dial: %w", err))}
+		}
+		t.conn = c
+	}
+	c := t.conn
+	if err := c.SetDeadline(t.deadline); err != nil {
+		return nil, &ioError{err}
+	}
+	// A cancelled context interrupts the I/O in progress.
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := c.Write(req); err != nil {
+		return nil, &ioError{ctxErr(ctx, fmt.Errorf("write: %w", err))}
+	}
+	var buf [tcpHeaderLen + tcpMaxPDU]byte
+	if _, err := io.ReadFull(c, buf[:tcpHeaderLen]); err != nil {
+		return nil, &ioError{ctxErr(ctx, fmt.Errorf("read MBAP header: %w", err))}
+	}
+	n, err := MBAPLength(buf[:tcpHeaderLen])
+	if err != nil {
+		return nil, &ioError{err}
+	}
+	if _, err := io.ReadFull(c, buf[tcpHeaderLen:n]); err != nil {
+		return nil, &ioError{ctxErr(ctx, fmt.Errorf("read PDU: %w", err))}
+	}
+	return append([]byte(nil), buf[:n]...), nil
+}
+
+// MBAPLength returns the total length of the Modbus TCP frame whose 7-byte
+// MBAP header is hdr, or an error wrapping device.ErrFrame when the header is
+// impossible (protocol id not 0, length field outside 2..254).
+func MBAPLength(hdr []byte) (int, error) {
+	if len(hdr) < tcpHeaderLen {
+		return 0, frameError("MBAP header of %d bytes", len(hdr))
+	}
+	if p := binary.BigEndian.Uint16(hdr[2:]); p != 0 {
+		return 0, frameError("MBAP protocol id %d", p)
+	}
+	l := int(binary.BigEndian.Uint16(hdr[4:]))
+	if l < 2 || l > tcpMaxPDU+1 {
+		return 0, frameError("MBAP length %d (want 2..%d)", l, tcpMaxPDU+1)
+	}
+	return tcpHeaderLen - 1 + l, nil
+}
+
+func (t *tcpTransport) reset() {
+	if t.conn != nil {
+		_ = t.conn.Close()
+		t.conn = nil
+	}
+}
+
+func (t *tcpTransport) close() error {
+	if t.conn == nil {
+		return nil
+	}
+	err := t.conn.Close()
+	t.conn = nil
+	return err
+}
+
+// ctxErr reports a cancelled context as such rather than as the I/O error it
+// caused (a deadline in the past).
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(cerr, context.Canceled) {
+		return fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
+}
