@@ -39,6 +39,14 @@ func Open(link string) (*Line, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptyline: open pty: %w", err)
 	}
+	// creack/pty calls Fd() on the master, which puts it in blocking mode and
+	// takes it out of Go's poller: deadlines would silently never fire and Close
+	// would not unblock a Read while a client holds the port open. Re-wrap a
+	// non-blocking duplicate so both work.
+	if master, err = pollable(master); err != nil {
+		_ = slave.Close()
+		return nil, fmt.Errorf("ptyline: %w", err)
+	}
 	l := &Line{master: master, slave: slave, link: link}
 	if err := makeRaw(int(slave.Fd())); err != nil {
 		l.closeFiles()
@@ -55,6 +63,21 @@ func Open(link string) (*Line, error) {
 		}
 	}
 	return l, nil
+}
+
+// pollable returns a non-blocking duplicate of f registered with Go's poller,
+// and closes f.
+func pollable(f *os.File) (*os.File, error) {
+	fd, err := unix.Dup(int(f.Fd()))
+	_ = f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("non-blocking pty master: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
 // makeRaw is cfmakeraw(3) on fd.

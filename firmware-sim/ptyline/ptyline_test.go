@@ -74,3 +74,42 @@ func TestCloseRemovesLinkAndUnblocksRead(t *testing.T) {
 		t.Fatalf("link still there: %v", err)
 	}
 }
+
+// With a client holding the port open, a read deadline must fire and Close must
+// unblock a pending Read (the master is non-blocking and in Go's poller).
+func TestDeadlineAndCloseWithClientOpen(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "cable")
+	l, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := os.OpenFile(link, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	_ = l.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := l.Read(make([]byte, 8)); !os.IsTimeout(err) {
+		t.Fatalf("read with deadline: %v, want a timeout", err)
+	}
+	_ = l.SetReadDeadline(time.Time{})
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("read after close returned nil error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not unblock Read while a client held the port")
+	}
+}
