@@ -1,0 +1,232 @@
+package alicat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+)
+
+// Opts configures one controller.
+type Opts struct {
+	// Name names the instrument in logs and errors, e.g. "mfc-h2s".
+	Name string
+	// UnitID is the controller's unit id, one capital letter.
+	UnitID byte
+	// Gas is the gas name the controller must report, e.g. "H2S".
+	Gas string
+	// FullScale is the controller's range; SetFlow refuses anything above it.
+	FullScale device.Flow
+	// Timeout bounds one command/reply exchange when the caller's context
+	// allows more (or has no deadline).
+	Timeout time.Duration
+	// Line configures the serial line opened by Open (unused by New).
+	Line serialline.Opts
+}
+
+// DefaultOpts returns the simulator's Ar controller: "mfc", unit A, Ar, 500
+// sccm, 19200 8N1, 500 ms per exchange.
+func DefaultOpts() Opts {
+	lo := serialline.DefaultOpts()
+	lo.Mode.BaudRate = 19200
+	return Opts{
+		Name:      "mfc",
+		UnitID:    'A',
+		Gas:       "Ar",
+		FullScale: device.SCCM(500),
+		Timeout:   500 * time.Millisecond,
+		Line:      lo,
+	}
+}
+
+// MFC is one Alicat-style mass-flow controller on a serial line.
+type MFC struct {
+	line    *serialline.Line
+	ownLine bool
+	opts    Opts
+	now     func() time.Time
+}
+
+var _ device.FlowController = (*MFC)(nil)
+
+// New returns the controller with unit id opts.UnitID on line, which it shares
+// with any other driver on the same line and does not close.
+func New(line *serialline.Line, opts Opts) (*MFC, error) {
+	if line == nil {
+		return nil, errors.New("alicat: nil line")
+	}
+	if opts.UnitID < 'A' || opts.UnitID > 'Z' {
+		return nil, fmt.Errorf("alicat %s: unit id %q is not a capital letter", opts.Name, opts.UnitID)
+	}
+	if opts.Gas == "" {
+		return nil, fmt.Errorf("alicat %s: no gas configured", opts.Name)
+	}
+	if !device.Finite(float64(opts.FullScale)) || opts.FullScale <= 0 {
+		return nil, fmt.Errorf("alicat %s: full scale %v: %w", opts.Name, opts.FullScale, device.ErrOutOfRange)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultOpts().Timeout
+	}
+	if opts.Name == "" {
+		opts.Name = "mfc-" + string(opts.UnitID)
+	}
+	return &MFC{line: line, opts: opts, now: time.Now}, nil
+}
+
+// Open opens the serial port at path with opts.Line and returns the controller
+// on it; Close closes the port.
+func Open(path string, opts Opts) (*MFC, error) {
+	lo := opts.Line
+	if lo.Name == "" {
+		lo.Name = opts.Name
+	}
+	line, err := serialline.Open(path, lo)
+	if err != nil {
+		return nil, fmt.Errorf("alicat %s: %w", opts.Name, err)
+	}
+	m, err := New(line, opts)
+	if err != nil {
+		line.Close()
+		return nil, err
+	}
+	m.ownLine = true
+	return m, nil
+}
+
+// Close closes the serial line if Open opened it.
+func (m *MFC) Close() error {
+	if m.ownLine {
+		return m.line.Close()
+	}
+	return nil
+}
+
+// String names the instrument.
+func (m *MFC) String() string { return m.opts.Name }
+
+// FullScale is the configured range.
+func (m *MFC) FullScale() device.Flow { return m.opts.FullScale }
+
+// ReadFlow polls the controller (`<id>\r`) and returns its data frame.
+func (m *MFC) ReadFlow(ctx context.Context) (device.FlowStatus, error) {
+	f, err := m.command(ctx, "poll", "")
+	if err != nil {
+		return device.FlowStatus{}, err
+	}
+	st := f.status()
+	st.At = m.now()
+	return st, nil
+}
+
+// SetFlow sets the setpoint (`<id>S<value>\r`, two decimals) and verifies the
+// setpoint in the reply (device.ErrReadback otherwise). A negative, non-finite
+// or above-full-scale flow is refused with device.ErrOutOfRange before
+// anything is sent. If the valve is held closed (after Halt) and f is above
+// zero, SetFlow then cancels the hold (`<id>C`) so the controller resumes
+// control to the new setpoint; a zero setpoint leaves the hold in place.
+func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
+	v := f.SCCM()
+	if !device.Finite(v) || v < 0 || f > m.opts.FullScale {
+		return fmt.Errorf("%s: set flow %v (range 0..%v): %w", m.opts.Name, f, m.opts.FullScale, device.ErrOutOfRange)
+	}
+	arg := strconv.FormatFloat(v, 'f', 2, 64)
+	sent, _ := strconv.ParseFloat(arg, 64)
+	fr, err := m.command(ctx, "set flow", "S"+arg)
+	if err != nil {
+		return err
+	}
+	if err := m.checkSetpoint(fr, sent); err != nil {
+		return err
+	}
+	if sent > 0 && fr.Held() {
+		fr, err = m.command(ctx, "cancel hold", "C")
+		if err != nil {
+			return err
+		}
+		if fr.Held() {
+			return fmt.Errorf("%s: cancel hold: reply still shows HLD: %w", m.opts.Name, device.ErrReadback)
+		}
+		return m.checkSetpoint(fr, sent)
+	}
+	return nil
+}
+
+func (m *MFC) checkSetpoint(fr Frame, want float64) error {
+	if math.Abs(fr.Setpoint-want) > fr.SetpointRes/2+1e-9 {
+		return fmt.Errorf("%s: set flow %.2f sccm: controller reports setpoint %g sccm: %w", m.opts.Name, want, fr.Setpoint, device.ErrReadback)
+	}
+	return nil
+}
+
+// Halt holds the valve closed (`<id>HC`), sets the setpoint to zero, and
+// confirms HLD and the zero setpoint in the reply. It tries the setpoint even
+// when the hold failed.
+func (m *MFC) Halt(ctx context.Context) error {
+	var errs []error
+	fr, err := m.command(ctx, "halt: hold valve closed", "HC")
+	if err == nil && !fr.Held() {
+		err = fmt.Errorf("%s: halt: reply to hold has no HLD: %w", m.opts.Name, device.ErrReadback)
+	}
+	errs = append(errs, err)
+	fr, err = m.command(ctx, "halt: setpoint 0", "S0.00")
+	if err == nil {
+		if err = m.checkSetpoint(fr, 0); err == nil && !fr.Held() {
+			err = fmt.Errorf("%s: halt: valve not held closed after setpoint 0: %w", m.opts.Name, device.ErrReadback)
+		}
+	}
+	errs = append(errs, err)
+	return errors.Join(errs...)
+}
+
+// Version returns the firmware version (`<id>VE\r`), e.g. "10v05.0-R24".
+func (m *MFC) Version(ctx context.Context) (string, error) {
+	var out string
+	err := m.exchange(ctx, "version", "VE", func(reply []byte) error {
+		id := string(m.opts.UnitID)
+		s := string(reply)
+		switch {
+		case s == id+" ?":
+			return fmt.Errorf("controller answered %q: %w", s, device.ErrRejected)
+		case len(s) < 3 || s[:2] != id+" ":
+			return fmt.Errorf("version reply %q: %w", truncate(s), device.ErrFrame)
+		}
+		out = s[2:]
+		return nil
+	})
+	return out, err
+}
+
+// command sends `<id><cmd>\r` and parses the data frame that answers it.
+func (m *MFC) command(ctx context.Context, op, cmd string) (Frame, error) {
+	var fr Frame
+	err := m.exchange(ctx, op, cmd, func(reply []byte) error {
+		var err error
+		fr, err = ParseFrame(reply, m.opts.UnitID, m.opts.Gas)
+		return err
+	})
+	return fr, err
+}
+
+func (m *MFC) exchange(ctx context.Context, op, cmd string, parse func([]byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
+	defer cancel()
+	err := m.line.Do(ctx, func(tx *serialline.Tx) error {
+		if err := tx.Write(ctx, []byte(string(m.opts.UnitID)+cmd+"\r")); err != nil {
+			return err
+		}
+		reply, err := tx.ReadUntil(ctx, []byte("\r"))
+		if err != nil {
+			return err
+		}
+		return parse(reply)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", m.opts.Name, op, err)
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package serialline_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.bug.st/serial"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
+)
+
+var cr = []byte("\r")
+
+func echo(req []byte) []byte { return append([]byte("re:"+string(req)), '\r') }
+
+func openLine(t *testing.T, p *serialtest.Peer) *serialline.Line {
+	t.Helper()
+	o := serialline.DefaultOpts()
+	o.Name = "test-line"
+	o.Timeout = 300 * time.Millisecond
+	o.MaxFrame = 32
+	l, err := serialline.Open(p.Path(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func ask(ctx context.Context, l *serialline.Line, cmd string) (string, error) {
+	var out string
+	err := l.Do(ctx, func(tx *serialline.Tx) error {
+		if err := tx.Write(ctx, []byte(cmd+"\r")); err != nil {
+			return err
+		}
+		b, err := tx.ReadUntil(ctx, cr)
+		out = string(b)
+		return err
+	})
+	return out, err
+}
+
+func TestRoundTrip(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), echo)
+	l := openLine(t, p)
+	for i := 0; i < 20; i++ {
+		got, err := ask(context.Background(), l, "hello")
+		if err != nil || got != "re:hello" {
+			t.Fatalf("ask = %q, %v", got, err)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler serialtest.Handler
+		want    error
+	}{
+		{"silence", func([]byte) []byte { return nil }, device.ErrTimeout},
+		{"no terminator", func([]byte) []byte { return []byte("partial") }, device.ErrTimeout},
+		{"too long", func([]byte) []byte { return bytes.Repeat([]byte("x"), 100) }, device.ErrFrame},
+		{"too long with terminator", func([]byte) []byte { return append(bytes.Repeat([]byte("x"), 40), '\r') }, device.ErrFrame},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := serialtest.NewPeer(t)
+			p.Serve(serialtest.SplitOn(cr), tc.handler)
+			l := openLine(t, p)
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := ask(ctx, l, "x")
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("took %v: the deadline did not reach the read", d)
+			}
+			// The line still works once the peer behaves.
+			p.SetHandler(echo)
+			if got, err := ask(context.Background(), l, "again"); err != nil || got != "re:again" {
+				t.Fatalf("after error: %q, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestDefaultTimeoutWithoutDeadline(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), func([]byte) []byte { return nil })
+	l := openLine(t, p)
+	start := time.Now()
+	_, err := ask(context.Background(), l, "x")
+	if !errors.Is(err, device.ErrTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+func TestCancelStopsRead(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), func([]byte) []byte { return nil })
+	l := openLine(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+	_, err := ask(ctx, l, "x")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, device.ErrTimeout) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestStaleInputDiscarded(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), echo)
+	l := openLine(t, p)
+	p.Write([]byte("stale reply\r"))
+	time.Sleep(20 * time.Millisecond)
+	got, err := ask(context.Background(), l, "fresh")
+	if err != nil || got != "re:fresh" {
+		t.Fatalf("ask = %q, %v", got, err)
+	}
+}
+
+func TestSeveralFramesInOneRead(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), func([]byte) []byte { return []byte("one\rtwo\rthree\r") })
+	l := openLine(t, p)
+	var got []string
+	err := l.Do(context.Background(), func(tx *serialline.Tx) error {
+		if err := tx.Write(context.Background(), []byte("x\r")); err != nil {
+			return err
+		}
+		for range 3 {
+			b, err := tx.ReadUntil(context.Background(), cr)
+			if err != nil {
+				return err
+			}
+			got = append(got, string(b))
+		}
+		return nil
+	})
+	if err != nil || strings.Join(got, ",") != "one,two,three" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestOneTransactionAtATime(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), echo)
+	l := openLine(t, p)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := strings.Repeat("a", i+1)
+			got, err := ask(context.Background(), l, cmd)
+			if err == nil && got != "re:"+cmd {
+				err = errors.New("crossed reply " + got + " for " + cmd)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestReopenAfterIOError(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), echo)
+	l := openLine(t, p)
+	if _, err := ask(context.Background(), l, "a"); err != nil {
+		t.Fatal(err)
+	}
+	p.Replace()
+	// The first exchange may fail on the dead pty; a later one must succeed
+	// on the new one without reopening the Line by hand.
+	var err error
+	var got string
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		got, err = ask(ctx, l, "b")
+		cancel()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil || got != "re:b" {
+		t.Fatalf("after replace: %q, %v", got, err)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), func([]byte) []byte { return nil })
+	l := openLine(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := ask(ctx, l, "x"); done <- err }()
+	time.Sleep(30 * time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, device.ErrClosed) {
+		t.Fatalf("in-flight: %v, want ErrClosed", err)
+	}
+	if _, err := ask(ctx, l, "x"); !errors.Is(err, device.ErrClosed) {
+		t.Fatalf("after close: %v, want ErrClosed", err)
+	}
+}
+
+func TestOpenMissing(t *testing.T) {
+	if _, err := serialline.Open(t.TempDir()+"/nope", serialline.DefaultOpts()); err == nil {
+		t.Fatal("open of a missing path succeeded")
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want serial.Mode
+		ok   bool
+	}{
+		{"8N1", "19200 8N1", serial.Mode{BaudRate: 19200, DataBits: 8, Parity: serial.NoParity, StopBits: serial.OneStopBit}, true},
+		{"8E1", "19200 8E1", serial.Mode{BaudRate: 19200, DataBits: 8, Parity: serial.EvenParity, StopBits: serial.OneStopBit}, true},
+		{"7O2", "9600 7O2", serial.Mode{BaudRate: 9600, DataBits: 7, Parity: serial.OddParity, StopBits: serial.TwoStopBits}, true},
+		{"empty", "", serial.Mode{}, false},
+		{"bad baud", "fast 8N1", serial.Mode{}, false},
+		{"bad bits", "9600 9N1", serial.Mode{}, false},
+		{"bad parity", "9600 8X1", serial.Mode{}, false},
+		{"bad stop", "9600 8N3", serial.Mode{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := serialline.ParseMode(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Fatalf("ParseMode(%q) = %+v, %v", tc.in, got, err)
+			}
+		})
+	}
+}
