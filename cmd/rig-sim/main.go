@@ -1,0 +1,320 @@
+// Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
+// (development and HIL tests; not shipped) and talks to a running one.
+//
+//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on]
+//	rig-sim status [--json]
+//	rig-sim faults
+//	rig-sim fault inject NAME [--target X]
+//	rig-sim fault clear NAME|all [--target X]
+//	rig-sim gpio get PIN
+//	rig-sim gpio set relay 0|1
+//
+// Every sub-command but run takes --dir too (default /tmp/hcp-rig-sim or
+// $HCP_RIG_SIM_DIR) to find <dir>/control.sock.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "rig-sim:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on]
+  rig-sim status [--json] [--dir D]
+  rig-sim faults [--dir D]
+  rig-sim fault inject NAME [--target X] [--dir D]
+  rig-sim fault clear NAME|all [--target X] [--dir D]
+  rig-sim gpio get PIN [--dir D]
+  rig-sim gpio set relay 0|1 [--dir D]
+`
+
+// run dispatches a command line; it is main without the process around it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, args, stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, args, stdout, stderr)
+	case "faults":
+		return cmdFaults(ctx, args, stdout, stderr)
+	case "fault":
+		return cmdFault(ctx, args, stdout, stderr)
+	case "gpio":
+		return cmdGPIO(ctx, args, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("rig-sim "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", rig.DefaultOpts().Dir, "run directory (ptys and sockets)")
+	return fs, dir
+}
+
+// parse parses flags that may come before or after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	d := rig.DefaultOpts()
+	fs, dir := newFlags("run", stderr)
+	addr := fs.String("modbus-addr", d.ModbusAddr, "Modbus TCP listen address (units 1 and 2)")
+	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
+	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
+	verbose := fs.Bool("v", false, "log protocol errors")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("run: unexpected arguments %q", pos)
+	}
+	if *scale <= 0 {
+		return fmt.Errorf("run: --time-scale must be > 0")
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	r, err := rig.Start(ctx, rig.Opts{
+		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay,
+		Logger: logger, StartSerial: rig.SerialInstruments,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay])
+	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
+	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
+	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
+		fmt.Fprintf(stdout, "  %-12s %s\n", n, filepath.Join(r.Dir(), n))
+	}
+	fmt.Fprintf(stdout, "  control      %s\n", r.ControlPath())
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "rig-sim: shutting down")
+	return r.Close()
+}
+
+func client(dir string) *control.Client {
+	return control.NewClient(filepath.Join(dir, rig.ControlName))
+}
+
+func reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 10*time.Second)
+}
+
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dir := newFlags("status", stderr)
+	asJSON := fs.Bool("json", false, "print the full status as JSON, write log included")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c := client(*dir)
+	defer c.Close()
+	ctx, cancel := reqCtx(ctx)
+	defer cancel()
+	if *asJSON {
+		raw, err := c.StatusJSON(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(raw)
+		return err
+	}
+	s, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	printStatus(stdout, s)
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func printStatus(w io.Writer, s control.Status) {
+	f := s.Furnace
+	pv := "OPEN"
+	if f.PVC != nil {
+		pv = fmt.Sprintf("%.1f °C", *f.PVC)
+	}
+	fmt.Fprintf(w, "sim time    %.0f s (scale %g)\n", s.SimTimeS, s.TimeScale)
+	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), watchdog %d ms expired %t\n",
+		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, f.WatchdogTimeoutMs, f.WatchdogExpired)
+	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
+	for _, g := range []string{"ar", "h2", "h2s"} {
+		m := s.MFCs[g]
+		fmt.Fprintf(w, "mfc %-4s    sp %.2f flow %.2f sccm (fs %g), hold %t, stuck %t, line valve %s\n",
+			g, m.SetpointSCCM, m.FlowSCCM, m.FullScaleSCCM, m.Hold, m.StuckOpen, map[bool]string{true: "open", false: "closed"}[m.ValveOpen])
+	}
+	fmt.Fprintf(w, "coils       %s\n", boolMap(s.Coils))
+	fmt.Fprintf(w, "inputs      %s\n", boolMap(s.DiscreteInputs))
+	fmt.Fprintf(w, "gpio        %s\n", boolMap(s.GPIO))
+	fmt.Fprintf(w, "growth      %.3f layers\n", s.Layers)
+	var fl []string
+	for _, f := range s.Faults {
+		if f.Target != "" {
+			fl = append(fl, f.Name+"("+f.Target+")")
+		} else {
+			fl = append(fl, f.Name)
+		}
+	}
+	fmt.Fprintf(w, "faults      %s\n", strings.Join(fl, " "))
+	fmt.Fprintf(w, "write log   %d entries (last seq %d, dropped %d)\n", len(s.Writes), s.WriteLogLastSeq, s.WriteLogDropped)
+	start := max(0, len(s.Writes)-10)
+	for _, e := range s.Writes[start:] {
+		fmt.Fprintf(w, "  #%d %s %-8s %-4s %-22s %g accepted=%t\n", e.Seq, e.At.Format("15:04:05.000"), e.Device, e.Via, e.Channel, e.Value, e.Accepted)
+	}
+}
+
+func boolMap(m map[string]bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := 0
+		if m[k] {
+			v = 1
+		}
+		fmt.Fprintf(&b, "%s=%d ", k, v)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func cmdFaults(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dir := newFlags("faults", stderr)
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	c := client(*dir)
+	defer c.Close()
+	ctx, cancel := reqCtx(ctx)
+	defer cancel()
+	list, err := c.Faults(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no active faults")
+	}
+	for _, f := range list {
+		fmt.Fprintf(stdout, "%s\t%s\tsince %s\n", f.Name, f.Target, f.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+func cmdFault(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dir := newFlags("fault", stderr)
+	target := fs.String("target", "", "fault target (device for silent/corrupt, gas for mfc-stuck-open)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || (pos[0] != "inject" && pos[0] != "clear") {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("fault: want inject|clear NAME; known faults: %s", strings.Join(plant.FaultNames, ", "))
+	}
+	c := client(*dir)
+	defer c.Close()
+	ctx, cancel := reqCtx(ctx)
+	defer cancel()
+	if pos[0] == "inject" {
+		err = c.Inject(ctx, pos[1], *target)
+	} else {
+		err = c.Clear(ctx, pos[1], *target)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%sed %s %s\n", strings.TrimSuffix(pos[0], "e"), pos[1], *target)
+	return nil
+}
+
+func cmdGPIO(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dir := newFlags("gpio", stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	c := client(*dir)
+	defer c.Close()
+	ctx, cancel := reqCtx(ctx)
+	defer cancel()
+	switch {
+	case len(pos) == 2 && pos[0] == "get":
+		l, err := c.GPIO(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		v := 0
+		if l {
+			v = 1
+		}
+		fmt.Fprintf(stdout, "%s %d\n", pos[1], v)
+		return nil
+	case len(pos) == 3 && pos[0] == "set" && (pos[2] == "0" || pos[2] == "1"):
+		if err := c.SetGPIO(ctx, pos[1], pos[2] == "1"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s\n", pos[1], pos[2])
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return errors.New("gpio: want get PIN or set relay 0|1")
+}

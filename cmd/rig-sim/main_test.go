@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunAndSubcommands(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--dir", dir, "--modbus-addr", "127.0.0.1:0", "--time-scale", "600"}, &out, &errOut)
+	}()
+	sock := filepath.Join(dir, "control.sock")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no control socket; stderr %s", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if err := run(context.Background(), append(args, "--dir", dir), &o, &e); err != nil {
+			t.Fatalf("%v: %v %s", args, err, e.String())
+		}
+		return o.String()
+	}
+	if got := cli("gpio", "set", "relay", "1"); got != "relay 1\n" {
+		t.Fatalf("gpio set: %q", got)
+	}
+	if got := cli("gpio", "get", "relay_fb"); got != "relay_fb 1\n" {
+		t.Fatalf("gpio get: %q", got)
+	}
+	cli("fault", "inject", "silent", "--target", "furnace")
+	if got := cli("faults"); !strings.Contains(got, "silent\tfurnace") {
+		t.Fatalf("faults: %q", got)
+	}
+	cli("fault", "clear", "all")
+	if got := cli("status"); !strings.Contains(got, "relay=1") || !strings.Contains(got, "write log   1 entries") {
+		t.Fatalf("status: %s", got)
+	}
+	if got := cli("status", "--json"); !strings.Contains(got, `"writes":[{"seq":1`) {
+		t.Fatalf("status --json: %s", got)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if !strings.Contains(out.String(), "modbus tcp") {
+		t.Fatalf("banner: %s", out.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}

@@ -1,0 +1,31 @@
+// Package modbussim is the rig's Modbus firmware: the furnace temperature
+// controller (unit 1) and the digital I/O module (unit 2) of
+// configs/rig-protocols.md, served over Modbus TCP and over an RTU line (a pty),
+// on top of a plant.Plant.
+//
+// It is written from the Modbus specification (Modbus Application Protocol
+// V1.1b3, Modbus over Serial Line V1.02) and uses no Modbus library, because
+// the simulator must be able to corrupt frames and go silent on request.
+//
+// # Concepts
+//
+// Handler executes one request PDU for a unit and appends the response PDU; it
+// allocates nothing. TCPServer frames requests with the MBAP header (several
+// clients, unit ids 1 and 2, any other unit → exception 0x0B). RTUSlave reads
+// an RS-485-like line carrying both units: it finds the end of a request from
+// its function code and byte count, or from a silence, checks the CRC-16/MODBUS
+// and answers only its own units; broadcasts (unit 0) are executed unanswered.
+//
+// # Faults
+//
+// `silent` (target furnace or dio): the request is still executed, but no
+// reply is sent. `corrupt`: on TCP the byte count of a read reply is wrong (a
+// write echo or exception has its last byte flipped instead); on RTU the CRC
+// of the reply is wrong.
+//
+// # Caveats
+//
+// A pty ignores baud rate: the end-of-frame silence is a configurable wall
+// time (RTUOpts.Silence, 20 ms by default), not 3.5 character times at
+// 19200 baud.
+package modbussim

@@ -1,0 +1,157 @@
+package plant
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Fault names (configs/rig-protocols.md, Faults).
+const (
+	FaultThermalRunaway = "thermal-runaway"
+	FaultTCOpen         = "tc-open"
+	FaultTCFrozen       = "tc-frozen"
+	FaultSilent         = "silent"
+	FaultCorrupt        = "corrupt"
+	FaultMFCStuckOpen   = "mfc-stuck-open"
+	FaultGasLeak        = "gas-leak"
+	FaultVacuumLoss     = "vacuum-loss"
+	FaultEstop          = "estop"
+	FaultDoorOpen       = "door-open"
+)
+
+// FaultNames lists every fault the plant knows.
+var FaultNames = []string{
+	FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultSilent, FaultCorrupt,
+	FaultMFCStuckOpen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
+}
+
+// Devices lists the device names a silent or corrupt fault may target.
+var Devices = []string{"furnace", "dio", "mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"}
+
+// Fault is one active fault.
+type Fault struct {
+	Name   string    `json:"name"`
+	Target string    `json:"target,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+type faultKey struct{ name, target string }
+
+// normalizeFault validates name and target and returns the canonical target.
+func normalizeFault(name, target string) (string, error) {
+	target = strings.ToLower(strings.TrimSpace(target))
+	switch name {
+	case FaultSilent, FaultCorrupt:
+		for _, d := range Devices {
+			if d == target {
+				return target, nil
+			}
+		}
+		return "", fmt.Errorf("%w: %s needs a device (%s), got %q", ErrBadTarget, name, strings.Join(Devices, ", "), target)
+	case FaultMFCStuckOpen:
+		for _, g := range gasKeys {
+			if g == target {
+				return target, nil
+			}
+		}
+		return "", fmt.Errorf("%w: %s needs a gas (ar, h2, h2s), got %q", ErrBadTarget, name, target)
+	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen:
+		if target != "" {
+			return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownFault, name)
+}
+
+// Inject activates fault name for target ("" for faults without one).
+// Injecting an active fault again is a no-op.
+func (p *Plant) Inject(name, target string) error {
+	t, err := normalizeFault(name, target)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := faultKey{name, t}
+	if _, ok := p.faults[k]; !ok {
+		p.faults[k] = p.now()
+	}
+	p.updatePinsLocked()
+	return nil
+}
+
+// Clear deactivates fault name; with target "" it clears every target of
+// that name. Clearing an inactive fault is a no-op; "all" clears everything.
+func (p *Plant) Clear(name, target string) error {
+	if name == "all" {
+		p.ClearAll()
+		return nil
+	}
+	t := strings.ToLower(strings.TrimSpace(target))
+	if t != "" {
+		var err error
+		if t, err = normalizeFault(name, t); err != nil {
+			return err
+		}
+	} else if !knownFault(name) {
+		return fmt.Errorf("%w: %q", ErrUnknownFault, name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.faults {
+		if k.name == name && (t == "" || k.target == t) {
+			delete(p.faults, k)
+		}
+	}
+	p.updatePinsLocked()
+	return nil
+}
+
+func knownFault(name string) bool {
+	for _, n := range FaultNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ClearAll clears every fault.
+func (p *Plant) ClearAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.faults)
+	p.updatePinsLocked()
+}
+
+// Faults lists the active faults, sorted by name and target.
+func (p *Plant) Faults() []Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faultsLocked()
+}
+
+func (p *Plant) faultsLocked() []Fault {
+	out := make([]Fault, 0, len(p.faults))
+	for k, since := range p.faults {
+		out = append(out, Fault{Name: k.name, Target: k.target, Since: since})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Target < out[j].Target
+	})
+	return out
+}
+
+func (p *Plant) faultActiveLocked(name, target string) bool {
+	if len(p.faults) == 0 {
+		return false
+	}
+	_, ok := p.faults[faultKey{name, target}]
+	return ok
+}

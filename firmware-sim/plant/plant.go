@@ -1,0 +1,376 @@
+package plant
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Physical constants and model parameters.
+const (
+	AmbientC        = 25.0     // ambient temperature, °C
+	AtmospherePa    = 101325.0 // atmospheric pressure, Pa
+	maxSubstep      = 0.1      // s of sim time per physics substep
+	furnaceGainC    = 1275.0   // °C above ambient at 100 % output, steady state
+	furnaceTauS     = 900.0    // work-zone time constant, s
+	elementTauS     = 40.0     // heater-element lag, s
+	chamberVolumeM3 = 0.05     // 50 L
+	pumpSpeedM3s    = 5e-3     // 5 L/s roughing pump
+	pumpUltimatePa  = 0.5      // ultimate pressure of the pump
+	leakPam3s       = 2.5e-3   // chamber leak rate at vacuum, Pa·m³/s
+	ventCondM3s     = 5e-3     // vent valve conductance
+	vacLossCondM3s  = 2e-3     // vacuum-loss fault conductance
+	maxPressurePa   = 130000.0 // relief valve
+	sccmToPam3s     = 101325e-6 / 60
+	mfcTauS         = 0.5 // MFC response time constant, s
+	scrubberDelayS  = 2.0 // exhaust OK after the scrubber ran this long, s sim
+	stuckOpenFactor = 1.2 // stuck-open flow as a fraction of full scale
+)
+
+// Opts configures a Plant.
+type Opts struct {
+	// TimeScale is sim seconds per wall second (default 300).
+	TimeScale float64
+	// Tick is the wall-clock period of the physics goroutine (default 10 ms).
+	Tick time.Duration
+	// Now is the wall clock (default time.Now); tests inject a fake one.
+	Now func() time.Time
+	// Seed seeds the sensor noise (0: fixed default seed).
+	Seed uint64
+	// RelayEnergised starts with the interlock relay energised (default false:
+	// de-energised, as a relay without power).
+	RelayEnergised bool
+	// MaxWrites bounds the write log (default 100000).
+	MaxWrites int
+}
+
+// DefaultOpts returns the defaults of configs/rig-protocols.md.
+func DefaultOpts() Opts {
+	return Opts{TimeScale: 300, Tick: 10 * time.Millisecond, Now: time.Now, Seed: 1, MaxWrites: 100000}
+}
+
+// Gas indices.
+const (
+	gasAr = iota
+	gasH2
+	gasH2S
+	numGases
+)
+
+var gasKeys = [numGases]string{"ar", "h2", "h2s"}
+
+type mfc struct {
+	MFCState
+	flowTrue float64
+}
+
+// Plant is the simulated rig. All methods are safe for concurrent use.
+type Plant struct {
+	opts  Opts
+	now   func() time.Time
+	start time.Time
+
+	simNanos atomic.Int64 // sim time since start, mirrored for lock-free readers
+
+	mu  sync.Mutex
+	rng *rand.Rand
+	sim float64 // sim seconds since start
+
+	// furnace
+	tempC       float64 // true work-zone temperature
+	elemC       float64 // heater element (lagged power), expressed as °C equivalent
+	pvC         float64 // last sensor value (frozen when tc-frozen)
+	setpoint    int16   // 0.1 °C
+	rampRate    uint16  // 0.1 °C/min
+	heaterOn    bool    // HR 2
+	wdTimeoutMs uint16
+	wdKick      uint16
+	alarmLimit  int16 // 0.1 °C
+	wsp         float64
+	outPct      float64
+	integ       float64
+	lastKick    time.Time
+	wdExpired   bool
+
+	// chamber
+	pressurePa float64
+
+	// digital I/O
+	coils        [NumCoils]bool
+	scrubberFrom float64 // sim time the scrubber was switched on
+
+	// gases
+	mfcs [numGases]mfc
+
+	// growth
+	layers     float64
+	h2sExposed float64 // sccm·s of H2S into the chamber, for the status
+
+	// gpio
+	relay bool
+	pins  [numPins]*Pin
+
+	// faults
+	faults map[faultKey]time.Time
+
+	log writeLog
+
+	closedCh  chan struct{}
+	closeOnce sync.Once
+
+	runMu  sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+}
+
+// New builds a plant in its power-on state: furnace cold with the defaults of
+// the register map, chamber at atmosphere, all coils off, no gas.
+func New(opts Opts) (*Plant, error) {
+	d := DefaultOpts()
+	if opts.TimeScale <= 0 || math.IsNaN(opts.TimeScale) || math.IsInf(opts.TimeScale, 0) {
+		opts.TimeScale = d.TimeScale
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = d.Tick
+	}
+	if opts.Now == nil {
+		opts.Now = d.Now
+	}
+	if opts.Seed == 0 {
+		opts.Seed = d.Seed
+	}
+	if opts.MaxWrites <= 0 {
+		opts.MaxWrites = d.MaxWrites
+	}
+	p := &Plant{
+		opts:        opts,
+		now:         opts.Now,
+		rng:         rand.New(rand.NewPCG(opts.Seed, 0x6863702d726967)),
+		tempC:       AmbientC,
+		elemC:       AmbientC,
+		pvC:         AmbientC,
+		setpoint:    250,
+		wdTimeoutMs: 5000,
+		alarmLimit:  12500,
+		wsp:         AmbientC,
+		pressurePa:  AtmospherePa,
+		relay:       opts.RelayEnergised,
+		faults:      map[faultKey]time.Time{},
+	}
+	p.start = p.now()
+	p.lastKick = p.start
+	p.log.max = opts.MaxWrites
+	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
+	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
+	p.mfcs[gasH2S].MFCState = MFCState{Gas: "H2S", UnitID: 'C', FullScaleSCCM: 50}
+	for i := range p.mfcs {
+		p.mfcs[i].PressurePSIA = 14.70
+		p.mfcs[i].TempC = AmbientC
+	}
+	p.initPins()
+	return p, nil
+}
+
+// Start runs the physics in a goroutine owned by the plant until Close.
+// Calling it twice is a no-op.
+func (p *Plant) Start() error {
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if p.done != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.loop(ctx)
+	}()
+	return nil
+}
+
+// Run steps the physics until ctx is done, then returns ctx.Err(). Use either
+// Run or Start/Close, not both.
+func (p *Plant) Run(ctx context.Context) error {
+	p.loop(ctx)
+	return ctx.Err()
+}
+
+// Close stops the physics goroutine started by Start and waits for it. Pins
+// blocked in WaitForEdge are woken. The state stays readable.
+func (p *Plant) Close() error {
+	p.runMu.Lock()
+	p.closed = true
+	cancel, done := p.cancel, p.done
+	p.runMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	p.closeOnce.Do(func() { close(p.closedCh) })
+	return nil
+}
+
+func (p *Plant) loop(ctx context.Context) {
+	t := time.NewTicker(p.opts.Tick)
+	defer t.Stop()
+	last := p.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := p.now()
+		wall := n.Sub(last)
+		last = n
+		if wall < 0 {
+			wall = 0
+		}
+		if wall > 2*time.Second { // a suspended process does not make a huge step
+			wall = 2 * time.Second
+		}
+		p.advance(wall.Seconds() * p.opts.TimeScale)
+	}
+}
+
+// Step advances the physics by d of sim time (for tests and for callers that
+// drive the plant themselves), in substeps of at most 0.1 s.
+func (p *Plant) Step(d time.Duration) {
+	p.advance(d.Seconds())
+}
+
+func (p *Plant) advance(simS float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for simS > 1e-12 {
+		h := math.Min(simS, maxSubstep)
+		p.checkWatchdogLocked()
+		p.stepLocked(h)
+		simS -= h
+	}
+	p.checkWatchdogLocked()
+	p.updatePinsLocked()
+}
+
+// stepLocked advances every model by h seconds of sim time.
+func (p *Plant) stepLocked(h float64) {
+	p.sim += h
+	p.simNanos.Store(int64(p.sim * 1e9))
+	p.stepFurnaceLocked(h)
+	p.stepGasesLocked(h)
+	p.stepChamberLocked(h)
+	p.stepGrowthLocked(h)
+}
+
+// relaxExact integrates dx/dt = (eq - x)/tau exactly over h.
+func relaxExact(x, eq, tau, h float64) float64 {
+	return eq + (x-eq)*math.Exp(-h/tau)
+}
+
+func (p *Plant) stepGasesLocked(h float64) {
+	for i := range p.mfcs {
+		m := &p.mfcs[i]
+		m.StuckOpen = p.faultActiveLocked(FaultMFCStuckOpen, gasKeys[i])
+		target := m.SetpointSCCM
+		switch {
+		case m.StuckOpen:
+			target = stuckOpenFactor * m.FullScaleSCCM
+		case m.Hold:
+			target = 0
+		}
+		m.flowTrue = relaxExact(m.flowTrue, target, mfcTauS, h)
+	}
+}
+
+// valveOpenLocked: a line valve passes gas only when its coil is on and the
+// relay powers it.
+func (p *Plant) valveOpenLocked(gas int) bool {
+	return p.relay && p.coils[CoilArValve+gas]
+}
+
+// chamberInflowSCCMLocked is the gas flow reaching the chamber per gas.
+func (p *Plant) chamberInflowSCCMLocked(gas int) float64 {
+	if !p.valveOpenLocked(gas) {
+		return 0
+	}
+	return math.Max(0, p.mfcs[gas].flowTrue)
+}
+
+func (p *Plant) stepChamberLocked(h float64) {
+	var gas float64
+	for i := range p.mfcs {
+		gas += p.chamberInflowSCCMLocked(i)
+	}
+	// V dP/dt = a - b P
+	a := gas*sccmToPam3s + leakPam3s
+	b := leakPam3s / AtmospherePa
+	if p.coils[CoilVent] {
+		a += ventCondM3s * AtmospherePa
+		b += ventCondM3s
+	}
+	if p.faultActiveLocked(FaultVacuumLoss, "") {
+		a += vacLossCondM3s * AtmospherePa
+		b += vacLossCondM3s
+	}
+	if p.pumpingLocked() && p.pressurePa > pumpUltimatePa {
+		a += pumpSpeedM3s * pumpUltimatePa
+		b += pumpSpeedM3s
+	}
+	eq := a / b
+	p.pressurePa = relaxExact(p.pressurePa, eq, chamberVolumeM3/b, h)
+	if p.pressurePa > maxPressurePa {
+		p.pressurePa = maxPressurePa
+	}
+	if p.pressurePa < 0 {
+		p.pressurePa = 0
+	}
+}
+
+func (p *Plant) pumpingLocked() bool {
+	return p.coils[CoilPump] && p.coils[CoilGateValve]
+}
+
+// Growth calibration: at growthRefC with growthRefSCCM of H2S, one layer takes
+// growthRefS; the rate scales linearly with the flow and with an Arrhenius
+// factor of activation temperature growthEaK, and vanishes below about 550 °C.
+const (
+	growthRefC    = 725.0
+	growthRefSCCM = 5.0
+	growthRefS    = 600.0
+	growthEaK     = 14000.0
+	growthOnsetC  = 540.0
+	growthFullC   = 600.0
+)
+
+// GrowthRate is the MoS2 growth rate in layers per sim second at temperature
+// tempC with h2sSCCM of H2S flowing into the chamber.
+func GrowthRate(tempC, h2sSCCM float64) float64 {
+	if h2sSCCM <= 0 || tempC <= growthOnsetC {
+		return 0
+	}
+	tk := tempC + 273.15
+	tref := growthRefC + 273.15
+	r := (h2sSCCM / growthRefSCCM) / growthRefS * math.Exp(-growthEaK*(1/tk-1/tref))
+	if tempC < growthFullC { // smooth onset
+		x := (tempC - growthOnsetC) / (growthFullC - growthOnsetC)
+		r *= x * x * (3 - 2*x)
+	}
+	return r
+}
+
+func (p *Plant) stepGrowthLocked(h float64) {
+	f := p.chamberInflowSCCMLocked(gasH2S)
+	if f <= 0 {
+		return
+	}
+	p.h2sExposed += f * h
+	p.layers += GrowthRate(p.tempC, f) * h
+}

@@ -1,0 +1,124 @@
+package plant
+
+import (
+	"math"
+	"time"
+)
+
+// FurnaceSnapshot is the furnace controller's state.
+type FurnaceSnapshot struct {
+	TemperatureC      float64  `json:"temperature_c"` // true work-zone temperature
+	ElementC          float64  `json:"element_c"`
+	PVC               *float64 `json:"pv_c"` // null while the thermocouple is open
+	WorkingSetpointC  float64  `json:"working_setpoint_c"`
+	SetpointC         float64  `json:"setpoint_c"`
+	RampRateCPerMin   float64  `json:"ramp_rate_c_per_min"`
+	HeaterEnable      bool     `json:"heater_enable"`
+	HeaterActive      bool     `json:"heater_active"`
+	OutputPct         float64  `json:"output_pct"`
+	WatchdogTimeoutMs uint16   `json:"watchdog_timeout_ms"`
+	WatchdogExpired   bool     `json:"watchdog_expired"`
+	AlarmLimitC       float64  `json:"alarm_limit_c"`
+	InputRegisters    []uint16 `json:"input_registers"`
+	HoldingRegisters  []uint16 `json:"holding_registers"`
+}
+
+// MFCSnapshot is one mass-flow controller.
+type MFCSnapshot struct {
+	Gas           string  `json:"gas"`
+	UnitID        string  `json:"unit_id"`
+	FullScaleSCCM float64 `json:"full_scale_sccm"`
+	SetpointSCCM  float64 `json:"setpoint_sccm"`
+	FlowSCCM      float64 `json:"flow_sccm"`
+	Hold          bool    `json:"hold"`
+	StuckOpen     bool    `json:"stuck_open"`
+	ValveOpen     bool    `json:"line_valve_open"`
+	ToChamberSCCM float64 `json:"to_chamber_sccm"`
+}
+
+// Snapshot is every state variable of the plant at one instant.
+type Snapshot struct {
+	At               time.Time              `json:"at"`
+	SimTimeS         float64                `json:"sim_time_s"`
+	TimeScale        float64                `json:"time_scale"`
+	Furnace          FurnaceSnapshot        `json:"furnace"`
+	ChamberPa        float64                `json:"chamber_pa"`
+	Pumping          bool                   `json:"pumping"`
+	MFCs             map[string]MFCSnapshot `json:"mfcs"`
+	Coils            map[string]bool        `json:"coils"`
+	DiscreteInputs   map[string]bool        `json:"discrete_inputs"`
+	GPIO             map[string]bool        `json:"gpio"`
+	Layers           float64                `json:"layers"`
+	H2SExposureSCCMs float64                `json:"h2s_exposure_sccm_s"`
+	Faults           []Fault                `json:"faults"`
+	WriteLogLastSeq  uint64                 `json:"write_log_last_seq"`
+	WriteLogDropped  uint64                 `json:"write_log_dropped"`
+}
+
+var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
+
+// Snapshot returns every state variable (not the write log itself: see Writes).
+func (p *Plant) Snapshot() Snapshot {
+	last, dropped := p.log.stats()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.checkWatchdogLocked()
+	s := Snapshot{
+		At:               p.now(),
+		SimTimeS:         p.sim,
+		TimeScale:        p.opts.TimeScale,
+		ChamberPa:        p.pressurePa,
+		Pumping:          p.pumpingLocked(),
+		MFCs:             map[string]MFCSnapshot{},
+		Coils:            map[string]bool{},
+		DiscreteInputs:   map[string]bool{},
+		GPIO:             map[string]bool{},
+		Layers:           p.layers,
+		H2SExposureSCCMs: p.h2sExposed,
+		Faults:           p.faultsLocked(),
+		WriteLogLastSeq:  last,
+		WriteLogDropped:  dropped,
+	}
+	f := &s.Furnace
+	f.TemperatureC = p.tempC
+	f.ElementC = p.elemC
+	if !p.faultActiveLocked(FaultTCOpen, "") {
+		pv := p.pvC
+		f.PVC = &pv
+	}
+	f.WorkingSetpointC = p.wsp
+	f.SetpointC = float64(p.setpoint) / 10
+	f.RampRateCPerMin = float64(p.rampRate) / 10
+	f.HeaterEnable = p.heaterOn
+	f.HeaterActive = p.heaterPermittedLocked()
+	f.OutputPct = p.outPct
+	f.WatchdogTimeoutMs = p.wdTimeoutMs
+	f.WatchdogExpired = p.wdExpired
+	f.AlarmLimitC = float64(p.alarmLimit) / 10
+	for i := 0; i < NumInputRegs; i++ {
+		f.InputRegisters = append(f.InputRegisters, p.inputRegLocked(i))
+	}
+	for i := 0; i < NumHoldingRegs; i++ {
+		f.HoldingRegisters = append(f.HoldingRegisters, p.holdingRegLocked(i))
+	}
+	for i, k := range gasKeys {
+		m := p.mfcReadLocked(i)
+		s.MFCs[k] = MFCSnapshot{
+			Gas: m.Gas, UnitID: string(m.UnitID), FullScaleSCCM: m.FullScaleSCCM,
+			SetpointSCCM: m.SetpointSCCM, FlowSCCM: round3(m.FlowSCCM), Hold: m.Hold, StuckOpen: m.StuckOpen,
+			ValveOpen: p.valveOpenLocked(i), ToChamberSCCM: p.chamberInflowSCCMLocked(i),
+		}
+	}
+	for i, n := range coilNames {
+		s.Coils[n] = p.coils[i]
+	}
+	for i, n := range diNames {
+		s.DiscreteInputs[n] = p.discreteLocked(i)
+	}
+	for _, pin := range p.pins {
+		s.GPIO[pin.name] = bool(pin.level)
+	}
+	return s
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
