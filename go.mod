@@ -3,9 +3,11 @@ module github.com/hcp-edge/hcp-edge
 go 1.26.8
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/creack/pty v1.1.24 // indirect
 	github.com/goburrow/modbus v0.1.0 // indirect
 	github.com/goburrow/serial v0.1.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
@@ -21,3 +23,5 @@ require (
 	golang.org/x/tools v0.36.0 // indirect
 	periph.io/x/conn/v3 v3.7.3 // indirect
 )
+
+tool github.com/tinylib/msgp

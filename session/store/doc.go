@@ -1,0 +1,36 @@
+// Package store is the session state file: one bbolt file with every
+// session, its numbered L2 events, its checkpoints and the audit log, so
+// that a crash at any instant leaves a file that opens and a restart that
+// knows each session's state and its next sequence number.
+//
+// # Concepts
+//
+// Buckets: "sessions" (id → Session), "events" (one nested bucket per
+// session; big-endian sequence number → Event), "checkpoints" (one nested
+// bucket per session; the sequence number of its checkpoint_created event
+// → Checkpoint), and the audit buckets of session/audit. Records are
+// encoded with msgp (record.go; regenerate with go generate).
+//
+// Every write is one bbolt Update, one fsync'ed commit: Create, Transition,
+// Append, Checkpoint and Recovered each load the session, move a
+// lifecycle.Machine (which assigns the sequence numbers and refuses an
+// invalid transition with a *lifecycle.TransitionError), and write the
+// session record, its new events, the checkpoint where there is one and,
+// for Create, Transition and Recovered, an audit entry — all or nothing.
+// Sequence numbers are derived from the stored record inside that
+// transaction, so they survive restarts and a refused or failed write
+// consumes none.
+//
+// Check verifies the file at start: bbolt's page check, the audit chain,
+// and for each session consecutive events whose transitions lead to the
+// stored state, its checkpoints and its audited transitions.
+//
+// # Caveats
+//
+// bbolt takes no context: a commit that has begun is not interrupted; the
+// context is checked before it. Options.Timeout is always set, so a second
+// process fails on the file lock instead of waiting. Records are decoded
+// into fresh memory (msgp copies []byte and string fields), never kept as
+// slices of the mmap past their transaction. Checkpoint payloads are
+// opaque; encrypting them at rest (T3/T4) is the caller's job for now.
+package store

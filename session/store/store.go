@@ -1,0 +1,506 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names.
+var (
+	bucketSessions    = []byte("sessions")
+	bucketEvents      = []byte("events")      // nested: one bucket per session id
+	bucketCheckpoints = []byte("checkpoints") // nested: one bucket per session id
+)
+
+// MaxIDLen bounds session ids (a UUID is 36 bytes).
+const MaxIDLen = 128
+
+// Opts tunes a Store.
+type Opts struct {
+	Timeout  time.Duration    // wait for the file lock; must be > 0 (DefaultOpts: 1 s)
+	Mode     os.FileMode      // of a new file (DefaultOpts: 0600)
+	MaxSize  int              // bytes, 0 for no limit (see LIBRARIES.md on 32-bit ARM)
+	Clock    func() time.Time // time source; time.Now if nil
+	ReadOnly bool             // open for inspection (audit verify, replay) only
+}
+
+// DefaultOpts returns a 1 s lock timeout, mode 0600, a 512 MiB size limit
+// and the wall clock.
+func DefaultOpts() Opts {
+	return Opts{Timeout: time.Second, Mode: 0o600, MaxSize: 512 << 20, Clock: time.Now}
+}
+
+// Store is the session state file. Its methods are safe for concurrent use;
+// writes are serialised by bbolt.
+type Store struct {
+	db    *bolt.DB
+	log   *audit.Log
+	clock func() time.Time
+}
+
+// Open opens (or creates) the state file at path, creates the buckets,
+// and returns the Store. A second process holding the file makes Open fail
+// after opts.Timeout.
+func Open(path string, opts Opts) (*Store, error) {
+	def := DefaultOpts()
+	if opts.Timeout <= 0 {
+		opts.Timeout = def.Timeout
+	}
+	if opts.Mode == 0 {
+		opts.Mode = def.Mode
+	}
+	if opts.Clock == nil {
+		opts.Clock = def.Clock
+	}
+	db, err := bolt.Open(path, opts.Mode, &bolt.Options{Timeout: opts.Timeout, MaxSize: opts.MaxSize, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, name := range [][]byte{bucketSessions, bucketEvents, bucketCheckpoints} {
+				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+					return fmt.Errorf("store: create bucket %s: %w", name, err)
+				}
+			}
+			return audit.Init(tx)
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	log, err := audit.Open(db, audit.Opts{Clock: opts.Clock})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, log: log, clock: opts.Clock}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Audit returns the audit log kept in the same file.
+func (s *Store) Audit() *audit.Log { return s.log }
+
+// Emit is an event to number and store: its data must marshal to a JSON
+// object.
+type Emit struct {
+	Type lifecycle.EventType
+	Data any
+}
+
+// NewCheckpoint is a checkpoint to take.
+type NewCheckpoint struct {
+	Description string
+	Resumable   bool
+	Step        string
+	Payload     []byte
+}
+
+// Change is one state transition and what is committed with it.
+type Change struct {
+	To     lifecycle.State
+	Reason string
+	// Before are emitted before the transition (e.g. an error event before
+	// FAILED); the checkpoint, if any, follows them.
+	Before     []Emit
+	Checkpoint *NewCheckpoint
+	// After are emitted after state_changed (e.g. session_created after
+	// PENDING → RUNNING); a terminal state allows none.
+	After []Emit
+	// Update, if set, may change the gate's fields of the session (token,
+	// risk level...). The Store's own fields are restored after it.
+	Update func(*Session)
+}
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+func checkID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return fmt.Errorf("store: %q: %w", id, ErrBadID)
+	}
+	return nil
+}
+
+// txn is the work of one Update on one session.
+type txn struct {
+	tx     *bolt.Tx
+	now    time.Time
+	sess   Session
+	m      lifecycle.Machine
+	events []Event
+	ckpt   *Checkpoint
+}
+
+func (s *Store) begin(tx *bolt.Tx, id string) (*txn, error) {
+	v := tx.Bucket(bucketSessions).Get([]byte(id))
+	if v == nil {
+		return nil, fmt.Errorf("store: session %s: %w", id, ErrNotFound)
+	}
+	t := &txn{tx: tx, now: s.clock()}
+	if _, err := t.sess.UnmarshalMsg(v); err != nil {
+		return nil, &CorruptError{Session: id, Reason: "session record: " + err.Error()}
+	}
+	m, err := lifecycle.Restore(t.sess.State, t.sess.LastSeq)
+	if err != nil {
+		return nil, &CorruptError{Session: id, Reason: err.Error()}
+	}
+	t.m = m
+	return t, nil
+}
+
+func (t *txn) add(evs ...lifecycle.Event) {
+	for _, e := range evs {
+		t.events = append(t.events, Event{Seq: e.Seq, Type: e.Type, At: t.now, Data: e.Data})
+	}
+}
+
+func (t *txn) emit(es []Emit) error {
+	for _, e := range es {
+		ev, err := t.m.Emit(e.Type, e.Data)
+		if err != nil {
+			return fmt.Errorf("store: session %s: %w", t.sess.ID, err)
+		}
+		t.add(ev)
+	}
+	return nil
+}
+
+type checkpointData struct {
+	ID          string    `json:"checkpoint_id"`
+	Description string    `json:"description"`
+	Resumable   bool      `json:"resumable"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func (t *txn) checkpoint(nc NewCheckpoint) error {
+	id := fmt.Sprintf("ckpt-%06d", t.m.LastSeq+1)
+	ev, err := t.m.Emit(lifecycle.EventCheckpointCreated, checkpointData{
+		ID: id, Description: nc.Description, Resumable: nc.Resumable, CreatedAt: t.now})
+	if err != nil {
+		return fmt.Errorf("store: session %s: %w", t.sess.ID, err)
+	}
+	t.add(ev)
+	t.ckpt = &Checkpoint{ID: id, Seq: ev.Seq, CreatedAt: t.now, State: t.m.State,
+		Description: nc.Description, Resumable: nc.Resumable, Step: nc.Step, Payload: nc.Payload}
+	return nil
+}
+
+type transitionDetail struct {
+	From    lifecycle.State   `json:"from,omitempty"`
+	To      lifecycle.State   `json:"to"`
+	Trigger lifecycle.Trigger `json:"trigger,omitempty"`
+	Reason  string            `json:"reason,omitempty"`
+	Seq     uint64            `json:"seq,omitempty"` // of the state_changed event
+}
+
+func (t *txn) audit(d transitionDetail) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("store: audit detail: %w", err)
+	}
+	_, err = audit.AppendTx(t.tx, audit.Entry{At: t.now, SessionID: t.sess.ID, Kind: audit.KindTransition, Detail: string(b)})
+	return err
+}
+
+// commit writes the session record, the events and the checkpoint.
+func (t *txn) commit() error {
+	id := []byte(t.sess.ID)
+	t.sess.State, t.sess.LastSeq = t.m.State, t.m.LastSeq
+	if len(t.events) > 0 {
+		t.sess.LastEventAt = t.now
+		eb, err := t.tx.Bucket(bucketEvents).CreateBucketIfNotExists(id)
+		if err != nil {
+			return fmt.Errorf("store: events of %s: %w", t.sess.ID, err)
+		}
+		for i := range t.events {
+			v, err := t.events[i].MarshalMsg(nil)
+			if err != nil {
+				return fmt.Errorf("store: encode event %d: %w", t.events[i].Seq, err)
+			}
+			if err := eb.Put(seqKey(t.events[i].Seq), v); err != nil {
+				return fmt.Errorf("store: put event %d of %s: %w", t.events[i].Seq, t.sess.ID, err)
+			}
+		}
+	}
+	if t.ckpt != nil {
+		cb, err := t.tx.Bucket(bucketCheckpoints).CreateBucketIfNotExists(id)
+		if err != nil {
+			return fmt.Errorf("store: checkpoints of %s: %w", t.sess.ID, err)
+		}
+		v, err := t.ckpt.MarshalMsg(nil)
+		if err != nil {
+			return fmt.Errorf("store: encode checkpoint: %w", err)
+		}
+		if err := cb.Put(seqKey(t.ckpt.Seq), v); err != nil {
+			return fmt.Errorf("store: put checkpoint %s of %s: %w", t.ckpt.ID, t.sess.ID, err)
+		}
+		t.sess.LastCheckpoint = t.ckpt.Seq
+	}
+	v, err := t.sess.MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("store: encode session %s: %w", t.sess.ID, err)
+	}
+	if err := t.tx.Bucket(bucketSessions).Put(id, v); err != nil {
+		return fmt.Errorf("store: put session %s: %w", t.sess.ID, err)
+	}
+	return nil
+}
+
+// update runs f on session id in one read-write transaction and commits
+// everything it staged, or nothing.
+func (s *Store) update(ctx context.Context, id string, f func(t *txn) error) (*txn, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: session %s: %w", id, err)
+	}
+	var out *txn
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		t, err := s.begin(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := f(t); err != nil {
+			return err
+		}
+		if err := t.commit(); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Create stores a new session in PENDING with the gate's fields of sess
+// (ID required; State, LastSeq and the times are set here), emits events
+// (none is required: session_created belongs to the approval), and audits
+// the creation, in one commit.
+func (s *Store) Create(ctx context.Context, sess Session, events ...Emit) (Session, []Event, error) {
+	if err := checkID(sess.ID); err != nil {
+		return Session{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Session{}, nil, fmt.Errorf("store: create %s: %w", sess.ID, err)
+	}
+	var t *txn
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(sess.ID)) != nil {
+			return fmt.Errorf("store: create %s: %w", sess.ID, ErrExists)
+		}
+		t = &txn{tx: tx, now: s.clock(), sess: sess, m: lifecycle.New()}
+		t.sess.CreatedAt, t.sess.UpdatedAt, t.sess.LastEventAt, t.sess.LastCheckpoint = t.now, t.now, time.Time{}, 0
+		if err := t.emit(events); err != nil {
+			return err
+		}
+		if err := t.audit(transitionDetail{To: lifecycle.Pending, Reason: "task_submit received"}); err != nil {
+			return err
+		}
+		return t.commit()
+	})
+	if err != nil {
+		return Session{}, nil, err
+	}
+	return t.sess, t.events, nil
+}
+
+// Transition moves session id along a valid edge and commits, in one
+// fsync'ed transaction: c.Before, the checkpoint, state_changed (and
+// session_closed for a terminal state), c.After, the new session record
+// and an audit entry. An invalid edge returns a *lifecycle.TransitionError
+// and writes nothing.
+func (s *Store) Transition(ctx context.Context, id string, c Change) (Session, []Event, error) {
+	t, err := s.update(ctx, id, func(t *txn) error {
+		from := t.m.State
+		if _, err := lifecycle.Check(from, c.To); err != nil {
+			return fmt.Errorf("store: session %s: %w", id, err)
+		}
+		if err := t.emit(c.Before); err != nil {
+			return err
+		}
+		if c.Checkpoint != nil {
+			if err := t.checkpoint(*c.Checkpoint); err != nil {
+				return err
+			}
+		}
+		edge, evs, err := t.m.Transition(c.To, c.Reason)
+		if err != nil {
+			return fmt.Errorf("store: session %s: %w", id, err)
+		}
+		t.add(evs...)
+		if err := t.emit(c.After); err != nil {
+			return err
+		}
+		if c.Update != nil {
+			keep := t.sess
+			c.Update(&t.sess)
+			t.sess.ID, t.sess.CreatedAt, t.sess.LastCheckpoint, t.sess.LastEventAt = keep.ID, keep.CreatedAt, keep.LastCheckpoint, keep.LastEventAt
+		}
+		t.sess.UpdatedAt = t.now
+		return t.audit(transitionDetail{From: from, To: c.To, Trigger: edge.Trigger, Reason: c.Reason, Seq: evs[0].Seq})
+	})
+	if err != nil {
+		return Session{}, nil, err
+	}
+	return t.sess, t.events, nil
+}
+
+// Append numbers and stores events that are not transitions (progress,
+// log, warning, error, intermediate_result) in one commit.
+func (s *Store) Append(ctx context.Context, id string, events ...Emit) ([]Event, error) {
+	t, err := s.update(ctx, id, func(t *txn) error { return t.emit(events) })
+	if err != nil {
+		return nil, err
+	}
+	return t.events, nil
+}
+
+// Checkpoint stores a checkpoint and its checkpoint_created event, after
+// events, in one commit. A closed session takes no checkpoint.
+func (s *Store) Checkpoint(ctx context.Context, id string, nc NewCheckpoint, events ...Emit) (Checkpoint, []Event, error) {
+	t, err := s.update(ctx, id, func(t *txn) error {
+		if err := t.emit(events); err != nil {
+			return err
+		}
+		return t.checkpoint(nc)
+	})
+	if err != nil {
+		return Checkpoint{}, nil, err
+	}
+	return *t.ckpt, t.events, nil
+}
+
+// Recovered records a resumption after a restart: the state_changed event
+// with reason recovered_from_checkpoint, and an audit entry naming the
+// checkpoint, in one commit.
+func (s *Store) Recovered(ctx context.Context, id string) (Session, Event, error) {
+	var ev lifecycle.Event
+	t, err := s.update(ctx, id, func(t *txn) error {
+		var err error
+		if ev, err = t.m.Recovered(); err != nil {
+			return fmt.Errorf("store: session %s: %w", id, err)
+		}
+		t.add(ev)
+		return t.audit(transitionDetail{From: t.m.State, To: t.m.State, Reason: fmt.Sprintf("%s ckpt-%06d", lifecycle.ReasonRecovered, t.sess.LastCheckpoint), Seq: ev.Seq})
+	})
+	if err != nil {
+		return Session{}, Event{}, err
+	}
+	return t.sess, t.events[0], nil
+}
+
+// Session returns the stored session id.
+func (s *Store) Session(ctx context.Context, id string) (Session, error) {
+	if err := checkID(id); err != nil {
+		return Session{}, err
+	}
+	var out Session
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSessions).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("store: session %s: %w", id, ErrNotFound)
+		}
+		if _, err := out.UnmarshalMsg(v); err != nil {
+			return &CorruptError{Session: id, Reason: "session record: " + err.Error()}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Sessions returns every stored session, by id; with active set, only those
+// in a non-terminal state (the ones to recover at start).
+func (s *Store) Sessions(ctx context.Context, active bool) ([]Session, error) {
+	var out []Session
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+			var sess Session
+			if _, err := sess.UnmarshalMsg(v); err != nil {
+				return &CorruptError{Session: string(k), Reason: "session record: " + err.Error()}
+			}
+			if !active || !sess.State.Terminal() {
+				out = append(out, sess)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Events returns session id's events with a sequence number above after,
+// in order (after = 0: all of them).
+func (s *Store) Events(ctx context.Context, id string, after uint64) ([]Event, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	var out []Event
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
+			return fmt.Errorf("store: session %s: %w", id, ErrNotFound)
+		}
+		eb := tx.Bucket(bucketEvents).Bucket([]byte(id))
+		if eb == nil {
+			return nil
+		}
+		c := eb.Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
+			var e Event
+			if _, err := e.UnmarshalMsg(v); err != nil {
+				return &CorruptError{Session: id, Reason: fmt.Sprintf("event %x: %v", k, err)}
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LastCheckpoint returns session id's newest checkpoint; ok is false when
+// it has none.
+func (s *Store) LastCheckpoint(ctx context.Context, id string) (cp Checkpoint, ok bool, err error) {
+	sess, err := s.Session(ctx, id)
+	if err != nil || sess.LastCheckpoint == 0 {
+		return Checkpoint{}, false, err
+	}
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		var v []byte
+		if cb := tx.Bucket(bucketCheckpoints).Bucket([]byte(id)); cb != nil {
+			v = cb.Get(seqKey(sess.LastCheckpoint))
+		}
+		if v == nil {
+			return &CorruptError{Session: id, Reason: fmt.Sprintf("checkpoint %d missing", sess.LastCheckpoint)}
+		}
+		if _, err := cp.UnmarshalMsg(v); err != nil {
+			return &CorruptError{Session: id, Reason: "checkpoint record: " + err.Error()}
+		}
+		ok = true
+		return nil
+	})
+	return cp, ok, err
+}
+
+func (s *Store) view(ctx context.Context, f func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return s.db.View(f)
+}
