@@ -19,7 +19,7 @@ const (
 	NumInputs     = 3
 )
 
-var coilNames = [NumCoils]string{"roughing_pump", "gate_valve", "ar_valve", "h2_valve", "h2s_valve", "vent_valve", "scrubber"}
+var coilNames = [NumCoils]string{"pump", "gate_valve", "ar_valve", "h2_valve", "h2s_valve", "vent_valve", "scrubber"}
 
 // CoilName is the write-log channel of coil addr, e.g. "coil:h2s_valve".
 func CoilName(addr int) string {

@@ -368,7 +368,7 @@ func TestDIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := p.Writes(0)
-	if len(ws) != 4 || ws[3].Accepted || ws[3].Channel != "coil:7" || ws[0].Channel != "coil:roughing_pump" || ws[0].Via != "rtu" {
+	if len(ws) != 4 || ws[3].Accepted || ws[3].Channel != "coil:7" || ws[0].Channel != "coil:pump" || ws[0].Via != "rtu" {
 		t.Fatalf("log %+v", ws)
 	}
 }
