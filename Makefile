@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= 2026.2.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm test ci ci-deps lint tidy-check layers fuzz-seeds bench clean
+.PHONY: help build build-arm demo test ci ci-deps lint tidy-check layers bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -28,13 +28,16 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 	done
 	@ls -l $(BIN)/linux-arm $(BIN)/linux-arm64
 
+demo: build ## the simulated rig, read through the real drivers, with a fault injected and cleared
+	bash scripts/demo.sh
+
 test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 ci-deps: ## install with apt what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
-ci: ci-deps tidy-check layers lint build build-arm ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+ci: ci-deps tidy-check layers lint build build-arm demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 

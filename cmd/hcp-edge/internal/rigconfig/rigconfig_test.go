@@ -1,0 +1,69 @@
+package rigconfig
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+)
+
+func TestEmbeddedSimConfigParses(t *testing.T) {
+	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
+	f, err := Parse(bytes.NewReader(configs.SimYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Rig.MFCs[2].Port; got != "/run/test-sim/mfc-h2s" {
+		t.Errorf("mfc-h2s port = %q: ${sim_dir} not expanded from HCP_RIG_SIM_DIR", got)
+	}
+	if got := f.Rig.ModbusBuses["rs485"].Address; got != "/run/test-sim/modbus-rtu" {
+		t.Errorf("rs485 address = %q", got)
+	}
+	if fs, _ := ParseFlow(f.Rig.MFCs[0].FullScale); fs.SCCM() != 500 {
+		t.Errorf("Ar full scale = %v", fs)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	base := string(configs.SimYAML)
+	tests := []struct {
+		name, from, to, want string
+	}{
+		{"unknown key", "  sim_dir:", "  sim_dri:", "field sim_dri not found"},
+		{"bad transport", "transport: tcp", "transport: udp", "modbus_buses.main.transport"},
+		{"missing bus", "furnace: {bus: main", "furnace: {bus: nowhere", "furnace.bus: no modbus bus named \"nowhere\""},
+		{"unit zero", "dio: {bus: main, unit: 2}", "dio: {bus: main, unit: 0}", "dio.unit"},
+		{"bad unit id", "unit_id: C", "unit_id: c", "mfcs[2].unit_id"},
+		{"bad full scale unit", "full_scale: 50 sccm", "full_scale: 50 furlongs", "mfcs[2].full_scale"},
+		{"negative full scale", "full_scale: 50 sccm", "full_scale: -50 sccm", "mfcs[2].full_scale"},
+		{"duplicate gas", "gas: H2S", "gas: Ar", "mfcs[2].gas: Ar configured twice"},
+		{"bad mode", "mode: 19200 8E1", "mode: 19200 9Q1", "modbus_buses.rs485.mode"},
+		{"gpio source", "source: sim", "source: magic", "gpio.source"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(base, tt.from) {
+				t.Fatalf("fixture: %q not in sim.yaml", tt.from)
+			}
+			_, err := Parse(strings.NewReader(strings.Replace(base, tt.from, tt.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFlow(t *testing.T) {
+	for in, want := range map[string]float64{"500 sccm": 500, "0.5 slm": 500, "2 SLM": 2000} {
+		f, err := ParseFlow(in)
+		if err != nil || f.SCCM() != want {
+			t.Errorf("ParseFlow(%q) = %v, %v; want %v sccm", in, f, err, want)
+		}
+	}
+	for _, in := range []string{"", "500", "sccm 500", "NaN sccm", "+Inf sccm", "0 sccm"} {
+		if _, err := ParseFlow(in); err == nil {
+			t.Errorf("ParseFlow(%q) accepted", in)
+		}
+	}
+}
