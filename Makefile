@@ -7,7 +7,7 @@ BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILDDATE)
 BIN       := bin
 CMDS      := hcp-edge rig-sim
-STATICCHECK_VERSION ?= 2026.2.2
+STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 

@@ -206,7 +206,7 @@ func (b *Bus) once(ctx context.Context, unit, fc byte, addr uint16, fn func(mb.C
 	b.setID(unit)
 	b.tr.begin(ctx, deadline)
 	err := fn(b.cl)
-	b.tr.begin(nil, time.Time{})
+	b.tr.begin(context.Background(), time.Time{}) // forget the caller's context between transactions
 	if err == nil {
 		return nil
 	}

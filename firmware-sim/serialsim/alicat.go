@@ -270,10 +270,7 @@ func parseMFC(line []byte, id byte) (cmd mfcCommand, ours bool) {
 	case rest == "VE":
 		return mfcCommand{op: mfcVersion}, true
 	case rest[0] == 'S':
-		arg := rest[1:]
-		if strings.HasPrefix(arg, " ") {
-			arg = arg[1:]
-		}
+		arg := strings.TrimPrefix(rest[1:], " ")
 		v, ok := parseDecimal(arg)
 		return mfcCommand{op: mfcSetpoint, value: v, valid: ok}, true
 	}
