@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm demo test ci ci-deps lint tidy-check layers bench clean
+.PHONY: help build build-arm verify-arm demo test ci ci-deps lint tidy-check layers bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -31,13 +31,18 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 demo: build ## the simulated rig, read through the real drivers, with a fault injected and cleared
 	bash scripts/demo.sh
 
+verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qemu-user-static)
+	qemu-arm-static $(BIN)/linux-arm/hcp-edge version
+	qemu-aarch64-static $(BIN)/linux-arm64/hcp-edge version
+	qemu-arm-static $(BIN)/linux-arm/rig-sim help >/dev/null
+
 test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 ci-deps: ## install with apt what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
-ci: ci-deps tidy-check layers lint build build-arm demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+ci: ci-deps tidy-check layers lint build verify-arm demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 
