@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm verify-arm demo test ci ci-deps lint tidy-check layers bench clean
+.PHONY: help build build-arm verify-arm demo test ci ci-deps broker lint tidy-check layers bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -42,7 +42,10 @@ test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
 ci-deps: ## install with apt what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
-ci: ci-deps tidy-check layers lint build verify-arm demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+broker: ## start (installing if needed) a local RabbitMQ with the test vhost and users
+	bash scripts/broker.sh
+
+ci: ci-deps broker tidy-check layers lint build verify-arm demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 
