@@ -3,25 +3,28 @@ module github.com/hcp-edge/hcp-edge
 go 1.26.8
 
 require (
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
-	github.com/creack/pty v1.1.24 // indirect
-	github.com/goburrow/modbus v0.1.0 // indirect
+	github.com/Masterminds/semver/v3 v3.5.0
+	github.com/creack/pty v1.1.24
+	github.com/goburrow/modbus v0.1.0
+	github.com/google/uuid v1.6.0
+	github.com/rabbitmq/amqp091-go v1.16.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tinylib/msgp v1.6.5
+	go.bug.st/serial v1.8.0
+	go.etcd.io/bbolt v1.5.0
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sys v0.45.0
+	periph.io/x/conn/v3 v3.7.3
+)
+
+require (
 	github.com/goburrow/serial v0.1.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
-	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/tinylib/msgp v1.6.5 // indirect
-	go.bug.st/serial v1.8.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/mod v0.27.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	golang.org/x/tools v0.36.0 // indirect
-	periph.io/x/conn/v3 v3.7.3 // indirect
 )
 
 tool github.com/tinylib/msgp
