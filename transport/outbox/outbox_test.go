@@ -156,6 +156,16 @@ func TestTelemetryBound(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
+	// Every protocol message keeps the key it was given: none was dropped.
+	kept := map[uint64]bool{}
+	for _, e := range es {
+		kept[e.Key] = true
+	}
+	for _, k := range protoKeys {
+		if !kept[k] {
+			t.Fatalf("protocol message with key %d was dropped", k)
+		}
+	}
 	if s, _ := ob.Stats(); s.Dropped != 4 {
 		t.Fatalf("dropped %d", s.Dropped)
 	}
