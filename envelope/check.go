@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -455,18 +456,37 @@ type TripEvent struct {
 	Value     float64
 	Unit      string
 	Reason    string
+	At        time.Time // the instant of the snapshot the condition was found in (Readings.At)
 }
 
 // EvaluateTrips returns the trip conditions that hold in r (none: nil):
 // process value above the furnace.temperature max or thermocouple open
-// (over_temperature), pressure above the chamber.pressure max or overrange
-// (over_pressure), the leak input true (gas_leak_detected), the e-stop input
-// true (estop), and any instrument not read within CommsTimeout (comms_loss).
-// It is pure; the monitor calls it at its poll rate.
+// (over_temperature), the chamber over-pressurised while in process
+// (over_pressure, see below), the leak input true (gas_leak_detected), the
+// e-stop input true (estop), and any instrument not read within CommsTimeout
+// (comms_loss). It is pure; the monitor calls it at its poll rate.
+//
+// A vented chamber at atmosphere is the rig's idle state, and the gauge reads
+// overrange there, so pressure alone does not trip. over_pressure holds, with
+// a gauge reading that is OK or overrange (an overrange reading is at least
+// the gauge's upper limit), when
+//   - the chamber is in process (a gas in use: its flow at or above
+//     flow_on_threshold or its line valve open; or the heater enabled) and
+//     the pressure is above the chamber.pressure max (overrange counts as
+//     above);
+//   - a gas whose interlock bounds the pressure is in use above that bound
+//     (e.g. H2S above 10 mbar: vacuum lost while it flows);
+//   - the heater is enabled above the heater interlock's max_pressure while
+//     the inert gas flows below min_inert_flow (the heater interlock no
+//     longer holds).
+//
+// Readings older than CommsTimeout count as not in use here: they raise
+// comms_loss instead.
 func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 	var out []TripEvent
 	add := func(t TripEvent) {
 		t.Procedure = e.procedures[t.Trip]
+		t.At = r.At
 		out = append(out, t)
 	}
 	alive := func(at time.Time) bool { return !at.IsZero() && r.At.Sub(at) <= e.commsTimeout }
@@ -483,13 +503,10 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 			Value: display(l.kind, float64(r.Furnace.ProcessValue), l.unit), Unit: l.unit, Reason: "process value above the limit"})
 	}
 
-	switch p := r.Pressure; {
-	case !alive(p.At):
+	if !alive(r.Pressure.At) {
 		commsLost(ChannelPressure)
-	case p.Status == device.GaugeOverrange || (p.Status == device.GaugeOK && float64(p.Pressure) > e.overPressure.max):
-		l := e.overPressure
-		add(TripEvent{Trip: TripOverPressure, Channel: ChannelPressure, Limit: display(l.kind, l.max, l.unit),
-			Value: display(l.kind, float64(p.Pressure), l.unit), Unit: l.unit, Reason: "chamber pressure above the limit (gauge " + p.Status.String() + ")"})
+	} else if t, ok := e.overPressureTrip(r, alive); ok {
+		add(t)
 	}
 
 	for _, g := range e.spec.Gases {
@@ -516,4 +533,53 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 		}
 	}
 	return out
+}
+
+// overPressureTrip evaluates the over_pressure rules of EvaluateTrips on a live
+// gauge reading.
+func (e *Envelope) overPressureTrip(r Readings, alive func(time.Time) bool) (TripEvent, bool) {
+	p := r.Pressure
+	if (p.Status != device.GaugeOK && p.Status != device.GaugeOverrange) || !device.Finite(float64(p.Pressure)) {
+		return TripEvent{}, false
+	}
+	over := func(limit device.Pressure) bool { return p.Status == device.GaugeOverrange || p.Pressure > limit }
+	ev := func(limit device.Pressure, unit, reason string) (TripEvent, bool) {
+		return TripEvent{Trip: TripOverPressure, Channel: ChannelPressure, Limit: display(kindPressure, float64(limit), unit),
+			Value: display(kindPressure, float64(p.Pressure), unit), Unit: unit,
+			Reason: reason + " (gauge " + p.Status.String() + ")"}, true
+	}
+	flowOf := func(gas string) (device.Flow, bool) {
+		f, ok := r.Flows[gas]
+		if !ok || !alive(f.At) || !device.Finite(float64(f.Flow)) {
+			return 0, false
+		}
+		return f.Flow, true
+	}
+	var inUse []string
+	for _, g := range e.spec.Gases {
+		f, fok := flowOf(g.Gas)
+		v, vok := r.Switches[g.Valve]
+		if (fok && f >= e.flowOn) || (vok && alive(v.At) && v.On) {
+			inUse = append(inUse, g.Gas)
+		}
+	}
+	heater := alive(r.Furnace.At) && r.Furnace.HeaterEnabled
+	for _, gas := range inUse {
+		if g := e.gasRules[gas]; g != nil && over(g.maxPressure) {
+			return ev(g.maxPressure, g.pUnit, gas+" in use above its interlock pressure")
+		}
+	}
+	if l := e.overPressure; (len(inUse) > 0 || heater) && over(device.Pressure(l.max)) {
+		what := "the heater enabled"
+		if len(inUse) > 0 {
+			what = strings.Join(inUse, ", ") + " in use"
+		}
+		return ev(device.Pressure(l.max), l.unit, "chamber pressure above the limit with "+what)
+	}
+	if h := e.heater; h != nil && heater && over(h.maxPressure) {
+		if f, ok := flowOf(h.inertGas); !ok || f < h.minInertFlow {
+			return ev(h.maxPressure, h.pUnit, fmt.Sprintf("heater enabled with the chamber neither under vacuum nor under %s flow", h.inertGas))
+		}
+	}
+	return TripEvent{}, false
 }

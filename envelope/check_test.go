@@ -328,8 +328,8 @@ func TestEvaluateTrips(t *testing.T) {
 	}{
 		{"over temperature", func(r *Readings) { r.Furnace.ProcessValue = device.Celsius(1050.1) }, TripOverTemperature, ProcImmediateShutdown},
 		{"thermocouple open", func(r *Readings) { r.Furnace.Alarms = device.AlarmSensorBreak }, TripOverTemperature, ProcImmediateShutdown},
-		{"over pressure", func(r *Readings) { r.Pressure.Pressure = 901 * device.Millibar }, TripOverPressure, ProcCloseValvesAndAlert},
-		{"gauge overrange", func(r *Readings) { r.Pressure.Status = device.GaugeOverrange }, TripOverPressure, ProcCloseValvesAndAlert},
+		{"over pressure in process", func(r *Readings) { r.Pressure.Pressure = 901 * device.Millibar; setFlow(r, "Ar", 100) }, TripOverPressure, ProcImmediateShutdown},
+		{"gauge overrange in process", func(r *Readings) { r.Pressure.Status = device.GaugeOverrange; setFlow(r, "Ar", 100) }, TripOverPressure, ProcImmediateShutdown},
 		{"gas leak", func(r *Readings) { setInput(r, "leak_detected", true) }, TripGasLeak, ProcCloseValvesAndAlert},
 		{"e-stop", func(r *Readings) { setInput(r, "estop_pressed", true) }, TripEStop, ProcSafeState},
 		{"furnace silent", func(r *Readings) { r.Furnace.At = r.At.Add(-4 * time.Second) }, TripCommsLoss, ProcSafeState},

@@ -46,6 +46,48 @@
 // by the min/max only. The furnace ramp rate 0 means "no ramp limit" on the
 // controller: give furnace.ramp_rate a positive min to forbid it.
 //
-// The trip monitor, the control socket and the e-stop CLI are not in this
-// package yet; EvaluateTrips is the pure half of the monitor.
+// The control socket and the e-stop CLI are not in this package.
+//
+// # Monitor
+//
+// A Monitor polls the interlock's rig, one goroutine per instrument (the
+// furnace at FurnaceEvery, 20 Hz by default; the gauge, each flow
+// controller, each switch read-back and each input at OtherEvery, 10 Hz),
+// each read bounded by the interlock's ReadTimeout so that a silent
+// instrument stalls only its own poller. It caches the newest reading of each
+// part (Readings, Status) and runs EvaluateTrips after every update and at
+// least every FurnaceEvery. A trip kind going from not holding to holding is
+// an onset: the monitor latches at once and runs Interlock.Trip (the
+// procedure, audited) exactly once for it, in its own goroutine; a kind that
+// holds while the interlock is not latched (a reset that raced the
+// condition) trips again. While a condition persists and the readings show an
+// output of its procedure away from its safe state, the monitor halts those
+// outputs again (at most every 500 ms, not audited). An instrument not read
+// successfully within the envelope's comms_timeout is comms_loss (no
+// comms_loss in the first comms_timeout after Start). The monitor kicks the
+// furnace's comms watchdog every KickEvery, so a dead agent leaves a
+// controller that drops its heater by itself. Reset refuses while a fresh
+// snapshot still shows a trip condition.
+//
+// # Over-pressure
+//
+// A vented chamber at atmosphere is the rig's idle state, and the gauge reads
+// overrange there (the sim's gauge tops out at 1000 mbar): pressure alone
+// does not trip. over_pressure holds, on a gauge reading that is OK or
+// overrange (overrange counting as above any limit up to the gauge's top), when
+//   - the chamber is in process (a gas in use: flow at or above
+//     flow_on_threshold or its line valve open; or the heater enabled) and the
+//     pressure is above chamber.pressure's max;
+//   - a gas whose interlock bounds the pressure (H2S 10 mbar, H2 100 mbar in
+//     testdata/envelope.yaml) is in use above that bound: vacuum lost while it
+//     flows;
+//   - the heater is enabled above the heater interlock's max_pressure while
+//     the inert gas flows below its min_inert_flow.
+//
+// Venting and pumping down from atmosphere with nothing flowing and the
+// heater off therefore never trip, whatever the gauge reads. The vacuum-loss
+// fault of the simulator shows as over_pressure through the second or third
+// rule (with the pump running the chamber settles near 300 mbar, below the
+// chamber.pressure max); its procedure is the envelope's choice
+// (close_all_valves_and_alert in testdata, which leaves the heater on).
 package envelope

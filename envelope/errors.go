@@ -19,6 +19,12 @@ var (
 	// ErrAudit: the audit log could not record an entry; a write that cannot be
 	// audited is not executed.
 	ErrAudit = errors.New("envelope: audit record failed")
+	// ErrRateLimited: a tool was invoked more often than its catalog rate
+	// limit allows; nothing was executed.
+	ErrRateLimited = errors.New("envelope: tool rate limit exceeded")
+	// ErrIncomplete: a snapshot lacks a fresh, valid reading of an
+	// instrument, so a tool that reports it cannot answer truthfully.
+	ErrIncomplete = errors.New("envelope: snapshot incomplete")
 )
 
 // Rule names the envelope rule a Violation or a coverage entry refers to.

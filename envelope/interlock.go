@@ -604,15 +604,7 @@ func (il *Interlock) SafeState(ctx context.Context, reason string) error {
 func (il *Interlock) Trip(ctx context.Context, ev TripEvent) error {
 	proc := il.env.Procedure(ev.Trip)
 	done := il.latch(string(ev.Trip))
-	var err error
-	switch proc {
-	case ProcImmediateShutdown:
-		err = il.haltTwice(ctx, done, roleFurnace, roleRelay, roleFlow, roleGasValve)
-	case ProcCloseValvesAndAlert:
-		err = il.haltTwice(ctx, done, roleFlow, roleGasValve)
-	default:
-		err = il.haltTwice(ctx, done)
-	}
+	err := il.haltTwice(ctx, done, procedureRoles(proc)...)
 	e := Entry{Decision: DecisionTripped, Trip: ev.Trip, Rule: Rule(proc), Reason: fmt.Sprintf("%s on %s: %s", ev.Trip, ev.Channel, ev.Reason)}
 	if err != nil {
 		e.Reason += "; halt failures: " + err.Error()
@@ -620,11 +612,39 @@ func (il *Interlock) Trip(ctx context.Context, ev TripEvent) error {
 	return errors.Join(err, il.record(ctx, e))
 }
 
+// procedureRoles are the instruments an emergency procedure halts (none
+// listed: all of them).
+func procedureRoles(proc Procedure) []instrumentRole {
+	switch proc {
+	case ProcImmediateShutdown:
+		return []instrumentRole{roleFurnace, roleRelay, roleFlow, roleGasValve}
+	case ProcCloseValvesAndAlert:
+		return []instrumentRole{roleFlow, roleGasValve}
+	}
+	return nil
+}
+
+// reassert halts again the instruments of proc, without latching or
+// auditing: the monitor calls it while a trip condition persists and the
+// readings show one of those outputs away from its safe state.
+func (il *Interlock) reassert(ctx context.Context, proc Procedure) error {
+	return il.halt(ctx, procedureRoles(proc)...)
+}
+
 // Reset clears the latch; the operator's name is recorded. It is a local
-// operation: nothing remote reaches it.
+// operation: nothing remote reaches it. It refuses (a *Violation with
+// RuleLatched, audited) while a fresh snapshot still shows a trip condition.
 func (il *Interlock) Reset(ctx context.Context, operator string) error {
 	if operator == "" {
 		return errors.New("envelope: reset needs the operator's name")
+	}
+	if trips := il.env.EvaluateTrips(il.poll(ctx)); len(trips) > 0 {
+		v := violation(RuleLatched, trips[0].Channel, "trip condition %s holds: %s", trips[0].Trip, trips[0].Reason)
+		if aerr := il.record(ctx, Entry{Decision: DecisionRefused, Operator: operator, Rule: RuleLatched, Trip: trips[0].Trip,
+			Reason: "reset refused: " + v.Reason}); aerr != nil {
+			return errors.Join(v, aerr)
+		}
+		return v
 	}
 	il.mu.Lock()
 	was := il.latchReason

@@ -1,0 +1,168 @@
+package hil
+
+import (
+	"os"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+)
+
+// latencyRuns is the minimum number of trips a latency measurement takes.
+const latencyRuns = 50
+
+// overTempC is the furnace.temperature max of testdata/envelope.yaml.
+const overTempC = 1050.0
+
+// tripLatency is one measured trip.
+type tripLatency struct {
+	heaterOff time.Duration // onset -> heater_enable 0 received by the controller
+	relayOff  time.Duration // onset -> relay de-energised
+	detected  time.Duration // onset -> the instant of the monitor's first furnace reading over the limit
+}
+
+// measureTripLatency heats the furnace to its maximum setpoint (1000 °C),
+// then runs thermal runaway trips: for each, the onset is the first instant a
+// watcher (1 ms period) sees the simulated furnace above the over_temperature
+// limit, and the end is the write log's At of the heater-off write (and of the
+// relay write). The monitor runs at its default rates.
+func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) {
+	// Measure as the daemon runs: with at least envelope.MonitorMinProcs Ps.
+	if p := runtime.GOMAXPROCS(0); p < envelope.MonitorMinProcs {
+		runtime.GOMAXPROCS(envelope.MonitorMinProcs)
+		tb.Cleanup(func() { runtime.GOMAXPROCS(p) })
+	}
+	b := newBench(tb, simScale, envelope.DefaultMonitorOpts())
+	// A Modbus round trip: the median of 20 single-register writes (FC 06,
+	// the watchdog kick), each waiting for its echo.
+	var rtts []time.Duration
+	for range 20 {
+		start := time.Now()
+		if err := b.fc.KickWatchdog(b.ctx); err != nil {
+			tb.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	rtt := percentile(rtts, 0.5)
+	b.pumpDown()
+	b.arm()
+	b.heat(1000)
+	var out []tripLatency
+	for range runs {
+		b.waitFor("near the setpoint", func() bool { return b.p.FurnaceTemperature() > 990 })
+		mark := b.mark()
+		trips := len(b.audit.entries(envelope.DecisionTripped))
+		var onset, seen atomic.Int64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { // watcher: owned by this iteration, stopped below
+			defer close(done)
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				if onset.Load() == 0 && b.p.FurnaceTemperature() > overTempC {
+					onset.Store(time.Now().UnixNano())
+				}
+				if f := b.m.Readings().Furnace; onset.Load() != 0 && f.ProcessValue > device.Celsius(overTempC) {
+					seen.Store(f.At.UnixNano())
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		if err := b.p.Inject(plant.FaultThermalRunaway, ""); err != nil {
+			tb.Fatal(err)
+		}
+		var heater, relay plant.Write
+		b.waitFor("heater-off and relay writes", func() bool {
+			var ok1, ok2 bool
+			heater, ok1 = b.written(mark, "furnace", "heater_enable", 0)
+			relay, ok2 = b.written(mark, "gpio", "relay", 0)
+			return ok1 && ok2
+		})
+		close(stop)
+		<-done
+		if onset.Load() == 0 {
+			tb.Fatal("tripped before the watcher saw the furnace over the limit")
+		}
+		at := time.Unix(0, onset.Load())
+		lat := tripLatency{heaterOff: heater.At.Sub(at), relayOff: relay.At.Sub(at)}
+		if seen.Load() != 0 {
+			lat.detected = time.Unix(0, seen.Load()).Sub(at)
+		}
+		out = append(out, lat)
+		if err := b.p.Clear(plant.FaultThermalRunaway, ""); err != nil {
+			tb.Fatal(err)
+		}
+		b.waitFor("trip audited", func() bool { return len(b.audit.entries(envelope.DecisionTripped)) > trips })
+		b.waitFor("below the limit", func() bool { return b.m.Readings().Furnace.ProcessValue < device.Celsius(overTempC-10) })
+		b.reset()
+		b.arm()
+		b.apply(envelope.HeaterAction(true))
+	}
+	return out, rtt
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func summarise(l []tripLatency) (heater, relay, detected []time.Duration) {
+	for _, x := range l {
+		heater = append(heater, x.heaterOff)
+		relay = append(relay, x.relayOff)
+		detected = append(detected, x.detected)
+	}
+	return heater, relay, detected
+}
+
+// BenchmarkTripLatency reports the trip latency of thermal runaway, from the
+// simulator's over-limit moment to the heater-off write, p50/p99 over at least
+// 50 trips at the default poll rate (furnace 20 Hz).
+//
+//	go test ./envelope/hil -run '^$' -bench TripLatency
+func BenchmarkTripLatency(b *testing.B) {
+	l, rtt := measureTripLatency(b, max(b.N, latencyRuns))
+	b.ReportMetric(ms(rtt), "modbus-rtt-ms")
+	heater, relay, detected := summarise(l)
+	b.ReportMetric(ms(percentile(detected, 0.5)), "p50-detected-ms")
+	b.ReportMetric(ms(percentile(detected, 0.99)), "p99-detected-ms")
+	b.ReportMetric(ms(percentile(heater, 0.5)), "p50-heater-off-ms")
+	b.ReportMetric(ms(percentile(heater, 0.99)), "p99-heater-off-ms")
+	b.ReportMetric(ms(percentile(relay, 0.5)), "p50-relay-off-ms")
+	b.ReportMetric(ms(percentile(relay, 0.99)), "p99-relay-off-ms")
+	b.ReportMetric(float64(len(l)), "trips")
+}
+
+// TestTripLatency logs the same figures; it runs only with HCP_TRIP_LATENCY=1.
+// It asserts nothing about them.
+func TestTripLatency(t *testing.T) {
+	if os.Getenv("HCP_TRIP_LATENCY") != "1" {
+		t.Skip("set HCP_TRIP_LATENCY=1 to measure the trip latency")
+	}
+	l, rtt := measureTripLatency(t, latencyRuns)
+	heater, relay, detected := summarise(l)
+	t.Logf("thermal runaway, %d trips, furnace polled at 20 Hz: heater-off p50 %.1f ms p99 %.1f ms max %.1f ms; relay-off p50 %.1f ms p99 %.1f ms; goal (50 ms + 2 Modbus round trips of %.3f ms) %.1f ms",
+		len(l), ms(percentile(heater, 0.5)), ms(percentile(heater, 0.99)), ms(slices.Max(heater)),
+		ms(percentile(relay, 0.5)), ms(percentile(relay, 0.99)), ms(rtt), 50+2*ms(rtt))
+	reaction := make([]time.Duration, len(l))
+	for i, x := range l {
+		reaction[i] = x.heaterOff - x.detected
+	}
+	t.Logf("  of which detection (onset -> the monitor's first reading over the limit): p50 %.1f ms p99 %.1f ms; reaction (that reading -> heater-off write): p50 %.1f ms p99 %.1f ms",
+		ms(percentile(detected, 0.5)), ms(percentile(detected, 0.99)), ms(percentile(reaction, 0.5)), ms(percentile(reaction, 0.99)))
+}

@@ -1,0 +1,613 @@
+package envelope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+)
+
+// MonitorOpts tunes a Monitor.
+type MonitorOpts struct {
+	FurnaceEvery time.Duration    // furnace poll period, default 50 ms (20 Hz)
+	OtherEvery   time.Duration    // gauge, flows, switches, inputs, default 100 ms (10 Hz)
+	KickEvery    time.Duration    // furnace comms-watchdog kick period, default 1 s; 0 disables
+	Clock        func() time.Time // the interlock's clock if nil
+	Logger       *slog.Logger     // the interlock's logger if nil
+}
+
+// MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
+// at least. The serial drivers (go.bug.st/serial) block an OS thread, and the
+// P it holds, in select(2) for up to their poll period; with only two Ps on a
+// 2-core host, the runtime takes up to ~20 ms to hand a P back, and the furnace
+// poll and the trip procedure waited that long (measured: trip latency p99
+// 62 ms with 2 Ps, 43 ms with 4, poll period 50 ms). cmd/hcp-edge raises
+// GOMAXPROCS to this unless GOMAXPROCS is set in the environment.
+const MonitorMinProcs = 4
+
+// DefaultMonitorOpts returns the defaults: the furnace at 20 Hz, everything
+// else at 10 Hz, the furnace watchdog kicked every second.
+func DefaultMonitorOpts() MonitorOpts {
+	return MonitorOpts{FurnaceEvery: 50 * time.Millisecond, OtherEvery: 100 * time.Millisecond, KickEvery: time.Second}
+}
+
+// Margin is one limited channel's latest value against its hard limits, in
+// the envelope's configured unit.
+type Margin struct {
+	Channel  string
+	Value    float64
+	Min, Max float64
+	Unit     string
+}
+
+// Headroom is the distance from Value to the nearer limit (negative outside).
+func (m Margin) Headroom() float64 { return math.Min(m.Max-m.Value, m.Value-m.Min) }
+
+// MonitorStatus is what the monitor knows now.
+type MonitorStatus struct {
+	Readings    Readings
+	Latched     bool
+	LatchReason string
+	Trips       []TripEvent     // trips since start, newest last (bounded)
+	Margins     []Margin        // for each limited channel with a reading
+	Healthy     map[string]bool // instrument name -> read within its comms timeout
+}
+
+// maxTripHistory bounds MonitorStatus.Trips.
+const maxTripHistory = 64
+
+// reassertEvery bounds how often the monitor halts again while a trip
+// condition persists and an output it halted reads unsafe.
+const reassertEvery = 500 * time.Millisecond
+
+// Monitor polls the interlock's rig, caches the newest readings, evaluates
+// the trip conditions after every update and runs the emergency procedure
+// (Interlock.Trip) once per onset. It kicks the furnace's comms watchdog.
+// Start launches its goroutines; Close stops them and waits.
+type Monitor struct {
+	il   *Interlock
+	env  *Envelope
+	opts MonitorOpts
+	log  *slog.Logger
+	wake chan struct{} // an update arrived; capacity 1
+
+	mu        sync.Mutex // guards the fields below
+	r         Readings   // cache; r.At unused
+	lastOK    map[string]time.Time
+	names     []string // instruments polled, sorted
+	startedAt time.Time
+	active    map[string]TripEvent // conditions that held at the last evaluation, by trip kind
+	trips     []TripEvent
+	subs      map[chan TripEvent]struct{}
+	reassert  map[Procedure]time.Time // last re-assertion started (wall clock)
+	running   map[Procedure]bool      // a re-assertion or trip in flight
+	started   bool
+	closed    bool
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// NewMonitor returns a monitor of il's rig. It polls nothing until Start.
+func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
+	if il == nil {
+		return nil, errors.New("envelope: NewMonitor needs an interlock")
+	}
+	def := DefaultMonitorOpts()
+	if opts.FurnaceEvery <= 0 {
+		opts.FurnaceEvery = def.FurnaceEvery
+	}
+	if opts.OtherEvery <= 0 {
+		opts.OtherEvery = def.OtherEvery
+	}
+	if opts.KickEvery < 0 {
+		return nil, fmt.Errorf("envelope: monitor: negative watchdog kick period %v", opts.KickEvery)
+	}
+	ct := il.env.CommsTimeout()
+	if opts.FurnaceEvery >= ct || opts.OtherEvery >= ct {
+		return nil, fmt.Errorf("envelope: monitor: poll periods %v and %v must be shorter than the comms timeout %v",
+			opts.FurnaceEvery, opts.OtherEvery, ct)
+	}
+	if opts.Clock == nil {
+		opts.Clock = il.opts.Clock
+	}
+	if opts.Logger == nil {
+		opts.Logger = il.log
+	}
+	m := &Monitor{il: il, env: il.env, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+		r:      Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
+		lastOK: map[string]time.Time{}, active: map[string]TripEvent{}, subs: map[chan TripEvent]struct{}{},
+		reassert: map[Procedure]time.Time{}, running: map[Procedure]bool{}}
+	for _, p := range m.pollers() {
+		m.names = append(m.names, p.name)
+	}
+	sort.Strings(m.names)
+	return m, nil
+}
+
+// poller reads one instrument into the cache.
+type poller struct {
+	name  string
+	every time.Duration
+	read  func(ctx context.Context) error
+}
+
+func (m *Monitor) pollers() []poller {
+	rig := m.il.rig
+	var ps []poller
+	ps = append(ps, poller{"furnace", m.opts.FurnaceEvery, func(ctx context.Context) error {
+		st, err := m.il.furnaceStatus(ctx)
+		if err == nil {
+			m.mu.Lock()
+			m.r.Furnace = st
+			m.mu.Unlock()
+		}
+		return err
+	}})
+	ps = append(ps, poller{"gauge", m.opts.OtherEvery, func(ctx context.Context) error {
+		p, err := rig.Gauge.ReadPressure(ctx)
+		if err == nil || errors.Is(err, device.ErrSensor) {
+			m.mu.Lock()
+			m.r.Pressure = p // the gauge answered: comms are fine, the status tells the rest
+			m.mu.Unlock()
+			return nil
+		}
+		return err
+	}})
+	for gas, fc := range rig.Flows {
+		ps = append(ps, poller{FlowChannel(gas), m.opts.OtherEvery, func(ctx context.Context) error {
+			st, err := fc.ReadFlow(ctx)
+			if err == nil {
+				m.mu.Lock()
+				m.r.Flows[gas] = st
+				m.mu.Unlock()
+			}
+			return err
+		}})
+	}
+	for name, sw := range rig.Switches {
+		ps = append(ps, poller{SwitchChannel(name), m.opts.OtherEvery, func(ctx context.Context) error {
+			on, err := sw.State(ctx)
+			if err == nil {
+				at := m.opts.Clock()
+				m.mu.Lock()
+				m.r.Switches[name] = Level{On: on, At: at}
+				m.mu.Unlock()
+			}
+			return err
+		}})
+	}
+	for name, in := range rig.Inputs {
+		ps = append(ps, poller{"input." + name, m.opts.OtherEvery, func(ctx context.Context) error {
+			on, err := in.Read(ctx)
+			if err == nil {
+				at := m.opts.Clock()
+				m.mu.Lock()
+				m.r.Inputs[name] = Level{On: on, At: at}
+				m.mu.Unlock()
+			}
+			return err
+		}})
+	}
+	return ps
+}
+
+// Start launches the monitor's goroutines: one poller per instrument (each
+// read bounded by the interlock's ReadTimeout, so a silent instrument stalls
+// only its own poller), the evaluator and the watchdog kicker. They run
+// until ctx ends or Close. Start may be called once.
+func (m *Monitor) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("envelope: monitor: %w", device.ErrClosed)
+	}
+	if m.started {
+		return errors.New("envelope: monitor already started")
+	}
+	m.started = true
+	m.startedAt = m.opts.Clock()
+	ctx, m.cancel = context.WithCancel(ctx)
+	// Stagger the pollers: the furnace keeps phase 0, and the others are spread
+	// evenly over their period, so that they never all wake at once. (Started
+	// together, a burst of a dozen reads every OtherEvery landed on every other
+	// furnace poll and delayed it by up to 20 ms on a 2-core host: the trip
+	// latency's p99 exceeded one poll period.)
+	ps := m.pollers()
+	others := 0
+	for _, p := range ps {
+		if p.name != "furnace" {
+			others++
+		}
+	}
+	i := 0
+	for _, p := range ps {
+		var phase time.Duration
+		if p.name != "furnace" {
+			phase = m.opts.FurnaceEvery/4 + time.Duration(i)*p.every/time.Duration(others)
+			i++
+		}
+		m.wg.Add(1)
+		go m.poll(ctx, p, phase)
+	}
+	m.wg.Add(1)
+	go m.evaluator(ctx)
+	if m.opts.KickEvery > 0 {
+		m.wg.Add(1)
+		go m.kicker(ctx)
+	}
+	return nil
+}
+
+// Close stops the monitor's goroutines and waits for them (a trip procedure
+// in flight is let finish), then closes every subscription.
+func (m *Monitor) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	cancel := m.cancel
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	m.wg.Wait()
+	m.mu.Lock()
+	for ch := range m.subs {
+		delete(m.subs, ch)
+		close(ch)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// poll reads p every p.every, the first time after phase.
+func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
+	defer m.wg.Done()
+	if phase > 0 {
+		first := time.NewTimer(phase)
+		select {
+		case <-ctx.Done():
+			first.Stop()
+			return
+		case <-first.C:
+		}
+	}
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, m.il.opts.ReadTimeout)
+		err := p.read(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.log.Debug("monitor read failed", "instrument", p.name, "err", err)
+		} else {
+			now := m.opts.Clock()
+			m.mu.Lock()
+			m.lastOK[p.name] = now
+			m.mu.Unlock()
+			select {
+			case m.wake <- struct{}{}:
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Monitor) kicker(ctx context.Context) {
+	defer m.wg.Done()
+	// Half a furnace period out of phase with the furnace poller: they share a line.
+	first := time.NewTimer(m.opts.FurnaceEvery / 2)
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return
+	case <-first.C:
+	}
+	t := time.NewTicker(m.opts.KickEvery)
+	defer t.Stop()
+	for {
+		kctx, cancel := context.WithTimeout(ctx, min(m.opts.KickEvery, m.il.opts.WriteTimeout))
+		err := m.il.rig.Furnace.KickWatchdog(kctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("furnace watchdog kick failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// evaluator evaluates the trips after every update, and at least every
+// FurnaceEvery so that silence is noticed.
+func (m *Monitor) evaluator(ctx context.Context) {
+	defer m.wg.Done()
+	t := time.NewTicker(m.opts.FurnaceEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		case <-t.C:
+		}
+		m.evaluate(ctx)
+	}
+}
+
+// Readings returns the latest cached snapshot; each part keeps the instant it
+// was read, and At is now.
+func (m *Monitor) Readings() Readings {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.readingsLocked()
+}
+
+func (m *Monitor) readingsLocked() Readings {
+	r := m.r
+	r.At = m.opts.Clock()
+	r.Flows = maps.Clone(m.r.Flows)
+	r.Switches = maps.Clone(m.r.Switches)
+	r.Inputs = maps.Clone(m.r.Inputs)
+	return r
+}
+
+// tripKey identifies an onset: a trip kind going from not holding to holding
+// (a second channel of a kind already holding is not a new onset).
+func tripKey(ev TripEvent) string { return string(ev.Trip) }
+
+// evaluate runs EvaluateTrips on the cache. For each trip with a new onset
+// (a condition that did not hold at the last evaluation), or any condition
+// while the interlock is not latched (reset while it held), it runs Trip once
+// per trip kind, in Trips() order. While a condition persists and the
+// interlock stays latched, it halts again the outputs of the procedure that
+// the readings show away from their safe state.
+func (m *Monitor) evaluate(ctx context.Context) {
+	m.mu.Lock()
+	r := m.readingsLocked()
+	grace := r.At.Sub(m.startedAt) < m.env.CommsTimeout()
+	m.mu.Unlock()
+
+	var now []TripEvent
+	for _, ev := range m.env.EvaluateTrips(r) {
+		if grace && ev.Trip == TripCommsLoss {
+			continue // never read yet: comms_loss needs the comms timeout since start
+		}
+		now = append(now, ev)
+	}
+	latched, _ := m.il.Latched()
+
+	m.mu.Lock()
+	prev := m.active
+	m.active = make(map[string]TripEvent, len(now))
+	fire := map[Trip][]TripEvent{}
+	holding := map[Procedure]bool{}
+	for _, ev := range now {
+		k := tripKey(ev)
+		m.active[k] = ev
+		holding[ev.Procedure] = true
+		if _, held := prev[k]; !held || !latched {
+			fire[ev.Trip] = append(fire[ev.Trip], ev)
+		}
+	}
+	var toTrip []TripEvent
+	for _, t := range Trips() {
+		evs := fire[t]
+		if len(evs) == 0 {
+			continue
+		}
+		ev := evs[0]
+		if len(evs) > 1 {
+			chans := make([]string, len(evs))
+			for i, e := range evs {
+				chans[i] = e.Channel
+			}
+			ev.Reason += fmt.Sprintf(" (and %d more: %v)", len(evs)-1, chans[1:])
+		}
+		toTrip = append(toTrip, ev)
+		m.trips = append(m.trips, ev)
+		if len(m.trips) > maxTripHistory {
+			m.trips = slices.Delete(m.trips, 0, len(m.trips)-maxTripHistory)
+		}
+		m.publishLocked(ev)
+	}
+	m.mu.Unlock()
+
+	for _, ev := range toTrip {
+		// Latch now, so that the next evaluation sees the trip as taken even
+		// before the procedure (which latches too) has run.
+		m.il.latch(string(ev.Trip))
+		m.log.Warn("trip", "trip", ev.Trip, "procedure", ev.Procedure, "channel", ev.Channel, "reason", ev.Reason)
+		m.runProcedure(ctx, ev.Procedure, true, func(ctx context.Context) error { return m.il.Trip(ctx, ev) })
+	}
+	if len(toTrip) > 0 || !latched {
+		return
+	}
+	for proc := range holding {
+		if m.unsafe(proc, r) {
+			wall := time.Now() // a rate limit of the links, not process time
+			m.mu.Lock()
+			due := !m.running[proc] && wall.Sub(m.reassert[proc]) >= reassertEvery
+			if due {
+				m.reassert[proc] = wall
+			}
+			m.mu.Unlock()
+			if due {
+				m.log.Warn("re-asserting the safe state while the trip condition holds", "procedure", proc)
+				m.runProcedure(ctx, proc, false, func(ctx context.Context) error { return m.il.reassert(ctx, proc) })
+			}
+		}
+	}
+}
+
+// runProcedure runs f (a trip or a re-assertion) in its own goroutine so that
+// an instrument that does not answer its halt delays neither the polling nor
+// the next trip; at most one runs per procedure at a time, except that a
+// trip always runs. It is not cancelled by Close: a procedure is finished.
+func (m *Monitor) runProcedure(ctx context.Context, proc Procedure, trip bool, f func(context.Context) error) {
+	m.mu.Lock()
+	if m.running[proc] && !trip {
+		m.mu.Unlock()
+		return // a re-assertion while the same procedure runs is pointless
+	}
+	m.running[proc] = true
+	m.mu.Unlock()
+	budget := 2*m.il.opts.HaltTimeout + m.il.opts.WriteTimeout
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+		defer cancel()
+		if err := f(pctx); err != nil {
+			m.log.Error("emergency procedure incomplete", "procedure", proc, "err", err)
+		}
+		m.mu.Lock()
+		m.running[proc] = false
+		m.mu.Unlock()
+	}()
+}
+
+// unsafe reports whether r shows an output that proc halts away from its
+// safe state (a stale reading counts as unsafe).
+func (m *Monitor) unsafe(proc Procedure, r Readings) bool {
+	roles := procedureRoles(proc)
+	has := func(role instrumentRole) bool { return len(roles) == 0 || slices.Contains(roles, role) }
+	fresh := func(at time.Time) bool { return m.env.fresh(at, r) }
+	if has(roleFurnace) && (!fresh(r.Furnace.At) || r.Furnace.HeaterEnabled) {
+		return true
+	}
+	if has(roleFlow) {
+		for gas := range m.il.rig.Flows {
+			f, ok := r.Flows[gas]
+			if !ok || !fresh(f.At) || f.Setpoint != 0 {
+				return true
+			}
+		}
+	}
+	for _, n := range m.il.instr {
+		if n.role == roleFurnace || n.role == roleFlow || !has(n.role) {
+			continue
+		}
+		sw, ok := n.inst.(device.Switch)
+		if !ok {
+			continue
+		}
+		l, found := r.Switches[n.name[len("switch."):]]
+		if !found || !fresh(l.At) || l.On != sw.SafeState() {
+			return true
+		}
+	}
+	return false
+}
+
+// Subscribe returns a channel that receives every trip the monitor runs, and
+// a function that cancels the subscription. Delivery never blocks the
+// monitor: the channel holds one event and a lagging subscriber's undelivered
+// event is replaced by the newest, so the newest is never lost. The channel
+// is closed by cancel or Close.
+func (m *Monitor) Subscribe() (<-chan TripEvent, func()) {
+	ch := make(chan TripEvent, 1)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		close(ch)
+		return ch, func() {}
+	}
+	m.subs[ch] = struct{}{}
+	m.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if _, ok := m.subs[ch]; ok {
+				delete(m.subs, ch)
+				close(ch)
+			}
+		})
+	}
+}
+
+func (m *Monitor) publishLocked(ev TripEvent) {
+	for ch := range m.subs {
+		select {
+		case ch <- ev:
+			continue
+		default:
+		}
+		select { // full: drop the older event
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+// Status returns the cached readings, the latch, the trips since start, the
+// margins of every limited channel and each instrument's health.
+func (m *Monitor) Status() MonitorStatus {
+	latched, why := m.il.Latched()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := MonitorStatus{Readings: m.readingsLocked(), Latched: latched, LatchReason: why,
+		Trips: slices.Clone(m.trips), Healthy: map[string]bool{}}
+	now := st.Readings.At
+	for _, name := range m.names {
+		at, ok := m.lastOK[name]
+		st.Healthy[name] = ok && now.Sub(at) <= m.env.CommsTimeout()
+	}
+	st.Margins = m.env.Margins(st.Readings)
+	return st
+}
+
+// Margins returns, for each limited channel with a fresh reading, its value
+// against its hard limits in the configured unit, sorted by channel: the
+// process value and the chamber pressure against their trip thresholds, the
+// furnace setpoint and ramp rate as the controller holds them, each gas's
+// flow setpoint. (The spectrometer integration has no reading.)
+func (e *Envelope) Margins(r Readings) []Margin {
+	var out []Margin
+	add := func(l *limit, v float64) {
+		if l == nil || !device.Finite(v) {
+			return
+		}
+		out = append(out, Margin{Channel: l.channel, Value: display(l.kind, v, l.unit), Min: display(l.kind, l.min, l.unit),
+			Max: display(l.kind, l.max, l.unit), Unit: l.unit})
+	}
+	if f := r.Furnace; e.fresh(f.At, r) {
+		if f.Alarms&device.AlarmSensorBreak == 0 {
+			add(e.overTemp, float64(f.ProcessValue))
+		}
+		add(e.limits[ChannelSetpoint], float64(f.Setpoint))
+		add(e.limits[ChannelRampRate], float64(f.RampRate))
+	}
+	if p := r.Pressure; e.fresh(p.At, r) && p.Status <= device.GaugeOverrange {
+		add(e.overPressure, float64(p.Pressure))
+	}
+	for _, g := range e.spec.Gases {
+		if f, ok := r.Flows[g.Gas]; ok && e.fresh(f.At, r) {
+			add(e.limits[FlowChannel(g.Gas)], float64(f.Setpoint))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
+	return out
+}
