@@ -7,8 +7,21 @@
 //	hcp-edge probe [--config FILE] [--json] [--spectrum MS]
 //	                                      open every instrument of the rig, read it once, print
 //	                                      what it says (read-only: nothing is switched or set)
+//	hcp-edge run [--config FILE]          the daemon: audit log, interlock, trip monitor,
+//	                                      furnace watchdog, control socket
+//	hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
+//	                                      every output safe, through the daemon or, if it does
+//	                                      not acknowledge within 500 ms, directly
+//	hcp-edge status [--json]              readings, envelope margins, latch, instrument health
+//	hcp-edge reset --operator NAME        clear a latched trip (recorded)
+//	hcp-edge arm --operator NAME          energise the interlock relay (recorded)
+//	hcp-edge envelope coverage [--config FILE] [--json]
+//	                                      every writable register, coil and serial command and
+//	                                      the envelope rule that bounds it
 //
-// Exit codes: 0 success; 1 an instrument could not be read; 2 usage or configuration error.
+// Exit codes: 0 success (estop: every output confirmed safe); 1 failure (an
+// instrument could not be read, an output not confirmed safe, the daemon down
+// or refusing); 2 usage or configuration error.
 package main
 
 import (
@@ -52,6 +65,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "probe":
 		return probe(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr)
+	case "estop":
+		return estopCmd(ctx, args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "reset", "arm":
+		return operatorCmd(ctx, args[0], args[1:], stdout, stderr)
+	case "envelope":
+		return envelopeCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -67,8 +90,23 @@ func usage(w io.Writer) {
 commands:
   version   print version, commit and build date
   probe     read every instrument of the rig once and print what it says (read-only)
+  run       run the agent daemon (interlock, trip monitor, control socket)
+  estop     drive every output to its safe state (through the daemon, or directly if it is hung)
+  status    readings, envelope margins, latched trip and instrument health from the daemon
+  reset     clear a latched trip: reset --operator NAME
+  arm       energise the interlock relay: arm --operator NAME
+  envelope  envelope coverage: every writable channel and the rule that bounds it
+
+Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
+
+exit codes: 0 success; 1 failure (estop: not every output confirmed safe); 2 usage or configuration.
 
 examples:
+  hcp-edge run --config configs/sim.yaml
+  hcp-edge estop --operator alice
+  hcp-edge status --json
+  hcp-edge reset --operator alice && hcp-edge arm --operator alice
+  hcp-edge envelope coverage
   hcp-edge probe                                 # the simulated rig (embedded configs/sim.yaml)
   hcp-edge probe --config /etc/hcp-edge/rig.yaml --json
   hcp-edge probe --spectrum 1000                 # also acquire a 1 s Raman spectrum

@@ -1,42 +1,68 @@
 package rigconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.bug.st/serial"
 
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
+	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// Instruments are the rig's drivers, built from a Rig. Close closes every line.
+// Instruments are the rig's drivers, built from a Rig. Close closes every
+// line. A field is nil when BuildPartial could not open its instrument.
 type Instruments struct {
 	Furnace *furnace.Controller
 	DIO     *dio.Module
-	MFCs    []*alicat.MFC // in configuration order
+	MFCs    []*alicat.MFC // in configuration order (BuildPartial: those that opened)
 	Gauge   *tpg.Gauge
 	Raman   *raman.Spectrometer
 	GPIO    *simgpio.Client
 
+	// Set by StartInputs: the GPIO inputs, debounced and watched.
+	EStop, Leak, RelayFB *gpio.Input
+	// Set by Relay: the interlock relay output.
+	RelayOut *gpio.Output
+
+	// Unreachable names what BuildPartial could not open, and why.
+	Unreachable map[string]error
+
+	rig     Rig
 	closers []func() error
 }
 
-// Build constructs every driver of r. It performs no write on the hardware.
-func Build(r Rig) (_ *Instruments, err error) {
-	in := &Instruments{}
-	defer func() {
-		if err != nil {
-			_ = in.Close()
+// Build constructs every driver of r; any failure fails it. It performs no
+// write on the hardware.
+func Build(r Rig) (*Instruments, error) {
+	in := BuildPartial(r)
+	if len(in.Unreachable) > 0 {
+		var errs []error
+		for _, name := range sortedKeys(in.Unreachable) {
+			errs = append(errs, in.Unreachable[name])
 		}
-	}()
+		_ = in.Close()
+		return nil, errors.Join(errs...)
+	}
+	return in, nil
+}
+
+// BuildPartial constructs every driver of r that it can and records the
+// others in Unreachable (keyed by instrument name). It performs no write.
+func BuildPartial(r Rig) *Instruments {
+	in := &Instruments{rig: r, Unreachable: map[string]error{}}
 	buses := map[string]*modbus.Bus{}
 	for name, bc := range r.ModbusBuses {
 		o := modbus.DefaultOpts()
@@ -51,76 +77,231 @@ func Build(r Rig) (_ *Instruments, err error) {
 		if bc.Mode != "" {
 			m, err := serialline.ParseMode(bc.Mode)
 			if err != nil {
-				return nil, fmt.Errorf("rigconfig: bus %s: %w", name, err)
+				in.Unreachable["bus "+name] = fmt.Errorf("rigconfig: bus %s: %w", name, err)
+				continue
 			}
 			o.Baud, o.DataBits, o.Parity, o.StopBits = m.BaudRate, m.DataBits, parity(m.Parity), stopBits(m.StopBits)
 		}
 		b, err := modbus.New(o)
 		if err != nil {
-			return nil, fmt.Errorf("rigconfig: bus %s: %w", name, err)
+			in.Unreachable["bus "+name] = fmt.Errorf("rigconfig: bus %s: %w", name, err)
+			continue
 		}
 		buses[name] = b
 		in.closers = append(in.closers, b.Close)
 	}
-	fo := furnace.DefaultOpts()
-	fo.Unit = r.Furnace.Unit
-	if in.Furnace, err = furnace.New(buses[r.Furnace.Bus], fo); err != nil {
-		return nil, fmt.Errorf("rigconfig: furnace: %w", err)
+	if b, ok := buses[r.Furnace.Bus]; ok {
+		fo := furnace.DefaultOpts()
+		fo.Unit = r.Furnace.Unit
+		c, err := furnace.New(b, fo)
+		if err != nil {
+			in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: %w", err)
+		} else {
+			in.Furnace = c
+			in.closers = append(in.closers, c.Close)
+		}
+	} else {
+		in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: bus %s unavailable", r.Furnace.Bus)
 	}
-	in.closers = append(in.closers, in.Furnace.Close)
-	do := dio.DefaultOpts()
-	do.Unit = r.DIO.Unit
-	if in.DIO, err = dio.New(buses[r.DIO.Bus], do); err != nil {
-		return nil, fmt.Errorf("rigconfig: dio: %w", err)
+	if b, ok := buses[r.DIO.Bus]; ok {
+		do := dio.DefaultOpts()
+		do.Unit = r.DIO.Unit
+		m, err := dio.New(b, do)
+		if err != nil {
+			in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: %w", err)
+		} else {
+			in.DIO = m
+		}
+	} else {
+		in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: bus %s unavailable", r.DIO.Bus)
 	}
 	for _, mc := range r.MFCs {
-		o := alicat.DefaultOpts()
-		o.Name, o.Gas, o.UnitID = mc.Name, mc.Gas, mc.UnitID[0]
-		if o.FullScale, err = ParseFlow(mc.FullScale); err != nil {
-			return nil, fmt.Errorf("rigconfig: %s: %w", mc.Name, err)
-		}
-		if err := serialOpts(&o.Line, mc.Serial, &o.Timeout); err != nil {
-			return nil, fmt.Errorf("rigconfig: %s: %w", mc.Name, err)
-		}
-		m, err := alicat.Open(mc.Port, o)
+		m, err := openMFC(mc)
 		if err != nil {
-			return nil, fmt.Errorf("rigconfig: %s: %w", mc.Name, err)
+			in.Unreachable[mc.Name] = fmt.Errorf("rigconfig: %s: %w", mc.Name, err)
+			continue
 		}
 		in.MFCs = append(in.MFCs, m)
 		in.closers = append(in.closers, m.Close)
 	}
-	go_ := tpg.DefaultOpts()
-	if r.Gauge.Name != "" {
-		go_.Name = r.Gauge.Name
+	if g, err := openGauge(r.Gauge); err != nil {
+		in.Unreachable[gaugeName(r.Gauge)] = fmt.Errorf("rigconfig: gauge: %w", err)
+	} else {
+		in.Gauge = g
+		in.closers = append(in.closers, g.Close)
 	}
-	if err := serialOpts(&go_.Line, r.Gauge, &go_.Timeout); err != nil {
-		return nil, fmt.Errorf("rigconfig: gauge: %w", err)
+	if sp, err := openRaman(r.Raman); err != nil {
+		in.Unreachable[ramanName(r.Raman)] = fmt.Errorf("rigconfig: raman: %w", err)
+	} else {
+		in.Raman = sp
+		in.closers = append(in.closers, sp.Close)
 	}
-	if in.Gauge, err = tpg.Open(r.Gauge.Port, go_); err != nil {
-		return nil, fmt.Errorf("rigconfig: gauge: %w", err)
-	}
-	in.closers = append(in.closers, in.Gauge.Close)
-	ro := raman.DefaultOpts()
-	if r.Raman.Name != "" {
-		ro.Name = r.Raman.Name
-	}
-	if r.Raman.TimeScale > 0 {
-		ro.TimeScale = r.Raman.TimeScale
-	}
-	if err := serialOpts(&ro.Line, r.Raman.Serial, &ro.Timeout); err != nil {
-		return nil, fmt.Errorf("rigconfig: raman: %w", err)
-	}
-	if in.Raman, err = raman.Open(r.Raman.Port, ro); err != nil {
-		return nil, fmt.Errorf("rigconfig: raman: %w", err)
-	}
-	in.closers = append(in.closers, in.Raman.Close)
 	so := simgpio.DefaultOpts()
 	so.Socket = r.GPIO.Socket
-	if in.GPIO, err = simgpio.New(so); err != nil {
-		return nil, fmt.Errorf("rigconfig: gpio: %w", err)
+	so.MaxPoll = time.Second
+	if c, err := simgpio.New(so); err != nil {
+		in.Unreachable["gpio"] = fmt.Errorf("rigconfig: gpio: %w", err)
+	} else {
+		in.GPIO = c
+		in.closers = append(in.closers, c.Close)
 	}
-	in.closers = append(in.closers, in.GPIO.Close)
-	return in, nil
+	return in
+}
+
+func openMFC(mc MFC) (*alicat.MFC, error) {
+	o := alicat.DefaultOpts()
+	o.Name, o.Gas, o.UnitID = mc.Name, mc.Gas, mc.UnitID[0]
+	var err error
+	if o.FullScale, err = ParseFlow(mc.FullScale); err != nil {
+		return nil, err
+	}
+	if err := serialOpts(&o.Line, mc.Serial, &o.Timeout); err != nil {
+		return nil, err
+	}
+	return alicat.Open(mc.Port, o)
+}
+
+func gaugeName(s Serial) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return tpg.DefaultOpts().Name
+}
+
+func openGauge(s Serial) (*tpg.Gauge, error) {
+	o := tpg.DefaultOpts()
+	o.Name = gaugeName(s)
+	if err := serialOpts(&o.Line, s, &o.Timeout); err != nil {
+		return nil, err
+	}
+	return tpg.Open(s.Port, o)
+}
+
+func ramanName(r Raman) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return raman.DefaultOpts().Name
+}
+
+func openRaman(r Raman) (*raman.Spectrometer, error) {
+	o := raman.DefaultOpts()
+	o.Name = ramanName(r)
+	if r.TimeScale > 0 {
+		o.TimeScale = r.TimeScale
+	}
+	if err := serialOpts(&o.Line, r.Serial, &o.Timeout); err != nil {
+		return nil, err
+	}
+	return raman.Open(r.Port, o)
+}
+
+// Input names of the GPIO lines, as the envelope knows them.
+const (
+	InputEStop   = "estop_pressed" // true: e-stop pressed (pin low)
+	InputLeak    = "leak_detected" // true: gas leak (pin low)
+	InputRelayFB = "relay_fb"      // true: relay energised (read-back contact high)
+	SwitchRelay  = "relay"         // the interlock relay output
+)
+
+// StartInputs builds the e-stop and leak inputs (active low) and the relay
+// read-back input on the GPIO lines, and starts their watchers. Close stops
+// them.
+func (in *Instruments) StartInputs(ctx context.Context) error {
+	if in.GPIO == nil {
+		return fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
+	}
+	mk := func(pin, name string, activeLow bool) (*gpio.Input, error) {
+		o := gpio.DefaultInputOpts(name)
+		o.ActiveLow = activeLow
+		o.Wait = 200 * time.Millisecond
+		o.ReadTimeout = time.Second
+		i, err := gpio.NewInput(in.GPIO.Pin(pin), o)
+		if err != nil {
+			return nil, fmt.Errorf("rigconfig: %s: %w", name, err)
+		}
+		if err := i.Start(ctx); err != nil {
+			_ = i.Close()
+			return nil, fmt.Errorf("rigconfig: %s: %w", name, err)
+		}
+		in.closers = append(in.closers, i.Close)
+		return i, nil
+	}
+	var err error
+	if in.EStop, err = mk(simgpio.EStop, InputEStop, true); err != nil {
+		return err
+	}
+	if in.Leak, err = mk(simgpio.Leak, InputLeak, true); err != nil {
+		return err
+	}
+	in.RelayFB, err = mk(simgpio.RelayFB, InputRelayFB, false)
+	return err
+}
+
+// Relay builds the interlock relay output with read-back through relay_fb.
+// Building it DRIVES THE RELAY TO ITS SAFE LEVEL (de-energised): only the
+// daemon and the e-stop fallback call it.
+func (in *Instruments) Relay() (*gpio.Output, error) {
+	if in.RelayOut != nil {
+		return in.RelayOut, nil
+	}
+	if in.GPIO == nil {
+		return nil, fmt.Errorf("rigconfig: relay: gpio unavailable: %w", in.Unreachable["gpio"])
+	}
+	o := gpio.DefaultOutputOpts(SwitchRelay)
+	o.IOTimeout = time.Second
+	out, err := gpio.NewOutput(in.GPIO.Pin(simgpio.Relay), in.GPIO.Pin(simgpio.RelayFB), o)
+	if err != nil {
+		return nil, fmt.Errorf("rigconfig: relay: %w", err)
+	}
+	in.RelayOut = out
+	return out, nil
+}
+
+// Rig hands the writable rig to the interlock: it needs StartInputs and
+// Relay first.
+func (in *Instruments) Rig() (envelope.Rig, error) {
+	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || in.GPIO == nil || len(in.MFCs) != len(in.rig.MFCs) {
+		return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
+	}
+	if in.EStop == nil || in.RelayOut == nil {
+		return envelope.Rig{}, errors.New("rigconfig: StartInputs and Relay must run before Rig")
+	}
+	r := envelope.Rig{
+		Furnace:  in.Furnace,
+		Flows:    map[string]device.FlowController{},
+		Gauge:    in.Gauge,
+		Switches: map[string]device.Switch{SwitchRelay: in.RelayOut},
+		Inputs: map[string]device.DigitalInput{
+			InputEStop: in.EStop, InputLeak: in.Leak, InputRelayFB: in.RelayFB,
+		},
+	}
+	if in.Raman != nil {
+		r.Spectrometer = in.Raman
+	}
+	for i, m := range in.MFCs {
+		r.Flows[in.rig.MFCs[i].Gas] = m
+	}
+	for _, sw := range in.DIO.Switches() {
+		r.Switches[sw.String()] = sw
+	}
+	for _, spec := range dio.DefaultOpts().Inputs {
+		i, err := in.DIO.Input(spec.Name)
+		if err != nil {
+			return envelope.Rig{}, err
+		}
+		r.Inputs[spec.Name] = i
+	}
+	return r, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func serialOpts(lo *serialline.Opts, s Serial, timeout *time.Duration) error {

@@ -1,12 +1,3 @@
-// Package rigconfig turns the rig section of the agent's YAML configuration
-// into concrete drivers. It is the one place that knows which instrument sits
-// on which wire; everything above it sees device contracts only.
-//
-// # Caveats
-//
-// Build opens serial ports and Modbus buses lazily where the drivers allow it,
-// but configures nothing on the hardware: it performs no write. Outputs such as
-// the interlock relay are built by the interlock (issue 3), not here.
 package rigconfig
 
 import (
@@ -15,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -24,12 +16,132 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// File is the part of the agent's configuration file this package reads;
-// other top-level sections are ignored here.
+// File is the agent's configuration file. Unknown keys are errors.
 type File struct {
-	Rig Rig `yaml:"rig"`
+	Rig      Rig             `yaml:"rig"`
+	Envelope envelope.Config `yaml:"envelope"`
+	Monitor  Monitor         `yaml:"monitor"`
+	Agent    Agent           `yaml:"agent"`
+}
+
+// Monitor tunes the trip monitor and the furnace comms watchdog. Zero fields
+// take the defaults of envelope.DefaultMonitorOpts.
+type Monitor struct {
+	FurnaceEvery time.Duration `yaml:"furnace_every"` // furnace poll period (default 50ms)
+	OtherEvery   time.Duration `yaml:"other_every"`   // gauge, flows, switches, inputs (default 100ms)
+	// KickEvery is the furnace watchdog kick period (default 1s). It must be
+	// well below WatchdogTimeout.
+	KickEvery time.Duration `yaml:"kick_every"`
+	// WatchdogTimeout is written to the furnace controller at start: a
+	// controller not kicked for this long drops its heater by itself
+	// (default 5s; 100ms..60s).
+	WatchdogTimeout time.Duration `yaml:"watchdog_timeout"`
+}
+
+// Shutdown policies: what the daemon does to the outputs when it stops.
+const (
+	ShutdownSafeState = "safe_state" // every output to its safe level, confirmed (the default)
+	ShutdownHold      = "hold"       // leave the outputs; the furnace watchdog drops the heater
+)
+
+// Agent is the daemon's own configuration.
+type Agent struct {
+	// StateDir holds the state file (audit log). Default $HCP_STATE_DIR or
+	// /var/lib/hcp-edge.
+	StateDir string `yaml:"state_dir"`
+	// ControlSocket is the local control socket (estop, status, reset, arm).
+	// Default $HCP_CONTROL_SOCKET or <state_dir>/control.sock.
+	ControlSocket string `yaml:"control_socket"`
+	// ShutdownPolicy is safe_state (default) or hold.
+	ShutdownPolicy string `yaml:"shutdown_policy"`
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text (default) or json.
+	LogFormat string `yaml:"log_format"`
+}
+
+// DefaultStateDir is the state directory when neither the configuration nor
+// $HCP_STATE_DIR names one.
+const DefaultStateDir = "/var/lib/hcp-edge"
+
+// Defaults fills the zero fields of f.Agent and f.Monitor from the
+// environment and the defaults: HCP_STATE_DIR and HCP_CONTROL_SOCKET
+// override the file.
+func (f *File) Defaults() {
+	a := &f.Agent
+	if d := os.Getenv("HCP_STATE_DIR"); d != "" {
+		a.StateDir = d
+	}
+	if a.StateDir == "" {
+		a.StateDir = DefaultStateDir
+	}
+	a.StateDir = os.ExpandEnv(a.StateDir)
+	if s := os.Getenv("HCP_CONTROL_SOCKET"); s != "" {
+		a.ControlSocket = s
+	}
+	if a.ControlSocket == "" {
+		a.ControlSocket = filepath.Join(a.StateDir, "control.sock")
+	}
+	a.ControlSocket = os.ExpandEnv(a.ControlSocket)
+	if a.ShutdownPolicy == "" {
+		a.ShutdownPolicy = ShutdownSafeState
+	}
+	if a.LogLevel == "" {
+		a.LogLevel = "info"
+	}
+	if a.LogFormat == "" {
+		a.LogFormat = "text"
+	}
+	m := &f.Monitor
+	if m.FurnaceEvery == 0 {
+		m.FurnaceEvery = 50 * time.Millisecond
+	}
+	if m.OtherEvery == 0 {
+		m.OtherEvery = 100 * time.Millisecond
+	}
+	if m.KickEvery == 0 {
+		m.KickEvery = time.Second
+	}
+	if m.WatchdogTimeout == 0 {
+		m.WatchdogTimeout = 5 * time.Second
+	}
+}
+
+// Validate checks the agent and monitor sections (after Defaults).
+func (f File) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) { errs = append(errs, fmt.Errorf(key+": "+format, a...)) }
+	m := f.Monitor
+	if m.FurnaceEvery < time.Millisecond || m.OtherEvery < time.Millisecond {
+		bad("monitor", "furnace_every and other_every must be at least 1ms")
+	}
+	if m.KickEvery < 0 {
+		bad("monitor.kick_every", "%v is negative (0 disables kicking)", m.KickEvery)
+	}
+	if m.WatchdogTimeout < 100*time.Millisecond || m.WatchdogTimeout > 60*time.Second {
+		bad("monitor.watchdog_timeout", "%v is outside the controller's 100ms..60s", m.WatchdogTimeout)
+	} else if m.KickEvery > 0 && 2*m.KickEvery > m.WatchdogTimeout {
+		bad("monitor.kick_every", "%v: kick at least twice per watchdog_timeout (%v)", m.KickEvery, m.WatchdogTimeout)
+	}
+	switch f.Agent.ShutdownPolicy {
+	case ShutdownSafeState, ShutdownHold:
+	default:
+		bad("agent.shutdown_policy", "%q is neither %s nor %s", f.Agent.ShutdownPolicy, ShutdownSafeState, ShutdownHold)
+	}
+	switch f.Agent.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("agent.log_level", "%q is not debug, info, warn or error", f.Agent.LogLevel)
+	}
+	switch f.Agent.LogFormat {
+	case "text", "json":
+	default:
+		bad("agent.log_format", "%q is neither text nor json", f.Agent.LogFormat)
+	}
+	return errors.Join(errs...)
 }
 
 // Rig describes the instruments and the wires they are on.
@@ -74,6 +186,17 @@ type MFC struct {
 	Gas       string `yaml:"gas"`
 	UnitID    string `yaml:"unit_id"`
 	FullScale string `yaml:"full_scale"` // e.g. "500 sccm"
+	// Valve is the digital I/O coil that opens this gas's line; default
+	// <gas in lower case>_valve.
+	Valve string `yaml:"valve"`
+}
+
+// ValveName returns the coil of the gas line valve.
+func (m MFC) ValveName() string {
+	if m.Valve != "" {
+		return m.Valve
+	}
+	return strings.ToLower(m.Gas) + "_valve"
 }
 
 // Raman is the spectrometer; TimeScale is the simulator's (1 on real hardware).
@@ -111,7 +234,8 @@ func Parse(r io.Reader) (File, error) {
 		return File{}, err
 	}
 	f.Rig.expand()
-	return f, f.Rig.Validate()
+	f.Defaults()
+	return f, errors.Join(f.Rig.Validate(), f.Validate())
 }
 
 func (r *Rig) expand() {
@@ -138,7 +262,9 @@ func (r *Rig) expand() {
 // Validate checks references and values without touching hardware.
 func (r Rig) Validate() error {
 	var errs []error
-	bad := func(key, format string, a ...any) { errs = append(errs, fmt.Errorf("rig.%s: "+format, append([]any{key}, a...)...)) }
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("rig.%s: "+format, append([]any{key}, a...)...))
+	}
 	for name, b := range r.ModbusBuses {
 		if b.Transport != modbus.TransportTCP && b.Transport != modbus.TransportRTU {
 			bad("modbus_buses."+name+".transport", "%q is neither tcp nor rtu", b.Transport)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
 func TestEmbeddedSimConfigParses(t *testing.T) {
@@ -65,5 +67,88 @@ func TestParseFlow(t *testing.T) {
 		if _, err := ParseFlow(in); err == nil {
 			t.Errorf("ParseFlow(%q) accepted", in)
 		}
+	}
+}
+
+func TestEmbeddedEnvelopeCompilesAgainstTheDerivedSpec(t *testing.T) {
+	f, err := Parse(bytes.NewReader(configs.SimYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Spec(f.Rig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, c := range env.Coverage() {
+		if len(c.Rules) == 0 {
+			t.Errorf("%s: no rule", c.Channel)
+		}
+		seen[c.Channel] = true
+	}
+	for _, ch := range []string{"furnace.heater", "flow.H2S", "switch.relay", "switch.scrubber"} {
+		if !seen[ch] {
+			t.Errorf("coverage lacks %s", ch)
+		}
+	}
+	// The derived spec agrees with the simulator's.
+	sim := envelope.SimRigSpec()
+	if len(spec.Gases) != len(sim.Gases) || len(spec.Switches) != len(sim.Switches) || len(spec.Inputs) != len(sim.Inputs) {
+		t.Errorf("derived spec %+v differs from SimRigSpec %+v", spec, sim)
+	}
+}
+
+func TestAgentDefaultsFromEnvironment(t *testing.T) {
+	tests := []struct {
+		name, stateEnv, sockEnv, wantDir, wantSock string
+	}{
+		{"defaults", "", "", DefaultStateDir, DefaultStateDir + "/control.sock"},
+		{"state dir", "/run/x", "", "/run/x", "/run/x/control.sock"},
+		{"socket", "/run/x", "/run/y.sock", "/run/x", "/run/y.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HCP_STATE_DIR", tt.stateEnv)
+			t.Setenv("HCP_CONTROL_SOCKET", tt.sockEnv)
+			f, err := Parse(bytes.NewReader(configs.SimYAML))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Agent.StateDir != tt.wantDir || f.Agent.ControlSocket != tt.wantSock {
+				t.Errorf("state %q socket %q, want %q %q", f.Agent.StateDir, f.Agent.ControlSocket, tt.wantDir, tt.wantSock)
+			}
+			if f.Monitor.FurnaceEvery != 50*time.Millisecond || f.Monitor.KickEvery != time.Second {
+				t.Errorf("monitor = %+v", f.Monitor)
+			}
+		})
+	}
+}
+
+func TestParseRefusesAgentAndMonitor(t *testing.T) {
+	base := string(configs.SimYAML)
+	tests := []struct {
+		name, from, to, want string
+	}{
+		{"unknown envelope key", "  reactive_gases:", "  reactive_gasses:", "field reactive_gasses not found"},
+		{"unknown monitor key", "  kick_every: 1s", "  kick_evry: 1s", "field kick_evry not found"},
+		{"kick too slow", "  kick_every: 1s", "  kick_every: 4s", "monitor.kick_every"},
+		{"watchdog out of range", "  watchdog_timeout: 5s", "  watchdog_timeout: 90s", "monitor.watchdog_timeout"},
+		{"policy", "shutdown_policy: safe_state", "shutdown_policy: yolo", "agent.shutdown_policy"},
+		{"log format", "log_format: text", "log_format: xml", "agent.log_format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(base, tt.from) {
+				t.Fatalf("fixture: %q not in sim.yaml", tt.from)
+			}
+			_, err := Parse(strings.NewReader(strings.Replace(base, tt.from, tt.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
 	}
 }

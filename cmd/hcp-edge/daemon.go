@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/audit"
+)
+
+// stateFile is the daemon's bbolt file inside the state directory.
+const stateFile = "state.db"
+
+// shutdownTimeout bounds the shutdown policy and the wait for control
+// operations in progress.
+const shutdownTimeout = 10 * time.Second
+
+// noSessions is the Authorizer until the session engine exists (issue 4):
+// it refuses every remote action. The local operator paths (e-stop, reset,
+// arm) bypass authorisation by design.
+type noSessions struct{}
+
+func (noSessions) Authorize(context.Context, string, envelope.Action) (envelope.Grant, error) {
+	return envelope.Grant{}, errors.New("no session engine yet: remote actions are refused")
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: hcp-edge run [--config FILE]
+
+Runs the agent daemon: opens the state directory and its audit log, builds the rig from the
+configuration, compiles the envelope, starts the trip monitor (which kicks the furnace's comms
+watchdog) and serves the local control socket (estop, status, reset, arm). SIGINT or SIGTERM
+stops it: intake first, then the monitor, then the shutdown policy on the outputs.
+
+environment: HCP_STATE_DIR, HCP_CONTROL_SOCKET override agent.state_dir and agent.control_socket;
+HCP_RIG_SIM_DIR overrides rig.sim_dir.
+
+exit codes: 0 stopped cleanly; 1 failed at start or on the way down; 2 usage or configuration.
+
+examples:
+  hcp-edge run                                   # the simulated rig (embedded configs/sim.yaml)
+  HCP_STATE_DIR=/tmp/hcp hcp-edge run --config configs/sim.yaml
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	cfgPath := configFlag(fs)
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	f, err := loadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge run: configuration: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, f.Agent)
+	if err := daemon(ctx, f, log); err != nil {
+		log.Error("hcp-edge run failed", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(a.LogLevel))
+	o := &slog.HandlerOptions{Level: lvl}
+	if a.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// daemon runs until ctx ends. Start order: state directory and audit log,
+// rig (relay built de-energised), envelope, interlock, furnace watchdog,
+// monitor, control socket. Stop order: control socket (intake), monitor,
+// shutdown policy, instruments, state file.
+func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error) {
+	t0 := time.Now()
+	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
+		// go.bug.st/serial reads block an OS thread (and its P) in select(2);
+		// on a 2-core host that delayed the monitor's furnace poll and trip
+		// procedure by up to 20 ms. See envelope.MonitorMinProcs.
+		runtime.GOMAXPROCS(procs)
+		log.Debug("GOMAXPROCS raised for blocking serial I/O", "procs", procs)
+	}
+	if err := os.MkdirAll(f.Agent.StateDir, 0o750); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(f.Agent.StateDir, stateFile), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("state file %s (another daemon running?): %w", filepath.Join(f.Agent.StateDir, stateFile), err)
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	alog, err := audit.Open(db, audit.Opts{})
+	if err != nil {
+		return err
+	}
+
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		return err
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		return err
+	}
+	in, err := rigconfig.Build(f.Rig)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, in.Close()) }()
+	if _, err := in.Relay(); err != nil { // de-energised at start
+		return err
+	}
+	if err := in.StartInputs(ctx); err != nil {
+		return err
+	}
+	rig, err := in.Rig()
+	if err != nil {
+		return err
+	}
+	iopts := envelope.DefaultInterlockOpts()
+	iopts.Logger = log
+	il, err := envelope.NewInterlock(env, rig, noSessions{}, audit.Interlock{Log: alog}, iopts)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err = in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("furnace watchdog: %w", err)
+	}
+	mon, err := envelope.NewMonitor(il, envelope.MonitorOpts{FurnaceEvery: f.Monitor.FurnaceEvery,
+		OtherEvery: f.Monitor.OtherEvery, KickEvery: f.Monitor.KickEvery, Logger: log})
+	if err != nil {
+		return err
+	}
+	// The monitor runs on a context of its own: it must outlive intake so
+	// that the rig stays watched while the control socket drains.
+	if err := mon.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	monClosed := false
+	defer func() {
+		if !monClosed {
+			_ = mon.Close()
+		}
+	}()
+	h := &handler{il: il, mon: mon, in: in, log: log}
+	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
+		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "startup", time.Since(t0))
+
+	<-ctx.Done()
+	log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer scancel()
+	err = srv.Shutdown(sctx)
+	monClosed = true
+	err = errors.Join(err, mon.Close())
+	switch f.Agent.ShutdownPolicy {
+	case rigconfig.ShutdownSafeState:
+		if serr := il.SafeState(sctx, "agent shutdown (policy safe_state)"); serr != nil {
+			err = errors.Join(err, fmt.Errorf("shutdown policy: %w", serr))
+		} else {
+			log.Info("outputs safe (policy safe_state)")
+		}
+	case rigconfig.ShutdownHold:
+		log.Warn("outputs left as they are (policy hold); the furnace watchdog drops the heater", "after", f.Monitor.WatchdogTimeout)
+	}
+	return err
+}
+
+// handler serves the control socket's operations.
+type handler struct {
+	il  *envelope.Interlock
+	mon *envelope.Monitor
+	in  *rigconfig.Instruments
+	log *slog.Logger
+}
+
+func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
+	switch req.Op {
+	case control.OpEStop:
+		return h.estop(ctx, req.Operator), nil
+	case control.OpStatus:
+		return statusOf(h.mon.Status()), nil
+	case control.OpReset:
+		if req.Operator == "" {
+			return nil, errors.New("reset needs the operator's name (--operator NAME)")
+		}
+		was, why := h.il.Latched()
+		if err := h.il.Reset(ctx, req.Operator); err != nil {
+			return nil, err
+		}
+		h.log.Warn("latch reset", "operator", req.Operator, "was_latched", was, "reason", why)
+		if !was {
+			return opResult{Message: "nothing was latched; reset recorded by " + req.Operator}, nil
+		}
+		return opResult{Message: fmt.Sprintf("latch cleared (%s) by %s", why, req.Operator)}, nil
+	case control.OpArm:
+		if req.Operator == "" {
+			return nil, errors.New("arm needs the operator's name (--operator NAME)")
+		}
+		if err := h.il.Arm(ctx, req.Operator); err != nil {
+			return nil, err
+		}
+		h.log.Warn("armed: interlock relay energised", "operator", req.Operator)
+		return opResult{Message: "interlock relay energised by " + req.Operator}, nil
+	}
+	return nil, fmt.Errorf("unknown op %q", req.Op)
+}
+
+// estop runs the interlock's SafeState and reads every output back.
+func (h *handler) estop(ctx context.Context, operator string) safeReport {
+	t0 := time.Now()
+	if operator == "" {
+		operator = "unknown"
+	}
+	r := safeReport{Via: "daemon", Operator: operator}
+	h.log.Warn("e-stop requested on the control socket", "operator", operator)
+	if err := h.il.SafeState(ctx, "estop by "+operator+" (control socket)"); err != nil {
+		r.Error = err.Error()
+	}
+	r.Outputs = checkOutputs(ctx, h.in, false)
+	r.finish()
+	if r.Error != "" {
+		r.AllConfirmed = false
+	}
+	r.Latched, r.LatchReason = h.il.Latched()
+	h.log.Warn("e-stop done", "operator", operator, "all_confirmed", r.AllConfirmed, "took", time.Since(t0))
+	return r
+}
+
+// statusOf turns the monitor's status into the status reply.
+func statusOf(st envelope.MonitorStatus) statusResult {
+	r := st.Readings
+	out := statusResult{At: time.Now(), Latched: st.Latched, LatchReason: st.LatchReason, Healthy: st.Healthy,
+		Readings: map[string]string{}, Values: map[string]any{}, Relay: "unknown"}
+	age := func(at time.Time) string {
+		if at.IsZero() {
+			return "never read"
+		}
+		return fmt.Sprintf("%v ago", time.Since(at).Round(time.Millisecond))
+	}
+	if f := r.Furnace; !f.At.IsZero() {
+		out.Readings["furnace"] = fmt.Sprintf("PV %.1f °C, setpoint %.1f °C, output %s, heater %s, alarms %#04x (%s)",
+			f.ProcessValue.Celsius(), f.Setpoint.Celsius(), f.OutputPower, onOff(f.HeaterEnabled), uint16(f.Alarms), age(f.At))
+		out.Values["furnace.pv_c"] = round1(f.ProcessValue.Celsius())
+		out.Values["furnace.setpoint_c"] = round1(f.Setpoint.Celsius())
+		out.Values["furnace.heater_enabled"] = f.HeaterEnabled
+		out.Values["furnace.output_pct"] = float64(f.OutputPower)
+	}
+	if p := r.Pressure; !p.At.IsZero() {
+		out.Readings["chamber.pressure"] = fmt.Sprintf("%.4g mbar, %s (%s)", p.Pressure.Millibar(), p.Status, age(p.At))
+		out.Values["chamber.pressure_mbar"] = p.Pressure.Millibar()
+	}
+	for gas, fl := range r.Flows {
+		out.Readings["flow."+gas] = fmt.Sprintf("%.2f sccm, setpoint %.2f sccm %v (%s)", fl.Flow.SCCM(), fl.Setpoint.SCCM(), fl.Flags, age(fl.At))
+		out.Values["flow."+gas+".sccm"] = fl.Flow.SCCM()
+		out.Values["flow."+gas+".setpoint_sccm"] = fl.Setpoint.SCCM()
+	}
+	for name, l := range r.Switches {
+		out.Readings["switch."+name] = fmt.Sprintf("%s (%s)", onOff(l.On), age(l.At))
+		out.Values["switch."+name] = l.On
+	}
+	for name, l := range r.Inputs {
+		out.Readings["input."+name] = fmt.Sprintf("%t (%s)", l.On, age(l.At))
+		out.Values["input."+name] = l.On
+	}
+	if l, ok := r.Inputs[rigconfig.InputRelayFB]; ok && !l.At.IsZero() {
+		out.Relay = energised(l.On)
+	} else if l, ok := r.Switches[rigconfig.SwitchRelay]; ok && !l.At.IsZero() {
+		out.Relay = energised(l.On)
+	}
+	for _, m := range st.Margins {
+		out.Margins = append(out.Margins, marginView{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit, Margin: m.Headroom()})
+	}
+	for _, t := range st.Trips {
+		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason})
+	}
+	return out
+}

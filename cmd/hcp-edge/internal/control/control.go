@@ -1,0 +1,336 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MaxRequest bounds a request line, in bytes.
+const MaxRequest = 4096
+
+// maxReply bounds a reply line read by Do.
+const maxReply = 1 << 20
+
+// Operations.
+const (
+	OpEStop  = "estop"
+	OpStatus = "status"
+	OpReset  = "reset"
+	OpArm    = "arm"
+)
+
+// Stages of a reply line.
+const (
+	StageAccepted = "accepted" // the request was read; the operation runs
+	StageDone     = "done"     // the final reply
+)
+
+// Errors of the client.
+var (
+	// ErrNoDaemon: nothing listens on the socket (no file, or connection refused).
+	ErrNoDaemon = errors.New("control: no daemon listening")
+	// ErrNoAck: a connection was accepted but the daemon did not acknowledge
+	// the request in time (hung or stopped).
+	ErrNoAck = errors.New("control: the daemon did not acknowledge")
+	// ErrNoReply: acknowledged, but no final reply before the deadline.
+	ErrNoReply = errors.New("control: the daemon acknowledged but did not finish")
+)
+
+// Request is one request line.
+type Request struct {
+	Op       string `json:"op"`
+	Operator string `json:"operator,omitempty"`
+}
+
+// Reply is one reply line.
+type Reply struct {
+	Op     string          `json:"op"`
+	Stage  string          `json:"stage"`
+	OK     bool            `json:"ok"`
+	Error  string          `json:"error,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Handler runs one operation. It returns the result (marshalled into
+// Reply.Result) or an error (Reply.Error).
+type Handler interface {
+	Handle(ctx context.Context, req Request) (any, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req Request) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req Request) (any, error) { return f(ctx, req) }
+
+// Opts tunes a Server.
+type Opts struct {
+	ReadTimeout time.Duration // to read the request line (default 2s)
+	ConnTimeout time.Duration // per connection, request and handling (default 30s)
+	MaxConns    int           // connections served at once; more are refused (default 16)
+	Logger      *slog.Logger  // discarded if nil
+}
+
+// DefaultOpts returns the defaults.
+func DefaultOpts() Opts {
+	return Opts{ReadTimeout: 2 * time.Second, ConnTimeout: 30 * time.Second, MaxConns: 16}
+}
+
+// Server serves the control socket. Its goroutines are owned: Shutdown
+// stops them and waits.
+type Server struct {
+	path  string
+	ln    *net.UnixListener
+	h     Handler
+	opts  Opts
+	log   *slog.Logger
+	sem   chan struct{}
+	ctx   context.Context // cancelled when Shutdown gives up waiting
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	once  sync.Once
+	close error
+}
+
+// Listen creates the socket at path (mode 0660), replacing a stale one
+// (a file nothing listens on), and starts serving. It refuses to replace a
+// socket on which a daemon answers.
+func Listen(path string, h Handler, opts Opts) (*Server, error) {
+	d := DefaultOpts()
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = d.ReadTimeout
+	}
+	if opts.ConnTimeout <= 0 {
+		opts.ConnTimeout = d.ConnTimeout
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = d.MaxConns
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		c, derr := net.DialTimeout("unix", path, 200*time.Millisecond)
+		if derr == nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("control: %s: another daemon is listening on it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("control: remove stale socket: %w", err)
+		}
+	}
+	// Create the socket with no access for others, then open it to the group.
+	old := syscall.Umask(0o117)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control: listen: %w", err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("control: chmod socket: %w", err)
+	}
+	s := &Server{path: path, ln: ln, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConns)}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.path }
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("control socket accept", "err", err)
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			s.log.Warn("control socket: too many connections, refusing one")
+			_ = c.Close()
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.sem }()
+			s.serve(c)
+		}()
+	}
+}
+
+func (s *Server) serve(c *net.UnixConn) {
+	defer c.Close()
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(s.opts.ConnTimeout))
+	_ = c.SetReadDeadline(start.Add(s.opts.ReadTimeout))
+	enc := json.NewEncoder(c)
+	line, err := readLine(c, MaxRequest)
+	if err != nil {
+		_ = enc.Encode(Reply{Stage: StageDone, Error: "bad request: " + err.Error()})
+		return
+	}
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		_ = enc.Encode(Reply{Stage: StageDone, Error: "bad request: " + err.Error()})
+		return
+	}
+	switch req.Op {
+	case OpEStop, OpStatus, OpReset, OpArm:
+	default:
+		_ = enc.Encode(Reply{Op: req.Op, Stage: StageDone, Error: fmt.Sprintf("unknown op %q (estop, status, reset, arm)", req.Op)})
+		return
+	}
+	if err := enc.Encode(Reply{Op: req.Op, Stage: StageAccepted, OK: true}); err != nil {
+		s.log.Debug("control socket: client gone before the ack", "op", req.Op, "err", err)
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, start.Add(s.opts.ConnTimeout))
+	defer cancel()
+	res, herr := s.h.Handle(ctx, req)
+	rep := Reply{Op: req.Op, Stage: StageDone, OK: herr == nil}
+	if herr != nil {
+		rep.Error = herr.Error()
+	}
+	if res != nil {
+		b, err := json.Marshal(res)
+		if err != nil {
+			rep.OK, rep.Error = false, "encode result: "+err.Error()
+		} else {
+			rep.Result = b
+		}
+	}
+	if err := enc.Encode(rep); err != nil {
+		s.log.Warn("control socket: reply not delivered", "op", req.Op, "err", err)
+	}
+	s.log.Info("control request", "op", req.Op, "operator", req.Operator, "ok", rep.OK, "err", rep.Error, "took", time.Since(start))
+}
+
+// readLine reads up to and excluding '\n', at most limit bytes.
+func readLine(r io.Reader, limit int) ([]byte, error) {
+	br := bufio.NewReaderSize(io.LimitReader(r, int64(limit)+1), 512)
+	var out []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		out = append(out, b...)
+		if len(out) > limit {
+			return nil, fmt.Errorf("line longer than %d bytes", limit)
+		}
+		if err == nil {
+			return out[:len(out)-1], nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if errors.Is(err, io.EOF) && len(out) > 0 && len(out) <= limit {
+			return out, nil
+		}
+		return nil, err
+	}
+}
+
+// Shutdown stops intake (the socket file is removed), waits for the
+// operations in progress until ctx ends, then cancels them and waits.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.once.Do(func() {
+		s.close = s.ln.Close() // also unlinks the socket file
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.stop()
+			<-done
+		}
+		s.stop()
+	})
+	return s.close
+}
+
+// Do sends req to the daemon on path and returns its final reply. The
+// daemon must acknowledge within ackTimeout (ErrNoAck otherwise); ctx bounds
+// the whole exchange (ErrNoReply when it ends after the acknowledgement).
+// A reply with OK false is returned with a nil error.
+func Do(ctx context.Context, path string, req Request, ackTimeout time.Duration) (Reply, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, ackTimeout)
+	defer cancel()
+	c, err := d.DialContext(dctx, "unix", path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return Reply{}, fmt.Errorf("%w on %s: %w", ErrNoDaemon, path, err)
+		}
+		if dctx.Err() != nil && ctx.Err() == nil {
+			return Reply{}, fmt.Errorf("%w within %v on %s (connect): %w", ErrNoAck, ackTimeout, path, err)
+		}
+		return Reply{}, fmt.Errorf("control: dial %s: %w", path, err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	ackBy := time.Now().Add(ackTimeout)
+	_ = c.SetDeadline(ackBy)
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return Reply{}, fmt.Errorf("%w within %v on %s (send): %w", ErrNoAck, ackTimeout, path, err)
+	}
+	br := bufio.NewReaderSize(io.LimitReader(c, maxReply), 4096)
+	first, err := readReply(br)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Reply{}, fmt.Errorf("control: %w", ctx.Err())
+		}
+		return Reply{}, fmt.Errorf("%w within %v on %s: %w", ErrNoAck, ackTimeout, path, err)
+	}
+	if first.Stage != StageAccepted {
+		return first, nil // refused before running (bad request)
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Time{}
+	}
+	_ = c.SetDeadline(dl)
+	rep, err := readReply(br)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w on %s: %w", ErrNoReply, path, err)
+	}
+	return rep, nil
+}
+
+func readReply(br *bufio.Reader) (Reply, error) {
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return Reply{}, err
+	}
+	var r Reply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return Reply{}, fmt.Errorf("control: bad reply line: %w", err)
+	}
+	return r, nil
+}
