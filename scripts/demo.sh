@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # make demo: bring up the simulated rig, read every instrument through the real drivers,
 # inject a fault and watch the agent see it, clear it, and stop everything it started.
-# Needs Go only. (Until the session engine lands, the demo exercises the instrument layer;
-# the MoS2 task demo replaces it with issue 6.)
+# Then run the agent daemon beside it and operate it as a technician would: status, arm, a gas
+# leak that trips and latches, reset, and an e-stop. Needs Go only. (When the session engine
+# lands, the MoS2 synthesis task joins this demo.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 dir=$(mktemp -d -t hcp-demo.XXXXXX)
 sim_pid=""
+agent_pid=""
 cleanup() {
-  if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
-    kill -INT "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
-  fi
+  for pid in $agent_pid $sim_pid; do
+    if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; fi
+  done
   rm -rf "$dir"
 }
 trap cleanup EXIT
 
-export HCP_RIG_SIM_DIR=$dir
+export HCP_RIG_SIM_DIR=$dir HCP_STATE_DIR=$dir/state
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# first N lines of a command's output (no SIGPIPE under pipefail)
+firstlines() { local n=$1; shift; "$@" >"$dir/out.txt"; head -n "$n" "$dir/out.txt"; }
 
 step "starting the simulated rig (bin/rig-sim) in $dir"
 "$BIN/rig-sim" run --dir "$dir" >"$dir/rig-sim.log" 2>&1 &
@@ -39,10 +43,45 @@ set -e
 
 step "fault cleared: the furnace answers again"
 "$BIN/rig-sim" fault clear tc-open --dir "$dir"
-"$BIN/hcp-edge" probe --json | head -20
+firstlines 20 "$BIN/hcp-edge" probe --json
 echo "..."
 
-step "what reached the firmware (rig-sim status): writes received"
-"$BIN/rig-sim" status --dir "$dir" | tail -15
+step "starting the agent: hcp-edge run (interlock, trip monitor, control socket)"
+"$BIN/hcp-edge" run >"$dir/agent.log" 2>&1 &
+agent_pid=$!
+for _ in $(seq 100); do [ -S "$HCP_STATE_DIR/control.sock" ] && break; sleep 0.05; done
+[ -S "$HCP_STATE_DIR/control.sock" ] || { cat "$dir/agent.log"; echo "demo: the agent did not start"; exit 1; }
+firstlines 10 "$BIN/hcp-edge" status
+
+step "a technician energises the interlock relay: hcp-edge arm --operator demo"
+"$BIN/hcp-edge" arm --operator demo
+
+step "fault: gas leak detected (rig-sim fault inject gas-leak): the monitor trips and latches"
+"$BIN/rig-sim" fault inject gas-leak --dir "$dir"
+for _ in $(seq 40); do "$BIN/hcp-edge" status --json >"$dir/out.txt"; grep -q '"latched": true' "$dir/out.txt" && break; sleep 0.05; done
+firstlines 3 "$BIN/hcp-edge" status
+set +e
+"$BIN/hcp-edge" reset --operator demo
+rc=$?
+set -e
+[ "$rc" != 0 ] || { echo "demo: reset should be refused while the leak persists"; exit 1; }
+"$BIN/rig-sim" fault clear gas-leak --dir "$dir"
+# The reset is refused until the debounced leak input reads clear again: retry, bounded.
+for i in $(seq 30); do
+  if "$BIN/hcp-edge" reset --operator demo >"$dir/out.txt" 2>&1; then cat "$dir/out.txt"; break; fi
+  [ "$i" = 30 ] && { cat "$dir/out.txt"; echo "demo: reset still refused after the leak cleared"; exit 1; }
+  sleep 0.1
+done
+
+step "emergency stop: hcp-edge estop (returns when every output reads back safe)"
+"$BIN/hcp-edge" estop --operator demo
+"$BIN/hcp-edge" reset --operator demo
+
+step "stopping the agent (SIGTERM: outputs to the safe state, state file closed)"
+kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=""
+tail -3 "$dir/agent.log"
+
+step "what reached the firmware (rig-sim status): the writes it received"
+"$BIN/rig-sim" status --dir "$dir" >"$dir/out.txt"; tail -n 12 "$dir/out.txt"
 
 printf '\ndemo: ok\n'
