@@ -16,6 +16,10 @@ var transports = []string{modbus.TransportTCP, modbus.TransportRTU}
 // TestFurnace drives the furnace controller over both Modbus transports:
 // status against the simulator's state, writes with read-back proven by the
 // write log, a real ramp on the simulator's clock, and the comms watchdog.
+// rampRate is TestFurnace's ramp in °C/min: at time scale 300, 25 → 200 °C
+// spans about 1.75 s of wall time.
+const rampRate = 20.0
+
 func TestFurnace(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
@@ -38,7 +42,7 @@ func TestFurnace(t *testing.T) {
 			if err := c.SetSetpoint(ctx, device.Celsius(200)); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.SetRampRate(ctx, device.KelvinPerMinute(100)); err != nil {
+			if err := c.SetRampRate(ctx, device.KelvinPerMinute(rampRate)); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.ConfigureWatchdog(ctx, 600*time.Millisecond); err != nil {
@@ -55,7 +59,7 @@ func TestFurnace(t *testing.T) {
 				{"gpio", "gpio", "relay", 0, true}, // NewOutput: safe state first
 				{"gpio", "gpio", "relay", 1, true},
 				{"furnace", tr, "setpoint", 2000, true},
-				{"furnace", tr, "ramp_rate", 1000, true},
+				{"furnace", tr, "ramp_rate", rampRate * 10, true},
 				{"furnace", tr, "watchdog_timeout", 600, true},
 				{"furnace", tr, "heater_enable", 1, true},
 			})
@@ -67,7 +71,8 @@ func TestFurnace(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// The working setpoint ramps at 100 °C/min of sim time: compare it
+			// The working setpoint ramps at rampRate °C/min of sim time (slow enough
+			// to span ~1.75 s of wall time, so a loaded machine still samples it): compare it
 			// with the controller's own uptime register (whole sim seconds).
 			type sample struct {
 				wsp, pv float64
@@ -97,8 +102,8 @@ func TestFurnace(t *testing.T) {
 				t.Fatalf("ramp sampled over only %.0f sim s: %+v", dUp, samples)
 			}
 			rate := (b.wsp - a.wsp) / dUp * 60
-			if math.Abs(rate-100) > 10 {
-				t.Errorf("working setpoint ramped at %.1f °C/min of uptime, want 100", rate)
+			if math.Abs(rate-rampRate) > rampRate/10 {
+				t.Errorf("working setpoint ramped at %.1f °C/min of uptime, want %v", rate, rampRate)
 			}
 			if ratio := dUp / b.at.Sub(a.at).Seconds(); ratio < 300/2.5 || ratio > 300*2.5 {
 				t.Errorf("uptime advanced %.0f× wall time, time scale 300", ratio)
