@@ -1,6 +1,7 @@
 package amqp
 
 import (
+	"github.com/hcp-edge/hcp-edge/transport/internal/brokerlock"
 	"os"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func brokerURL() string {
 // dial connects to the test broker or stops the test through missingPeer.
 func dial(t testing.TB) *amqp091.Connection {
 	t.Helper()
+	brokerlock.Shared(t) // no broker restart while this test runs (see brokerlock)
 	conn, err := amqp091.DialConfig(brokerURL(), amqp091.Config{
 		Heartbeat: 10 * time.Second,
 		Dial:      amqp091.DefaultDial(3 * time.Second),

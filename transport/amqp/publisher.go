@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
@@ -25,6 +26,10 @@ type PublisherOpts struct {
 	Window         int           // confirms outstanding at most (default 256)
 	ConfirmTimeout time.Duration // wait for one confirm at most (default 30 s)
 	Logger         *slog.Logger  // default slog.Default()
+	// UserID, when set, goes into every publishing's user_id property: RabbitMQ
+	// checks it against the connection's login, and the receiving inbox refuses
+	// messages without it. The Supervisor sets it to the URL's user.
+	UserID string
 }
 
 // DefaultPublisherOpts returns the defaults.
@@ -36,6 +41,10 @@ func DefaultPublisherOpts() PublisherOpts {
 type Publisher struct {
 	ob   *outbox.Outbox
 	opts PublisherOpts
+
+	mu        sync.Mutex
+	blocked   bool
+	unblocked chan struct{} // closed when not blocked; replaced on block
 }
 
 // NewPublisher returns a Publisher for ob.
@@ -53,7 +62,35 @@ func NewPublisher(ob *outbox.Outbox, opts PublisherOpts) (*Publisher, error) {
 	if ob == nil {
 		return nil, errors.New("amqp: nil outbox")
 	}
-	return &Publisher{ob: ob, opts: opts}, nil
+	u := make(chan struct{})
+	close(u)
+	return &Publisher{ob: ob, opts: opts, unblocked: u}, nil
+}
+
+// SetBlocked pauses (true) or resumes (false) publishing of new messages, for
+// the broker's connection.blocked / connection.unblocked. Confirms of messages
+// already in flight are still awaited while blocked, without the confirm
+// timeout (a blocked broker reads nothing).
+func (p *Publisher) SetBlocked(b bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b == p.blocked {
+		return
+	}
+	p.blocked = b
+	if b {
+		p.unblocked = make(chan struct{})
+	} else {
+		close(p.unblocked)
+	}
+}
+
+// gate returns whether publishing is blocked and a channel closed when it is
+// not.
+func (p *Publisher) gate() (bool, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blocked, p.unblocked
 }
 
 // Publishing converts an outbox message to its AMQP publishing per L1's
@@ -68,6 +105,9 @@ func Publishing(m outbox.Message) amqp091.Publishing {
 		CorrelationId:   m.CorrelationID,
 		Type:            m.Type,
 		Body:            m.Body,
+	}
+	if m.CorrelationID == "" {
+		p.CorrelationId = ""
 	}
 	if m.InReplyTo != "" {
 		p.Headers = amqp091.Table{wire.HeaderInReplyTo: m.InReplyTo}
@@ -96,14 +136,30 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 	closed := ch.NotifyClose(make(chan *amqp091.Error, 1))
 	var q []inflight
 	var last uint64 // highest key published on this channel
+	// Confirmed keys are deleted in batches (one bbolt commit per batch, not per
+	// confirm), and on the way out; a crash before that republishes them, which
+	// at-least-once delivery allows.
+	var confirmed []uint64
+	flush := func() error {
+		if len(confirmed) == 0 {
+			return nil
+		}
+		err := p.ob.Delete(confirmed...)
+		confirmed = confirmed[:0]
+		return err
+	}
+	defer func() { _ = flush() }()
 	for {
-		if len(q) < p.opts.Window {
+		blocked, unblocked := p.gate()
+		if len(q) < p.opts.Window && !blocked {
 			es, err := p.ob.PeekAfter(last, p.opts.Window-len(q))
 			if err != nil {
 				return err
 			}
 			for _, e := range es {
-				dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, e.Exchange, e.RoutingKey, false, false, Publishing(e.Message))
+				pub := Publishing(e.Message)
+				pub.UserId = p.opts.UserID
+				dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, e.Exchange, e.RoutingKey, false, false, pub)
 				if err != nil {
 					return fmt.Errorf("amqp: publish key %d: %w", e.Key, err)
 				}
@@ -114,6 +170,8 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 		if len(q) == 0 {
 			select {
 			case <-p.ob.Notify():
+				continue
+			case <-unblocked:
 				continue
 			case <-ctx.Done():
 				return ctx.Err()
@@ -129,22 +187,27 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if b, _ := p.gate(); b && errors.Is(err, context.DeadlineExceeded) {
+				continue // blocked: the broker is not reading; keep waiting
+			}
 			return fmt.Errorf("amqp: confirm of key %d: %w", q[0].key, err)
 		}
 		if !ok {
 			return fmt.Errorf("%w (key %d)", ErrNacked, q[0].key)
 		}
-		keys := []uint64{q[0].key}
+		confirmed = append(confirmed, q[0].key)
 		n := 1
 		for ; n < len(q); n++ {
 			if !q[n].dc.Acked() { // non-blocking: false while pending or nacked
 				break
 			}
-			keys = append(keys, q[n].key)
+			confirmed = append(confirmed, q[n].key)
 		}
 		q = q[n:]
-		if err := p.ob.Delete(keys...); err != nil {
-			return err
+		if len(q) == 0 || len(confirmed) >= p.opts.Window/2 {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -1,0 +1,135 @@
+// Package amqptest helps tests that need the real RabbitMQ of
+// scripts/broker.sh: the URLs of its three users, a peer check that skips
+// loudly (or fails under HCP_REQUIRE_PEERS=1), broker restarts, and Echo, a
+// fake session engine for the command inbox.
+//
+// # Concepts
+//
+// URL, AlphaURL and BetaURL read HCP_AMQP_URL, HCP_AMQP_URL_ALPHA and
+// HCP_AMQP_URL_BETA, defaulting to what scripts/broker.sh sets up (vhost hcp;
+// users hcp-edge, harness-alpha-001, harness-beta-002). Dial connects or stops
+// the test through MissingPeer. Restart runs rabbitmqctl stop_app/start_app
+// and waits until the broker answers.
+//
+// # Caveats
+//
+// Restart stops the shared local broker for a few seconds: every other test
+// talking to it sees its connection drop.
+package amqptest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/hcp-edge/hcp-edge/transport/internal/brokerlock"
+)
+
+// RequirePeersEnv turns a missing broker into a failure (`make ci` sets it).
+const RequirePeersEnv = "HCP_REQUIRE_PEERS"
+
+// The users scripts/broker.sh creates.
+const (
+	EdgeUser  = "hcp-edge"
+	AlphaUser = "harness-alpha-001"
+	BetaUser  = "harness-beta-002"
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// URL is the callee's (hcp-edge) broker URL.
+func URL() string { return env("HCP_AMQP_URL", "amqp://hcp-edge:hcp-edge-dev@127.0.0.1:5672/hcp") }
+
+// AlphaURL is the first caller's (harness-alpha-001) broker URL.
+func AlphaURL() string {
+	return env("HCP_AMQP_URL_ALPHA", "amqp://harness-alpha-001:harness-alpha-dev@127.0.0.1:5672/hcp")
+}
+
+// BetaURL is the second caller's (harness-beta-002) broker URL.
+func BetaURL() string {
+	return env("HCP_AMQP_URL_BETA", "amqp://harness-beta-002:harness-beta-dev@127.0.0.1:5672/hcp")
+}
+
+// MissingPeer skips t with a loud reason, or fails it under
+// HCP_REQUIRE_PEERS=1.
+func MissingPeer(t testing.TB, what, fix string) {
+	t.Helper()
+	msg := "PEER MISSING: " + what + " (" + fix + "); run `make ci` to install peers and run this test"
+	if os.Getenv(RequirePeersEnv) == "1" {
+		t.Fatal(msg + " — failing because " + RequirePeersEnv + "=1")
+	}
+	t.Skip(msg)
+}
+
+// Dial connects to url or stops t through MissingPeer; the connection is
+// closed at cleanup.
+func Dial(t testing.TB, url string) *amqp091.Connection {
+	t.Helper()
+	brokerlock.Shared(t) // no broker restart while this test runs (see brokerlock)
+	conn, err := amqp091.DialConfig(url, amqp091.Config{Heartbeat: 10 * time.Second, Dial: amqp091.DefaultDial(3 * time.Second)})
+	if err != nil {
+		MissingPeer(t, "RabbitMQ at "+url+": "+err.Error(), "bash scripts/broker.sh, or set HCP_AMQP_URL")
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// rabbitmqctl runs rabbitmqctl with a deadline.
+func rabbitmqctl(ctx context.Context, args ...string) error {
+	path, err := exec.LookPath("rabbitmqctl")
+	if err != nil {
+		path = "/usr/sbin/rabbitmqctl"
+	}
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("rabbitmqctl %v: %w: %s", args, err, out)
+	}
+	return nil
+}
+
+// HoldExclusive keeps every other package's broker test waiting until t ends:
+// call it first in a test that restarts the broker.
+func HoldExclusive(t testing.TB) { brokerlock.Exclusive(t) }
+
+// CanRestart reports whether rabbitmqctl can control the local broker.
+func CanRestart() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return rabbitmqctl(ctx, "-q", "status")
+}
+
+// StopApp stops the broker application (connections drop; the node stays).
+func StopApp(ctx context.Context) error { return rabbitmqctl(ctx, "-q", "stop_app") }
+
+// StartApp starts the broker application and waits until it answers and
+// accepts a connection at url.
+func StartApp(ctx context.Context, url string) error {
+	if err := rabbitmqctl(ctx, "-q", "start_app"); err != nil {
+		return err
+	}
+	if err := rabbitmqctl(ctx, "-q", "await_startup"); err != nil {
+		return err
+	}
+	for {
+		conn, err := amqp091.DialConfig(url, amqp091.Config{Dial: amqp091.DefaultDial(2 * time.Second)})
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker did not answer after start_app: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

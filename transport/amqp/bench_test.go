@@ -1,0 +1,190 @@
+package amqp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+	bolt "go.etcd.io/bbolt"
+
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// benchEvents builds n progress events for caller as outbox messages.
+func benchEvents(b *testing.B, caller string, n int) []outbox.Message {
+	sid := uuid.New()
+	ms := make([]outbox.Message, n)
+	for i := range ms {
+		env, err := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: uint64(i + 1),
+			Data: json.RawMessage(`{"stage":"ramp","percent":37.5,"message":"furnace 512.3 C, setpoint 700 C"}`)}, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ms[i], err = outbox.MessageFor(caller, env, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ms
+}
+
+func benchQueue(b *testing.B, conn *amqp091.Connection, caller string) *amqp091.Channel {
+	ch, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: caller, MaxLength: 20000}); err != nil {
+		b.Fatal(err)
+	}
+	q, _ := wire.EventQueue(caller)
+	b.Cleanup(func() { ch.QueueDelete(q, false, false, false); ch.Close() })
+	return ch
+}
+
+func benchOutbox(b *testing.B) (*outbox.Outbox, *bolt.DB) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ob, err := outbox.New(db, outbox.Opts{TelemetryBound: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ob.Close(); db.Close() })
+	return ob, db
+}
+
+// bare publishes ms with a window of 256 deferred confirms and waits for all.
+func bare(b *testing.B, conn *amqp091.Connection, ms []outbox.Message) time.Duration {
+	ch, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Close()
+	ch.Confirm(false)
+	ctx := context.Background()
+	start := time.Now()
+	var q []*amqp091.DeferredConfirmation
+	for _, m := range ms {
+		if len(q) == 256 {
+			if ok, err := q[0].WaitContext(ctx); !ok || err != nil {
+				b.Fatal("nack", err)
+			}
+			q = q[1:]
+		}
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, m.Exchange, m.RoutingKey, false, false, tamqp.Publishing(m))
+		if err != nil {
+			b.Fatal(err)
+		}
+		q = append(q, dc)
+	}
+	for _, dc := range q {
+		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+			b.Fatal("nack", err)
+		}
+	}
+	return time.Since(start)
+}
+
+// through appends ms one by one (one fsynced commit each, as the session
+// does) while the Publisher runs, and waits until the outbox is empty.
+func through(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message) time.Duration {
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
+	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	for _, m := range ms {
+		if _, err := ob.Append(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitEmpty(b, ob)
+	return time.Since(start)
+}
+
+func waitEmpty(b *testing.B, ob *outbox.Outbox) {
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Millisecond) {
+		if n, _ := ob.Depth(); n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("outbox did not drain")
+		}
+	}
+}
+
+// BenchmarkOutboxVsBare: events per second with publisher confirms, through
+// the durable outbox (append + publish + confirm + delete) and through a bare
+// amqp091-go publisher, in the same run; outbox/bare is the ratio.
+func BenchmarkOutboxVsBare(b *testing.B) {
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := "bench-" + uuid.NewString()[:8]
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		to += through(b, conn, ob, ms)
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+}
+
+// BenchmarkDrain: the rate at which a backlog of N buffered events (default
+// 100,000; HCP_BENCH_DRAIN_N overrides) drains after the connection returns.
+func BenchmarkDrain(b *testing.B) {
+	n := 100000
+	if v, err := strconv.Atoi(os.Getenv("HCP_BENCH_DRAIN_N")); err == nil && v > 0 {
+		n = v
+	}
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := "bench-" + uuid.NewString()[:8]
+	benchQueue(b, conn, caller)
+	ms := benchEvents(b, caller, n)
+	ob, db := benchOutbox(b)
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		for i := 0; i < n; i += 1000 { // fill fast: 1000 per commit
+			if err := db.Update(func(tx *bolt.Tx) error { _, err := ob.AppendTx(tx, ms[i:min(i+1000, n)]...); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		pub, _ := tamqp.NewPublisher(ob, tamqp.PublisherOpts{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- pub.Run(ctx, conn) }()
+		waitEmpty(b, ob)
+		total += time.Since(start)
+		cancel()
+		<-done
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "drained-events/s")
+	b.ReportMetric(float64(n), "backlog")
+	_ = fmt.Sprint()
+}

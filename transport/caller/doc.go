@@ -1,0 +1,29 @@
+// Package caller is the caller harness's side of HCP L1: it declares
+// hcp.evt.{caller_id} (bound {caller_id}.#, message TTL 24 h and max length
+// 100,000 with drop-head by default, as L1 recommends), submits tasks and
+// delivers each task's messages once and in order.
+//
+// # Concepts
+//
+// New starts a Client on a bbolt db (its state and its own durable outbox,
+// in Opts.Bucket and Opts.Bucket+"-outbox") with a transport/amqp Supervisor.
+// Submit appends a task_submit to the outbox and republishes it with the same
+// message_id every ResubmitInterval until task_accepted or task_rejected
+// arrives, matched through the hcp-in-reply-to header. Task.Messages then
+// yields the answer, the events in sequence order and the final message
+// (task_completed, task_failed, or session_closed with final_state ABORTED),
+// and closes. Watch attaches to a session after a restart.
+//
+// The consumer uses manual ack. last_processed_sequence is kept per session
+// in bbolt and written before each ack; a sequence at or below it is a
+// duplicate and skipped; a sequence past a gap is held (unacked) until the gap
+// fills, and a gap older than GapTimeout is skipped and counted. A terminal
+// message waits behind a gap too.
+//
+// # Caveats
+//
+// Read Task.Messages until it closes: a full channel holds the consumer.
+// Held deliveries count against the prefetch; a gap wider than the prefetch
+// can only resolve through GapTimeout. Messages of sessions that are neither
+// submitted nor watched go to Opts.Unclaimed (or are logged and dropped).
+package caller
