@@ -1,0 +1,139 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+)
+
+// e2eScale is the simulator's time scale in the end-to-end tests (≥ 300):
+// the recipe's ~100 min of process time take about 10 s.
+const e2eScale = 600
+
+type e2eRun struct {
+	res   *Result
+	err   error
+	sink  *memSink
+	ckpt  *memCkpt
+	wall  time.Duration
+	bench *simBench
+}
+
+func runSynthesis(t *testing.T, inputs string, threshold float64) e2eRun {
+	t.Helper()
+	b := newSimBench(t, e2eScale)
+	cvd, err := NewCVD(resolve(t, CVDName), CVDOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := Task{SessionID: "sess-e2e", Intent: "Synthesize monolayer MoS2 on SiO2/Si substrate and perform Raman spectroscopy characterization",
+		Inputs: json.RawMessage(inputs), ExpectedOutput: seedExpected, ConfidenceThreshold: threshold}
+	rec, err := cvd.Plan(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := NewScaledClock(e2eScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := e2eRun{sink: &memSink{}, ckpt: &memCkpt{}, bench: b}
+	env := &Env{Rig: MonitoredRig(b.il, b.m), Token: "token", Clock: clock, Sink: run.sink, Checkpoints: run.ckpt,
+		ArtifactDir: t.TempDir(), SessionID: task.SessionID}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard
+	defer cancel()
+	start := time.Now()
+	run.res, run.err = Execute(ctx, rec, env, 0)
+	run.wall = time.Since(start)
+	return run
+}
+
+func TestE2ESeedMonolayer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	run := runSynthesis(t, `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":700,"max":750,"unit":"celsius"}}`, 0.95)
+	if run.err != nil {
+		for _, e := range run.bench.audit.all {
+			if e.Decision == "tripped" || e.Decision == "refused" {
+				t.Logf("audit: %+v", e)
+			}
+		}
+		t.Fatalf("synthesis failed: %v", run.err)
+	}
+	out := run.res.Outputs
+	t.Logf("wall %v, plant layers %.3f, peak distance %v, layer count %v, confidence %v, warnings %v",
+		run.wall, run.bench.p.Layers(), out["peak_distance"], out["layer_count"], out["confidence"], run.res.Warnings)
+	if out["layer_count"] != 1 {
+		t.Fatalf("layer_count %v, want 1", out["layer_count"])
+	}
+	checkOutputs(t, run)
+	// The rig ends cold, vented, heater off, gases off.
+	r := run.bench.m.Readings()
+	if r.Furnace.HeaterEnabled || r.Flows["H2S"].Setpoint != 0 || r.Switches["h2s_valve"].On || r.Switches["vent_valve"].On {
+		t.Fatalf("rig not left safe: %+v", r)
+	}
+	if n := run.bench.audit.count("refused"); n != 0 {
+		t.Fatalf("%d refused actions", n)
+	}
+}
+
+func TestE2EHotterIsThicker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	run := runSynthesis(t, `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":840,"max":860,"unit":"celsius"}}`, 0)
+	if run.err != nil {
+		t.Fatalf("synthesis failed: %v", run.err)
+	}
+	out := run.res.Outputs
+	t.Logf("wall %v, plant layers %.3f, peak distance %v, layer count %v, confidence %v",
+		run.wall, run.bench.p.Layers(), out["peak_distance"], out["layer_count"], out["confidence"])
+	if lc, _ := out["layer_count"].(int); lc <= 1 {
+		t.Fatalf("layer_count %v at 850 °C, want more than 1", out["layer_count"])
+	}
+	checkOutputs(t, run)
+}
+
+func checkOutputs(t *testing.T, run e2eRun) {
+	t.Helper()
+	if err := validateOutputs(resolve(t, CVDName), run.res.Outputs, seedExpected); err != nil {
+		t.Fatalf("outputs invalid: %v", err)
+	}
+	if len(run.res.Artifacts) != 2 {
+		t.Fatalf("artifacts %+v", run.res.Artifacts)
+	}
+	for _, a := range run.res.Artifacts {
+		data, err := os.ReadFile(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		if int64(len(data)) != a.SizeBytes || a.Checksum != "sha256:"+hex.EncodeToString(sum[:]) || a.URI != "hcp://sess-e2e/artifacts/"+baseName(a.Path) {
+			t.Fatalf("artifact %+v does not describe its file (%d bytes)", a, len(data))
+		}
+	}
+	if len(run.ckpt.all) < 10 {
+		t.Fatalf("%d checkpoints, want one per step at least", len(run.ckpt.all))
+	}
+	if len(run.sink.of(lifecycle.EventProgress)) < 10 || len(run.sink.of(lifecycle.EventIntermediateResult)) < 4 {
+		t.Fatalf("too few events: %d progress, %d intermediate", len(run.sink.of(lifecycle.EventProgress)),
+			len(run.sink.of(lifecycle.EventIntermediateResult)))
+	}
+	_ = device.Celsius
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

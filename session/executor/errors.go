@@ -1,0 +1,91 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// Code is an L4 standard error code (spec/hcp/L4-task.md, "Standard Error
+// Codes").
+type Code string
+
+// The L4 error codes.
+const (
+	CodeExecution           Code = "execution_error"
+	CodeTimeout             Code = "timeout"
+	CodeSafetyViolation     Code = "safety_violation"
+	CodeResourceUnavailable Code = "resource_unavailable"
+	CodeInternal            Code = "internal_error"
+	CodeInput               Code = "input_error"
+)
+
+// Sentinel errors of the package.
+var (
+	// ErrInput: the task's inputs cannot be executed (malformed, or asking for
+	// something the rig cannot do). Maps to input_error.
+	ErrInput = errors.New("executor: input error")
+	// ErrLatched: the interlock is latched (a trip or an e-stop). Maps to
+	// safety_violation.
+	ErrLatched = errors.New("executor: interlock latched")
+	// ErrNotReady: the rig is not in a state the recipe can start from (relay
+	// not armed, door open, e-stop). Maps to resource_unavailable.
+	ErrNotReady = errors.New("executor: rig not ready")
+	// ErrCondition: a wait did not reach its condition in time (pump down,
+	// ramp, cooling). Maps to execution_error.
+	ErrCondition = errors.New("executor: condition not reached")
+	// ErrResult: the result is unusable or below what the caller accepts (no
+	// MoS2 found, confidence below the threshold, output invalid against a
+	// schema). Maps to execution_error.
+	ErrResult = errors.New("executor: result not acceptable")
+	// ErrOutputSchema: the outputs do not validate against a schema. Maps to
+	// internal_error (the executor built them).
+	ErrOutputSchema = errors.New("executor: outputs invalid against the schema")
+)
+
+// Failure is a failed run: the L4 error code, the step where it stopped, and
+// the cause. Execute returns one for every failure; errors.Is/As reach the
+// cause (a *envelope.Violation, a device sentinel, a context error).
+type Failure struct {
+	Code      Code
+	Step      string // step name ("" before the first step)
+	StepIndex int    // 0-based index of the failing step
+	Phase     string // the step's stage
+	Err       error
+	// Recoverable: the caller may resubmit with recovery context (the rig is
+	// not latched and the failure was not a refusal).
+	Recoverable bool
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("executor: %s at step %d (%s): %v", f.Code, f.StepIndex+1, f.Step, f.Err)
+}
+
+// Unwrap returns the cause.
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Classify maps an error of a run to its L4 code. ctx is the session's
+// context: its deadline is max_duration, so a run stopped by it is a timeout.
+func Classify(ctx context.Context, err error) Code {
+	var f *Failure
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &f) && f.Code != "":
+		return f.Code
+	case ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return CodeTimeout
+	case errors.Is(err, ErrInput):
+		return CodeInput
+	case errors.Is(err, envelope.ErrViolation), errors.Is(err, envelope.ErrUnauthorized), errors.Is(err, ErrLatched):
+		return CodeSafetyViolation
+	case errors.Is(err, ErrNotReady), errors.Is(err, device.ErrClosed):
+		return CodeResourceUnavailable
+	case errors.Is(err, envelope.ErrAudit), errors.Is(err, ErrOutputSchema):
+		return CodeInternal
+	}
+	return CodeExecution
+}

@@ -1,0 +1,342 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+)
+
+// Rig is what an executor may do to the rig: Apply an action through the
+// interlock with the session's token, and read. Nothing else reaches an
+// instrument. InterlockRig builds one from an *envelope.Interlock.
+type Rig interface {
+	Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error)
+	Readings(ctx context.Context) envelope.Readings
+	Envelope() *envelope.Envelope
+	Latched() (bool, string)
+}
+
+type interlockRig struct {
+	il   *envelope.Interlock
+	view *envelope.View
+}
+
+// InterlockRig is the Rig of an interlock: its Apply and its read-only View.
+func InterlockRig(il *envelope.Interlock) Rig { return interlockRig{il: il, view: il.View()} }
+
+// MonitoredRig is the Rig of an interlock whose readings come from its
+// running monitor's cache (no extra instrument traffic per wait).
+func MonitoredRig(il *envelope.Interlock, m *envelope.Monitor) Rig {
+	return monitoredRig{interlockRig: interlockRig{il: il, view: il.View()}, m: m}
+}
+
+type monitoredRig struct {
+	interlockRig
+	m *envelope.Monitor
+}
+
+func (r monitoredRig) Readings(context.Context) envelope.Readings { return r.m.Readings() }
+
+func (r interlockRig) Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error) {
+	return r.il.Apply(ctx, token, a)
+}
+func (r interlockRig) Readings(ctx context.Context) envelope.Readings { return r.view.Readings(ctx) }
+func (r interlockRig) Envelope() *envelope.Envelope                   { return r.view.Envelope() }
+func (r interlockRig) Latched() (bool, string)                        { return r.view.Latched() }
+
+// Sink receives the events of a run; the engine numbers and persists them
+// (lifecycle.Machine.Emit). data is one of Progress, IntermediateResult, Log
+// and Warning. An error from Emit fails the run (internal_error).
+type Sink interface {
+	Emit(ctx context.Context, t lifecycle.EventType, data any) error
+}
+
+// Progress is the data of a progress event.
+type Progress struct {
+	Stage   string   `json:"stage"`
+	Percent *float64 `json:"percent,omitempty"`
+	Message string   `json:"message"`
+}
+
+// IntermediateResult is the data of an intermediate_result event.
+type IntermediateResult struct {
+	ResultType string `json:"result_type"`
+	Data       any    `json:"data"`
+	IsPartial  bool   `json:"is_partial"`
+}
+
+// Log is the data of a log event.
+type Log struct {
+	Level   string         `json:"level"` // info, warn, error
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Warning is the data of a warning event.
+type Warning struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Checkpoint is a resumable snapshot of a run, handed to the engine after
+// every step and periodically inside long holds. State is opaque to the
+// engine: give it back to the executor's Resume.
+type Checkpoint struct {
+	Step        int    // index of the next step to run (after a step) or of the running step (inside a hold)
+	StepName    string // the step it belongs to
+	Description string
+	Resumable   bool
+	State       []byte
+}
+
+// Checkpointer stores a checkpoint durably and returns its id (the engine
+// emits checkpoint_created). An error fails the run (internal_error).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, cp Checkpoint) (id string, err error)
+}
+
+// Env is what the engine hands a run.
+type Env struct {
+	Rig         Rig
+	Token       string // the session token every Apply carries
+	Clock       Clock
+	Sink        Sink
+	Checkpoints Checkpointer
+	// ArtifactDir is where the run writes its artifacts (created if missing).
+	ArtifactDir string
+	// SessionID names the artifacts' URIs: hcp://{session}/artifacts/{file}.
+	SessionID string
+	Logger    *slog.Logger // discarded if nil
+	// CheckpointEvery is the process time between checkpoints inside long
+	// holds (default 5 min).
+	CheckpointEvery time.Duration
+	// PollEvery is the process time between readings in waits (default 5 s).
+	PollEvery time.Duration
+	// LogEvery is the process time between growth-log rows (default 30 s).
+	LogEvery time.Duration
+}
+
+func (e *Env) defaults() error {
+	if e.Rig == nil || e.Clock == nil || e.Sink == nil || e.Checkpoints == nil {
+		return errors.New("executor: Env needs a Rig, a Clock, a Sink and a Checkpointer")
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+	if e.CheckpointEvery <= 0 {
+		e.CheckpointEvery = 5 * time.Minute
+	}
+	if e.PollEvery <= 0 {
+		e.PollEvery = 5 * time.Second
+	}
+	if e.LogEvery <= 0 {
+		e.LogEvery = 30 * time.Second
+	}
+	return nil
+}
+
+// ExpectedOutput is the caller's expected_output (L4).
+type ExpectedOutput struct {
+	Format         string          `json:"format,omitempty"`
+	RequiredFields []string        `json:"required_fields,omitempty"`
+	Schema         json.RawMessage `json:"schema,omitempty"`
+}
+
+// Task is what an executor needs of an accepted task_submit.
+type Task struct {
+	SessionID      string
+	Intent         string
+	Inputs         json.RawMessage // valid against the capability's input_schema (the gate checked it)
+	ExpectedOutput *ExpectedOutput
+	// ConfidenceThreshold is constraints.confidence_threshold (0: none).
+	ConfidenceThreshold float64
+}
+
+// Step is one named step of a recipe.
+type Step struct {
+	Name        string        `json:"name"`
+	Stage       string        `json:"stage"` // the progress stage (phase) it belongs to
+	Description string        `json:"description"`
+	Estimate    time.Duration `json:"estimate_ns"` // process time, for percent
+}
+
+// Artifact is one file a run wrote.
+type Artifact struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"` // MIME
+	URI       string `json:"uri"`
+	Path      string `json:"-"` // local file
+	SizeBytes int64  `json:"size_bytes"`
+	Checksum  string `json:"checksum"` // "sha256:<hex>"
+}
+
+// Result is a completed run.
+type Result struct {
+	Outputs   map[string]any
+	Artifacts []Artifact
+	Warnings  []string
+	Steps     int // steps executed
+}
+
+// Recipe is one planned run: its steps, run one at a time by index, and
+// the result once all have run. A Recipe is used by one goroutine.
+type Recipe interface {
+	Steps() []Step
+	// Run executes step i. Inside long holds it checkpoints through env.
+	Run(ctx context.Context, i int, env *Env) error
+	// Finish builds the outputs (validated) and writes the artifacts.
+	Finish(ctx context.Context, env *Env) (*Result, error)
+	// State is the resumable state blob after the last completed step.
+	State() ([]byte, error)
+	// Partial returns the outputs produced so far and the artifacts written
+	// for them (a partial growth log), for task_failed.
+	Partial(env *Env) (map[string]any, []Artifact)
+	// Cleanup drives the rig towards its safe state after a failure or an
+	// abort (best effort; only safe actions).
+	Cleanup(ctx context.Context, env *Env) error
+}
+
+// Executor plans the recipes of one capability.
+type Executor interface {
+	// Capability is the capability name the executor serves.
+	Capability() string
+	// Plan turns the task into a recipe; an error wraps ErrInput.
+	Plan(t Task) (Recipe, error)
+	// Resume rebuilds a recipe from a checkpoint's State and returns the index
+	// of the step to run next.
+	Resume(t Task, state []byte) (Recipe, int, error)
+}
+
+// Execute runs rec's steps from index from to the end, checkpointing after
+// each, and returns the Result. Any failure is a *Failure with its L4 code;
+// the recipe's Cleanup has run by then (bounded by 30 s of wall time,
+// whatever ctx says).
+func Execute(ctx context.Context, rec Recipe, env *Env, from int) (*Result, error) {
+	if err := env.defaults(); err != nil {
+		return nil, &Failure{Code: CodeInternal, Err: err}
+	}
+	steps := rec.Steps()
+	var total time.Duration
+	for _, s := range steps {
+		total += s.Estimate
+	}
+	var done time.Duration
+	for _, s := range steps[:min(from, len(steps))] {
+		done += s.Estimate
+	}
+	fail := func(i int, err error) (*Result, error) {
+		f := &Failure{Code: Classify(ctx, err), StepIndex: i, Err: err}
+		if i < len(steps) {
+			f.Step, f.Phase = steps[i].Name, steps[i].Stage
+		}
+		f.Recoverable = f.Code != CodeSafetyViolation && f.Code != CodeInput
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if cerr := rec.Cleanup(cctx, env); cerr != nil {
+			env.Logger.Error("cleanup after failure", "err", cerr)
+		}
+		return nil, f
+	}
+	for i := from; i < len(steps); i++ {
+		s := steps[i]
+		pct := percent(done, total)
+		if err := env.Sink.Emit(ctx, lifecycle.EventProgress, Progress{Stage: s.Stage, Percent: &pct,
+			Message: fmt.Sprintf("step %d/%d %s: %s", i+1, len(steps), s.Name, s.Description)}); err != nil {
+			return fail(i, fmt.Errorf("%w: %w", errSink, err))
+		}
+		if err := rec.Run(ctx, i, env); err != nil {
+			return fail(i, err)
+		}
+		done += s.Estimate
+		st, err := rec.State()
+		if err != nil {
+			return fail(i, err)
+		}
+		if _, err := env.Checkpoints.Checkpoint(ctx, Checkpoint{Step: i + 1, StepName: s.Name,
+			Description: "completed step " + s.Name, Resumable: true, State: st}); err != nil {
+			return fail(i, fmt.Errorf("%w: checkpoint: %w", errSink, err))
+		}
+	}
+	res, err := rec.Finish(ctx, env)
+	if err != nil {
+		return fail(len(steps), err)
+	}
+	res.Steps = len(steps) - from
+	hundred := 100.0
+	_ = env.Sink.Emit(ctx, lifecycle.EventProgress, Progress{Stage: "done", Percent: &hundred, Message: "recipe complete"})
+	return res, nil
+}
+
+// errSink marks a failure of the engine's sink or checkpointer (internal).
+var errSink = fmt.Errorf("%w: event sink or checkpoint store failed", envelope.ErrAudit)
+
+func percent(done, total time.Duration) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return float64(int(1000*float64(done)/float64(total))) / 10
+}
+
+// ValidateOutputs checks outputs against the caller's expected_output:
+// every required field present, and valid against its schema (JSON Schema
+// 2020-12 unless the schema says otherwise; no remote references).
+func ValidateOutputs(outputs map[string]any, exp *ExpectedOutput) error {
+	if exp == nil {
+		return nil
+	}
+	for _, f := range exp.RequiredFields {
+		if _, ok := outputs[f]; !ok {
+			return fmt.Errorf("%w: required field %q missing", ErrOutputSchema, f)
+		}
+	}
+	if len(bytes.TrimSpace(exp.Schema)) == 0 {
+		return nil
+	}
+	return validateJSON("https://hcp-edge.invalid/expected_output.json", exp.Schema, outputs)
+}
+
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("executor: schema loading disabled (%s)", url)
+}
+
+func validateJSON(url string, schema []byte, v any) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return fmt.Errorf("%w: schema: %v", ErrOutputSchema, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("%w: schema: %v", ErrOutputSchema, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("%w: schema: %v", ErrOutputSchema, err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrOutputSchema, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrOutputSchema, err)
+	}
+	if err := s.Validate(inst); err != nil {
+		return fmt.Errorf("%w: %v", ErrOutputSchema, err)
+	}
+	return nil
+}

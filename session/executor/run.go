@@ -1,0 +1,286 @@
+package executor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+)
+
+// LogRow is one row of a growth log: the output schema's growth_log item
+// and one line of the growth log CSV.
+type LogRow struct {
+	Elapsed      float64            `json:"elapsed_seconds"` // process seconds since the run started
+	Stage        string             `json:"stage"`
+	TemperatureC *float64           `json:"temperature_c,omitempty"`
+	PressurePa   *float64           `json:"pressure_pa,omitempty"`
+	Flows        map[string]float64 `json:"flows_sccm,omitempty"`
+}
+
+// proc is the machinery every recipe shares: the growth log, actions with
+// their errors named, waits and holds on the process clock.
+type proc struct {
+	env     *Env
+	t0      time.Time // process time of elapsed 0
+	started bool
+	rows    []LogRow
+	lastRow time.Time
+	warns   []string
+}
+
+func (p *proc) begin(env *Env) {
+	p.env = env
+	if !p.started {
+		off := 0.0
+		if n := len(p.rows); n > 0 {
+			off = p.rows[n-1].Elapsed
+		}
+		p.t0 = env.Clock.Now().Add(-time.Duration(off * float64(time.Second)))
+		p.started = true
+	}
+}
+
+func (p *proc) elapsed() float64 {
+	return math.Max(0, p.env.Clock.Now().Sub(p.t0).Seconds())
+}
+
+// row appends a growth-log row from r.
+func (p *proc) row(stage string, r envelope.Readings) LogRow {
+	lr := LogRow{Elapsed: round3(p.elapsed()), Stage: stage}
+	if f := r.Furnace; !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
+		v := round3(f.ProcessValue.Celsius())
+		lr.TemperatureC = &v
+	}
+	if pr := r.Pressure; !pr.At.IsZero() && device.Finite(float64(pr.Pressure)) && pr.Pressure >= 0 &&
+		(pr.Status == device.GaugeOK || pr.Status == device.GaugeUnderrange || pr.Status == device.GaugeOverrange) {
+		v := round3(pr.Pressure.Pascal())
+		lr.PressurePa = &v
+	}
+	for gas, fs := range r.Flows {
+		if fs.At.IsZero() || !device.Finite(float64(fs.Flow)) {
+			continue
+		}
+		if lr.Flows == nil {
+			lr.Flows = map[string]float64{}
+		}
+		lr.Flows[gas] = round3(math.Max(0, fs.Flow.SCCM()))
+	}
+	p.rows = append(p.rows, lr)
+	p.lastRow = p.env.Clock.Now()
+	return lr
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// read takes a snapshot, logs a row when LogEvery has passed (or force),
+// and fails on a latched interlock.
+func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Readings, error) {
+	r := p.env.Rig.Readings(ctx)
+	if force || p.lastRow.IsZero() || p.env.Clock.Now().Sub(p.lastRow) >= p.env.LogEvery {
+		p.row(stage, r)
+	}
+	if latched, why := p.env.Rig.Latched(); latched {
+		return r, fmt.Errorf("%w: %s", ErrLatched, why)
+	}
+	return r, nil
+}
+
+// apply runs one action through the interlock. A rate-of-change refusal is
+// retried after the time the limit needs (process clock, at most 5 tries):
+// the envelope counts rates on its own clock.
+func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, error) {
+	for try := 0; ; try++ {
+		res, err := p.env.Rig.Apply(ctx, p.env.Token, a)
+		var v *envelope.Violation
+		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleRate && try < 5 && v.Limit > 0 {
+			wait := time.Duration(math.Abs(v.Value-v.Limit)/v.Limit*float64(time.Minute)) + 10*time.Second
+			p.log(ctx, "warn", "rate of change refused; retrying", map[string]any{"action": a.String(), "wait_s": wait.Seconds()})
+			if err := p.env.Clock.Sleep(ctx, wait); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("executor: %v: %w", a, err)
+		}
+		return res, nil
+	}
+}
+
+func (p *proc) applyAll(ctx context.Context, as ...envelope.Action) error {
+	for _, a := range as {
+		if _, err := p.apply(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *proc) emit(ctx context.Context, t lifecycle.EventType, data any) error {
+	if err := p.env.Sink.Emit(ctx, t, data); err != nil {
+		return fmt.Errorf("%w: %w", errSink, err)
+	}
+	return nil
+}
+
+func (p *proc) log(ctx context.Context, level, msg string, details map[string]any) {
+	p.env.Logger.Info(msg, "level", level, "details", details)
+	_ = p.env.Sink.Emit(ctx, lifecycle.EventLog, Log{Level: level, Message: msg, Details: details})
+}
+
+func (p *proc) warn(ctx context.Context, code, msg string, details map[string]any) {
+	p.warns = append(p.warns, msg)
+	_ = p.env.Sink.Emit(ctx, lifecycle.EventWarning, Warning{Code: code, Message: msg, Details: details})
+}
+
+// waitUntil polls the readings every PollEvery until cond holds, or fails
+// with ErrCondition after timeout (process time). cond may fail the wait.
+func (p *proc) waitUntil(ctx context.Context, stage, what string, timeout time.Duration,
+	cond func(envelope.Readings) (bool, error)) (envelope.Readings, error) {
+	deadline := p.env.Clock.Now().Add(timeout)
+	for {
+		r, err := p.read(ctx, stage, false)
+		if err != nil {
+			return r, err
+		}
+		ok, err := cond(r)
+		if err != nil {
+			return r, err
+		}
+		if ok {
+			p.row(stage, r)
+			return r, nil
+		}
+		if p.env.Clock.Now().After(deadline) {
+			p.row(stage, r)
+			return r, fmt.Errorf("%w: %s within %v", ErrCondition, what, timeout)
+		}
+		if err := p.env.Clock.Sleep(ctx, p.env.PollEvery); err != nil {
+			return r, err
+		}
+	}
+}
+
+// hold waits d of process time, reading the rig every PollEvery (check may
+// fail the hold), and calls tick every CheckpointEvery with the time held.
+func (p *proc) hold(ctx context.Context, stage string, d time.Duration, check func(envelope.Readings) error,
+	tick func(held time.Duration) error) error {
+	start := p.env.Clock.Now()
+	lastTick := start
+	for {
+		r, err := p.read(ctx, stage, false)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(r); err != nil {
+				return err
+			}
+		}
+		now := p.env.Clock.Now()
+		held := now.Sub(start)
+		if held >= d {
+			p.row(stage, r)
+			return nil
+		}
+		if tick != nil && now.Sub(lastTick) >= p.env.CheckpointEvery {
+			lastTick = now
+			if err := tick(held); err != nil {
+				return err
+			}
+		}
+		if err := p.env.Clock.Sleep(ctx, min(p.env.PollEvery, d-held)); err != nil {
+			return err
+		}
+	}
+}
+
+// profile is the intermediate_result data of the rows since index from.
+func (p *proc) profiles(ctx context.Context, stage string, from int) error {
+	type point struct {
+		T float64 `json:"elapsed_seconds"`
+		V float64 `json:"value"`
+	}
+	var temp, pres []point
+	for _, r := range p.rows[min(from, len(p.rows)):] {
+		if r.TemperatureC != nil {
+			temp = append(temp, point{r.Elapsed, *r.TemperatureC})
+		}
+		if r.PressurePa != nil {
+			pres = append(pres, point{r.Elapsed, *r.PressurePa})
+		}
+	}
+	if err := p.emit(ctx, lifecycle.EventIntermediateResult, IntermediateResult{ResultType: "temperature_profile",
+		Data: map[string]any{"stage": stage, "unit": "celsius", "points": temp}, IsPartial: true}); err != nil {
+		return err
+	}
+	return p.emit(ctx, lifecycle.EventIntermediateResult, IntermediateResult{ResultType: "pressure_profile",
+		Data: map[string]any{"stage": stage, "unit": "pascal", "points": pres}, IsPartial: true})
+}
+
+// writeArtifact writes data to dir/file and describes it.
+func writeArtifact(env *Env, name, file, mime string, data []byte) (Artifact, error) {
+	if env.ArtifactDir == "" {
+		return Artifact{}, errors.New("executor: no artifact directory")
+	}
+	if err := os.MkdirAll(env.ArtifactDir, 0o750); err != nil {
+		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+	}
+	path := filepath.Join(env.ArtifactDir, file)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+	}
+	sum := sha256.Sum256(data)
+	return Artifact{Name: name, Type: mime, URI: "hcp://" + env.SessionID + "/artifacts/" + file, Path: path,
+		SizeBytes: int64(len(data)), Checksum: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// growthCSV renders rows as CSV with one flow column per gas (sorted).
+func growthCSV(rows []LogRow) []byte {
+	var gases []string
+	for _, r := range rows {
+		for g := range r.Flows {
+			if !slices.Contains(gases, g) {
+				gases = append(gases, g)
+			}
+		}
+	}
+	slices.Sort(gases)
+	b := []byte("elapsed_seconds,stage,temperature_c,pressure_pa")
+	for _, g := range gases {
+		b = append(b, ",flow_"+g+"_sccm"...)
+	}
+	b = append(b, '\n')
+	num := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return fmt.Sprint(*v)
+	}
+	for _, r := range rows {
+		b = fmt.Appendf(b, "%v,%s,%s,%s", r.Elapsed, r.Stage, num(r.TemperatureC), num(r.PressurePa))
+		for _, g := range gases {
+			if v, ok := r.Flows[g]; ok {
+				b = fmt.Appendf(b, ",%v", v)
+			} else {
+				b = append(b, ',')
+			}
+		}
+		b = append(b, '\n')
+	}
+	return b
+}

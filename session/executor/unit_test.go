@@ -1,0 +1,203 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// fakeRig refuses actions on one channel and can be latched.
+type fakeRig struct {
+	env     *envelope.Envelope
+	refuse  string
+	latched bool
+	applied []envelope.Action
+}
+
+func (f *fakeRig) Apply(_ context.Context, _ string, a envelope.Action) (envelope.Result, error) {
+	if a.Channel() == f.refuse {
+		return envelope.Result{}, &envelope.Violation{Rule: envelope.RuleMax, Channel: a.Channel()}
+	}
+	f.applied = append(f.applied, a)
+	return envelope.Result{Action: a, At: time.Now()}, nil
+}
+
+func (f *fakeRig) Readings(context.Context) envelope.Readings {
+	now := time.Now()
+	r := envelope.Readings{At: now, Pressure: device.PressureReading{Pressure: 1, At: now},
+		Furnace: device.FurnaceStatus{ProcessValue: device.Celsius(25), At: now},
+		Inputs:  map[string]envelope.Level{"door_closed": {On: true, At: now}, "relay_fb": {On: true, At: now}}}
+	return r
+}
+func (f *fakeRig) Envelope() *envelope.Envelope { return f.env }
+func (f *fakeRig) Latched() (bool, string)      { return f.latched, "estop" }
+
+func TestFailureCodes(t *testing.T) {
+	env := loadEnvelope(t)
+	tests := []struct {
+		name   string
+		rig    *fakeRig
+		inputs string
+		code   Code
+		step   string
+	}{
+		{"refused vent valve", &fakeRig{env: env, refuse: "switch.vent_valve"}, `{"target_material":"MoS2","substrate":"SiO2/Si"}`, CodeSafetyViolation, "preflight"},
+		{"latched", &fakeRig{env: env, latched: true}, `{"target_material":"MoS2","substrate":"SiO2/Si"}`, CodeSafetyViolation, "preflight"},
+		{"no N2 line", &fakeRig{env: env}, `{"target_material":"MoS2","substrate":"SiO2/Si","carrier_gas":{"gas":"N2","flow_sccm":50}}`, CodeInput, "preflight"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+			rec, err := cvd.Plan(Task{Inputs: json.RawMessage(tc.inputs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock, _ := NewScaledClock(1e5)
+			_, err = Execute(context.Background(), rec, &Env{Rig: tc.rig, Clock: clock, Sink: &memSink{}, Checkpoints: &memCkpt{},
+				ArtifactDir: t.TempDir()}, 0)
+			var f *Failure
+			if !errors.As(err, &f) || f.Code != tc.code || f.Step != tc.step {
+				t.Fatalf("err %v, want %s at %s", err, tc.code, tc.step)
+			}
+			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) != 1 {
+				t.Fatalf("partial artifacts %+v", arts)
+			}
+		})
+	}
+}
+
+func TestPlanInputs(t *testing.T) {
+	cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+	tests := []struct {
+		name   string
+		inputs string
+		ok     bool
+		growC  float64
+	}{
+		{"seed", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":700,"max":750,"unit":"celsius"}}`, true, 725},
+		{"kelvin", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":973.15,"max":1023.15,"unit":"kelvin"}}`, true, 725},
+		{"WS2 unsupported", `{"target_material":"WS2","substrate":"SiO2/Si"}`, false, 0},
+		{"bad duration", `{"target_material":"MoS2","substrate":"SiO2/Si","growth_duration":"P1Y"}`, false, 0},
+		{"min above max", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":800,"max":700}}`, false, 0},
+		{"not JSON", `{`, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := cvd.Plan(Task{Inputs: json.RawMessage(tc.inputs)})
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v", err)
+			}
+			if err != nil {
+				if Classify(context.Background(), err) != CodeInput {
+					t.Fatalf("%v classifies as %s", err, Classify(context.Background(), err))
+				}
+				return
+			}
+			if g := rec.(*cvdRecipe).plan.GrowthC; fmt.Sprintf("%.3f", g) != fmt.Sprintf("%.3f", tc.growC) {
+				t.Fatalf("growth %v", g)
+			}
+			st, _ := rec.State()
+			rec2, next, err := cvd.Resume(Task{}, st)
+			if err != nil || next != 0 || len(rec2.Steps()) != 10 {
+				t.Fatalf("resume: %v %d", err, next)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want Code
+	}{
+		{"violation", context.Background(), fmt.Errorf("x: %w", &envelope.Violation{Rule: envelope.RuleMax}), CodeSafetyViolation},
+		{"unauthorized", context.Background(), envelope.ErrUnauthorized, CodeSafetyViolation},
+		{"device timeout", context.Background(), device.ErrTimeout, CodeExecution},
+		{"closed", context.Background(), device.ErrClosed, CodeResourceUnavailable},
+		{"not ready", context.Background(), ErrNotReady, CodeResourceUnavailable},
+		{"max_duration", expired, context.DeadlineExceeded, CodeTimeout},
+		{"audit", context.Background(), envelope.ErrAudit, CodeInternal},
+		{"input", context.Background(), ErrInput, CodeInput},
+		{"result", context.Background(), ErrResult, CodeExecution},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Classify(tc.ctx, tc.err); got != tc.want {
+				t.Fatalf("%s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScaledClock(t *testing.T) {
+	c, err := NewScaledClock(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := c.Now()
+	if err := c.Sleep(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if el := c.Now().Sub(t0); el < 10*time.Second {
+		t.Fatalf("slept %v of process time", el)
+	}
+	select {
+	case <-c.After(5 * time.Second):
+	case <-time.After(5 * time.Second):
+		t.Fatal("After never fired")
+	}
+	if _, err := NewScaledClock(0); err == nil {
+		t.Fatal("scale 0 accepted")
+	}
+}
+
+func TestSmallExecutorsSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("against the simulator")
+	}
+	b := newSimBench(t, e2eScale)
+	clock, _ := NewScaledClock(e2eScale)
+	run := func(ex Executor, inputs string) (*Result, error) {
+		rec, err := ex.Plan(Task{SessionID: "s", Inputs: json.RawMessage(inputs)})
+		if err != nil {
+			return nil, err
+		}
+		return Execute(context.Background(), rec, &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
+			Checkpoints: &memCkpt{}, ArtifactDir: t.TempDir(), SessionID: "s"}, 0)
+	}
+	st, _ := NewRigStatus(resolve(t, RigStatusName))
+	res, err := run(st, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outputs["interlock"].(map[string]any)["latched"] != false || res.Outputs["stale"] != nil {
+		t.Fatalf("status %+v", res.Outputs)
+	}
+	lc, _ := NewLeakCheck(resolve(t, LeakCheckName))
+	for _, tc := range []struct {
+		name, inputs string
+		passed       bool
+	}{
+		{"pass at 10 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":10}`, true},
+		{"fail at 0.5 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":0.5}`, false},
+	} {
+		res, err := run(lc, tc.inputs)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s: %v Pa/min", tc.name, res.Outputs["rate_of_rise_pa_per_min"])
+		if res.Outputs["passed"] != tc.passed {
+			t.Fatalf("%s: %+v", tc.name, res.Outputs)
+		}
+	}
+}
