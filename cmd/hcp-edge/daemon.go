@@ -172,7 +172,13 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
 		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "startup", time.Since(t0))
 
+	// systemd (Type=notify): ready now that the control socket is up; the
+	// watchdog is fed while the monitor answers. No-op outside systemd.
+	sd := startNotifier(log, "control socket "+srv.Path(), func() bool { mon.Status(); return true })
+	defer sd.Close()
+
 	<-ctx.Done()
+	sd.Stopping()
 	log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer scancel()

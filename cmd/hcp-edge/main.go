@@ -18,6 +18,10 @@
 //	hcp-edge envelope coverage [--config FILE] [--json]
 //	                                      every writable register, coil and serial command and
 //	                                      the envelope rule that bounds it
+//	hcp-edge config check [--json] [--capabilities DIR] [FILE]
+//	                                      validate a configuration (schema, units, envelope against
+//	                                      the device ranges, paths, key files, capabilities); every
+//	                                      problem as FILE:LINE: KEY: MESSAGE; exit 0 valid, 2 invalid
 //
 // Exit codes: 0 success (estop: every output confirmed safe); 1 failure (an
 // instrument could not be read, an output not confirmed safe, the daemon down
@@ -75,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return operatorCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "envelope":
 		return envelopeCmd(ctx, args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -96,6 +102,7 @@ commands:
   reset     clear a latched trip: reset --operator NAME
   arm       energise the interlock relay: arm --operator NAME
   envelope  envelope coverage: every writable channel and the rule that bounds it
+  config    config check [FILE]: validate a configuration, every problem with its file, line and key
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
 
@@ -107,6 +114,7 @@ examples:
   hcp-edge status --json
   hcp-edge reset --operator alice && hcp-edge arm --operator alice
   hcp-edge envelope coverage
+  hcp-edge config check /etc/hcp-edge/hcp-edge.yaml
   hcp-edge probe                                 # the simulated rig (embedded configs/sim.yaml)
   hcp-edge probe --config /etc/hcp-edge/rig.yaml --json
   hcp-edge probe --spectrum 1000                 # also acquire a 1 s Raman spectrum
