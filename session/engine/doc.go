@@ -1,0 +1,65 @@
+// Package engine is the session engine of hcp-edge: it takes a decoded
+// task_submit through the L3 gate, keeps each session's L2 state machine in
+// the store, runs the L4 executor of an accepted session in a goroutine it
+// owns, and hands every message it produces to an Outbound, in sequence
+// order (../shared/DESIGN.md §3).
+//
+// # Concepts
+//
+// Submit decides a task_submit (gate.Decide, with the number of live
+// sessions that conflict with it) and returns the replies for the inbox's
+// transaction: task_rejected (session_id null: no session exists);
+// task_accepted followed by the session's first events (state_changed
+// PENDING → RUNNING and session_created, one store transaction, the token
+// issued for max_duration); or an approval_pending event when a human must
+// approve. Result.Start launches the run once the replies are durable;
+// Result.Discard closes a session whose replies could not be recorded.
+//
+// Approve / Deny resolve a pending session by approval id or session id;
+// the operator is written into the audited transition (one store
+// transaction with the state change). An approval timeout rejects the
+// session with resource_unavailable; a denial is forbidden.
+//
+// A run is executor.Execute over the interlock path (Config.Rig) with the
+// session token, a Sink and Checkpointer that number events in the store
+// and publish them, and the artifact directory StateDir/artifacts/{id}. It
+// ends in task_completed (outputs, artifacts with size and sha256, an
+// execution summary) after session_closed, or task_failed (the L4 code,
+// partial outputs, last_checkpoint in error_details). max_duration is the
+// run's context deadline (timeout). Abort moves RUNNING or PAUSED to
+// ABORTING, cancels the run (its recipe's Cleanup drives the rig safe) and
+// closes ABORTED when it ends; Config.SafeState is called when the cleanup
+// overruns abort_timeout. Pause takes effect at the next step boundary
+// (PAUSED: the rig holds as the last step left it) until Resume.
+//
+// Concurrency: a physical capability conflicts with every live session of
+// a physical capability sharing one of its resource types (counted in the
+// gate's Running, so resource_unavailable); read-only capabilities such as
+// rig-status run beside them.
+//
+// Recover, at start, decides each non-terminal session by Decide (a pure
+// decision table): resume from the last checkpoint when it is resumable,
+// the rig is not latched and shows no trip condition, the outage is within
+// Config.RecoveryGrace and max_duration has not passed (state_changed with
+// reason recovered_from_checkpoint and a new token); otherwise FAILED with
+// last_checkpoint and partial outputs after the recipe's cleanup (or
+// SafeState). A pending approval waits again; ABORTING finishes.
+//
+// # Where the spec is silent
+//
+// approval_pending is not one of L2's nine event types: it is stored as a
+// warning with code approval_pending and sent with event_type
+// approval_pending, same sequence number and data. A max_duration timeout
+// while PAUSED goes PAUSED → RUNNING → FAILED (timeout), since L2 has no
+// PAUSED → FAILED. A session accepted without approval but interrupted
+// before RUNNING is REJECTED at recovery (the inbox redelivers its submit).
+// Against the simulator (TimeScale ≠ 1), max_duration is process time and
+// the wall deadline is at least 5 s, since instrument I/O is not scaled.
+//
+// # Caveats
+//
+// The store and the outbox are separate transactions: an event stored but
+// not yet handed to Outbound when the process dies is not sent again (the
+// caller sees a gap). Shutdown (Close) cancels runs, whose recipes clean
+// up, and leaves them RUNNING for the next Recover.
+package engine

@@ -1,0 +1,497 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/session/token"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// Outbound is where every message the engine produces goes, in sequence
+// order per session: cmd backs it with the durable outbox. Publish must not
+// return before the message is durable.
+type Outbound interface {
+	Publish(ctx context.Context, callerID string, env *wire.Envelope) error
+}
+
+// OutboundFunc adapts a function to Outbound.
+type OutboundFunc func(ctx context.Context, callerID string, env *wire.Envelope) error
+
+// Publish calls f.
+func (f OutboundFunc) Publish(ctx context.Context, callerID string, env *wire.Envelope) error {
+	return f(ctx, callerID, env)
+}
+
+// Config is the engine's collaborators and settings.
+type Config struct {
+	Store       *store.Store
+	Gate        *gate.Gate
+	Registry    *capability.Registry
+	Tokens      *token.Authority
+	Revocations *token.Revocations
+	Executors   []executor.Executor
+	// Rig is the interlock path every run uses (executor.MonitoredRig).
+	Rig executor.Rig
+	Out Outbound
+	// SafeState, when set, drives every output to its safe state and
+	// latches (envelope.Interlock.SafeState): the fallback when an abort's
+	// cleanup overruns abort_timeout, or a recovery fails a session.
+	SafeState func(ctx context.Context, reason string) error
+	// Trips, when set, replaces the recovery's check of the rig (the trip
+	// conditions its readings show; default: the envelope's EvaluateTrips
+	// on Rig.Readings).
+	Trips func(ctx context.Context) []string
+	// StateDir holds the artifacts: StateDir/artifacts/{session}/.
+	StateDir string
+	// TimeScale is process seconds per wall second (1 on the real rig).
+	TimeScale float64
+	// ApprovalTimeout rejects a session nobody approved in time (default 1 h).
+	ApprovalTimeout time.Duration
+	// RecoveryGrace is the longest outage after which a session still
+	// resumes from its checkpoint (default 5 min, wall time).
+	RecoveryGrace time.Duration
+	// DefaultAbortTimeout bounds cleanup when the capability declares no
+	// abort_timeout (default 30 s, wall time).
+	DefaultAbortTimeout time.Duration
+	// CheckpointEvery, PollEvery and LogEvery tune the executors (process
+	// time; executor defaults when zero).
+	CheckpointEvery, PollEvery, LogEvery time.Duration
+	Logger                               *slog.Logger
+	// Now is the wall clock of envelopes and outage measurement (time.Now).
+	Now func() time.Time
+}
+
+// Engine runs sessions: the gate, the state machine in the store, the
+// executors, the token, and every outbound message. Its methods are safe
+// for concurrent use; Close stops every session goroutine and waits.
+type Engine struct {
+	cfg   Config
+	execs map[string]executor.Executor
+	clock *executor.ScaledClock
+	log   *slog.Logger
+	base  context.Context
+	stop  context.CancelFunc
+
+	submitMu sync.Mutex // the gate's count and the Create are one step
+	mu       sync.Mutex
+	live     map[string]*live  // session id → live session (non-terminal)
+	approval map[string]string // approval id → session id
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// New checks cfg and returns an Engine. Call Recover before serving.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Gate == nil || cfg.Registry == nil || cfg.Tokens == nil || cfg.Rig == nil || cfg.Out == nil {
+		return nil, errors.New("engine: Config needs a Store, a Gate, a Registry, Tokens, a Rig and Out")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("engine: Config needs a StateDir")
+	}
+	if cfg.Revocations == nil {
+		cfg.Revocations = token.NewRevocations(nil)
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = time.Hour
+	}
+	if cfg.RecoveryGrace <= 0 {
+		cfg.RecoveryGrace = 5 * time.Minute
+	}
+	if cfg.DefaultAbortTimeout <= 0 {
+		cfg.DefaultAbortTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	clock, err := executor.NewScaledClock(cfg.TimeScale)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e := &Engine{cfg: cfg, execs: map[string]executor.Executor{}, clock: clock, log: cfg.Logger,
+		live: map[string]*live{}, approval: map[string]string{}}
+	for _, x := range cfg.Executors {
+		if _, dup := e.execs[x.Capability()]; dup {
+			return nil, fmt.Errorf("engine: two executors for %s", x.Capability())
+		}
+		e.execs[x.Capability()] = x
+	}
+	e.base, e.stop = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Close stops every session goroutine (a running session stays RUNNING in
+// the store, to be recovered at the next start; its recipe's cleanup runs)
+// and waits for them.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	ls := make([]*live, 0, len(e.live))
+	for _, l := range e.live {
+		ls = append(ls, l)
+	}
+	e.mu.Unlock()
+	e.stop()
+	for _, l := range ls {
+		l.mu.Lock()
+		e.disarmLocked(l)
+		l.mu.Unlock()
+	}
+	e.wg.Wait()
+	return nil
+}
+
+// go runs f as a goroutine owned by the engine; false once closed.
+func (e *Engine) spawn(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// meta is the engine's part of a stored session (store.Session.Metadata).
+type meta struct {
+	Submit       json.RawMessage `json:"task_submit"` // the payload, to plan and to recover
+	ApprovalID   string          `json:"approval_id,omitempty"`
+	NeedApproval bool            `json:"requires_approval,omitempty"`
+	Permissions  []string        `json:"permissions,omitempty"`
+	AbortTimeout time.Duration   `json:"abort_timeout_ns,omitempty"`
+	AuditedData  bool            `json:"audited_access,omitempty"`
+	RunningSince time.Time       `json:"running_since,omitzero"` // wall time of PENDING → RUNNING
+	Operator     string          `json:"operator,omitempty"`
+}
+
+// SubmitRequest is one task_submit handed over by the inbox.
+type SubmitRequest struct {
+	MessageID  string
+	BrokerUser string // the broker-validated user id
+	Envelope   *wire.Envelope
+}
+
+// Result is the engine's answer to a Submit: the replies for the inbox's
+// transaction (task_rejected; task_accepted then the session's first
+// events; or an approval_pending event), the session id ("" when none was
+// created), Start to call once the replies are durable, and Discard to call
+// instead when they could not be recorded.
+type Result struct {
+	Replies   []*wire.Envelope
+	SessionID string
+	Start     func()
+	Discard   func()
+}
+
+func noop() {}
+
+// Submit runs the gate on a task_submit and answers it. It returns an
+// error only when nothing could be decided (the gate could not record, the
+// store failed): the inbox requeues.
+func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) {
+	res := Result{Start: noop, Discard: noop}
+	now := e.cfg.Now()
+	sub, err := req.Envelope.TaskSubmit()
+	if err != nil {
+		rej := &wire.TaskRejected{ReasonCode: wire.ReasonInvalidInput, ReasonMessage: err.Error()}
+		env, err := wire.NewEnvelope(nil, rej, now)
+		if err != nil {
+			return res, fmt.Errorf("engine: %w", err)
+		}
+		res.Replies = []*wire.Envelope{env}
+		return res, nil
+	}
+	sid := uuid.New()
+	e.submitMu.Lock()
+	defer e.submitMu.Unlock()
+	running, busy := e.occupancy(sub.Capability)
+	d, err := e.cfg.Gate.Decide(ctx, gate.Request{MessageID: req.MessageID, SessionID: sid.String(),
+		BrokerUser: req.BrokerUser, Submit: sub, Running: running, BusyResources: busy})
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
+	}
+	if d.Outcome == gate.Rejected {
+		env, err := wire.NewEnvelope(nil, d.Rejection.Payload(), now)
+		if err != nil {
+			return res, fmt.Errorf("engine: %w", err)
+		}
+		res.Replies = []*wire.Envelope{env}
+		return res, nil
+	}
+	x, ok := e.execs[d.Capability.Name]
+	if !ok {
+		return res, fmt.Errorf("engine: no executor for %s", d.Capability.Name)
+	}
+	m := meta{Submit: req.Envelope.Payload, NeedApproval: d.Outcome == gate.PendingApproval,
+		AbortTimeout: d.AbortTimeout, AuditedData: d.AuditedAccess}
+	for _, p := range d.Permissions {
+		m.Permissions = append(m.Permissions, string(p))
+	}
+	if m.NeedApproval {
+		m.ApprovalID = "apr-" + uuid.NewString()[:8]
+	}
+	mb, _ := json.Marshal(m)
+	sess := store.Session{ID: sid.String(), Capability: d.Capability.Name, CapabilityVersion: d.Capability.SemVer.String(),
+		CallerID: d.CallerID, RequestID: req.MessageID, RiskLevel: string(d.RiskLevel),
+		DataClass: string(d.DataClassification), MaxDuration: int64(d.MaxDuration), Metadata: mb}
+	l := &live{id: sess.ID, uid: sid, caller: d.CallerID, capab: d.Capability, exec: x, meta: m, sub: sub,
+		state: lifecycle.Pending, maxDur: d.MaxDuration, abortTO: e.abortTimeout(d.AbortTimeout),
+		resume: make(chan struct{}, 1), done: make(chan struct{})}
+	var created []store.Event
+	if m.NeedApproval {
+		sess, created, err = e.cfg.Store.Create(ctx, sess, store.Emit{Type: lifecycle.EventWarning, Data: approvalData{
+			Code: EventApprovalPending, Message: fmt.Sprintf("risk %s needs a human approval: hcp-edge approve %s", d.RiskLevel, m.ApprovalID),
+			Details: approvalDetails{ApprovalID: m.ApprovalID, RiskLevel: string(d.RiskLevel),
+				ExpiresAt: now.Add(e.cfg.ApprovalTimeout).UTC().Format(wire.TimestampLayout)}}})
+	} else {
+		sess, created, err = e.cfg.Store.Create(ctx, sess)
+	}
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
+	}
+	l.sess = sess
+	e.mu.Lock()
+	e.live[l.id] = l
+	e.mu.Unlock()
+	res.SessionID = sess.ID
+	res.Discard = func() { e.discard(l) }
+	if m.NeedApproval {
+		evs, err := e.eventEnvelopes(l, created)
+		if err != nil {
+			return res, err
+		}
+		res.Replies = evs
+		res.Start = func() { e.awaitApproval(l, e.cfg.ApprovalTimeout) }
+		return res, nil
+	}
+	replies, err := e.accept(ctx, l, "l3 safety check passed")
+	if err != nil {
+		e.discard(l)
+		return res, err
+	}
+	res.Replies = replies
+	res.Start = func() { e.start(l, 0, nil) }
+	return res, nil
+}
+
+// occupancy is the gate's Running for capability name — its own
+// non-terminal sessions plus those of other physical capabilities sharing
+// one of its resource types (two physical tasks never drive the same
+// equipment at once: resource_unavailable) — and the resource types busy
+// in the other, non-conflicting sessions (the gate's shared-equipment
+// rule).
+func (e *Engine) occupancy(name string) (int, []string) {
+	var c *capability.Capability
+	if cs, err := e.cfg.Registry.Resolve(name, "*"); err == nil {
+		c = cs
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	var busy []string
+	for _, l := range e.live {
+		switch {
+		case l.capab.Name == name:
+			n++
+		case c != nil && c.Safety.InvolvesPhysicalResources && l.capab.Safety.InvolvesPhysicalResources &&
+			overlaps(c.Safety.ResourceTypes, l.capab.Safety.ResourceTypes):
+			n++
+		case l.capab.Safety.InvolvesPhysicalResources:
+			// Not a conflict: its equipment counts as busy for the
+			// gate's shared-equipment rule.
+			for _, r := range l.capab.Safety.ResourceTypes {
+				if !slices.Contains(busy, r) {
+					busy = append(busy, r)
+				}
+			}
+		}
+	}
+	return n, busy
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) abortTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return e.cfg.DefaultAbortTimeout
+	}
+	if e.cfg.TimeScale > 0 {
+		d = time.Duration(float64(d) / e.cfg.TimeScale)
+	}
+	return max(d, time.Second)
+}
+
+// issue signs the session's token for ttl (wall time).
+func (e *Engine) issue(l *live, ttl time.Duration) (string, error) {
+	digest, err := token.EnvelopeDigest(e.cfg.Rig.Envelope())
+	if err != nil {
+		return "", fmt.Errorf("engine: %w", err)
+	}
+	c := token.Claims{SessionID: l.id, CallerID: l.caller, Capability: l.capab.Name,
+		CapabilityVersion: l.capab.SemVer.String(), RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
+		EnvelopeDigest: digest}
+	for _, p := range l.meta.Permissions {
+		c.Permissions = append(c.Permissions, permission(p))
+	}
+	tok, _, err := e.cfg.Tokens.Issue(c, max(ttl, time.Second))
+	if err != nil {
+		return "", fmt.Errorf("engine: token: %w", err)
+	}
+	return tok, nil
+}
+
+// accept issues the token and moves PENDING → RUNNING with session_created
+// in one transaction; it returns task_accepted and the events.
+func (e *Engine) accept(ctx context.Context, l *live, reason string) ([]*wire.Envelope, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := e.cfg.Now()
+	ttl := e.runWall(l.maxDur)
+	tok, err := e.issue(l, ttl)
+	if err != nil {
+		return nil, err
+	}
+	l.meta.RunningSince = now
+	mb, _ := json.Marshal(l.meta)
+	sess, evs, err := e.cfg.Store.Transition(ctx, l.id, store.Change{To: lifecycle.Running, Reason: reason,
+		After: []store.Emit{{Type: lifecycle.EventSessionCreated, Data: sessionCreated{State: lifecycle.Running,
+			RiskLevel: l.sess.RiskLevel, SessionToken: tok}}},
+		Update: func(s *store.Session) { s.Token, s.Metadata = tok, mb }})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	l.sess, l.state, l.token, l.deadline = sess, lifecycle.Running, tok, now.Add(ttl)
+	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
+		Constraints: &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)}}
+	accEnv, err := wire.NewEnvelope(&l.uid, acc, now)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	out, err := e.eventEnvelopes(l, evs)
+	if err != nil {
+		return nil, err
+	}
+	return append([]*wire.Envelope{accEnv}, out...), nil
+}
+
+// runWall is the wall time a session may run for max_duration d of process
+// time: d itself on the real rig; scaled against the simulator, but at
+// least 5 s, since instrument I/O is not scaled.
+func (e *Engine) runWall(d time.Duration) time.Duration {
+	if e.cfg.TimeScale == 1 {
+		return d
+	}
+	return max(e.clock.Wall(d), 5*time.Second)
+}
+
+// discard fails a session whose acceptance could not be recorded by the
+// inbox: it is closed, never started.
+func (e *Engine) discard(l *live) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l.mu.Lock()
+	to, reason := lifecycle.Failed, "internal_error: the acceptance could not be recorded"
+	if l.state == lifecycle.Pending {
+		to, reason = lifecycle.Rejected, "the submission could not be recorded"
+	}
+	if _, _, err := e.cfg.Store.Transition(ctx, l.id, store.Change{To: to, Reason: reason}); err != nil {
+		e.log.Error("discard session", "session", l.id, "err", err)
+	}
+	l.state = to
+	l.mu.Unlock()
+	e.forget(l)
+}
+
+// forget drops a closed session from the live set and revokes its token.
+func (e *Engine) forget(l *live) {
+	e.mu.Lock()
+	delete(e.live, l.id)
+	if l.meta.ApprovalID != "" {
+		delete(e.approval, l.meta.ApprovalID)
+	}
+	e.mu.Unlock()
+	e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
+}
+
+// artifactDir is where session id's artifacts live.
+func (e *Engine) artifactDir(id string) string {
+	return filepath.Join(e.cfg.StateDir, "artifacts", id)
+}
+
+// State returns the current state of a live session, or of a stored one.
+func (e *Engine) State(ctx context.Context, id string) (lifecycle.State, error) {
+	if l := e.get(id); l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.state, nil
+	}
+	s, err := e.cfg.Store.Session(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("engine: %w", err)
+	}
+	return s.State, nil
+}
+
+func (e *Engine) get(id string) *live {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l, ok := e.live[id]; ok {
+		return l
+	}
+	if sid, ok := e.approval[id]; ok {
+		return e.live[sid]
+	}
+	return nil
+}
+
+// Wait blocks until session id's goroutine has ended (or ctx is done).
+// A session that never started returns at once.
+func (e *Engine) Wait(ctx context.Context, id string) error {
+	l := e.get(id)
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	started := l.started
+	l.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

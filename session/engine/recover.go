@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// Action is what recovery does with one non-terminal session.
+type Action string
+
+// Recovery actions.
+const (
+	ActResume        Action = "resume"         // RUNNING: continue from the checkpoint
+	ActHold          Action = "hold"           // PAUSED: recovered, held until an operator resumes
+	ActFail          Action = "fail"           // RUNNING or PAUSED: FAILED with last_checkpoint and partial outputs
+	ActAwaitApproval Action = "await_approval" // PENDING awaiting approval: the timeout is re-armed
+	ActReject        Action = "reject"         // PENDING: REJECTED
+	ActFinishAbort   Action = "finish_abort"   // ABORTING: cleanup, then ABORTED
+)
+
+// Facts are what the recovery decision looks at.
+type Facts struct {
+	State          lifecycle.State
+	Restorable     bool // the session's record, capability and executor are usable
+	HasCheckpoint  bool
+	Resumable      bool // the last checkpoint says so
+	Latched        bool
+	Trips          []string      // trip conditions the current readings show
+	Outage         time.Duration // wall time since the session's last event
+	Grace          time.Duration
+	Expired        bool // max_duration has passed
+	NeedApproval   bool
+	ApprovalExpiry bool // the approval timeout has passed
+}
+
+// Decision is the recovery decision of one session; Code is the L4 error
+// code of a failure.
+type Decision struct {
+	Action Action
+	Code   executor.Code
+	Reason string
+}
+
+// Decide is the recovery decision table. A RUNNING or PAUSED session
+// resumes only when its checkpoint is resumable, the rig is not latched and
+// shows no trip condition, the outage is shorter than the grace, and
+// max_duration has not passed; otherwise it fails. A PENDING session
+// awaiting approval waits again (a blocked session never resumes itself);
+// one that was accepted without approval but never reached RUNNING is
+// rejected (its task_submit is redelivered and decided anew).
+func Decide(f Facts) Decision {
+	switch f.State {
+	case lifecycle.Pending:
+		switch {
+		case !f.Restorable:
+			return Decision{Action: ActReject, Reason: "session record unusable after restart"}
+		case !f.NeedApproval:
+			return Decision{Action: ActReject, Reason: "interrupted before acceptance"}
+		case f.ApprovalExpiry:
+			return Decision{Action: ActReject, Reason: "approval timeout"}
+		}
+		return Decision{Action: ActAwaitApproval, Reason: "awaiting approval"}
+	case lifecycle.Aborting:
+		return Decision{Action: ActFinishAbort, Reason: "abort cleanup after restart"}
+	case lifecycle.Running, lifecycle.Paused:
+	default:
+		return Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "unknown state " + string(f.State)}
+	}
+	fail := func(code executor.Code, why string) Decision {
+		return Decision{Action: ActFail, Code: code, Reason: why}
+	}
+	switch {
+	case !f.Restorable:
+		return fail(executor.CodeInternal, "session record, capability or executor unusable after restart")
+	case f.Expired:
+		return fail(executor.CodeTimeout, "max_duration passed during the outage")
+	case !f.HasCheckpoint:
+		return fail(executor.CodeInternal, "restart before the first checkpoint")
+	case !f.Resumable:
+		return fail(executor.CodeInternal, "last checkpoint is not resumable")
+	case f.Latched:
+		return fail(executor.CodeSafetyViolation, "interlock latched at restart")
+	case len(f.Trips) > 0:
+		return fail(executor.CodeSafetyViolation, "rig outside the envelope at restart: "+f.Trips[0])
+	case f.Outage >= f.Grace:
+		return fail(executor.CodeInternal, fmt.Sprintf("outage %v longer than the recovery grace %v", f.Outage.Round(time.Millisecond), f.Grace))
+	}
+	if f.State == lifecycle.Paused {
+		return Decision{Action: ActHold, Reason: lifecycle.ReasonRecovered}
+	}
+	return Decision{Action: ActResume, Reason: lifecycle.ReasonRecovered}
+}
+
+// Recovery reports what Recover did with one session.
+type Recovery struct {
+	SessionID string
+	From      lifecycle.State
+	Decision  Decision
+	Err       error
+}
+
+// Recover takes up every non-terminal session of the store (call it once,
+// after the interlock is up and before serving): each resumes, waits, or
+// ends, as Decide says. Failing sessions get their recipe's cleanup.
+func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
+	sessions, err := e.cfg.Store.Sessions(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("engine: recover: %w", err)
+	}
+	var trips []string
+	if e.cfg.Trips != nil {
+		trips = e.cfg.Trips(ctx)
+	} else {
+		for _, t := range e.cfg.Rig.Envelope().EvaluateTrips(e.cfg.Rig.Readings(ctx)) {
+			trips = append(trips, fmt.Sprintf("%s on %s: %s", t.Trip, t.Channel, t.Reason))
+		}
+	}
+	latched, _ := e.cfg.Rig.Latched()
+	now := e.cfg.Now()
+	var out []Recovery
+	for _, sess := range sessions {
+		l, rerr := e.restore(sess)
+		f := Facts{State: sess.State, Restorable: rerr == nil, Latched: latched, Trips: trips, Grace: e.cfg.RecoveryGrace}
+		last := sess.LastEventAt
+		if last.IsZero() {
+			last = sess.UpdatedAt
+		}
+		f.Outage = now.Sub(last)
+		var cp store.Checkpoint
+		if rerr == nil {
+			f.NeedApproval = l.meta.NeedApproval
+			f.ApprovalExpiry = !now.Before(sess.CreatedAt.Add(e.cfg.ApprovalTimeout))
+			if !l.meta.RunningSince.IsZero() {
+				l.deadline = l.meta.RunningSince.Add(e.runWall(l.maxDur))
+				f.Expired = !now.Before(l.deadline)
+			}
+			var ok bool
+			cp, ok, err = e.cfg.Store.LastCheckpoint(ctx, sess.ID)
+			if err != nil {
+				rerr = err
+				f.Restorable = false
+			}
+			f.HasCheckpoint, f.Resumable = ok, ok && cp.Resumable
+		}
+		d := Decide(f)
+		r := Recovery{SessionID: sess.ID, From: sess.State, Decision: d}
+		r.Err = e.apply(ctx, l, d, cp, rerr)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// restore rebuilds the live session of a stored one. On error the returned
+// live is still usable to close the session.
+func (e *Engine) restore(sess store.Session) (*live, error) {
+	l := &live{id: sess.ID, caller: sess.CallerID, sess: sess, state: sess.State, maxDur: time.Duration(sess.MaxDuration),
+		token: sess.Token, resume: make(chan struct{}, 1), done: make(chan struct{}), abortTO: e.cfg.DefaultAbortTimeout}
+	uid, err := uuid.Parse(sess.ID)
+	if err != nil {
+		return l, fmt.Errorf("engine: session id %q: %w", sess.ID, err)
+	}
+	l.uid = uid
+	if err := json.Unmarshal(sess.Metadata, &l.meta); err != nil {
+		return l, fmt.Errorf("engine: session %s metadata: %w", sess.ID, err)
+	}
+	l.abortTO = e.abortTimeout(l.meta.AbortTimeout)
+	l.sub = &wire.TaskSubmit{}
+	if err := json.Unmarshal(l.meta.Submit, l.sub); err != nil {
+		return l, fmt.Errorf("engine: session %s task: %w", sess.ID, err)
+	}
+	c, err := e.cfg.Registry.Resolve(sess.Capability, sess.CapabilityVersion)
+	if err != nil {
+		return l, fmt.Errorf("engine: session %s: %w", sess.ID, err)
+	}
+	l.capab = c
+	x, ok := e.execs[c.Name]
+	if !ok {
+		return l, fmt.Errorf("engine: session %s: no executor for %s", sess.ID, c.Name)
+	}
+	l.exec = x
+	return l, nil
+}
+
+// apply carries out a recovery decision.
+func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkpoint, rerr error) error {
+	if l.capab != nil {
+		e.mu.Lock()
+		e.live[l.id] = l
+		e.mu.Unlock()
+	}
+	var rec executor.Recipe
+	next := 0
+	if rerr == nil && cp.Seq != 0 {
+		var p ckptPayload
+		if err := json.Unmarshal(cp.Payload, &p); err == nil {
+			var err error
+			if rec, next, err = l.exec.Resume(l.task(), p.State); err != nil {
+				rec = nil
+				if d.Action == ActResume || d.Action == ActHold {
+					d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint cannot be resumed: " + err.Error()}
+				}
+			}
+		} else if d.Action == ActResume || d.Action == ActHold {
+			d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint payload unreadable"}
+		}
+		l.lastCkpt = cp.ID
+	}
+	switch d.Action {
+	case ActAwaitApproval:
+		e.awaitApproval(l, l.sess.CreatedAt.Add(e.cfg.ApprovalTimeout).Sub(e.cfg.Now()))
+		return nil
+	case ActReject:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: d.Reason})
+		if err == nil && l.meta.NeedApproval {
+			if env, werr := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: "resource_unavailable",
+				ReasonMessage: d.Reason, AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now()); werr == nil {
+				e.publish(l, []*wire.Envelope{env})
+			}
+		}
+		e.forget(l)
+		return err
+	case ActResume, ActHold:
+		tok, err := e.issue(l, l.deadline.Sub(e.cfg.Now()))
+		if err != nil {
+			d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: err.Error()}
+			break
+		}
+		l.mu.Lock()
+		l.token = tok
+		sctx, cancel := storeCtx()
+		sess, ev, err := e.cfg.Store.Recovered(sctx, l.id)
+		cancel()
+		if err == nil {
+			l.sess = sess
+			var envs []*wire.Envelope
+			if envs, err = e.eventEnvelopes(l, []store.Event{ev}); err == nil {
+				e.publish(l, envs)
+			}
+		}
+		l.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("engine: recover %s: %w", l.id, err)
+		}
+		e.start(l, next, rec)
+		return nil
+	}
+	// Cleanup (fail, finish_abort): a short token for the recipe's safe
+	// actions, then SafeState when the recipe cannot do it.
+	cleaned := false
+	env := &executor.Env{Rig: e.cfg.Rig, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
+		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, Logger: e.log.With("session", l.id)}
+	if rec != nil && l.capab != nil {
+		if tok, err := e.issue(l, time.Minute); err == nil {
+			env.Token = tok
+			cctx, cancel := context.WithTimeout(ctx, max(l.abortTO, 5*time.Second))
+			cleaned = rec.Cleanup(cctx, env) == nil
+			cancel()
+		}
+	}
+	if !cleaned && e.cfg.SafeState != nil && (l.capab == nil || l.capab.Safety.InvolvesPhysicalResources) {
+		if err := e.cfg.SafeState(ctx, "recovery of session "+l.id+": "+d.Reason); err != nil {
+			e.log.Error("safe state at recovery", "session", l.id, "err", err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer e.forget(l)
+	if d.Action == ActFinishAbort {
+		return e.transitionLocked(l, store.Change{To: lifecycle.Aborted, Reason: "cleanup finished after restart"})
+	}
+	var partial map[string]any
+	var arts []executor.Artifact
+	if rec != nil {
+		partial, arts = rec.Partial(env)
+	}
+	f := &executor.Failure{Code: d.Code, Err: errors.New(d.Reason), StepIndex: next}
+	if rec != nil && next < len(rec.Steps()) {
+		f.Step, f.Phase = rec.Steps()[next].Name, rec.Steps()[next].Stage
+	}
+	e.failLocked(l, f, partial, arts,
+		&wire.ExecutionSummary{CheckpointsCreated: 0})
+	return nil
+}

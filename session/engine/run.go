@@ -1,0 +1,582 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+func permission(s string) catalog.Permission { return catalog.Permission(s) }
+
+// Sentinel errors of the package.
+var (
+	// ErrNotFound: no live session or approval has that id.
+	ErrNotFound = errors.New("engine: no such live session or approval")
+	// ErrState: the operation does not apply in the session's state.
+	ErrState = errors.New("engine: not possible in the session's state")
+	// ErrClosed: the engine is closed.
+	ErrClosed = errors.New("engine: closed")
+)
+
+// Causes of a run's cancellation.
+var (
+	errAbort = errors.New("engine: aborted")
+)
+
+// live is one non-terminal session held by the engine.
+type live struct {
+	id      string
+	uid     uuid.UUID
+	caller  string
+	capab   *capability.Capability
+	exec    executor.Executor
+	sub     *wire.TaskSubmit
+	maxDur  time.Duration // process time
+	abortTO time.Duration // wall time
+
+	// mu serialises the session's store writes with their publication, so
+	// the outbound order is the sequence order.
+	mu       sync.Mutex
+	sess     store.Session
+	meta     meta
+	state    lifecycle.State
+	token    string
+	deadline time.Time // wall
+	started  bool
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
+	timer    *time.Timer // approval timeout
+	pauseReq bool
+	pauseBy  string
+	resume   chan struct{}
+	ckpts    int
+	lastCkpt string
+	warnings []string
+}
+
+// disarm stops the approval timeout (l.mu held); false when it already
+// fired (its callback decides).
+func (e *Engine) disarmLocked(l *live) bool {
+	if l.timer == nil {
+		return true
+	}
+	stopped := l.timer.Stop()
+	if stopped {
+		e.wg.Done()
+	}
+	l.timer = nil
+	return stopped
+}
+
+// task is the executor's view of the submit.
+func (l *live) task() executor.Task {
+	t := executor.Task{SessionID: l.id, Intent: l.sub.Intent, Inputs: l.sub.Inputs}
+	if eo := l.sub.ExpectedOutput; eo != nil {
+		t.ExpectedOutput = &executor.ExpectedOutput{Format: eo.Format, RequiredFields: eo.RequiredFields, Schema: eo.Schema}
+	}
+	if c := l.sub.Constraints; c != nil && c.ConfidenceThreshold != nil {
+		t.ConfidenceThreshold = *c.ConfidenceThreshold
+	}
+	return t
+}
+
+// publish sends envs to the session's caller, in order. A failure is
+// logged: the events stay in the store.
+func (e *Engine) publish(l *live, envs []*wire.Envelope) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.base), 30*time.Second)
+	defer cancel()
+	for _, env := range envs {
+		if err := e.cfg.Out.Publish(ctx, l.caller, env); err != nil {
+			e.log.Error("publish", "session", l.id, "type", env.Type, "err", err)
+		}
+	}
+}
+
+// storeCtx bounds one store write; writes outlive a cancelled run.
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// appendEvents numbers, stores and publishes events (l.mu held by caller).
+func (e *Engine) appendLocked(l *live, evs ...store.Emit) error {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	stored, err := e.cfg.Store.Append(ctx, l.id, evs...)
+	if err != nil {
+		return err
+	}
+	out, err := e.eventEnvelopes(l, stored)
+	if err != nil {
+		return err
+	}
+	e.publish(l, out)
+	return nil
+}
+
+// transitionLocked moves the session, stores and publishes (l.mu held).
+func (e *Engine) transitionLocked(l *live, c store.Change) error {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	sess, evs, err := e.cfg.Store.Transition(ctx, l.id, c)
+	if err != nil {
+		return err
+	}
+	l.sess, l.state = sess, sess.State
+	out, err := e.eventEnvelopes(l, evs)
+	if err != nil {
+		return err
+	}
+	e.publish(l, out)
+	return nil
+}
+
+// sink is the executor's event Sink of one session.
+type sink struct {
+	e *Engine
+	l *live
+}
+
+func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	if t == lifecycle.EventWarning {
+		if w, ok := data.(executor.Warning); ok {
+			s.l.warnings = append(s.l.warnings, w.Message)
+		}
+	}
+	return s.e.appendLocked(s.l, store.Emit{Type: t, Data: data})
+}
+
+// Checkpoint stores an executor checkpoint and publishes checkpoint_created.
+func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, error) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	c, evs, err := s.e.cfg.Store.Checkpoint(ctx, s.l.id, store.NewCheckpoint{Description: cp.Description,
+		Resumable: cp.Resumable, Step: cp.StepName, Payload: payload})
+	if err != nil {
+		return "", err
+	}
+	s.l.ckpts++
+	s.l.lastCkpt = c.ID
+	out, err := s.e.eventEnvelopes(s.l, evs)
+	if err != nil {
+		return "", err
+	}
+	s.e.publish(s.l, out)
+	return c.ID, nil
+}
+
+// ckptPayload is the engine's checkpoint payload: the step to resume at and
+// the executor's opaque state.
+type ckptPayload struct {
+	Step  int    `json:"step"`
+	State []byte `json:"state"`
+}
+
+// pausing wraps a recipe: before each step it honours a pause request,
+// holding the rig as the last step left it until an operator resumes.
+type pausing struct {
+	executor.Recipe
+	e *Engine
+	l *live
+}
+
+func (p pausing) Run(ctx context.Context, i int, env *executor.Env) error {
+	if err := p.e.holdIfPaused(ctx, p.l); err != nil {
+		return err
+	}
+	return p.Recipe.Run(ctx, i, env)
+}
+
+// holdIfPaused moves RUNNING → PAUSED when a pause was requested and waits
+// for Resume (PAUSED → RUNNING) or the end of ctx. A session recovered in
+// PAUSED waits at once.
+func (e *Engine) holdIfPaused(ctx context.Context, l *live) error {
+	l.mu.Lock()
+	switch {
+	case l.state == lifecycle.Paused:
+	case l.pauseReq && l.state == lifecycle.Running:
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Paused, Reason: "paused by operator " + l.pauseBy})
+		if err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("%w: pause: %w", errSinkFailed, err)
+		}
+	default:
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-l.resume:
+		return nil
+	}
+}
+
+var errSinkFailed = fmt.Errorf("%w: engine store", envelope.ErrAudit)
+
+// start launches the session goroutine from step from (rec nil: plan).
+func (e *Engine) start(l *live, from int, rec executor.Recipe) {
+	l.mu.Lock()
+	if l.started || l.state.Terminal() {
+		l.mu.Unlock()
+		return
+	}
+	l.started = true
+	ctx, cancel := context.WithCancelCause(e.base)
+	l.cancel = cancel
+	deadline := l.deadline
+	l.mu.Unlock()
+	ok := e.spawn(func() {
+		defer close(l.done)
+		defer cancel(nil)
+		e.run(ctx, l, from, rec, deadline)
+	})
+	if !ok {
+		close(l.done)
+	}
+}
+
+func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Recipe, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(parent, deadline)
+	defer cancel()
+	env := &executor.Env{Rig: e.cfg.Rig, Token: l.token, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
+		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, Logger: e.log.With("session", l.id),
+		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery}
+	start := e.clock.Now()
+	var err error
+	if rec == nil {
+		rec, err = l.exec.Plan(l.task())
+		if err != nil {
+			err = &executor.Failure{Code: executor.CodeInput, Err: err}
+		}
+	}
+	var res *executor.Result
+	if err == nil {
+		res, err = executor.Execute(ctx, pausing{Recipe: rec, e: e, l: l}, env, from)
+	}
+	e.finish(ctx, l, rec, env, res, err, e.clock.Now().Sub(start))
+}
+
+// finish records the end of a run.
+func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *executor.Env, res *executor.Result,
+	runErr error, took time.Duration) {
+	cause := context.Cause(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if runErr != nil && l.state != lifecycle.Aborting && !errors.Is(cause, errAbort) && e.base.Err() != nil {
+		// Shutdown: the session stays as it is for the next start's recovery.
+		return
+	}
+	defer e.forget(l)
+	summary := &wire.ExecutionSummary{Duration: isoDuration(took), CheckpointsCreated: l.ckpts, Warnings: l.warnings}
+	if l.state == lifecycle.Aborting || errors.Is(cause, errAbort) {
+		reason := "cleanup finished"
+		if runErr == nil {
+			reason = "finished before the abort took effect"
+		}
+		if err := e.transitionLocked(l, store.Change{To: lifecycle.Aborted, Reason: reason}); err != nil {
+			e.log.Error("abort", "session", l.id, "err", err)
+		}
+		return
+	}
+	if runErr == nil {
+		summary.StepsExecuted = res.Steps
+		summary.Warnings = append(summary.Warnings[:0:0], res.Warnings...)
+		outputs, err := json.Marshal(res.Outputs)
+		if err == nil {
+			err = e.transitionLocked(l, store.Change{To: lifecycle.Completed, Reason: "task finished successfully"})
+		}
+		if err != nil {
+			runErr = &executor.Failure{Code: executor.CodeInternal, StepIndex: len(rec.Steps()), Err: err}
+		} else {
+			done := &wire.TaskCompleted{Outputs: outputs, Artifacts: wireArtifacts(res.Artifacts), ExecutionSummary: summary}
+			if env, err := wire.NewEnvelope(&l.uid, done, e.cfg.Now()); err == nil {
+				e.publish(l, []*wire.Envelope{env})
+			} else {
+				e.log.Error("task_completed", "session", l.id, "err", err)
+			}
+			return
+		}
+	}
+	f := &executor.Failure{Code: executor.CodeExecution, Err: runErr}
+	if !errors.As(runErr, &f) {
+		f = &executor.Failure{Code: executor.Classify(ctx, runErr), Err: runErr}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		f.Code = executor.CodeTimeout
+	}
+	summary.StepsExecuted = f.StepIndex
+	var partial map[string]any
+	var arts []executor.Artifact
+	if rec != nil {
+		partial, arts = rec.Partial(env)
+	}
+	e.failLocked(l, f, partial, arts, summary)
+}
+
+// failLocked moves the session to FAILED (through RUNNING when paused) with
+// an error event, and sends task_failed (l.mu held).
+func (e *Engine) failLocked(l *live, f *executor.Failure, partial map[string]any, arts []executor.Artifact,
+	summary *wire.ExecutionSummary) {
+	msg := f.Error()
+	if f.Err != nil {
+		msg = f.Err.Error()
+	}
+	if l.state == lifecycle.Paused {
+		if err := e.transitionLocked(l, store.Change{To: lifecycle.Running, Reason: string(f.Code) + ": failing while paused"}); err != nil {
+			e.log.Error("fail", "session", l.id, "err", err)
+		}
+	}
+	reason := string(f.Code)
+	if err := e.transitionLocked(l, store.Change{To: lifecycle.Failed, Reason: reason,
+		Before: []store.Emit{{Type: lifecycle.EventError, Data: errorData{Code: string(f.Code), Message: msg, Recoverable: false}}}}); err != nil {
+		e.log.Error("fail", "session", l.id, "err", err)
+	}
+	if l.lastCkpt == "" && l.sess.LastCheckpoint != 0 {
+		l.lastCkpt = fmt.Sprintf("ckpt-%06d", l.sess.LastCheckpoint)
+	}
+	det := failDetails{Phase: f.Phase, Step: f.Step, StepIndex: f.StepIndex + 1, LastCheckpoint: l.lastCkpt, Recoverable: f.Recoverable}
+	db, _ := json.Marshal(det)
+	if partial == nil {
+		partial = map[string]any{}
+	}
+	pb, _ := json.Marshal(partial)
+	tf := &wire.TaskFailed{ErrorCode: string(f.Code), ErrorMessage: msg, ErrorDetails: db, PartialOutputs: pb,
+		Artifacts: wireArtifacts(arts), ExecutionSummary: summary}
+	env, err := wire.NewEnvelope(&l.uid, tf, e.cfg.Now())
+	if err != nil {
+		e.log.Error("task_failed", "session", l.id, "err", err)
+		return
+	}
+	e.publish(l, []*wire.Envelope{env})
+}
+
+// Abort handles a caller's abort (or an operator's): RUNNING or PAUSED →
+// ABORTING now, the run is cancelled and its cleanup runs; ABORTED follows
+// when it ends. A cleanup still running after abort_timeout is cut short
+// by SafeState. A session awaiting approval is rejected instead.
+func (e *Engine) Abort(ctx context.Context, id, reason string) error {
+	l := e.get(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if reason == "" {
+		reason = "caller_abort"
+	}
+	l.mu.Lock()
+	switch l.state {
+	case lifecycle.Pending:
+		l.mu.Unlock()
+		return e.resolve(ctx, l, false, "caller", "aborted by the caller before approval: "+reason)
+	case lifecycle.Running, lifecycle.Paused:
+	default:
+		st := l.state
+		l.mu.Unlock()
+		return fmt.Errorf("%w: abort in %s", ErrState, st)
+	}
+	err := e.transitionLocked(l, store.Change{To: lifecycle.Aborting, Reason: reason})
+	cancel, started, done := l.cancel, l.started, l.done
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("engine: abort %s: %w", id, err)
+	}
+	if !started {
+		// Recovered into ABORTING without a run: close it here.
+		l.mu.Lock()
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Aborted, Reason: "cleanup finished"})
+		l.mu.Unlock()
+		e.forget(l)
+		return err
+	}
+	cancel(errAbort)
+	to := l.abortTO
+	e.spawn(func() {
+		t := time.NewTimer(to)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			if e.cfg.SafeState != nil {
+				sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+				if err := e.cfg.SafeState(sctx, "abort_timeout of session "+l.id); err != nil {
+					e.log.Error("safe state after abort timeout", "session", l.id, "err", err)
+				}
+				c()
+			}
+		}
+	})
+	return nil
+}
+
+// Pause asks a running session to stop at its next step boundary and hold
+// (RUNNING → PAUSED then). The operator is recorded.
+func (e *Engine) Pause(ctx context.Context, id, operator string) error {
+	if operator == "" {
+		return errors.New("engine: pause needs the operator's name")
+	}
+	l := e.get(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != lifecycle.Running || !l.started {
+		return fmt.Errorf("%w: pause in %s", ErrState, l.state)
+	}
+	l.pauseReq, l.pauseBy = true, operator
+	return nil
+}
+
+// Resume continues a paused session (PAUSED → RUNNING), or cancels a pause
+// request not yet taken.
+func (e *Engine) Resume(ctx context.Context, id, operator string) error {
+	if operator == "" {
+		return errors.New("engine: resume needs the operator's name")
+	}
+	l := e.get(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.state == lifecycle.Running && l.pauseReq:
+		l.pauseReq = false
+		return nil
+	case l.state != lifecycle.Paused:
+		return fmt.Errorf("%w: resume in %s", ErrState, l.state)
+	}
+	if err := e.transitionLocked(l, store.Change{To: lifecycle.Running, Reason: "resumed by operator " + operator}); err != nil {
+		return fmt.Errorf("engine: resume %s: %w", id, err)
+	}
+	l.pauseReq = false
+	select {
+	case l.resume <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// awaitApproval arms the approval timeout of a PENDING session.
+func (e *Engine) awaitApproval(l *live, after time.Duration) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.approval[l.meta.ApprovalID] = l.id
+	e.wg.Add(1)
+	e.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timer = time.AfterFunc(max(after, 0), func() {
+		defer e.wg.Done()
+		if e.base.Err() != nil {
+			return
+		}
+		ctx, cancel := storeCtx()
+		defer cancel()
+		if err := e.resolve(ctx, l, false, "", "approval timeout"); err != nil && !errors.Is(err, ErrState) {
+			e.log.Error("approval timeout", "session", l.id, "err", err)
+		}
+	})
+}
+
+// Approve approves a pending session (by approval id or session id): the
+// token is issued, PENDING → RUNNING with the operator in the audited
+// transition, task_accepted and the first events are published, the run
+// starts.
+func (e *Engine) Approve(ctx context.Context, id, operator string) error {
+	if operator == "" {
+		return errors.New("engine: approve needs the operator's name")
+	}
+	l := e.get(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return e.resolve(ctx, l, true, operator, "")
+}
+
+// Deny refuses a pending session: PENDING → REJECTED (audited with the
+// operator and reason) and task_rejected to the caller.
+func (e *Engine) Deny(ctx context.Context, id, operator, reason string) error {
+	if operator == "" {
+		return errors.New("engine: deny needs the operator's name")
+	}
+	l := e.get(id)
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return e.resolve(ctx, l, false, operator, reason)
+}
+
+func (e *Engine) resolve(ctx context.Context, l *live, approve bool, operator, reason string) error {
+	l.mu.Lock()
+	if l.state != lifecycle.Pending || (approve && !l.meta.NeedApproval) {
+		st := l.state
+		l.mu.Unlock()
+		return fmt.Errorf("%w: approval in %s", ErrState, st)
+	}
+	if operator != "" && !e.disarmLocked(l) {
+		// The timeout is firing: it decides.
+		l.mu.Unlock()
+		return fmt.Errorf("%w: approval timed out", ErrState)
+	}
+	l.meta.Operator = operator
+	l.mu.Unlock()
+	if approve {
+		envs, err := e.accept(ctx, l, "approved by operator "+operator)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		e.publish(l, envs)
+		l.mu.Unlock()
+		e.start(l, 0, nil)
+		return nil
+	}
+	code, msg := wire.ReasonForbidden, "denied by operator "+operator
+	switch {
+	case operator == "":
+		code, msg = "resource_unavailable", fmt.Sprintf("no operator approved the session within %v; resubmit when one is available", e.cfg.ApprovalTimeout)
+	case operator == "caller":
+		msg = reason
+	case reason != "":
+		msg += ": " + reason
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != lifecycle.Pending {
+		return fmt.Errorf("%w: approval in %s", ErrState, l.state)
+	}
+	if err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: msg}); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if env, err := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: code, ReasonMessage: msg,
+		AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now()); err == nil {
+		e.publish(l, []*wire.Envelope{env})
+	}
+	e.forget(l)
+	return nil
+}

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/token"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+const simScale = 600
+
+// seedSubmit is the seed's MoS2 task_submit (seeds/002).
+const seedConstraints = `{"max_duration":"PT72H","confidence_threshold":0.95,"data_classification":"T2"}`
+
+var seedExpected = &wire.ExpectedOutput{Format: "raman_spectrum_analysis",
+	RequiredFields: []string{"peak_distance", "layer_count", "confidence"},
+	Schema: json.RawMessage(`{"type":"object","required":["peak_distance","layer_count"],"properties":{
+		"peak_distance":{"type":"number"},"layer_count":{"type":"integer"},
+		"confidence":{"type":"number","minimum":0,"maximum":1}}}`)}
+
+func seedEnv(t testing.TB) *wire.Envelope {
+	env := submitEnv(t, "cvd-material-synthesis", cvdInputs, seedConstraints)
+	var s wire.TaskSubmit
+	if err := json.Unmarshal(env.Payload, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Intent = "Synthesize monolayer MoS2 on SiO2/Si substrate and perform Raman spectroscopy characterization"
+	s.ExpectedOutput = seedExpected
+	out, err := wire.NewEnvelope(nil, &s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// simHarness is an engine over the in-process simulated rig, with the real
+// token Authorizer in the interlock.
+func simHarness(t *testing.T) (*harness, *simBench) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	priv, err := token.LoadOrCreateKey(filepath.Join(dir, "token.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := token.New(priv, token.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := token.NewRevocations(nil)
+	authz, err := token.NewAuthorizer(auth, loadEnvelope(t), rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newSimBench(t, simScale, authz)
+	reg := registry(t)
+	cvdCap, _ := reg.Resolve(executor.CVDName, "1.x")
+	rsCap, _ := reg.Resolve(executor.RigStatusName, "1.x")
+	lcCap, _ := reg.Resolve(executor.LeakCheckName, "1.x")
+	cvd, err := executor.NewCVD(cvdCap, executor.CVDOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := executor.NewRigStatus(rsCap)
+	lc, _ := executor.NewLeakCheck(lcCap)
+	h := newHarness(t, path, executor.MonitoredRig(b.il, b.m), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
+		c.Revocations = rev
+		c.SafeState = b.il.SafeState
+		c.DefaultAbortTimeout = 5 * time.Second
+	})
+	return h, b
+}
+
+func TestSimSeedEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	h, b := simHarness(t)
+	ctx := context.Background()
+	start := time.Now()
+	res, apr := pendingSubmit(t, h)
+	if err := h.e.Approve(ctx, apr, "olga"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(t, res.SessionID, lifecycle.Running)
+
+	// Beside the synthesis: a second one is refused, rig-status runs.
+	second := h.submit(t, "alpha", seedEnv(t))
+	if rej, err := second.Replies[0].TaskRejected(); err != nil || rej.ReasonCode != "resource_unavailable" {
+		t.Fatalf("second synthesis: %+v %v", rej, err)
+	}
+	side := h.submit(t, "alpha", submitEnv(t, "rig-status", `{}`, ""))
+	if side.Replies[0].Type != wire.TypeTaskAccepted {
+		t.Fatalf("rig-status: %v", side.Replies[0].Type)
+	}
+	side.Start()
+	h.waitState(t, side.SessionID, lifecycle.Completed)
+	if msgs := h.out.of(side.SessionID, side.Replies); msgs[len(msgs)-1].Type != wire.TypeTaskCompleted {
+		t.Fatalf("rig-status ended with %v", msgs[len(msgs)-1].Type)
+	}
+
+	h.waitState(t, res.SessionID, lifecycle.Completed)
+	msgs := h.out.of(res.SessionID, res.Replies)
+	evs := events(t, msgs)
+	contiguous(t, evs)
+	h.storedSeqs(t, res.SessionID)
+	last := msgs[len(msgs)-1]
+	tc, err := last.TaskCompleted()
+	if err != nil {
+		t.Fatalf("last message %s: %v", last.Type, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(tc.Outputs, &out); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wall %v, %d events, layers %v, distance %v, confidence %v", time.Since(start), len(evs),
+		out["layer_count"], out["peak_distance"], out["confidence"])
+	if out["layer_count"] != 1.0 {
+		t.Fatalf("layer_count %v, want 1", out["layer_count"])
+	}
+	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: seedExpected.RequiredFields, Schema: seedExpected.Schema}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tc.Artifacts) != 2 {
+		t.Fatalf("artifacts %+v", tc.Artifacts)
+	}
+	for _, a := range tc.Artifacts {
+		name := strings.TrimPrefix(a.URI, "hcp://"+res.SessionID+"/artifacts/")
+		data, err := os.ReadFile(filepath.Join(h.cfg.StateDir, "artifacts", res.SessionID, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		if a.SizeBytes != int64(len(data)) || a.Checksum != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("artifact %+v", a)
+		}
+	}
+	if tc.ExecutionSummary == nil || tc.ExecutionSummary.StepsExecuted < 10 || tc.ExecutionSummary.CheckpointsCreated < 10 {
+		t.Fatalf("summary %+v", tc.ExecutionSummary)
+	}
+	if n := b.audit.count("refused"); n != 0 {
+		t.Fatalf("%d refused actions", n)
+	}
+}
+
+func TestSimAbortMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	h, b := simHarness(t)
+	ctx := context.Background()
+	res, apr := pendingSubmit(t, h)
+	if err := h.e.Approve(ctx, apr, "olga"); err != nil {
+		t.Fatal(err)
+	}
+	// Abort once the furnace heats (ramp).
+	deadline := time.Now().Add(30 * time.Second)
+	for !b.m.Readings().Furnace.HeaterEnabled {
+		if time.Now().After(deadline) {
+			t.Fatal("heater never on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.e.Abort(ctx, res.SessionID, "caller changed its mind"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(t, res.SessionID, lifecycle.Aborted)
+	evs := events(t, h.out.of(res.SessionID, res.Replies))
+	contiguous(t, evs)
+	last := evs[len(evs)-1]
+	if last.EventType != "session_closed" || !strings.Contains(string(last.Data), `"ABORTED"`) {
+		t.Fatalf("last event %s %s", last.EventType, last.Data)
+	}
+	// The rig ends safe: heater off, reactive gas off.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r := b.m.Readings()
+		if !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && !r.Switches["h2s_valve"].On {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rig not safe after abort: %+v", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
