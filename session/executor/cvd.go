@@ -274,7 +274,7 @@ func (r *cvdRecipe) Run(ctx context.Context, i int, env *Env) error {
 	}
 	r.begin(env)
 	r.names = namesOf(env.Rig.Envelope())
-	from := len(r.rows)
+	from := r.elapsed() // the rows of this step, for its profiles
 	var err error
 	switch i {
 	case cvdPreflight:

@@ -76,8 +76,29 @@ func (p *proc) row(stage string, r envelope.Readings) LogRow {
 		lr.Flows[gas] = round3(math.Max(0, fs.Flow.SCCM()))
 	}
 	p.rows = append(p.rows, lr)
+	if len(p.rows) > MaxLogRows {
+		p.rows = decimate(p.rows)
+	}
 	p.lastRow = p.env.Clock.Now()
 	return lr
+}
+
+// MaxLogRows bounds the growth log a recipe keeps (and so its checkpoints and
+// its outputs): one row every LogEvery (30 s) over a 72 h run would be 8,640
+// rows, rewritten into every checkpoint. When the log grows past the bound,
+// decimate halves its resolution.
+const MaxLogRows = 1024
+
+// decimate keeps every other row, and always the first and the newest, so the
+// log still spans the whole run at half the resolution.
+func decimate(rows []LogRow) []LogRow {
+	out := rows[:0:0]
+	for i, r := range rows {
+		if i%2 == 0 || i == len(rows)-1 {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -205,14 +226,18 @@ func (p *proc) hold(ctx context.Context, stage string, d time.Duration, check fu
 	}
 }
 
-// profile is the intermediate_result data of the rows since index from.
-func (p *proc) profiles(ctx context.Context, stage string, from int) error {
+// profiles emits the intermediate_result data of the rows logged since the
+// process time from (elapsed seconds).
+func (p *proc) profiles(ctx context.Context, stage string, from float64) error {
 	type point struct {
 		T float64 `json:"elapsed_seconds"`
 		V float64 `json:"value"`
 	}
 	var temp, pres []point
-	for _, r := range p.rows[min(from, len(p.rows)):] {
+	for _, r := range p.rows {
+		if r.Elapsed < from {
+			continue
+		}
 		if r.TemperatureC != nil {
 			temp = append(temp, point{r.Elapsed, *r.TemperatureC})
 		}
