@@ -28,7 +28,7 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 	done
 	@ls -l $(BIN)/linux-arm $(BIN)/linux-arm64
 
-demo: build ## the simulated rig, read through the real drivers, with a fault injected and cleared
+demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only)
 	bash scripts/demo.sh
 
 verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qemu-user-static)

@@ -2,16 +2,19 @@
 # make demo: bring up the simulated rig, read every instrument through the real drivers,
 # inject a fault and watch the agent see it, clear it, and stop everything it started.
 # Then run the agent daemon beside it and operate it as a technician would: status, arm, a gas
-# leak that trips and latches, reset, and an e-stop. Needs Go only. (When the session engine
-# lands, the MoS2 synthesis task joins this demo.)
+# leak that trips and latches, reset, and an e-stop. Then the main job: the seed's MoS2 task
+# (configs/examples/mos2-task.json) submitted through the local control socket, approved by the
+# operator (R3), followed live to its task_completed message, one artifact fetched and
+# verified. Needs Go only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 dir=$(mktemp -d -t hcp-demo.XXXXXX)
 sim_pid=""
 agent_pid=""
+watch_pid=""
 cleanup() {
-  for pid in $agent_pid $sim_pid; do
+  for pid in $watch_pid $agent_pid $sim_pid; do
     if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; fi
   done
   rm -rf "$dir"
@@ -77,6 +80,41 @@ step "emergency stop: hcp-edge estop (returns when every output reads back safe)
 "$BIN/hcp-edge" estop --operator demo
 "$BIN/hcp-edge" reset --operator demo
 
+step "the main job: the seed's MoS2 synthesis (configs/examples/mos2-task.json), submitted with --watch"
+"$BIN/hcp-edge" arm --operator demo
+# The recipe's preflight checks the relay feedback: wait until the monitor reads it back.
+for _ in $(seq 100); do "$BIN/hcp-edge" status --json >"$dir/out.txt"; grep -q '"relay": "energised"' "$dir/out.txt" && break; sleep 0.05; done
+# --watch prints the live progress on stderr (a progress line in a terminal, plain lines
+# otherwise) and the final message as JSON on stdout.
+"$BIN/hcp-edge" submit configs/examples/mos2-task.json --watch >"$dir/final.json" &
+watch_pid=$!
+# The gate assesses the task R3: it waits for a human approval. The operator finds it...
+apr=""
+for _ in $(seq 100); do
+  "$BIN/hcp-edge" sessions --json >"$dir/out.txt"
+  apr=$(sed -n 's/.*"approval_id": "\(apr-[0-9a-f]*\)".*/\1/p' "$dir/out.txt" | head -n 1)
+  [ -n "$apr" ] && break; sleep 0.05
+done
+[ -n "$apr" ] || { cat "$dir/out.txt" "$dir/agent.log"; echo "demo: the task did not wait for approval"; exit 1; }
+sleep 0.3
+printf '\n'
+"$BIN/hcp-edge" sessions
+step "the operator approves it: hcp-edge approve $apr --operator demo"
+"$BIN/hcp-edge" approve "$apr" --operator demo
+set +e
+wait "$watch_pid"
+rc=$?
+set -e
+watch_pid=""
+[ "$rc" = 0 ] || { cat "$dir/final.json"; tail -20 "$dir/agent.log"; echo "demo: the task did not complete (exit $rc)"; exit 1; }
+
+step "task_completed: the final message (keys to depth 3; the full JSON has the growth log and spectrum)"
+grep -E '^ {0,6}("|[]}])' "$dir/final.json" | grep -vE '^ {5,6}[]}]' || true
+uri=$(grep -o 'hcp://[^"]*growth_log[^"]*' "$dir/final.json" | head -n 1)
+step "an artifact, fetched and verified against its sha256: hcp-edge artifact get $uri"
+"$BIN/hcp-edge" artifact get "$uri" -o "$dir/growth_log.csv"
+head -n 3 "$dir/growth_log.csv"
+
 step "stopping the agent (SIGTERM: outputs to the safe state, state file closed)"
 kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=""
 tail -3 "$dir/agent.log"
@@ -84,4 +122,4 @@ tail -3 "$dir/agent.log"
 step "what reached the firmware (rig-sim status): the writes it received"
 "$BIN/rig-sim" status --dir "$dir" >"$dir/out.txt"; tail -n 12 "$dir/out.txt"
 
-printf '\ndemo: ok\n'
+printf '\ndemo: ok in %ss\n' "$SECONDS"

@@ -474,7 +474,7 @@ func splitKey(msg string) (key, reason string) {
 	}
 	section, _, _ := strings.Cut(k, ".")
 	switch section {
-	case "rig", "envelope", "monitor", "agent":
+	case "rig", "envelope", "monitor", "agent", "gate":
 		return k, r
 	}
 	return "", msg

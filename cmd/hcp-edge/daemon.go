@@ -12,12 +12,13 @@ import (
 	"runtime"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/session/token"
 )
 
 // stateFile is the daemon's bbolt file inside the state directory.
@@ -27,25 +28,20 @@ const stateFile = "state.db"
 // operations in progress.
 const shutdownTimeout = 10 * time.Second
 
-// noSessions is the Authorizer until the session engine exists (issue 4):
-// it refuses every remote action. The local operator paths (e-stop, reset,
-// arm) bypass authorisation by design.
-type noSessions struct{}
-
-func (noSessions) Authorize(context.Context, string, envelope.Action) (envelope.Grant, error) {
-	return envelope.Grant{}, errors.New("no session engine yet: remote actions are refused")
-}
-
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: hcp-edge run [--config FILE]
 
-Runs the agent daemon: opens the state directory and its audit log, builds the rig from the
-configuration, compiles the envelope, starts the trip monitor (which kicks the furnace's comms
-watchdog) and serves the local control socket (estop, status, reset, arm). SIGINT or SIGTERM
-stops it: intake first, then the monitor, then the shutdown policy on the outputs.
+Runs the agent daemon: opens the state directory (state file with the sessions and the audit
+log, the session token key), builds the rig from the configuration, compiles the envelope,
+starts the trip monitor (which kicks the furnace's comms watchdog), assembles the session engine
+(gate, executors, tokens checked by the interlock on every action), recovers the sessions a
+previous run left, and serves the local control socket (estop, status, reset, arm, submit,
+approve, deny, abort, pause, resume, sessions, artifact). SIGINT or SIGTERM stops it: intake
+first, then the sessions (left for the next start's recovery), the monitor, then the shutdown
+policy on the outputs.
 
 environment: HCP_STATE_DIR, HCP_CONTROL_SOCKET override agent.state_dir and agent.control_socket;
 HCP_RIG_SIM_DIR overrides rig.sim_dir.
@@ -69,8 +65,14 @@ flags:
 		fmt.Fprintf(stderr, "hcp-edge run: configuration: %v\n", err)
 		return exitUsage
 	}
+	reg, from, err := loadRegistry(*cfgPath, f.Agent.CapabilitiesDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge run: capability declarations (%s): %v\n", from, err)
+		return exitUsage
+	}
 	log := newLogger(stderr, f.Agent)
-	if err := daemon(ctx, f, log); err != nil {
+	log.Debug("capabilities loaded", "from", from, "count", len(reg.All()))
+	if err := daemon(ctx, f, reg, log); err != nil {
 		log.Error("hcp-edge run failed", "err", err)
 		return exitFailure
 	}
@@ -87,11 +89,12 @@ func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
-// daemon runs until ctx ends. Start order: state directory and audit log,
-// rig (relay built de-energised), envelope, interlock, furnace watchdog,
-// monitor, control socket. Stop order: control socket (intake), monitor,
-// shutdown policy, instruments, state file.
-func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error) {
+// daemon runs until ctx ends. Start order: state directory and state file
+// (sessions and audit log, one hash chain), token key, rig (relay built
+// de-energised), envelope, interlock, furnace watchdog, monitor, session
+// engine and its recovery, control socket. Stop order: control socket
+// (intake), engine, monitor, shutdown policy, instruments, state file.
+func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger) (err error) {
 	t0 := time.Now()
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
 		// go.bug.st/serial reads block an OS thread (and its P) in select(2);
@@ -103,15 +106,21 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 	if err := os.MkdirAll(f.Agent.StateDir, 0o750); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(f.Agent.StateDir, stateFile), 0o600, &bolt.Options{Timeout: time.Second})
+	st, err := store.Open(filepath.Join(f.Agent.StateDir, stateFile), store.DefaultOpts())
 	if err != nil {
 		return fmt.Errorf("state file %s (another daemon running?): %w", filepath.Join(f.Agent.StateDir, stateFile), err)
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	alog, err := audit.Open(db, audit.Opts{})
+	defer func() { err = errors.Join(err, st.Close()) }()
+	alog := st.Audit()
+	priv, err := token.LoadOrCreateKey(filepath.Join(f.Agent.StateDir, tokenKeyFile))
+	if err != nil {
+		return fmt.Errorf("session token key: %w", err)
+	}
+	tokens, err := token.New(priv, token.DefaultOpts())
 	if err != nil {
 		return err
 	}
+	revoked := token.NewRevocations(nil)
 
 	spec, err := rigconfig.Spec(f.Rig)
 	if err != nil {
@@ -136,9 +145,13 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 	if err != nil {
 		return err
 	}
+	authz, err := token.NewAuthorizer(tokens, env, revoked)
+	if err != nil {
+		return err
+	}
 	iopts := envelope.DefaultInterlockOpts()
 	iopts.Logger = log
-	il, err := envelope.NewInterlock(env, rig, noSessions{}, audit.Interlock{Log: alog}, iopts)
+	il, err := envelope.NewInterlock(env, rig, authz, audit.Interlock{Log: alog}, iopts)
 	if err != nil {
 		return err
 	}
@@ -164,13 +177,38 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 			_ = mon.Close()
 		}
 	}()
-	h := &handler{il: il, mon: mon, in: in, log: log}
+	hb, err := newHub(filepath.Join(f.Agent.StateDir, resultsDir), log)
+	if err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
+	eng, err := newEngine(f, st, reg, tokens, revoked, il, mon, hb, log)
+	if err != nil {
+		return err
+	}
+	engClosed := false
+	defer func() {
+		if !engClosed {
+			_ = eng.Close()
+		}
+	}()
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	recs, err := eng.Recover(rctx)
+	rcancel()
+	if err != nil {
+		return fmt.Errorf("session recovery: %w", err)
+	}
+	for _, r := range recs {
+		log.Warn("session recovered", "session", r.SessionID, "from", r.From, "decision", r.Decision, "err", r.Err)
+	}
+	h := &handler{il: il, mon: mon, in: in, log: log,
+		sess: &sessions{eng: eng, st: st, hub: hb, stateDir: f.Agent.StateDir, log: log}}
 	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
 	if err != nil {
 		return err
 	}
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
-		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "startup", time.Since(t0))
+		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "time_scale", f.Agent.TimeScale,
+		"capabilities", len(reg.All()), "recovered", len(recs), "startup", time.Since(t0))
 
 	// systemd (Type=notify): ready now that the control socket is up; the
 	// watchdog is fed while the monitor answers. No-op outside systemd.
@@ -183,6 +221,8 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer scancel()
 	err = srv.Shutdown(sctx)
+	engClosed = true
+	err = errors.Join(err, eng.Close())
 	monClosed = true
 	err = errors.Join(err, mon.Close())
 	switch f.Agent.ShutdownPolicy {
@@ -200,14 +240,26 @@ func daemon(ctx context.Context, f rigconfig.File, log *slog.Logger) (err error)
 
 // handler serves the control socket's operations.
 type handler struct {
-	il  *envelope.Interlock
-	mon *envelope.Monitor
-	in  *rigconfig.Instruments
-	log *slog.Logger
+	il   *envelope.Interlock
+	mon  *envelope.Monitor
+	in   *rigconfig.Instruments
+	log  *slog.Logger
+	sess *sessions
+}
+
+// HandleStream serves a watched operation (submit --watch).
+func (h *handler) HandleStream(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	if req.Op != control.OpSubmit {
+		return h.Handle(ctx, req)
+	}
+	return h.sess.handle(ctx, req, emit)
 }
 
 func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
 	switch req.Op {
+	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
+		control.OpSessions, control.OpArtifact:
+		return h.sess.handle(ctx, req, nil)
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
 	case control.OpStatus:

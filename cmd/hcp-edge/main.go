@@ -7,8 +7,8 @@
 //	hcp-edge probe [--config FILE] [--json] [--spectrum MS]
 //	                                      open every instrument of the rig, read it once, print
 //	                                      what it says (read-only: nothing is switched or set)
-//	hcp-edge run [--config FILE]          the daemon: audit log, interlock, trip monitor,
-//	                                      furnace watchdog, control socket
+//	hcp-edge run [--config FILE]          the daemon: state file and audit log, interlock, trip
+//	                                      monitor, furnace watchdog, session engine, control socket
 //	hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
 //	                                      every output safe, through the daemon or, if it does
 //	                                      not acknowledge within 500 ms, directly
@@ -18,14 +18,21 @@
 //	hcp-edge envelope coverage [--config FILE] [--json]
 //	                                      every writable register, coil and serial command and
 //	                                      the envelope rule that bounds it
+//	hcp-edge submit FILE [--watch]        a task_submit as the local operator (broker user "local");
+//	                                      --watch: live progress, then the final message as JSON
+//	hcp-edge approve|deny|abort|pause|resume ID [--operator NAME] [--reason TEXT]
+//	                                      decide or steer a session (operator recorded)
+//	hcp-edge sessions [--all] [--json]    sessions with state, capability, caller, progress
+//	hcp-edge artifact get URI [-o FILE]   copy an artifact, verified against its recorded sha256
 //	hcp-edge config check [--json] [--capabilities DIR] [FILE]
 //	                                      validate a configuration (schema, units, envelope against
 //	                                      the device ranges, paths, key files, capabilities); every
 //	                                      problem as FILE:LINE: KEY: MESSAGE; exit 0 valid, 2 invalid
 //
-// Exit codes: 0 success (estop: every output confirmed safe); 1 failure (an
-// instrument could not be read, an output not confirmed safe, the daemon down
-// or refusing); 2 usage or configuration error.
+// Exit codes: 0 success (estop: every output confirmed safe; submit --watch:
+// task_completed); 1 failure (an instrument could not be read, an output not
+// confirmed safe, a task rejected, failed or aborted, the daemon down or
+// refusing); 2 usage or configuration error.
 package main
 
 import (
@@ -77,6 +84,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "reset", "arm":
 		return operatorCmd(ctx, args[0], args[1:], stdout, stderr)
+	case "submit":
+		return submitCmd(ctx, args[1:], stdout, stderr)
+	case "approve", "deny", "abort", "pause", "resume":
+		return sessionOpCmd(ctx, args[0], args[1:], stdout, stderr)
+	case "sessions":
+		return sessionsCmd(ctx, args[1:], stdout, stderr)
+	case "artifact":
+		return artifactCmd(ctx, args[1:], stdout, stderr)
 	case "envelope":
 		return envelopeCmd(ctx, args[1:], stdout, stderr)
 	case "config":
@@ -101,18 +116,31 @@ commands:
   status    readings, envelope margins, latched trip and instrument health from the daemon
   reset     clear a latched trip: reset --operator NAME
   arm       energise the interlock relay: arm --operator NAME
+  submit    submit a task_submit message (FILE) as the local operator; --watch follows it to its end
+  approve   approve a session awaiting approval: approve ID --operator NAME
+  deny      refuse a session awaiting approval: deny ID --operator NAME --reason TEXT
+  abort     abort a session: abort ID (the recipe's cleanup drives the rig safe)
+  pause     hold a running session at its next step: pause ID --operator NAME
+  resume    resume a paused session: resume ID --operator NAME
+  sessions  the sessions, their state, capability, caller and progress (--all: closed ones too)
+  artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
   envelope  envelope coverage: every writable channel and the rule that bounds it
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
 
-exit codes: 0 success; 1 failure (estop: not every output confirmed safe); 2 usage or configuration.
+exit codes: 0 success; 1 failure (estop: not every output confirmed safe; submit --watch: the
+task did not complete; the daemon down or refusing); 2 usage or configuration.
 
 examples:
   hcp-edge run --config configs/sim.yaml
   hcp-edge estop --operator alice
   hcp-edge status --json
   hcp-edge reset --operator alice && hcp-edge arm --operator alice
+  hcp-edge submit configs/examples/mos2-task.json --watch
+  hcp-edge sessions
+  hcp-edge approve apr-1a2b3c4d --operator alice
+  hcp-edge artifact get hcp://SESSION/artifacts/raman_spectrum.json -o spectrum.json
   hcp-edge envelope coverage
   hcp-edge config check /etc/hcp-edge/hcp-edge.yaml
   hcp-edge probe                                 # the simulated rig (embedded configs/sim.yaml)

@@ -11,15 +11,17 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// MaxRequest bounds a request line, in bytes.
-const MaxRequest = 4096
+// MaxRequest bounds a request line, in bytes (a task_submit rides in one).
+const MaxRequest = 256 << 10
 
-// maxReply bounds a reply line read by Do.
+// maxReply bounds a reply line read by Do and Stream.
 const maxReply = 1 << 20
 
 // Operations.
@@ -28,11 +30,24 @@ const (
 	OpStatus = "status"
 	OpReset  = "reset"
 	OpArm    = "arm"
+
+	OpSubmit   = "submit"   // {task, watch}: a task_submit envelope as broker user "local"
+	OpApprove  = "approve"  // {id, operator}
+	OpDeny     = "deny"     // {id, operator, reason}
+	OpAbort    = "abort"    // {id, operator, reason}
+	OpPause    = "pause"    // {id, operator}
+	OpResume   = "resume"   // {id, operator}
+	OpSessions = "sessions" // {all}
+	OpArtifact = "artifact" // {uri}
 )
+
+// ops is every operation the server accepts.
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact}
 
 // Stages of a reply line.
 const (
 	StageAccepted = "accepted" // the request was read; the operation runs
+	StageEvent    = "event"    // an intermediate line of a streaming operation (Result is the item)
 	StageDone     = "done"     // the final reply
 )
 
@@ -49,8 +64,14 @@ var (
 
 // Request is one request line.
 type Request struct {
-	Op       string `json:"op"`
-	Operator string `json:"operator,omitempty"`
+	Op       string          `json:"op"`
+	Operator string          `json:"operator,omitempty"`
+	ID       string          `json:"id,omitempty"`     // session or approval id
+	Reason   string          `json:"reason,omitempty"` // deny, abort
+	Task     json.RawMessage `json:"task,omitempty"`   // submit: the task_submit envelope
+	Watch    bool            `json:"watch,omitempty"`  // stream the operation's progress (StreamHandler)
+	All      bool            `json:"all,omitempty"`    // sessions: closed ones too
+	URI      string          `json:"uri,omitempty"`    // artifact
 }
 
 // Reply is one reply line.
@@ -66,6 +87,18 @@ type Reply struct {
 // Reply.Result) or an error (Reply.Error).
 type Handler interface {
 	Handle(ctx context.Context, req Request) (any, error)
+}
+
+// Emit sends one intermediate line (stage "event", v marshalled into
+// Result) to the client of a streaming operation.
+type Emit func(v any) error
+
+// StreamHandler is a Handler that can also stream: a request with Watch set
+// is handed to HandleStream, whose context has no connection deadline and
+// ends when the client hangs up or the server shuts down.
+type StreamHandler interface {
+	Handler
+	HandleStream(ctx context.Context, req Request, emit Emit) (any, error)
 }
 
 // HandlerFunc adapts a function to Handler.
@@ -98,6 +131,8 @@ type Server struct {
 	sem   chan struct{}
 	ctx   context.Context // cancelled when Shutdown gives up waiting
 	stop  context.CancelFunc
+	sctx  context.Context // streams: cancelled as soon as Shutdown begins
+	sstop context.CancelFunc
 	wg    sync.WaitGroup
 	once  sync.Once
 	close error
@@ -144,6 +179,7 @@ func Listen(path string, h Handler, opts Opts) (*Server, error) {
 	}
 	s := &Server{path: path, ln: ln, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConns)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.sctx, s.sstop = context.WithCancel(s.ctx)
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -202,18 +238,46 @@ func (s *Server) serve(c *net.UnixConn) {
 		_ = enc.Encode(Reply{Stage: StageDone, Error: "bad request: " + err.Error()})
 		return
 	}
-	switch req.Op {
-	case OpEStop, OpStatus, OpReset, OpArm:
-	default:
-		_ = enc.Encode(Reply{Op: req.Op, Stage: StageDone, Error: fmt.Sprintf("unknown op %q (estop, status, reset, arm)", req.Op)})
+	if !slices.Contains(ops, req.Op) {
+		_ = enc.Encode(Reply{Op: req.Op, Stage: StageDone, Error: fmt.Sprintf("unknown op %q (%s)", req.Op, strings.Join(ops, ", "))})
 		return
+	}
+	sh, stream := s.h.(StreamHandler)
+	stream = stream && req.Watch
+	if stream {
+		_ = c.SetDeadline(time.Time{})
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.ConnTimeout))
 	}
 	if err := enc.Encode(Reply{Op: req.Op, Stage: StageAccepted, OK: true}); err != nil {
 		s.log.Debug("control socket: client gone before the ack", "op", req.Op, "err", err)
 	}
-	ctx, cancel := context.WithDeadline(s.ctx, start.Add(s.opts.ConnTimeout))
-	defer cancel()
-	res, herr := s.h.Handle(ctx, req)
+	var res any
+	var herr error
+	if stream {
+		ctx, cancel := context.WithCancel(s.sctx)
+		defer cancel()
+		// The client sends nothing more: a read that ends means it hung up.
+		hup := make(chan struct{})
+		go func() { defer close(hup); _, _ = io.Copy(io.Discard, c); cancel() }()
+		defer func() { _ = c.CloseRead(); <-hup }()
+		var mu sync.Mutex
+		emit := func(v any) error {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(s.opts.ConnTimeout))
+			return enc.Encode(Reply{Op: req.Op, Stage: StageEvent, OK: true, Result: b})
+		}
+		res, herr = sh.HandleStream(ctx, req, emit)
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.ConnTimeout))
+	} else {
+		ctx, cancel := context.WithDeadline(s.ctx, start.Add(s.opts.ConnTimeout))
+		defer cancel()
+		res, herr = s.h.Handle(ctx, req)
+	}
 	rep := Reply{Op: req.Op, Stage: StageDone, OK: herr == nil}
 	if herr != nil {
 		rep.Error = herr.Error()
@@ -260,6 +324,7 @@ func readLine(r io.Reader, limit int) ([]byte, error) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.close = s.ln.Close() // also unlinks the socket file
+		s.sstop()              // watchers end now; operations finish
 		done := make(chan struct{})
 		go func() { s.wg.Wait(); close(done) }()
 		select {
@@ -273,11 +338,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.close
 }
 
-// Do sends req to the daemon on path and returns its final reply. The
+// Do sends req to the daemon on path and returns its final reply.
+// Intermediate lines (stage "event") are skipped; see Stream. The
 // daemon must acknowledge within ackTimeout (ErrNoAck otherwise); ctx bounds
 // the whole exchange (ErrNoReply when it ends after the acknowledgement).
 // A reply with OK false is returned with a nil error.
 func Do(ctx context.Context, path string, req Request, ackTimeout time.Duration) (Reply, error) {
+	return Stream(ctx, path, req, ackTimeout, nil)
+}
+
+// Stream is Do for a streaming operation: onEvent, if not nil, is called
+// with the Result of each intermediate line, in order, before the final
+// reply is returned.
+func Stream(ctx context.Context, path string, req Request, ackTimeout time.Duration, onEvent func(json.RawMessage)) (Reply, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, ackTimeout)
 	defer cancel()
@@ -300,7 +373,7 @@ func Do(ctx context.Context, path string, req Request, ackTimeout time.Duration)
 	if _, err := c.Write(append(b, '\n')); err != nil {
 		return Reply{}, fmt.Errorf("%w within %v on %s (send): %w", ErrNoAck, ackTimeout, path, err)
 	}
-	br := bufio.NewReaderSize(io.LimitReader(c, maxReply), 4096)
+	br := bufio.NewReaderSize(c, 64<<10)
 	first, err := readReply(br)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -316,17 +389,34 @@ func Do(ctx context.Context, path string, req Request, ackTimeout time.Duration)
 		dl = time.Time{}
 	}
 	_ = c.SetDeadline(dl)
-	rep, err := readReply(br)
-	if err != nil {
-		return Reply{}, fmt.Errorf("%w on %s: %w", ErrNoReply, path, err)
+	for {
+		rep, err := readReply(br)
+		if err != nil {
+			return Reply{}, fmt.Errorf("%w on %s: %w", ErrNoReply, path, err)
+		}
+		if rep.Stage != StageEvent {
+			return rep, nil
+		}
+		if onEvent != nil {
+			onEvent(rep.Result)
+		}
 	}
-	return rep, nil
 }
 
 func readReply(br *bufio.Reader) (Reply, error) {
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		return Reply{}, err
+	var line []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		line = append(line, b...)
+		if len(line) > maxReply {
+			return Reply{}, fmt.Errorf("control: reply line longer than %d bytes", maxReply)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return Reply{}, err
+		}
 	}
 	var r Reply
 	if err := json.Unmarshal(line, &r); err != nil {

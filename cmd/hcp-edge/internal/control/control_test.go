@@ -164,3 +164,54 @@ func TestShutdownWaitsForOperation(t *testing.T) {
 		t.Fatalf("socket file left after Shutdown: %v", err)
 	}
 }
+
+// streamer streams three events, then ends; it records how it ended.
+type streamer struct {
+	HandlerFunc
+	ended chan error
+}
+
+func (s *streamer) HandleStream(ctx context.Context, req Request, emit Emit) (any, error) {
+	for i := range 3 {
+		if err := emit(map[string]int{"n": i}); err != nil {
+			return nil, err
+		}
+	}
+	if req.ID == "hang" {
+		<-ctx.Done()
+		s.ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	return "final", nil
+}
+
+func TestStream(t *testing.T) {
+	h := &streamer{HandlerFunc: func(context.Context, Request) (any, error) { return "plain", nil }, ended: make(chan error, 1)}
+	s := listen(t, h)
+	var got []string
+	rep, err := Stream(ctxT(t), s.Path(), Request{Op: OpSubmit, Watch: true}, time.Second, func(r json.RawMessage) { got = append(got, string(r)) })
+	if err != nil || !rep.OK || string(rep.Result) != `"final"` || len(got) != 3 || got[2] != `{"n":2}` {
+		t.Fatalf("stream: %+v %v events %v", rep, err, got)
+	}
+	// Without Watch the plain handler answers; Do skips nothing.
+	rep, err = Do(ctxT(t), s.Path(), Request{Op: OpSubmit}, time.Second)
+	if err != nil || string(rep.Result) != `"plain"` {
+		t.Fatalf("plain: %+v %v", rep, err)
+	}
+	// A client that hangs up ends the stream's context.
+	ctx, cancel := context.WithCancel(ctxT(t))
+	n := 0
+	_, err = Stream(ctx, s.Path(), Request{Op: OpSubmit, Watch: true, ID: "hang"}, time.Second, func(json.RawMessage) {
+		if n++; n == 3 {
+			cancel()
+		}
+	})
+	if err == nil {
+		t.Fatal("cancelled stream returned no error")
+	}
+	select {
+	case <-h.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's stream did not end when the client hung up")
+	}
+}

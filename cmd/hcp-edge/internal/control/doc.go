@@ -1,6 +1,7 @@
 // Package control is the daemon's local control socket: a unix domain
 // socket (mode 0660) on which the technician's CLI asks for an e-stop, the
-// status, a reset or arming. Nothing on the network reaches it.
+// status, a reset or arming, and submits and steers sessions. Nothing on
+// the network reaches it.
 //
 // # Protocol
 //
@@ -24,7 +25,21 @@
 //
 // Operations: estop {operator} drives every output safe and replies once
 // the read-backs confirm; status; reset {operator} (required); arm
-// {operator} (required). The result's shape belongs to the operation.
+// {operator} (required); the session operations submit {task, watch},
+// approve, deny, abort, pause and resume {id, operator, reason}, sessions
+// {all} and artifact {uri}. The result's shape belongs to the operation.
+//
+// # Streaming
+//
+// A request with "watch": true to a StreamHandler is answered, after the
+// acknowledgement, by any number of intermediate lines
+//
+//	{"op":"submit","stage":"event","ok":true,"result":{...}}
+//
+// before the final reply. Such a connection has no overall deadline: its
+// context ends when the client hangs up (the server reads the connection
+// for EOF) or when Shutdown begins, so a watcher never holds up a
+// shutdown. Stream is the client; Do skips intermediate lines.
 //
 // # Caveats
 //

@@ -1,5 +1,5 @@
 // Package rigconfig reads the agent's YAML configuration (rig, envelope,
-// monitor and agent sections) and turns the rig section into concrete
+// monitor, agent and gate sections) and turns the rig section into concrete
 // drivers. It is the one place that knows which instrument sits on which
 // wire; everything above it sees device contracts only.
 //
@@ -8,7 +8,9 @@
 // Parse and Load decode strictly (an unknown key is an error), expand
 // ${sim_dir} and environment variables in paths, fill defaults (Defaults:
 // HCP_STATE_DIR and HCP_CONTROL_SOCKET override the file) and validate
-// everything that can be checked without hardware. The envelope section is
+// everything that can be checked without hardware. The gate section is a
+// gate.Config decoded over DefaultGate (the shipped policy plus the local
+// operator, broker user and caller "local"). The envelope section is
 // an envelope.Config; Spec derives the envelope.RigSpec it is compiled
 // against from the rig section.
 //

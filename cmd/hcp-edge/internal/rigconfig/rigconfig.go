@@ -2,6 +2,7 @@ package rigconfig
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,28 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/gate"
 )
+
+// emptyRegistry lets Validate check the gate section without the
+// capability declarations.
+var emptyRegistry, _ = capability.NewRegistry()
+
+// nopRecorder stands in for the audit log while Validate checks the gate
+// section.
+type nopRecorder struct{}
+
+func (nopRecorder) Append(_ context.Context, e audit.Entry) (audit.Entry, error) { return e, nil }
+
+// unjoin splits a joined error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
 
 // File is the agent's configuration file. Unknown keys are errors.
 type File struct {
@@ -25,6 +47,27 @@ type File struct {
 	Envelope envelope.Config `yaml:"envelope"`
 	Monitor  Monitor         `yaml:"monitor"`
 	Agent    Agent           `yaml:"agent"`
+	// Gate is the L3 gate's policy: broker users, the callers' ACL, risk
+	// rules. Parse starts from DefaultGate and decodes the file over it
+	// (maps merge key by key; a list replaces the default list; null
+	// removes an optional rule).
+	Gate gate.Config `yaml:"gate"`
+}
+
+// LocalUser is the broker user, and caller id, of the local control
+// socket's submit: a task submitted with hcp-edge submit is authenticated
+// as this user.
+const LocalUser = "local"
+
+// DefaultGate is gate.DefaultConfig plus the local operator: broker user
+// "local" is caller "local", which may submit the three shipped
+// capabilities up to risk R3 and data classification T2.
+func DefaultGate() gate.Config {
+	g := gate.DefaultConfig()
+	g.BrokerUsers[LocalUser] = LocalUser
+	g.Callers[LocalUser] = gate.CallerACL{Capabilities: []string{"cvd-material-synthesis", "rig-status", "leak-check"},
+		MaxRiskLevel: capability.R3, MaxDataClassification: gate.T2}
+	return g
 }
 
 // Monitor tunes the trip monitor and the furnace comms watchdog. Zero fields
@@ -61,6 +104,21 @@ type Agent struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text (default) or json.
 	LogFormat string `yaml:"log_format"`
+	// CapabilitiesDir holds the capability declarations (*.json). A
+	// relative path is relative to the configuration file's directory.
+	// Default: <config dir>/capabilities when it exists, else the copies
+	// embedded in the binary (configs/capabilities).
+	CapabilitiesDir string `yaml:"capabilities_dir"`
+	// TimeScale is process seconds per wall second of the session engine:
+	// 1 on a real rig (the default); the simulator's time scale against
+	// rig-sim (300 by default there).
+	TimeScale float64 `yaml:"time_scale"`
+	// ApprovalTimeout rejects a session that needs a human approval and
+	// got none in time (default 1h).
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
+	// RecoveryGrace is the longest outage after which a session still
+	// resumes from its checkpoint at start (default 5m).
+	RecoveryGrace time.Duration `yaml:"recovery_grace"`
 }
 
 // DefaultStateDir is the state directory when neither the configuration nor
@@ -94,6 +152,15 @@ func (f *File) Defaults() {
 	}
 	if a.LogFormat == "" {
 		a.LogFormat = "text"
+	}
+	if a.TimeScale == 0 {
+		a.TimeScale = 1
+	}
+	if a.ApprovalTimeout == 0 {
+		a.ApprovalTimeout = time.Hour
+	}
+	if a.RecoveryGrace == 0 {
+		a.RecoveryGrace = 5 * time.Minute
 	}
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
@@ -140,6 +207,25 @@ func (f File) Validate() error {
 	case "text", "json":
 	default:
 		bad("agent.log_format", "%q is neither text nor json", f.Agent.LogFormat)
+	}
+	if ts := f.Agent.TimeScale; !(ts >= 1 && ts <= 10000) {
+		bad("agent.time_scale", "%v is outside 1..10000 (1 on a real rig)", ts)
+	}
+	if f.Agent.ApprovalTimeout < time.Second {
+		bad("agent.approval_timeout", "%v is shorter than 1s", f.Agent.ApprovalTimeout)
+	}
+	if f.Agent.RecoveryGrace < 0 {
+		bad("agent.recovery_grace", "%v is negative", f.Agent.RecoveryGrace)
+	}
+	if _, err := gate.New(f.Gate, emptyRegistry, nopRecorder{}, gate.Opts{}); err != nil {
+		for _, e := range unjoin(err) {
+			msg := strings.TrimPrefix(e.Error(), gate.ErrInvalidConfig.Error()+": ")
+			if k, m, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(k, " \t") {
+				bad("gate."+k, "%s", m)
+			} else {
+				bad("gate", "%s", msg)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -227,7 +313,7 @@ func Load(path string) (File, error) {
 // Parse decodes a configuration strictly and expands ${sim_dir} and
 // environment variables in paths.
 func Parse(r io.Reader) (File, error) {
-	var f File
+	f := File{Gate: DefaultGate()}
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {

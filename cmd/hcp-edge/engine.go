@@ -1,0 +1,573 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/session/token"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// Files and directories of the state directory besides the state file.
+const (
+	tokenKeyFile = "token.key" // the session token signing key (0600)
+	artifactsDir = "artifacts" // artifacts/{session}/{name}
+	resultsDir   = "results"   // results/{session}.json: the final message of a session
+)
+
+// loadRegistry loads the capability declarations: dir (relative to the
+// configuration file's directory), else <config dir>/capabilities when it
+// exists, else the copies embedded in the binary. It returns where they
+// came from.
+func loadRegistry(cfgPath, dir string) (*capability.Registry, string, error) {
+	base := "."
+	if cfgPath != "" {
+		base = filepath.Dir(cfgPath)
+	}
+	if dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(base, dir)
+		}
+		reg, err := capability.LoadDir(dir)
+		return reg, dir, err
+	}
+	if cfgPath != "" {
+		d := filepath.Join(base, "capabilities")
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			reg, err := capability.LoadDir(d)
+			return reg, d, err
+		}
+	}
+	names, err := fs.Glob(configs.Capabilities, "capabilities/*.json")
+	if err != nil {
+		return nil, "", err
+	}
+	var caps []*capability.Capability
+	var errs []error
+	for _, n := range names {
+		data, err := configs.Capabilities.ReadFile(n)
+		if err == nil {
+			var c *capability.Capability
+			if c, err = capability.Parse(data); err == nil {
+				caps = append(caps, c)
+				continue
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", n, err))
+	}
+	if len(errs) > 0 {
+		return nil, "", errors.Join(errs...)
+	}
+	reg, err := capability.NewRegistry(caps...)
+	return reg, "embedded configs/capabilities", err
+}
+
+// executors builds the executor of every shipped capability the registry
+// declares.
+func executors(reg *capability.Registry) ([]executor.Executor, error) {
+	var out []executor.Executor
+	for _, c := range reg.All() {
+		if slices.ContainsFunc(out, func(x executor.Executor) bool { return x.Capability() == c.Name }) {
+			continue
+		}
+		hi, err := reg.Resolve(c.Name, "")
+		if err != nil {
+			return nil, err
+		}
+		var x executor.Executor
+		switch c.Name {
+		case executor.CVDName:
+			x, err = executor.NewCVD(hi, executor.CVDOpts{})
+		case executor.RigStatusName:
+			x, err = executor.NewRigStatus(hi)
+		case executor.LeakCheckName:
+			x, err = executor.NewLeakCheck(hi)
+		default:
+			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor for it", c.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// sessions is the daemon's session side: the engine and the local fan-out
+// of its messages.
+type sessions struct {
+	eng      *engine.Engine
+	st       *store.Store
+	hub      *hub
+	stateDir string
+	log      *slog.Logger
+}
+
+// newEngine assembles the session engine over the interlock path.
+func newEngine(f rigconfig.File, st *store.Store, reg *capability.Registry, auth *token.Authority, rev *token.Revocations,
+	il *envelope.Interlock, mon *envelope.Monitor, out engine.Outbound, log *slog.Logger) (*engine.Engine, error) {
+	g, err := gate.New(f.Gate, reg, st.Audit(), gate.Opts{})
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	xs, err := executors(reg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
+		Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir,
+		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
+		Logger: log.With("component", "engine")})
+}
+
+// hubMsg is one outbound message.
+type hubMsg struct {
+	caller string
+	env    *wire.Envelope
+}
+
+// hub is the engine's Outbound for now: it fans every message out to the
+// control socket's watchers, keeps each session's latest progress, and
+// writes each session's final message to results/{session}.json. (The
+// AMQP outbox takes this place behind the same engine.Outbound seam.)
+type hub struct {
+	dir  string // results directory
+	log  *slog.Logger
+	mu   sync.Mutex
+	next int
+	subs map[int]chan hubMsg
+	prog map[string]progressView
+}
+
+// watchBuffer is how many messages a watcher may lag before it is dropped.
+const watchBuffer = 4096
+
+func newHub(dir string, log *slog.Logger) (*hub, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	return &hub{dir: dir, log: log, subs: map[int]chan hubMsg{}, prog: map[string]progressView{}}, nil
+}
+
+// progressView is a session's latest progress event.
+type progressView struct {
+	Stage   string   `json:"stage"`
+	Percent *float64 `json:"percent,omitempty"`
+	Message string   `json:"message,omitempty"`
+}
+
+// Publish hands env to every watcher (never blocking: a watcher that lags
+// by watchBuffer messages is dropped) and records progress and finals.
+func (h *hub) Publish(_ context.Context, caller string, env *wire.Envelope) error {
+	if env.SessionID != nil {
+		sid := env.SessionID.String()
+		switch env.Type {
+		case wire.TypeEvent:
+			if ev, err := env.Event(); err == nil && ev.EventType == string(lifecycle.EventProgress) {
+				var p progressView
+				if json.Unmarshal(ev.Data, &p) == nil {
+					h.mu.Lock()
+					h.prog[sid] = p
+					h.mu.Unlock()
+				}
+			}
+		case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
+			if b, err := wire.Encode(env); err == nil {
+				if err := writeFileAtomic(filepath.Join(h.dir, sid+".json"), b); err != nil {
+					h.log.Warn("record final message", "session", sid, "err", err)
+				}
+			}
+			h.mu.Lock()
+			delete(h.prog, sid)
+			h.mu.Unlock()
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, ch := range h.subs {
+		select {
+		case ch <- hubMsg{caller: caller, env: env}:
+		default:
+			close(ch)
+			delete(h.subs, id)
+		}
+	}
+	return nil
+}
+
+// subscribe returns a channel of every message published from now on and
+// the function that ends the subscription. The channel is closed when the
+// watcher lagged too far.
+func (h *hub) subscribe() (<-chan hubMsg, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	ch := make(chan hubMsg, watchBuffer)
+	h.subs[id] = ch
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.subs[id]; ok {
+			close(ch)
+			delete(h.subs, id)
+		}
+	}
+}
+
+func (h *hub) progress(sid string) (progressView, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.prog[sid]
+	return p, ok
+}
+
+// final reads session sid's recorded final message.
+func (h *hub) final(sid string) (*wire.Envelope, error) {
+	b, err := os.ReadFile(filepath.Join(h.dir, sid+".json"))
+	if err != nil {
+		return nil, err
+	}
+	return wire.Decode(b)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// submitResult is the reply to submit without --watch.
+type submitResult struct {
+	SessionID  string            `json:"session_id,omitempty"`
+	ApprovalID string            `json:"approval_id,omitempty"`
+	Replies    []json.RawMessage `json:"replies"`
+}
+
+// decodeSubmit checks the request's task_submit envelope.
+func decodeSubmit(raw json.RawMessage) (*wire.Envelope, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("submit needs a task_submit envelope")
+	}
+	env, err := wire.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("task_submit: %w", err)
+	}
+	if env.Type != wire.TypeTaskSubmit {
+		return nil, fmt.Errorf("the message is a %s, not a task_submit", env.Type)
+	}
+	return env, nil
+}
+
+// approvalOf returns the approval id an approval_pending event carries.
+func approvalOf(env *wire.Envelope) string {
+	ev, err := env.Event()
+	if err != nil || ev.EventType != engine.EventApprovalPending {
+		return ""
+	}
+	var d struct {
+		Details struct {
+			ApprovalID string `json:"approval_id"`
+		} `json:"details"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	return d.Details.ApprovalID
+}
+
+// submit runs a local task_submit. Without emit it returns the replies at
+// once; with emit it streams every message of the session and returns the
+// final one (task_completed, task_failed, task_rejected, or the
+// session_closed event of an aborted session).
+func (s *sessions) submit(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	env, err := decodeSubmit(req.Task)
+	if err != nil {
+		return nil, err
+	}
+	var msgs <-chan hubMsg
+	if emit != nil {
+		ch, unsub := s.hub.subscribe()
+		defer unsub()
+		msgs = ch
+	}
+	res, err := s.eng.Submit(ctx, engine.SubmitRequest{MessageID: env.MessageID.String(), BrokerUser: rigconfig.LocalUser, Envelope: env})
+	if err != nil {
+		return nil, err
+	}
+	sub, _ := env.TaskSubmit()
+	caller := ""
+	if sub != nil {
+		caller = sub.CallerID
+	}
+	// The replies go where the engine's own messages go.
+	for _, r := range res.Replies {
+		_ = s.hub.Publish(ctx, caller, r)
+	}
+	res.Start()
+	out := submitResult{SessionID: res.SessionID}
+	for _, r := range res.Replies {
+		b, _ := wire.Encode(r)
+		out.Replies = append(out.Replies, b)
+		if a := approvalOf(r); a != "" {
+			out.ApprovalID = a
+		}
+	}
+	s.log.Info("local submit", "session", res.SessionID, "approval_id", out.ApprovalID, "replies", len(res.Replies))
+	if emit == nil {
+		return out, nil
+	}
+	for _, r := range res.Replies {
+		if r.Type == wire.TypeTaskRejected {
+			return json.RawMessage(mustEncode(r)), nil
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range res.Replies {
+		seen[r.MessageID.String()] = true
+		_ = emit(json.RawMessage(mustEncode(r)))
+	}
+	return s.watch(ctx, res.SessionID, msgs, seen, emit)
+}
+
+// watch streams session sid's messages until its final one, skipping the
+// messages already sent (seen).
+func (s *sessions) watch(ctx context.Context, sid string, msgs <-chan hubMsg, seen map[string]bool, emit control.Emit) (any, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("watch of %s ended: %w", sid, context.Cause(ctx))
+		case m, ok := <-msgs:
+			if !ok {
+				return nil, fmt.Errorf("watch of %s dropped: it lagged by %d messages", sid, watchBuffer)
+			}
+			if m.env.SessionID == nil || m.env.SessionID.String() != sid || seen[m.env.MessageID.String()] {
+				continue
+			}
+			b := json.RawMessage(mustEncode(m.env))
+			switch m.env.Type {
+			case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
+				return b, nil
+			}
+			if ev, err := m.env.Event(); err == nil && ev.EventType == string(lifecycle.EventSessionClosed) {
+				if st, err := s.eng.State(ctx, sid); err == nil && st == lifecycle.Aborted {
+					return b, nil
+				}
+			}
+			if err := emit(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func mustEncode(env *wire.Envelope) []byte {
+	b, err := wire.Encode(env)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return b
+}
+
+// sessionView is one row of sessions.
+type sessionView struct {
+	ID         string        `json:"session_id"`
+	State      string        `json:"state"`
+	Capability string        `json:"capability"`
+	Version    string        `json:"capability_version"`
+	Caller     string        `json:"caller_id"`
+	Risk       string        `json:"risk_level"`
+	DataClass  string        `json:"data_classification"`
+	ApprovalID string        `json:"approval_id,omitempty"`
+	Operator   string        `json:"operator,omitempty"`
+	Progress   *progressView `json:"progress,omitempty"`
+	CreatedAt  time.Time     `json:"created_at"`
+	UpdatedAt  time.Time     `json:"updated_at"`
+}
+
+func (s *sessions) list(ctx context.Context, all bool) ([]sessionView, error) {
+	ss, err := s.st.Sessions(ctx, !all)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessionView, 0, len(ss))
+	for _, x := range ss {
+		v := sessionView{ID: x.ID, State: string(x.State), Capability: x.Capability, Version: x.CapabilityVersion,
+			Caller: x.CallerID, Risk: x.RiskLevel, DataClass: x.DataClass, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
+		var m struct {
+			ApprovalID string `json:"approval_id"`
+			Operator   string `json:"operator"`
+		}
+		_ = json.Unmarshal(x.Metadata, &m)
+		if x.State == lifecycle.Pending {
+			v.ApprovalID = m.ApprovalID
+		}
+		v.Operator = m.Operator
+		if p, ok := s.hub.progress(x.ID); ok && !x.State.Terminal() {
+			v.Progress = &p
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b sessionView) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// artifactView is the reply to artifact: where the file is and what the
+// session's final message recorded about it.
+type artifactView struct {
+	URI       string `json:"uri"`
+	SessionID string `json:"session_id"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	Checksum  string `json:"checksum"`
+	Type      string `json:"type,omitempty"`
+}
+
+// parseArtifactURI splits hcp://{session}/artifacts/{name}.
+func parseArtifactURI(uri string) (sid, name string, err error) {
+	rest, ok := strings.CutPrefix(uri, "hcp://")
+	if !ok {
+		return "", "", fmt.Errorf("%q: an artifact URI is hcp://{session}/artifacts/{name}", uri)
+	}
+	sid, name, ok = strings.Cut(rest, "/artifacts/")
+	if !ok || sid == "" || name == "" || strings.ContainsAny(sid, "/\\") || strings.ContainsAny(name, "/\\") ||
+		name == "." || name == ".." || path.Clean(name) != name || len(sid) > store.MaxIDLen {
+		return "", "", fmt.Errorf("%q: an artifact URI is hcp://{session}/artifacts/{name}", uri)
+	}
+	return sid, name, nil
+}
+
+func (s *sessions) artifact(uri string) (artifactView, error) {
+	sid, name, err := parseArtifactURI(uri)
+	if err != nil {
+		return artifactView{}, err
+	}
+	fin, err := s.hub.final(sid)
+	if err != nil {
+		return artifactView{}, fmt.Errorf("no recorded result for session %s (artifacts are listed once it completes or fails): %w", sid, err)
+	}
+	var arts []wire.Artifact
+	switch fin.Type {
+	case wire.TypeTaskCompleted:
+		tc, err := fin.TaskCompleted()
+		if err != nil {
+			return artifactView{}, err
+		}
+		arts = tc.Artifacts
+	case wire.TypeTaskFailed:
+		tf, err := fin.TaskFailed()
+		if err != nil {
+			return artifactView{}, err
+		}
+		arts = tf.Artifacts
+	}
+	for _, a := range arts {
+		if a.URI == uri {
+			return artifactView{URI: uri, SessionID: sid, Name: name, Path: filepath.Join(s.stateDir, artifactsDir, sid, name),
+				SizeBytes: a.SizeBytes, Checksum: a.Checksum, Type: a.Type}, nil
+		}
+	}
+	return artifactView{}, fmt.Errorf("session %s has no artifact %q", sid, name)
+}
+
+// handle serves the session operations of the control socket.
+func (s *sessions) handle(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	needID := func() error {
+		if req.ID == "" {
+			return fmt.Errorf("%s needs a session or approval id", req.Op)
+		}
+		return nil
+	}
+	needOperator := func() error {
+		if req.Operator == "" {
+			return fmt.Errorf("%s needs the operator's name (--operator NAME)", req.Op)
+		}
+		return nil
+	}
+	switch req.Op {
+	case control.OpSubmit:
+		return s.submit(ctx, req, emit)
+	case control.OpSessions:
+		return s.list(ctx, req.All)
+	case control.OpArtifact:
+		return s.artifact(req.URI)
+	}
+	if err := needID(); err != nil {
+		return nil, err
+	}
+	var err error
+	var msg string
+	switch req.Op {
+	case control.OpApprove:
+		if err = needOperator(); err == nil {
+			err = s.eng.Approve(ctx, req.ID, req.Operator)
+			msg = "approved by " + req.Operator
+		}
+	case control.OpDeny:
+		if err = needOperator(); err == nil {
+			err = s.eng.Deny(ctx, req.ID, req.Operator, req.Reason)
+			msg = "denied by " + req.Operator
+		}
+	case control.OpAbort:
+		reason := "aborted by the local operator"
+		if req.Operator != "" {
+			reason = "aborted by operator " + req.Operator
+		}
+		if req.Reason != "" {
+			reason += ": " + req.Reason
+		}
+		err = s.eng.Abort(ctx, req.ID, reason)
+		msg = "abort requested"
+	case control.OpPause:
+		if err = needOperator(); err == nil {
+			err = s.eng.Pause(ctx, req.ID, req.Operator)
+			msg = "pause requested by " + req.Operator + " (takes effect at the next step boundary)"
+		}
+	case control.OpResume:
+		if err = needOperator(); err == nil {
+			err = s.eng.Resume(ctx, req.ID, req.Operator)
+			msg = "resumed by " + req.Operator
+		}
+	default:
+		return nil, fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.log.Warn("session "+req.Op, "id", req.ID, "operator", req.Operator, "reason", req.Reason)
+	return opResult{Message: fmt.Sprintf("%s: %s", req.ID, msg)}, nil
+}
