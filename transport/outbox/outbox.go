@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -75,8 +76,12 @@ type Outbox struct {
 	name   []byte
 	notify chan struct{}
 
-	mu        sync.Mutex // serialises writers and guards the fields below
-	closed    bool
+	// closed is read without mu: AppendTx runs inside a caller's bbolt
+	// transaction, and taking mu there would invert the lock order of Append
+	// and Delete (mu, then bbolt's writer lock) and deadlock.
+	closed atomic.Bool
+
+	mu        sync.Mutex // serialises this outbox's own writers and guards the fields below
 	depth     int
 	telemetry int
 }
@@ -176,7 +181,7 @@ func (ob *Outbox) Append(m Message) (uint64, error) {
 	}
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	if ob.closed {
+	if ob.closed.Load() {
 		return 0, ErrClosed
 	}
 	var key uint64
@@ -287,7 +292,7 @@ func (ob *Outbox) Delete(keys ...uint64) error {
 	}
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	if ob.closed {
+	if ob.closed.Load() {
 		return ErrClosed
 	}
 	removed, removedTel := 0, 0
@@ -332,7 +337,7 @@ func (ob *Outbox) Stats() (Stats, error) {
 	var s Stats
 	ob.mu.Lock()
 	s.Depth, s.Telemetry = ob.depth, ob.telemetry
-	closed := ob.closed
+	closed := ob.closed.Load()
 	ob.mu.Unlock()
 	if closed {
 		return Stats{}, ErrClosed
@@ -381,7 +386,7 @@ func (ob *Outbox) OldestAge(now time.Time) (time.Duration, error) {
 func (ob *Outbox) TakeDropped() (uint64, error) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	if ob.closed {
+	if ob.closed.Load() {
 		return 0, ErrClosed
 	}
 	var n uint64
@@ -401,21 +406,17 @@ func (ob *Outbox) TakeDropped() (uint64, error) {
 	return n, nil
 }
 
-func (ob *Outbox) isClosed() bool {
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	return ob.closed
-}
+func (ob *Outbox) isClosed() bool { return ob.closed.Load() }
 
 // Close stops the outbox; with Open it also closes the file. Later calls
 // return ErrClosed.
 func (ob *Outbox) Close() error {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
-	if ob.closed {
+	if ob.closed.Load() {
 		return nil
 	}
-	ob.closed = true
+	ob.closed.Store(true)
 	if ob.ownsDB {
 		if err := ob.db.Close(); err != nil {
 			return fmt.Errorf("outbox: close: %w", err)
