@@ -200,10 +200,16 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 	if err := ch.Qos(in.opts.Prefetch, 0, false); err != nil {
 		return fmt.Errorf("amqp: inbox qos: %w", err)
 	}
-	ds, err := ch.ConsumeWithContext(ctx, q, "", false, false, false, false, nil)
+	// Consume with our own tag and cancel it ourselves before the channel
+	// closes: ConsumeWithContext's background basic.cancel races a deferred
+	// Close, which then waited for the connection to close (a hung Run after
+	// its context ended while the connection stayed up).
+	tag := fmt.Sprintf("hcp-inbox-%s-%d", in.opts.CalleeID, time.Now().UnixNano())
+	ds, err := ch.Consume(q, tag, false, false, false, false, nil)
 	if err != nil {
 		return fmt.Errorf("amqp: consume %s: %w", q, err)
 	}
+	defer func() { _ = ch.Cancel(tag, false) }() // runs before the deferred Close
 	if err := in.Prune(); err != nil {
 		in.log.Warn("amqp: inbox prune", "err", err)
 	}

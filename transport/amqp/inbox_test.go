@@ -3,6 +3,7 @@ package amqp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -341,5 +342,33 @@ func TestInboxHostile(t *testing.T) {
 	t.Logf("inbox stats %+v", s)
 	if s.Refused != uint64(len(cases)) || s.Answered != uint64(len(cases)-1) {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// Regression: Run must return promptly when its context ends while the
+// connection stays up (the daemon stops intake before it closes the link).
+func TestInboxRunStopsOnContext(t *testing.T) {
+	c := startCallee(t, 1, tamqp.InboxOpts{})
+	conn := amqptest.Dial(t, amqptest.URL())
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: c.id}); err != nil {
+		t.Fatal(err)
+	}
+	ch.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.in.Run(ctx, conn) }()
+	time.Sleep(300 * time.Millisecond) // consuming
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended (connection still up)")
 	}
 }
