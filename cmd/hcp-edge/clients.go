@@ -92,7 +92,9 @@ func printStatus(w io.Writer, st statusResult) {
 	} else {
 		fmt.Fprintln(w, "not latched")
 	}
-	fmt.Fprintf(w, "relay: %s\n\n", st.Relay)
+	fmt.Fprintf(w, "relay: %s\n", st.Relay)
+	fmt.Fprintln(w, st.Uplink.line()) // uplink.go
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tVALUE\tMIN\tMAX\tUNIT\tMARGIN")
 	for _, m := range st.Margins {

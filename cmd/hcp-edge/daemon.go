@@ -44,7 +44,9 @@ first, then the sessions (left for the next start's recovery), the monitor, then
 policy on the outputs.
 
 environment: HCP_STATE_DIR, HCP_CONTROL_SOCKET override agent.state_dir and agent.control_socket;
-HCP_RIG_SIM_DIR overrides rig.sim_dir.
+HCP_RIG_SIM_DIR overrides rig.sim_dir; HCP_AMQP_URL and HCP_CALLEE_ID override agent.amqp.url and
+agent.amqp.callee_id. With a broker URL the agent also serves HCP through the broker, started last
+(it runs with the broker unreachable: messages wait in the durable outbox, reconnects are logged).
 
 exit codes: 0 stopped cleanly; 1 failed at start or on the way down; 2 usage or configuration.
 
@@ -181,7 +183,12 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	eng, err := newEngine(f, st, reg, tokens, revoked, il, mon, hb, log)
+	up, err := newUplink(f, st, hb, log) // nil without agent.amqp.url (uplink.go)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, up.close()) }()
+	eng, err := newEngine(f, st, reg, tokens, revoked, il, mon, up.outbound(hb), log)
 	if err != nil {
 		return err
 	}
@@ -200,10 +207,17 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	for _, r := range recs {
 		log.Warn("session recovered", "session", r.SessionID, "from", r.From, "decision", r.Decision, "err", r.Err)
 	}
-	h := &handler{il: il, mon: mon, in: in, log: log,
+	if err := up.attach(f, eng); err != nil {
+		return err
+	}
+	h := &handler{il: il, mon: mon, in: in, log: log, up: up,
 		sess: &sessions{eng: eng, st: st, hub: hb, stateDir: f.Agent.StateDir, log: log}}
 	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
 	if err != nil {
+		return err
+	}
+	if err := up.Start(); err != nil { // the uplink last: the broker may be down, the outbox holds
+		_ = srv.Shutdown(context.Background())
 		return err
 	}
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
@@ -220,6 +234,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer scancel()
+	up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
 	err = srv.Shutdown(sctx)
 	engClosed = true
 	err = errors.Join(err, eng.Close())
@@ -240,6 +255,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 
 // handler serves the control socket's operations.
 type handler struct {
+	up   *uplink // nil without a broker
 	il   *envelope.Interlock
 	mon  *envelope.Monitor
 	in   *rigconfig.Instruments
@@ -260,10 +276,14 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
 		control.OpSessions, control.OpArtifact:
 		return h.sess.handle(ctx, req, nil)
+	case control.OpAuditVerify, control.OpAuditReplay:
+		return h.sess.auditOp(ctx, req)
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
 	case control.OpStatus:
-		return statusOf(h.mon.Status()), nil
+		st := statusOf(h.mon.Status())
+		st.Uplink = h.up.status()
+		return st, nil
 	case control.OpReset:
 		if req.Operator == "" {
 			return nil, errors.New("reset needs the operator's name (--operator NAME)")

@@ -127,7 +127,7 @@ type sessions struct {
 // newEngine assembles the session engine over the interlock path.
 func newEngine(f rigconfig.File, st *store.Store, reg *capability.Registry, auth *token.Authority, rev *token.Revocations,
 	il *envelope.Interlock, mon *envelope.Monitor, out engine.Outbound, log *slog.Logger) (*engine.Engine, error) {
-	g, err := gate.New(f.Gate, reg, st.Audit(), gate.Opts{})
+	g, err := gate.New(f.Gate, reg, st.Audit(), gate.Opts{Protection: protectionOf(out)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
@@ -524,7 +524,7 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 	case control.OpSessions:
 		return s.list(ctx, req.All)
 	case control.OpArtifact:
-		return s.artifact(req.URI)
+		return s.artifactAudited(ctx, req)
 	}
 	if err := needID(); err != nil {
 		return nil, err

@@ -24,6 +24,11 @@
 //	                                      decide or steer a session (operator recorded)
 //	hcp-edge sessions [--all] [--json]    sessions with state, capability, caller, progress
 //	hcp-edge artifact get URI [-o FILE]   copy an artifact, verified against its recorded sha256
+//	hcp-edge audit verify [--json] [--state-dir DIR]
+//	                                      check the audit log's hash chain (through the daemon, or
+//	                                      the state file read-only when it is down); exit 1 broken
+//	hcp-edge audit replay ID [--json] [--operator NAME]
+//	                                      one session's lifecycle from the audit log
 //	hcp-edge config check [--json] [--capabilities DIR] [FILE]
 //	                                      validate a configuration (schema, units, envelope against
 //	                                      the device ranges, paths, key files, capabilities); every
@@ -92,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return sessionsCmd(ctx, args[1:], stdout, stderr)
 	case "artifact":
 		return artifactCmd(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return auditCmd(ctx, args[1:], stdout, stderr)
 	case "envelope":
 		return envelopeCmd(ctx, args[1:], stdout, stderr)
 	case "config":
@@ -124,6 +131,7 @@ commands:
   resume    resume a paused session: resume ID --operator NAME
   sessions  the sessions, their state, capability, caller and progress (--all: closed ones too)
   artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
+  audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle
   envelope  envelope coverage: every writable channel and the rule that bounds it
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
 
@@ -141,6 +149,8 @@ examples:
   hcp-edge sessions
   hcp-edge approve apr-1a2b3c4d --operator alice
   hcp-edge artifact get hcp://SESSION/artifacts/raman_spectrum.json -o spectrum.json
+  hcp-edge audit verify
+  hcp-edge audit replay SESSION
   hcp-edge envelope coverage
   hcp-edge config check /etc/hcp-edge/hcp-edge.yaml
   hcp-edge probe                                 # the simulated rig (embedded configs/sim.yaml)

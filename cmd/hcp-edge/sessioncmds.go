@@ -71,6 +71,7 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: hcp-edge submit FILE [--watch] [--socket PATH] [--config FILE]
+       hcp-edge submit FILE --broker URL [--callee ID] [--watch]
 
 Submits a task: FILE ("-" for standard input) holds one HCP task_submit message, the full L1
 envelope. It goes to the daemon over the control socket, authenticated as broker user "local"
@@ -84,19 +85,32 @@ a terminal, one plain line per message otherwise (both on standard error), and t
 message (task_completed, task_failed, task_rejected, or session_closed of an aborted session)
 as JSON on standard output. Interrupting the watch does not stop the session.
 
+With --broker URL the task goes through the HCP broker instead, as the caller its payload's
+caller_id names (the URL's login must map to it in the agent's gate.broker_users); the same
+output, exit codes and --watch display. The callee is --callee (default $HCP_CALLEE_ID, else
+hcp-edge).
+
 exit codes: 0 accepted or pending (with --watch: task_completed); 1 rejected, failed, aborted,
-or the daemon is down; 2 usage.
+or the daemon (or broker) is down; 2 usage.
 
 examples:
   hcp-edge submit configs/examples/mos2-task.json --watch
   hcp-edge submit task.json | jq -r .approval_id
   hcp-edge submit --watch - < task.json > result.json
+  hcp-edge submit task.json --broker amqp://harness-alpha-001:PASS@broker:5672/hcp --watch
 
 flags:
 `)
 		fs.PrintDefaults()
 	}
 	watch := fs.Bool("watch", false, "follow the session to its end, then print its final message")
+	var bo brokerSubmitOpts // brokersubmit.go
+	fs.StringVar(&bo.URL, "broker", "", "submit through the HCP broker at this amqp:// or amqps:// URL (the caller's login)")
+	fs.StringVar(&bo.CalleeID, "callee", defaultCalleeID(), "with --broker: the agent's callee id")
+	fs.StringVar(&bo.CA, "broker-ca", "", "with an amqps:// --broker: CA file")
+	fs.StringVar(&bo.Cert, "broker-cert", "", "with an amqps:// --broker: client certificate file")
+	fs.StringVar(&bo.Key, "broker-key", "", "with an amqps:// --broker: client key file")
+	fs.StringVar(&bo.State, "broker-state", "", "with --broker: the caller's state file (default: a temporary one)")
 	cfgPath := configFlag(fs)
 	sock := socketFlag(fs)
 	pos, err := parseArgs(fs, args)
@@ -124,6 +138,10 @@ flags:
 		}
 		fmt.Fprintf(stderr, "hcp-edge submit: %s: %v\n", pos[0], err)
 		return exitUsage
+	}
+	if bo.URL != "" {
+		bo.Watch = *watch
+		return brokerSubmit(ctx, env, bo, stdout, stderr)
 	}
 	raw, _ := wire.Encode(env)
 	path := socketPath(*sock, *cfgPath)
@@ -419,13 +437,14 @@ func artifactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("artifact get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge artifact get URI [-o FILE] [--json] [--socket PATH] [--config FILE]
+		fmt.Fprint(stderr, `usage: hcp-edge artifact get URI [-o FILE] [--json] [--operator NAME] [--socket PATH] [--config FILE]
 
 Fetches an artifact of a finished session, hcp://{session}/artifacts/{name}, from the daemon's
 state directory: the daemon names the file and the size and sha256 checksum its session
 recorded; the copy is verified against both (a mismatch removes the copy). -o - writes to
 standard output. The state directory must be readable by the caller (run as the daemon's user
-or a member of its group).
+or a member of its group). For a session classified T2 or above the daemon records the access
+in the audit log (kind data_access) with the operator (--operator, default the login name).
 
 exit codes: 0 copied and verified; 1 unknown artifact, checksum mismatch, or the daemon is
 down; 2 usage.
@@ -439,6 +458,7 @@ flags:
 		fs.PrintDefaults()
 	}
 	out := fs.String("o", "", "where to write it (default: its name in the current directory; - for standard output)")
+	operator := fs.String("operator", operatorDefault(), "who reads it (recorded in the audit log for T2+ sessions)")
 	sf := addSessionFlags(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
@@ -452,7 +472,7 @@ flags:
 		fmt.Fprintf(stderr, "hcp-edge artifact get: %v\n", err)
 		return exitUsage
 	}
-	rep, ok := ask(ctx, "artifact get", sf.socket(), control.Request{Op: control.OpArtifact, URI: pos[0]}, stderr)
+	rep, ok := ask(ctx, "artifact get", sf.socket(), control.Request{Op: control.OpArtifact, URI: pos[0], Operator: *operator}, stderr)
 	if !ok {
 		return exitFailure
 	}

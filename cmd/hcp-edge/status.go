@@ -14,6 +14,7 @@ type statusResult struct {
 	Margins     []marginView      `json:"margins"`
 	Trips       []tripView        `json:"trips"`
 	Healthy     map[string]bool   `json:"healthy"`
+	Uplink      *uplinkStatus     `json:"uplink,omitempty"` // the broker uplink, when configured
 }
 
 // marginView is one limited channel: its value, limits and the distance to

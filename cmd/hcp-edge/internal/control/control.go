@@ -38,11 +38,14 @@ const (
 	OpPause    = "pause"    // {id, operator}
 	OpResume   = "resume"   // {id, operator}
 	OpSessions = "sessions" // {all}
-	OpArtifact = "artifact" // {uri}
+	OpArtifact = "artifact" // {uri, operator}
+
+	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
+	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact}
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAuditVerify, OpAuditReplay}
 
 // Stages of a reply line.
 const (

@@ -119,6 +119,8 @@ type Agent struct {
 	// RecoveryGrace is the longest outage after which a session still
 	// resumes from its checkpoint at start (default 5m).
 	RecoveryGrace time.Duration `yaml:"recovery_grace"`
+	// AMQP is the uplink to the HCP broker (amqp.go); no URL, no uplink.
+	AMQP AMQP `yaml:"amqp"`
 }
 
 // DefaultStateDir is the state directory when neither the configuration nor
@@ -162,6 +164,7 @@ func (f *File) Defaults() {
 	if a.RecoveryGrace == 0 {
 		a.RecoveryGrace = 5 * time.Minute
 	}
+	a.AMQP.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
 		m.FurnaceEvery = 50 * time.Millisecond
@@ -217,6 +220,7 @@ func (f File) Validate() error {
 	if f.Agent.RecoveryGrace < 0 {
 		bad("agent.recovery_grace", "%v is negative", f.Agent.RecoveryGrace)
 	}
+	f.Agent.AMQP.validate(bad)
 	if _, err := gate.New(f.Gate, emptyRegistry, nopRecorder{}, gate.Opts{}); err != nil {
 		for _, e := range unjoin(err) {
 			msg := strings.TrimPrefix(e.Error(), gate.ErrInvalidConfig.Error()+": ")

@@ -1,0 +1,674 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rabbitmq/amqp091-go"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"github.com/hcp-edge/hcp-edge/transport/caller"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// testBrokerURL is the callee's broker URL (amqptest.URL, read before init
+// clears HCP_AMQP_URL).
+var testBrokerURL = amqptest.URL()
+
+// init keeps the daemons of the other tests off the broker even when the
+// environment (make ci) sets HCP_AMQP_URL: they would all consume the
+// default callee's queue. The uplink tests set it, with a callee id of
+// their own, through t.Setenv.
+func init() {
+	_ = os.Unsetenv("HCP_AMQP_URL")
+	_ = os.Unsetenv("HCP_CALLEE_ID")
+}
+
+// brokerEnv is one rig, one daemon serving HCP through the test broker
+// under a callee id of its own, and a caller (harness-alpha-001's login,
+// mapped by the gate to a caller id of its own, so parallel packages'
+// tests never share its queue).
+type brokerEnv struct {
+	*env
+	conn     *amqp091.Connection // harness-alpha-001's, for the tap and cleanup
+	calleeID string
+	callerID string
+}
+
+// newBrokerEnv checks the broker (skipping loudly, or failing under
+// HCP_REQUIRE_PEERS=1; holding brokerlock shared through amqptest.Dial),
+// then builds the rig and the configuration with the caller in the gate.
+func newBrokerEnv(t *testing.T) *brokerEnv {
+	t.Helper()
+	conn := amqptest.Dial(t, amqptest.AlphaURL())
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-uplinktest-" + suffix, callerID: "uplinktest-" + suffix}
+	t.Cleanup(func() {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
+			_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
+			_ = ch.Close()
+		}
+	})
+	b.env = newEnv(t, nil)
+	cfg, err := os.ReadFile(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateYAML := fmt.Sprintf(`gate:
+  broker_users:
+    %s: %s
+  callers:
+    %s:
+      capabilities: [cvd-material-synthesis, rig-status]
+      max_risk_level: R3
+      max_data_classification: T2
+`, amqptest.AlphaUser, b.callerID, b.callerID)
+	if !strings.Contains(string(cfg), "\ngate:\n") {
+		t.Fatal("fixture: no gate section in sim.yaml")
+	}
+	cfg = []byte(strings.Replace(string(cfg), "\ngate:\n", "\n"+gateYAML, 1))
+	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HCP_AMQP_URL", testBrokerURL)
+	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	return b
+}
+
+// statusJSON is hcp-edge status --json.
+func (e *env) statusJSON() statusResult {
+	e.t.Helper()
+	r := e.mustCLI("status", "--json")
+	var st statusResult
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		e.t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	return st
+}
+
+// waitUplink polls status --json until ok accepts the uplink (hang guard).
+func (e *env) waitUplink(what string, ok func(*uplinkStatus) bool) *uplinkStatus {
+	e.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		st := e.statusJSON()
+		if st.Uplink != nil && ok(st.Uplink) {
+			return st.Uplink
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("uplink never %s: %+v\n%s", what, st.Uplink, e.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tap is a server-named queue bound like the caller's queue: it sees every
+// message to the caller as the broker delivers it, properties and all.
+func (b *brokerEnv) tap() <-chan amqp091.Delivery {
+	b.t.Helper()
+	ch, err := b.conn.Channel()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { _ = ch.Close() })
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err == nil {
+		err = ch.QueueBind(q.Name, b.callerID+".#", wire.EventsExchange, false, nil)
+	}
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return ds
+}
+
+// client starts a transport/caller client as the caller.
+func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
+	b.t.Helper()
+	db, err := bolt.Open(filepath.Join(b.t.TempDir(), "caller.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	c, err := caller.New(db, caller.Opts{URL: amqptest.AlphaURL(), CallerID: b.callerID, CalleeID: b.calleeID,
+		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { _ = c.Close(); _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := c.Supervisor().WaitConnected(ctx); err != nil {
+		b.t.Fatalf("caller not connected: %v", err)
+	}
+	return c
+}
+
+// collect reads a task's messages until its channel closes (hang guard).
+func collect(t *testing.T, task *caller.Task, guard time.Duration) []*wire.Envelope {
+	t.Helper()
+	var out []*wire.Envelope
+	timeout := time.After(guard)
+	for {
+		select {
+		case m, ok := <-task.Messages():
+			if !ok {
+				return out
+			}
+			out = append(out, m)
+		case <-timeout:
+			t.Fatalf("task not finished after %v; got %d messages", guard, len(out))
+		}
+	}
+}
+
+// checkSequence: the events are numbered 1, 2, 3, … without a gap.
+func checkSequence(t *testing.T, msgs []*wire.Envelope) int {
+	t.Helper()
+	n := 0
+	for _, m := range msgs {
+		if m.Type != wire.TypeEvent {
+			continue
+		}
+		ev, err := m.Event()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if ev.Sequence != uint64(n) {
+			t.Fatalf("event %d (%s) has sequence %d", n, ev.EventType, ev.Sequence)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no events")
+	}
+	return n
+}
+
+// checkDeliveries checks L1's properties and routing keys of what the tap
+// saw of session sid (up to its final message), and that task_accepted
+// names the submit in hcp-in-reply-to.
+func checkDeliveries(t *testing.T, ds <-chan amqp091.Delivery, callerID, sid, submitID string, final wire.Type) {
+	t.Helper()
+	timeout := time.After(hangGuard)
+	for {
+		var d amqp091.Delivery
+		select {
+		case d = <-ds:
+		case <-timeout:
+			t.Fatalf("tap: no %s of %s", final, sid)
+		}
+		env, err := wire.Decode(d.Body)
+		if err != nil {
+			t.Fatalf("tap: %v", err)
+		}
+		if env.SessionID == nil || env.SessionID.String() != sid {
+			continue
+		}
+		want := callerID + "." + sid + "." + string(env.Type)
+		switch {
+		case d.RoutingKey != want:
+			t.Fatalf("routing key %q, want %q", d.RoutingKey, want)
+		case d.Exchange != wire.EventsExchange:
+			t.Fatalf("exchange %q", d.Exchange)
+		case d.ContentType != "application/json" || !strings.EqualFold(d.ContentEncoding, "utf-8"):
+			t.Fatalf("content %q %q", d.ContentType, d.ContentEncoding)
+		case d.DeliveryMode != 2:
+			t.Fatalf("delivery_mode %d", d.DeliveryMode)
+		case d.MessageId != env.MessageID.String() || d.Type != string(env.Type) || d.CorrelationId != sid:
+			t.Fatalf("message_id %q type %q correlation_id %q vs body %s %s", d.MessageId, d.Type, d.CorrelationId, env.MessageID, env.Type)
+		case d.UserId != amqptest.EdgeUser:
+			t.Fatalf("user_id %q", d.UserId)
+		case d.Timestamp.IsZero():
+			t.Fatal("no timestamp")
+		}
+		if env.Type == wire.TypeTaskAccepted {
+			if irt, _ := d.Headers[wire.HeaderInReplyTo].(string); irt != submitID {
+				t.Fatalf("task_accepted %s = %q, want %s", wire.HeaderInReplyTo, irt, submitID)
+			}
+		}
+		if env.Type == final {
+			return
+		}
+	}
+}
+
+// TestUplinkRigStatus: rig-status (R1, no approval) submitted through the
+// broker by transport/caller as harness-alpha-001: task_accepted, events
+// numbered from 1, task_completed; L1's properties and routing keys; the
+// daemon's status shows the uplink; it stops cleanly with the outbox empty.
+func TestUplinkRigStatus(t *testing.T) {
+	b := newBrokerEnv(t)
+	b.start()
+	up := b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	if up.TLS || strings.Contains(up.Broker, "hcp-edge-dev") {
+		t.Fatalf("uplink status %+v: TLS on amqp:// or the password shown", up)
+	}
+	taps := b.tap()
+	c := b.client(nil)
+	t0 := time.Now()
+	task, err := c.Submit(context.Background(), &wire.TaskSubmit{Capability: executor.RigStatusName, CapabilityVersion: "1.x",
+		Intent: "snapshot of the rig for the uplink test", Inputs: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := collect(t, task, hangGuard)
+	t.Logf("rig-status through the broker: %d messages in %v", len(msgs), time.Since(t0).Round(time.Millisecond))
+	if msgs[0].Type != wire.TypeTaskAccepted {
+		t.Fatalf("first message %s", msgs[0].Type)
+	}
+	fin := msgs[len(msgs)-1]
+	tc, err := fin.TaskCompleted()
+	if err != nil {
+		t.Fatalf("final %s: %v", fin.Type, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(tc.Outputs, &out); err != nil || out["taken_at"] == nil {
+		t.Fatalf("outputs %s: %v", tc.Outputs, err)
+	}
+	n := checkSequence(t, msgs)
+	sid, _ := task.Session()
+	checkDeliveries(t, taps, b.callerID, sid.String(), task.SubmitID(), wire.TypeTaskCompleted)
+	if s := c.Stats(); s.PropertyViolations != 0 || s.Invalid != 0 {
+		t.Fatalf("caller stats %+v", s)
+	}
+	t.Logf("%d events, sequence contiguous from 1", n)
+	b.waitUplink("drained", func(u *uplinkStatus) bool { return u.Backlog == 0 })
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+	if !strings.Contains(b.logs.String(), "uplink closed, outbox empty") {
+		t.Fatalf("no clean uplink close in the log:\n%s", b.logs)
+	}
+}
+
+// TestUplinkMoS2: the seed's MoS2 task through the broker, R3 so pending;
+// approved with hcp-edge approve; task_completed with layer_count 1, the
+// events numbered from 1 (the approval_pending event comes before
+// task_accepted, so the caller hands it to Unclaimed).
+func TestUplinkMoS2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the MoS2 recipe against the simulator (~25 s)")
+	}
+	b := newBrokerEnv(t)
+	b.start()
+	b.arm()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	var mu sync.Mutex
+	var early []*wire.Envelope
+	c := b.client(func(env *wire.Envelope) {
+		mu.Lock()
+		early = append(early, env)
+		mu.Unlock()
+	})
+	data, err := os.ReadFile(seedTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := wire.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := seed.TaskSubmit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	task, err := c.Submit(context.Background(), ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := b.waitSession("pending approval", func(s sessionView) bool {
+		return s.State == "PENDING" && s.ApprovalID != "" && s.Caller == b.callerID
+	})
+	if pending.Risk != "R3" {
+		t.Fatalf("pending %+v, want R3", pending)
+	}
+	b.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
+	msgs := collect(t, task, 2*time.Minute)
+	t.Logf("MoS2 through the broker: %d messages in %v", len(msgs), time.Since(t0).Round(time.Millisecond))
+	mu.Lock()
+	all := append(append([]*wire.Envelope{}, early...), msgs...)
+	mu.Unlock()
+	if len(early) == 0 {
+		t.Fatal("no approval_pending event before task_accepted")
+	}
+	if ev, err := early[0].Event(); err != nil || ev.EventType != engine.EventApprovalPending {
+		t.Fatalf("first message %s %v, want approval_pending", early[0].Type, err)
+	}
+	if msgs[0].Type != wire.TypeTaskAccepted {
+		t.Fatalf("first message of the task %s", msgs[0].Type)
+	}
+	n := checkSequence(t, all)
+	fin := msgs[len(msgs)-1]
+	tc, err := fin.TaskCompleted()
+	if err != nil {
+		t.Fatalf("final %s: %v (%s)", fin.Type, err, mustEncode(fin))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(tc.Outputs, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out["layer_count"] != 1.0 {
+		t.Fatalf("layer_count %v, want 1 (outputs %v)", out["layer_count"], out)
+	}
+	eo := ts.ExpectedOutput
+	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: eo.RequiredFields, Schema: eo.Schema}); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.PropertyViolations != 0 || s.Invalid != 0 || s.Skipped != 0 {
+		t.Fatalf("caller stats %+v", s)
+	}
+	t.Logf("%d events, sequence contiguous from 1", n)
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}
+
+// closedPort returns a loopback port nothing listens on (just closed).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// TestUplinkBrokerUnreachable: with the broker URL on a closed port the
+// daemon starts, serves the control socket, reports the uplink down in
+// status, logs its reconnect attempts, and stops cleanly. Needs no broker.
+func TestUplinkBrokerUnreachable(t *testing.T) {
+	e := newEnv(t, nil)
+	t.Setenv("HCP_AMQP_URL", "amqp://hcp-edge:secret-pw@"+closedPort(t)+"/hcp")
+	t.Setenv("HCP_CALLEE_ID", "hcp-edge-unreachable")
+	e.start()
+	up := e.waitUplink("tried", func(u *uplinkStatus) bool { return u.LastError != "" })
+	if up.Connected || strings.Contains(up.Broker, "secret-pw") {
+		t.Fatalf("uplink %+v", up)
+	}
+	if st := e.statusJSON(); len(st.Readings) == 0 {
+		t.Fatalf("status without readings: %+v", st)
+	}
+	if r := e.mustCLI("status"); !strings.Contains(r.stdout, "uplink: amqp://hcp-edge:xxxxx@") || !strings.Contains(r.stdout, "DISCONNECTED") {
+		t.Fatalf("human status:\n%s", r.stdout)
+	}
+	if err := e.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, e.logs)
+	}
+	if !strings.Contains(e.logs.String(), "amqp: connect failed") {
+		t.Fatalf("no reconnect attempt logged:\n%s", e.logs)
+	}
+}
+
+// proxy forwards loopback connections on addr to the broker once started.
+type proxy struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// TestUplinkBrokerAppearsLater: the uplink in-process, its broker address
+// closed at first: messages queue durably in the outbox; when the broker
+// appears (a proxy starts listening there) the backlog drains to the
+// caller's queue, in order. Then close with nothing left.
+func TestUplinkBrokerAppearsLater(t *testing.T) {
+	conn := amqptest.Dial(t, amqptest.AlphaURL())
+	u0, err := amqp091.ParseURI(testBrokerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closedPort(t)
+	u0.Host, u0.Port = strings.Split(addr, ":")[0], mustPort(t, addr)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	callee, callerID := "hcp-edge-later-"+suffix, "later-"+suffix
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = ch.QueueDelete("hcp.cmd."+callee, false, false, false)
+		_, _ = ch.QueueDelete("hcp.evt."+callerID, false, false, false)
+		_ = ch.Close()
+	})
+
+	var f rigconfig.File
+	f.Agent.StateDir = t.TempDir()
+	f.Agent.AMQP = rigconfig.AMQP{URL: u0.String(), CalleeID: callee, Heartbeat: 10 * time.Second, Prefetch: 10,
+		TelemetryBound: 100, FlushTimeout: 5 * time.Second}
+	var local []string
+	var lmu sync.Mutex
+	hub := engine.OutboundFunc(func(_ context.Context, _ string, env *wire.Envelope) error {
+		lmu.Lock()
+		local = append(local, env.MessageID.String())
+		lmu.Unlock()
+		return nil
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	up, err := newUplink(f, nil, hub, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	if err := up.attach(f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The caller's queue exists before anything is published.
+	q, err := ch.QueueDeclare("hcp.evt."+callerID, true, false, false, false, nil)
+	if err == nil {
+		err = ch.ExchangeDeclare(wire.EventsExchange, "topic", true, false, false, false, nil)
+	}
+	if err == nil {
+		err = ch.QueueBind(q.Name, callerID+".#", wire.EventsExchange, false, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := uuid.New()
+	const n = 20
+	var ids []string
+	for i := 1; i <= n; i++ {
+		env, err := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: uint64(i), Data: json.RawMessage(`{}`)}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Publish(context.Background(), callerID, env); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, env.MessageID.String())
+	}
+	// Local-only caller: never queued.
+	lenv, _ := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: 1, Data: json.RawMessage(`{}`)}, time.Now())
+	if err := up.Publish(context.Background(), rigconfig.LocalUser, lenv); err != nil {
+		t.Fatal(err)
+	}
+	if got := up.backlog(); got != n {
+		t.Fatalf("backlog %d, want %d", got, n)
+	}
+	deadline := time.Now().Add(hangGuard)
+	for up.status().LastError == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no connect attempt")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if up.status().Connected || up.backlog() != n {
+		t.Fatalf("status %+v while the broker is away", up.status())
+	}
+	startProxy(t, addr, u0Target(t))
+	for up.backlog() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not drained: %+v", up.status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, id := range ids {
+		var d amqp091.Delivery
+		var ok bool
+		for ; !ok; d, ok, err = ch.Get(q.Name, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d not in the caller queue", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if d.MessageId != id {
+			t.Fatalf("message %d: %s, want %s", i+1, d.MessageId, id)
+		}
+	}
+	lmu.Lock()
+	if len(local) != n+1 {
+		t.Fatalf("local fan-out got %d, want %d", len(local), n+1)
+	}
+	lmu.Unlock()
+	if err := up.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPort(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscan(p, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// u0Target is the real broker's host:port.
+func u0Target(t *testing.T) string {
+	t.Helper()
+	u, err := amqp091.ParseURI(testBrokerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(u.Host, fmt.Sprint(u.Port))
+}
+
+// writeTask writes a task_submit of the caller to a file.
+func (b *brokerEnv) writeTask(capability string, inputs string) string {
+	b.t.Helper()
+	env, err := wire.NewEnvelope(nil, &wire.TaskSubmit{Capability: capability, CallerID: b.callerID,
+		Intent: "uplink CLI test", Inputs: json.RawMessage(inputs)}, time.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	data, err := wire.Encode(env)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	path := filepath.Join(b.t.TempDir(), capability+".json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+	return path
+}
+
+// TestUplinkSubmitCLI: hcp-edge submit FILE --broker URL, with and without
+// --watch, and a refusal (a capability outside the caller's ACL) exits 1.
+func TestUplinkSubmitCLI(t *testing.T) {
+	b := newBrokerEnv(t)
+	b.start()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	rs := b.writeTask(executor.RigStatusName, `{"include":["furnace","interlock"]}`)
+	broker := []string{"--broker", amqptest.AlphaURL(), "--callee", b.calleeID}
+
+	r := b.cli(append([]string{"submit", rs, "--watch"}, broker...)...)
+	if r.code != exitOK {
+		t.Fatalf("submit --broker --watch: exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
+	}
+	fin := decodeFinal(t, r)
+	if fin.Type != wire.TypeTaskCompleted || !strings.Contains(r.stderr, "session_created") {
+		t.Fatalf("final %s; watch output:\n%s", fin.Type, r.stderr)
+	}
+	t.Logf("submit --broker --watch: rig-status completed in %v", r.took.Round(time.Millisecond))
+
+	r = b.cli(append([]string{"submit", rs}, broker...)...)
+	var res submitResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != exitOK || err != nil || res.SessionID == "" {
+		t.Fatalf("submit --broker: exit %d %v\n%s\n%s", r.code, err, r.stderr, r.stdout)
+	}
+
+	lc := b.writeTask(executor.LeakCheckName, `{}`)
+	r = b.cli(append([]string{"submit", lc, "--watch"}, broker...)...)
+	if r.code != exitFailure || !strings.Contains(r.stdout, `"task_rejected"`) || !strings.Contains(r.stdout, "forbidden") {
+		t.Fatalf("leak-check outside the ACL: exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}
