@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Measures the agent as a technician runs it, against bin/rig-sim on loopback:
+# start-up time (exec to control socket answering), resident memory idle and during the seed's
+# MoS2 task, CPU use idle at the default poll rates, and the binary sizes of `make dist`.
+# Usage: make build && scripts/measure-agent.sh   (Linux; reads /proc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+dir=$(mktemp -d -t hcp-measure.XXXXXX)
+sim_pid=""; agent_pid=""
+cleanup() {
+  for pid in $agent_pid $sim_pid; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+export HCP_RIG_SIM_DIR=$dir HCP_STATE_DIR=$dir/state
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+"$BIN/rig-sim" run --dir "$dir" >"$dir/sim.log" 2>&1 & sim_pid=$!
+for _ in $(seq 100); do [ -S "$dir/control.sock" ] && break; sleep 0.05; done
+
+t0=$(date +%s%N)
+"$BIN/hcp-edge" run >"$dir/agent.log" 2>&1 & agent_pid=$!
+until "$BIN/hcp-edge" status --json >/dev/null 2>&1; do sleep 0.005; done
+t1=$(date +%s%N)
+echo "start-up (exec to control socket answering): $(( (t1 - t0) / 1000000 )) ms"
+
+sleep 3
+c0=$(cpu_ticks "$agent_pid"); sleep 10; c1=$(cpu_ticks "$agent_pid")
+echo "idle: RSS $(( $(rss_kb "$agent_pid") / 1024 )) MiB, CPU $(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.1f", 100 * t / hz / 10}') % of one core over 10 s (furnace 20 Hz, others 10 Hz)"
+
+"$BIN/hcp-edge" arm --operator measure >/dev/null
+"$BIN/hcp-edge" submit configs/examples/mos2-task.json >"$dir/submit.json" 2>&1 || true
+id=$("$BIN/hcp-edge" sessions --json | python3 -c 'import json,sys; s=json.load(sys.stdin); s=s.get("sessions", s) if isinstance(s, dict) else s; print(s[-1].get("session_id") or s[-1].get("id"))')
+"$BIN/hcp-edge" approve "$id" --operator measure >/dev/null
+peak=0; ts=$(date +%s)
+while "$BIN/hcp-edge" sessions --json | grep -q '"RUNNING"\|"PENDING"'; do
+  r=$(rss_kb "$agent_pid"); [ "$r" -gt "$peak" ] && peak=$r; sleep 0.2
+done
+echo "during the MoS2 task ($(( $(date +%s) - ts )) s at time scale 300): peak RSS $(( peak / 1024 )) MiB"
+"$BIN/hcp-edge" sessions --all >"$dir/sessions.txt"; tail -n 1 "$dir/sessions.txt"
+
+if [ -d dist ]; then
+  echo "binary sizes (make dist):"
+  for f in dist/linux-*/hcp-edge; do printf '  %-28s %s bytes\n' "$f" "$(stat -c %s "$f")"; done
+fi
