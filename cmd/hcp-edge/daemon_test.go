@@ -412,6 +412,21 @@ func TestEStopWithDaemonHung(t *testing.T) {
 		t.Logf("MFC ports not reachable from the fallback (exclusive open): %+v", rep.Outputs)
 	}
 	e.assertSafe(mfcsOK)
+	// Resumed, the daemon must serve its control socket again (it may have
+	// latched a comms_loss trip meanwhile: that is the safe outcome).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rep, err := control.Do(ctx, e.sock, control.Request{Op: control.OpStatus}, time.Second)
+		cancel()
+		if err == nil && rep.OK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon does not answer after SIGCONT: %v %+v\n%s", err, rep, e.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func TestDeadAgentDropsHeater(t *testing.T) {
