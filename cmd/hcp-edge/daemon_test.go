@@ -423,6 +423,10 @@ func TestEStopWithDaemonHung(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			// SIGQUIT makes the Go runtime print every goroutine's stack to the
+			// daemon's stderr (e.logs): the failure then explains itself.
+			_ = e.daemon.Process.Signal(syscall.SIGQUIT)
+			time.Sleep(time.Second)
 			t.Fatalf("the daemon does not answer after SIGCONT: %v %+v\n%s", err, rep, e.logs)
 		}
 		time.Sleep(100 * time.Millisecond)
