@@ -81,20 +81,16 @@ func New(line *serialline.Line, opts Opts) (*MFC, error) {
 // Open opens the serial port at path with opts.Line and returns the controller
 // on it; Close closes the port.
 func Open(path string, opts Opts) (*MFC, error) {
-	lo := opts.Line
-	if lo.Name == "" {
-		lo.Name = opts.Name
-	}
-	line, err := serialline.Open(path, lo)
+	m, err := serialline.OpenFor(path, opts.Line, opts.Name, func(line *serialline.Line) (*MFC, error) {
+		m, err := New(line, opts)
+		if err == nil {
+			m.ownLine = true
+		}
+		return m, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("alicat %s: %w", opts.Name, err)
 	}
-	m, err := New(line, opts)
-	if err != nil {
-		line.Close()
-		return nil, err
-	}
-	m.ownLine = true
 	return m, nil
 }
 

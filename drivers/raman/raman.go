@@ -90,20 +90,16 @@ func New(line *serialline.Line, opts Opts) (*Spectrometer, error) {
 // Open opens the serial port at path with opts.Line and returns the
 // spectrometer on it; Close closes the port.
 func Open(path string, opts Opts) (*Spectrometer, error) {
-	lo := opts.Line
-	if lo.Name == "" {
-		lo.Name = opts.Name
-	}
-	line, err := serialline.Open(path, lo)
+	s, err := serialline.OpenFor(path, opts.Line, opts.Name, func(line *serialline.Line) (*Spectrometer, error) {
+		s, err := New(line, opts)
+		if err == nil {
+			s.ownLine = true
+		}
+		return s, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("raman %s: %w", opts.Name, err)
 	}
-	s, err := New(line, opts)
-	if err != nil {
-		line.Close()
-		return nil, err
-	}
-	s.ownLine = true
 	return s, nil
 }
 

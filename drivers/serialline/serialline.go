@@ -364,3 +364,24 @@ func truncate(b []byte) []byte {
 	}
 	return b
 }
+
+// OpenFor opens the port at path for one instrument named name (the line is
+// named after the instrument unless o.Name says otherwise) and hands it to
+// build; when build fails the line is closed again. Drivers use it for their
+// Open, which owns the line it opens.
+func OpenFor[T any](path string, o Opts, name string, build func(*Line) (T, error)) (T, error) {
+	if o.Name == "" {
+		o.Name = name
+	}
+	var zero T
+	line, err := Open(path, o)
+	if err != nil {
+		return zero, err
+	}
+	v, err := build(line)
+	if err != nil {
+		line.Close()
+		return zero, err
+	}
+	return v, nil
+}

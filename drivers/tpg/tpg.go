@@ -105,20 +105,16 @@ func New(line *serialline.Line, opts Opts) (*Gauge, error) {
 // Open opens the serial port at path with opts.Line and returns the gauge on
 // it; Close closes the port.
 func Open(path string, opts Opts) (*Gauge, error) {
-	lo := opts.Line
-	if lo.Name == "" {
-		lo.Name = opts.Name
-	}
-	line, err := serialline.Open(path, lo)
+	g, err := serialline.OpenFor(path, opts.Line, opts.Name, func(line *serialline.Line) (*Gauge, error) {
+		g, err := New(line, opts)
+		if err == nil {
+			g.ownLine = true
+		}
+		return g, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tpg %s: %w", opts.Name, err)
 	}
-	g, err := New(line, opts)
-	if err != nil {
-		line.Close()
-		return nil, err
-	}
-	g.ownLine = true
 	return g, nil
 }
 
