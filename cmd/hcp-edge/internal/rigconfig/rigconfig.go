@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,6 +122,15 @@ type Agent struct {
 	RecoveryGrace time.Duration `yaml:"recovery_grace"`
 	// AMQP is the uplink to the HCP broker (amqp.go); no URL, no uplink.
 	AMQP AMQP `yaml:"amqp"`
+	// MetricsListen is the loopback host:port of the Prometheus metrics
+	// endpoint (GET /metrics), e.g. "127.0.0.1:9464". Empty (the default):
+	// no endpoint. Only loopback addresses are accepted.
+	MetricsListen string `yaml:"metrics_listen"`
+	// AtRestKeyFile holds the 32-byte AES-256 key (64 hex digits) that
+	// encrypts the artifacts and checkpoint payloads of T3/T4 sessions at
+	// rest (AES-GCM). The file must be mode 0600 or stricter. Empty (the
+	// default): no key, and T3/T4 sessions are refused.
+	AtRestKeyFile string `yaml:"at_rest_key_file"`
 }
 
 // DefaultStateDir is the state directory when neither the configuration nor
@@ -146,6 +156,7 @@ func (f *File) Defaults() {
 		a.ControlSocket = filepath.Join(a.StateDir, "control.sock")
 	}
 	a.ControlSocket = os.ExpandEnv(a.ControlSocket)
+	a.AtRestKeyFile = os.ExpandEnv(a.AtRestKeyFile)
 	if a.ShutdownPolicy == "" {
 		a.ShutdownPolicy = ShutdownSafeState
 	}
@@ -221,6 +232,11 @@ func (f File) Validate() error {
 		bad("agent.recovery_grace", "%v is negative", f.Agent.RecoveryGrace)
 	}
 	f.Agent.AMQP.validate(bad)
+	if l := f.Agent.MetricsListen; l != "" {
+		if err := CheckLoopback(l); err != nil {
+			bad("agent.metrics_listen", "%v", err)
+		}
+	}
 	if _, err := gate.New(f.Gate, emptyRegistry, nopRecorder{}, gate.Opts{}); err != nil {
 		for _, e := range unjoin(err) {
 			msg := strings.TrimPrefix(e.Error(), gate.ErrInvalidConfig.Error()+": ")
@@ -297,8 +313,18 @@ type Raman struct {
 
 // GPIO says where the e-stop, leak and relay lines come from.
 type GPIO struct {
-	Source string `yaml:"source"` // "sim" (the simulator's control socket); "host" comes with the daemon
+	// Source is "sim" (the simulator's control socket) or "host" (the
+	// host's GPIO lines through periph.io/x/host, e.g. a Raspberry Pi).
+	Source string `yaml:"source"`
+	// Socket is the simulator's control socket (source: sim).
 	Socket string `yaml:"socket"`
+	// Pin names as periph's gpioreg knows them, e.g. "GPIO17" (source:
+	// host; all four required): the e-stop input, the leak detector input,
+	// the interlock relay output and the relay's read-back input.
+	EStopPin         string `yaml:"estop_pin"`
+	LeakPin          string `yaml:"leak_pin"`
+	RelayPin         string `yaml:"relay_pin"`
+	RelayFeedbackPin string `yaml:"relay_feedback_pin"`
 }
 
 // Load reads a configuration file strictly: unknown keys are errors.
@@ -399,8 +425,28 @@ func (r Rig) Validate() error {
 	if r.Raman.Port == "" {
 		bad("raman.port", "missing")
 	}
-	if r.GPIO.Source != "sim" {
-		bad("gpio.source", "%q: only \"sim\" is supported so far", r.GPIO.Source)
+	switch r.GPIO.Source {
+	case "sim":
+		if r.GPIO.Socket == "" {
+			bad("gpio.socket", "missing (source: sim)")
+		}
+	case "host":
+		pins := map[string]string{"gpio.estop_pin": r.GPIO.EStopPin, "gpio.leak_pin": r.GPIO.LeakPin,
+			"gpio.relay_pin": r.GPIO.RelayPin, "gpio.relay_feedback_pin": r.GPIO.RelayFeedbackPin}
+		used := map[string]string{}
+		for _, k := range []string{"gpio.estop_pin", "gpio.leak_pin", "gpio.relay_pin", "gpio.relay_feedback_pin"} {
+			v := pins[k]
+			if v == "" {
+				bad(k, "missing (source: host)")
+				continue
+			}
+			if o, dup := used[v]; dup {
+				bad(k, "%s is already %s", v, o)
+			}
+			used[v] = k
+		}
+	default:
+		bad("gpio.source", "%q is neither \"sim\" nor \"host\"", r.GPIO.Source)
 	}
 	return errors.Join(errs...)
 }
@@ -416,4 +462,24 @@ func ParseFlow(s string) (device.Flow, error) {
 		return 0, fmt.Errorf("%q: not a positive number", s)
 	}
 	return device.FlowIn(v, fields[1])
+}
+
+// CheckLoopback reports whether addr is a host:port on the loopback
+// interface ("127.0.0.1:9464", "[::1]:9464", "localhost:9464"): the metrics
+// endpoint is never exposed beyond the host.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port: %v", addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port %q is not 1..65535", addr, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q: %q is not a loopback address (127.0.0.1, ::1 or localhost)", addr, host)
+	}
+	return nil
 }
