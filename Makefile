@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm verify-arm demo test ci ci-deps broker lint tidy-check layers bench clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test ci ci-deps broker lint tidy-check layers bench clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -31,6 +31,9 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only)
 	bash scripts/demo.sh
 
+demo-broker: build broker ## the demo with the MoS2 task through the local RabbitMQ (HCP_AMQP_URL from scripts/broker.sh)
+	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" bash scripts/demo.sh
+
 verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qemu-user-static)
 	qemu-arm-static $(BIN)/linux-arm/hcp-edge version
 	qemu-aarch64-static $(BIN)/linux-arm64/hcp-edge version
@@ -45,7 +48,7 @@ ci-deps: ## install with apt what the peer tests need (root, or sudo)
 broker: ## start (installing if needed) a local RabbitMQ with the test vhost and users
 	bash scripts/broker.sh
 
-ci: ci-deps broker tidy-check layers lint build verify-dist demo ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+ci: ci-deps broker tidy-check layers lint build verify-dist demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 

@@ -6,6 +6,10 @@
 # (configs/examples/mos2-task.json) submitted through the local control socket, approved by the
 # operator (R3), followed live to its task_completed message, one artifact fetched and
 # verified. Needs Go only.
+#
+# With HCP_AMQP_URL set (the agent's broker login, e.g. from scripts/broker.sh) the agent serves
+# HCP through that broker too, and the MoS2 task goes through the broker as the development
+# harness harness-alpha-001 (HCP_AMQP_CALLER_URL, default: HCP_AMQP_URL with that login).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -80,13 +84,23 @@ step "emergency stop: hcp-edge estop (returns when every output reads back safe)
 "$BIN/hcp-edge" estop --operator demo
 "$BIN/hcp-edge" reset --operator demo
 
-step "the main job: the seed's MoS2 synthesis (configs/examples/mos2-task.json), submitted with --watch"
+submit=("$BIN/hcp-edge" submit configs/examples/mos2-task.json --watch)
+if [ -n "${HCP_AMQP_URL:-}" ]; then
+  caller_url=${HCP_AMQP_CALLER_URL:-$(printf '%s' "$HCP_AMQP_URL" | sed -E 's#^(amqps?://)[^@]*@#\1harness-alpha-001:harness-alpha-dev@#')}
+  sed 's/"caller_id": "local"/"caller_id": "harness-alpha-001"/' configs/examples/mos2-task.json >"$dir/mos2-task.json"
+  submit=("$BIN/hcp-edge" submit "$dir/mos2-task.json" --watch --broker "$caller_url")
+  step "the main job: the seed's MoS2 synthesis, submitted THROUGH THE BROKER as harness-alpha-001"
+  for _ in $(seq 100); do "$BIN/hcp-edge" status --json >"$dir/out.txt"; grep -q '"connected": true' "$dir/out.txt" && break; sleep 0.1; done
+  grep -q '"connected": true' "$dir/out.txt" || { tail -20 "$dir/agent.log"; echo "demo: the agent did not reach the broker at HCP_AMQP_URL"; exit 1; }
+else
+  step "the main job: the seed's MoS2 synthesis (configs/examples/mos2-task.json), submitted with --watch"
+fi
 "$BIN/hcp-edge" arm --operator demo
 # The recipe's preflight checks the relay feedback: wait until the monitor reads it back.
 for _ in $(seq 100); do "$BIN/hcp-edge" status --json >"$dir/out.txt"; grep -q '"relay": "energised"' "$dir/out.txt" && break; sleep 0.05; done
 # --watch prints the live progress on stderr (a progress line in a terminal, plain lines
 # otherwise) and the final message as JSON on stdout.
-"$BIN/hcp-edge" submit configs/examples/mos2-task.json --watch >"$dir/final.json" &
+"${submit[@]}" >"$dir/final.json" &
 watch_pid=$!
 # The gate assesses the task R3: it waits for a human approval. The operator finds it...
 apr=""
