@@ -70,19 +70,20 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gateYAML := fmt.Sprintf(`gate:
-  broker_users:
-    %s: %s
-  callers:
-    %s:
+	// sim.yaml maps the development harness to itself; the test maps its
+	// login to a caller id of its own instead.
+	mapping := fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, amqptest.AlphaUser)
+	callers := "\n  callers:\n"
+	if !strings.Contains(string(cfg), "\ngate:\n") || !strings.Contains(string(cfg), mapping) || !strings.Contains(string(cfg), callers) {
+		t.Fatal("fixture: sim.yaml's gate section does not map " + amqptest.AlphaUser + " to itself")
+	}
+	s := strings.Replace(string(cfg), mapping, fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, b.callerID), 1)
+	s = strings.Replace(s, callers, callers+fmt.Sprintf(`    %s:
       capabilities: [cvd-material-synthesis, rig-status]
       max_risk_level: R3
       max_data_classification: T2
-`, amqptest.AlphaUser, b.callerID, b.callerID)
-	if !strings.Contains(string(cfg), "\ngate:\n") {
-		t.Fatal("fixture: no gate section in sim.yaml")
-	}
-	cfg = []byte(strings.Replace(string(cfg), "\ngate:\n", "\n"+gateYAML, 1))
+`, b.callerID), 1)
+	cfg = []byte(s)
 	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
