@@ -32,6 +32,16 @@
 // overruns abort_timeout. Pause takes effect at the next step boundary
 // (PAUSED: the rig holds as the last step left it) until Resume.
 //
+// Data at rest: a session the gate admitted as T3 or T4 (Decision.Encrypted,
+// kept in the session's metadata) has its checkpoint payloads sealed in the
+// store (store.NewCheckpoint.Seal) and its artifacts sealed on disk
+// (executor.Env.AtRest), under Config.AtRest, the agent's one at-rest key;
+// task_completed's size_bytes and sha256 describe the plaintext. New
+// refuses a gate that promises the key (gate.Protection.AtRestKey) without
+// one. Recovery opens the checkpoint with the key; without it, or with
+// another key, the session fails (internal_error) naming the key problem,
+// and nothing of it is written in the clear.
+//
 // Concurrency: a physical capability conflicts with every live session of
 // a physical capability sharing one of its resource types (counted in the
 // gate's Running, so resource_unavailable); read-only capabilities such as

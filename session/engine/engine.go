@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -58,6 +59,11 @@ type Config struct {
 	Trips func(ctx context.Context) []string
 	// StateDir holds the artifacts: StateDir/artifacts/{session}/.
 	StateDir string
+	// AtRest is the at-rest key (agent.at_rest_key_file; nil: none). The
+	// artifacts and checkpoint payloads of every T3/T4 session are sealed
+	// under it. New refuses a Gate whose Protection promises a key when
+	// AtRest is nil.
+	AtRest *atrest.Key
 	// TimeScale is process seconds per wall second (1 on the real rig).
 	TimeScale float64
 	// ApprovalTimeout rejects a session nobody approved in time (default 1 h).
@@ -102,6 +108,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("engine: Config needs a StateDir")
+	}
+	if cfg.Gate.Protection().AtRestKey && cfg.AtRest == nil {
+		return nil, fmt.Errorf("engine: the gate admits T3/T4 sessions on an at-rest key, and Config.AtRest has none: %w", atrest.ErrNoKey)
 	}
 	if cfg.Revocations == nil {
 		cfg.Revocations = token.NewRevocations(nil)
@@ -184,7 +193,8 @@ type meta struct {
 	Permissions  []string        `json:"permissions,omitempty"`
 	AbortTimeout time.Duration   `json:"abort_timeout_ns,omitempty"`
 	AuditedData  bool            `json:"audited_access,omitempty"`
-	RunningSince time.Time       `json:"running_since,omitzero"` // wall time of PENDING → RUNNING
+	Encrypted    bool            `json:"encrypted_at_rest,omitempty"` // the gate's Decision.Encrypted (T3/T4)
+	RunningSince time.Time       `json:"running_since,omitzero"`      // wall time of PENDING → RUNNING
 	Operator     string          `json:"operator,omitempty"`
 }
 
@@ -246,8 +256,12 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) 
 	if !ok {
 		return res, fmt.Errorf("engine: no executor for %s", d.Capability.Name)
 	}
+	if (d.Encrypted || d.DataClassification.Rank() >= gate.T3.Rank()) && e.cfg.AtRest == nil {
+		// New makes this unreachable; never run such a session unsealed.
+		return res, fmt.Errorf("engine: a %s session needs the at-rest key: %w", d.DataClassification, atrest.ErrNoKey)
+	}
 	m := meta{Submit: req.Envelope.Payload, NeedApproval: d.Outcome == gate.PendingApproval,
-		AbortTimeout: d.AbortTimeout, AuditedData: d.AuditedAccess}
+		AbortTimeout: d.AbortTimeout, AuditedData: d.AuditedAccess, Encrypted: d.Encrypted}
 	for _, p := range d.Permissions {
 		m.Permissions = append(m.Permissions, string(p))
 	}
@@ -447,6 +461,26 @@ func (e *Engine) forget(l *live) {
 // artifactDir is where session id's artifacts live.
 func (e *Engine) artifactDir(id string) string {
 	return filepath.Join(e.cfg.StateDir, "artifacts", id)
+}
+
+// AtRestKey is Config.AtRest: the key a T3/T4 session's artifacts are
+// sealed under (nil: none configured).
+func (e *Engine) AtRestKey() *atrest.Key { return e.cfg.AtRest }
+
+// Sealed reports whether the data of a session of classification class
+// (a stored session's DataClass) is sealed at rest: T3 and T4.
+func Sealed(class string) bool { return gate.Classification(class).Rank() >= gate.T3.Rank() }
+
+// sealed reports whether l's artifacts and checkpoints are sealed.
+func (l *live) sealed() bool { return l.meta.Encrypted || Sealed(l.sess.DataClass) }
+
+// atRest is the key l's artifacts and checkpoints are sealed under: nil
+// for a session whose data is not sealed.
+func (e *Engine) atRest(l *live) *atrest.Key {
+	if l.sealed() {
+		return e.cfg.AtRest
+	}
+	return nil
 }
 
 // State returns the current state of a live session, or of a stored one.

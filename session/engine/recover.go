@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -153,6 +154,10 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 			f.HasCheckpoint, f.Resumable = ok, ok && cp.Resumable
 		}
 		d := Decide(f)
+		if errors.Is(rerr, atrest.ErrNoKey) && d.Action == ActFail {
+			d.Reason = fmt.Sprintf("the %s session's checkpoint is sealed at rest and no at-rest key is configured", sess.DataClass)
+			e.log.Error("recovery", "session", sess.ID, "err", rerr)
+		}
 		r := Recovery{SessionID: sess.ID, From: sess.State, Decision: d}
 		r.Err = e.apply(ctx, l, d, cp, rerr)
 		out = append(out, r)
@@ -188,7 +193,20 @@ func (e *Engine) restore(sess store.Session) (*live, error) {
 		return l, fmt.Errorf("engine: session %s: no executor for %s", sess.ID, c.Name)
 	}
 	l.exec = x
+	if l.sealed() && e.cfg.AtRest == nil {
+		return l, fmt.Errorf("engine: session %s is classified %s: its checkpoints and artifacts are sealed at rest and no at-rest key is configured: %w",
+			sess.ID, sess.DataClass, atrest.ErrNoKey)
+	}
 	return l, nil
+}
+
+// checkpointPayload is the plaintext payload of cp, a checkpoint of l: a
+// T3/T4 session's must be sealed, and opens with the at-rest key.
+func (e *Engine) checkpointPayload(l *live, cp store.Checkpoint) ([]byte, error) {
+	if l.sealed() && !cp.Sealed {
+		return nil, fmt.Errorf("engine: checkpoint %s of a %s session is not sealed", cp.ID, l.sess.DataClass)
+	}
+	return cp.Open(l.id, e.atRest(l))
 }
 
 // apply carries out a recovery decision.
@@ -202,7 +220,13 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 	next := 0
 	if rerr == nil && cp.Seq != 0 {
 		var p ckptPayload
-		if err := json.Unmarshal(cp.Payload, &p); err == nil {
+		payload, err := e.checkpointPayload(l, cp)
+		if err != nil {
+			e.log.Error("recovery: checkpoint payload", "session", l.id, "checkpoint", cp.ID, "err", err)
+			if d.Action == ActResume || d.Action == ActHold {
+				d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint payload cannot be opened: " + err.Error()}
+			}
+		} else if err := json.Unmarshal(payload, &p); err == nil {
 			var err error
 			if rec, next, err = l.exec.Resume(l.task(), p.State); err != nil {
 				rec = nil
@@ -260,7 +284,10 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 	// actions, then SafeState when the recipe cannot do it.
 	cleaned := false
 	env := &executor.Env{Rig: e.cfg.Rig, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
-		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, Logger: e.log.With("session", l.id)}
+		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, AtRest: e.atRest(l), Logger: e.log.With("session", l.id)}
+	if l.sealed() && env.AtRest == nil { // no partial artifacts in the clear
+		env.ArtifactDir = ""
+	}
 	if rec != nil && l.capab != nil {
 		if tok, err := e.issue(l, time.Minute); err == nil {
 			env.Token = tok

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -170,8 +171,13 @@ func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, err
 	}
 	ctx, cancel := storeCtx()
 	defer cancel()
-	c, evs, err := s.e.cfg.Store.Checkpoint(ctx, s.l.id, store.NewCheckpoint{Description: cp.Description,
-		Resumable: cp.Resumable, Step: cp.StepName, Payload: payload})
+	nc := store.NewCheckpoint{Description: cp.Description, Resumable: cp.Resumable, Step: cp.StepName, Payload: payload}
+	if s.l.sealed() {
+		if nc.Seal = s.e.cfg.AtRest; nc.Seal == nil {
+			return "", fmt.Errorf("engine: checkpoint of a %s session: %w", s.l.sess.DataClass, atrest.ErrNoKey)
+		}
+	}
+	c, evs, err := s.e.cfg.Store.Checkpoint(ctx, s.l.id, nc)
 	if err != nil {
 		return "", err
 	}
@@ -261,8 +267,11 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 	ctx, cancel := context.WithDeadline(parent, deadline)
 	defer cancel()
 	env := &executor.Env{Rig: e.cfg.Rig, Token: l.token, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
-		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, Logger: e.log.With("session", l.id),
+		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, AtRest: e.atRest(l), Logger: e.log.With("session", l.id),
 		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery}
+	if l.sealed() && env.AtRest == nil { // never written in the clear (restore refuses such a session)
+		env.ArtifactDir = ""
+	}
 	start := e.clock.Now()
 	var err error
 	if rec == nil {

@@ -45,7 +45,7 @@ func seedEnv(t testing.TB) *wire.Envelope {
 
 // simHarness is an engine over the in-process simulated rig, with the real
 // token Authorizer in the interlock.
-func simHarness(t *testing.T) (*harness, *simBench) {
+func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
@@ -77,6 +77,9 @@ func simHarness(t *testing.T) (*harness, *simBench) {
 		c.Revocations = rev
 		c.SafeState = b.il.SafeState
 		c.DefaultAbortTimeout = 5 * time.Second
+		for _, m := range mods {
+			m(c)
+		}
 	})
 	return h, b
 }

@@ -23,6 +23,10 @@
 // InterlockRig or MonitoredRig build one), a Clock, a Sink for events
 // (progress, intermediate_result, log, warning; the engine numbers them), a
 // Checkpointer, and the artifact directory. Nothing else reaches the rig.
+// For a T3/T4 session the engine sets Env.AtRest: every artifact file is
+// then sealed (session/atrest, bound to the session id and file name), and
+// the Artifact's size_bytes and sha256 describe the plaintext the caller
+// gets when the file is opened, not the bytes on disk.
 //
 // # Time
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
@@ -116,7 +117,12 @@ type Env struct {
 	ArtifactDir string
 	// SessionID names the artifacts' URIs: hcp://{session}/artifacts/{file}.
 	SessionID string
-	Logger    *slog.Logger // discarded if nil
+	// AtRest, when set (a T3/T4 session), seals every artifact file under
+	// this key (atrest.ArtifactBinding of SessionID and the file name); the
+	// Artifact's SizeBytes and Checksum still describe the plaintext, what
+	// a reader gets once the file is opened.
+	AtRest *atrest.Key
+	Logger *slog.Logger // discarded if nil
 	// CheckpointEvery is the process time between checkpoints inside long
 	// holds (default 5 min).
 	CheckpointEvery time.Duration
@@ -178,6 +184,9 @@ type Artifact struct {
 	Path      string `json:"-"` // local file
 	SizeBytes int64  `json:"size_bytes"`
 	Checksum  string `json:"checksum"` // "sha256:<hex>"
+	// Sealed: the file is an atrest blob; SizeBytes and Checksum describe
+	// its plaintext.
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 // Result is a completed run.

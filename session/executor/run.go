@@ -14,6 +14,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
@@ -253,7 +254,9 @@ func (p *proc) profiles(ctx context.Context, stage string, from float64) error {
 		Data: map[string]any{"stage": stage, "unit": "pascal", "points": pres}, IsPartial: true})
 }
 
-// writeArtifact writes data to dir/file and describes it.
+// writeArtifact writes data to dir/file (sealed under env.AtRest when
+// set) and describes it: size and checksum are those of data, the
+// plaintext.
 func writeArtifact(env *Env, name, file, mime string, data []byte) (Artifact, error) {
 	if env.ArtifactDir == "" {
 		return Artifact{}, errors.New("executor: no artifact directory")
@@ -262,16 +265,22 @@ func writeArtifact(env *Env, name, file, mime string, data []byte) (Artifact, er
 		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
 	}
 	path := filepath.Join(env.ArtifactDir, file)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o640); err != nil {
-		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+	if env.AtRest != nil {
+		if err := env.AtRest.WriteFile(path, data, atrest.ArtifactBinding(env.SessionID, file), 0o640); err != nil {
+			return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+		}
+	} else {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o640); err != nil {
+			return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return Artifact{}, fmt.Errorf("executor: artifact %s: %w", name, err)
+		}
 	}
 	sum := sha256.Sum256(data)
 	return Artifact{Name: name, Type: mime, URI: "hcp://" + env.SessionID + "/artifacts/" + file, Path: path,
-		SizeBytes: int64(len(data)), Checksum: "sha256:" + hex.EncodeToString(sum[:])}, nil
+		SizeBytes: int64(len(data)), Checksum: "sha256:" + hex.EncodeToString(sum[:]), Sealed: env.AtRest != nil}, nil
 }
 
 // growthCSV renders rows as CSV with one flow column per gas (sorted).

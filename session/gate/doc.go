@@ -33,7 +33,10 @@
 //     qualify for R3");
 //  7. data classification: T2 and above mark the session AuditedAccess;
 //     T3 and T4 are forbidden unless Opts.Protection says the uplink is
-//     TLS and an at-rest key is configured, and then mark it Encrypted;
+//     TLS and an at-rest key is configured, and then mark it Encrypted
+//     (the engine seals its artifacts and checkpoint payloads under that
+//     key); the refusal's message names what is missing, TLS, the key or
+//     both;
 //  8. concurrency: the engine supplies the number of running sessions of
 //     the capability; at its concurrent_limit, resource_unavailable;
 //  9. approval: a declaration requiring human approval with an assessed

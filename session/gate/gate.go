@@ -25,10 +25,13 @@ const (
 	Rejected        Outcome = "rejected"         // reply task_rejected with Rejection.Payload()
 )
 
-// Protection is what the agent offers to T3/T4 data.
+// Protection is what the agent offers to T3/T4 data: the data
+// classification check admits T3 and T4 only with both.
 type Protection struct {
 	UplinkTLS bool // the broker connection is TLS
-	AtRestKey bool // an at-rest encryption key is configured
+	// AtRestKey: an at-rest key is configured, and the engine seals the
+	// session's artifacts and checkpoint payloads under it (session/atrest).
+	AtRestKey bool
 }
 
 // Request is one task_submit handed to the gate.
@@ -111,6 +114,10 @@ func New(cfg Config, reg *capability.Registry, rec Recorder, opts Opts) (*Gate, 
 	}
 	return &Gate{cfg: cfg, reg: reg, rec: rec, clock: opts.Clock, prot: opts.Protection, wins: wins, loc: loc}, nil
 }
+
+// Protection returns what the gate was told the agent offers T3/T4 data
+// (Opts.Protection): the engine checks it holds the key the gate promises.
+func (g *Gate) Protection() Protection { return g.prot }
 
 // auditDetail is the JSON of a gate_decision audit entry.
 type auditDetail struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
@@ -16,9 +17,9 @@ import (
 // numbered 1..LastSeq without gap or duplicate, a state replayed from its
 // state_changed events (each a valid edge, or a recovery) equal to the
 // stored state, session_closed last and only in a terminal state, every
-// checkpoint matching its checkpoint_created event and the newest one
-// recorded in the session; no events or checkpoints without a session;
-// the audit chain; and the audited transitions of each session ending in
+// checkpoint matching its checkpoint_created event (a sealed payload with
+// the header of an atrest blob) and the newest one recorded in the
+// session; no events or checkpoints without a session; the audit chain; and the audited transitions of each session ending in
 // its stored state. Run it at start, before recovery.
 func (s *Store) Check(ctx context.Context) error {
 	return s.view(ctx, func(tx *bolt.Tx) error {
@@ -142,6 +143,11 @@ func checkSession(tx *bolt.Tx, sess Session) error {
 			var d checkpointData
 			if e.Type != lifecycle.EventCheckpointCreated || json.Unmarshal(e.Data, &d) != nil || d.ID != cp.ID {
 				return bad("checkpoint %s: event %d is %s %s", cp.ID, cp.Seq, e.Type, e.Data)
+			}
+			if cp.Sealed {
+				if _, err := atrest.Inspect(cp.Payload); err != nil {
+					return bad("checkpoint %s: sealed payload: %v", cp.ID, err)
+				}
 			}
 			last = cp.Seq
 			return nil

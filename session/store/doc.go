@@ -31,6 +31,16 @@
 // context is checked before it. Options.Timeout is always set, so a second
 // process fails on the file lock instead of waiting. Records are decoded
 // into fresh memory (msgp copies []byte and string fields), never kept as
-// slices of the mmap past their transaction. Checkpoint payloads are
-// opaque; encrypting them at rest (T3/T4) is the caller's job for now.
+// slices of the mmap past their transaction.
+//
+// # Sealed checkpoints
+//
+// Checkpoint payloads are opaque to the store. For a T3/T4 session the
+// caller hands the at-rest key in NewCheckpoint.Seal: the payload is
+// sealed (session/atrest, AES-256-GCM) inside the transaction, bound to
+// the session id and the checkpoint id it gets there, and the record is
+// marked Sealed; Checkpoint.Open returns the plaintext with the key. Only
+// the payload is sealed: the session record, the events (including the
+// checkpoint's description) and the audit log are stored in the clear.
+// Records of unsealed checkpoints are encoded exactly as before.
 package store

@@ -51,5 +51,9 @@ type Checkpoint struct {
 	Description string          `msg:"description"`
 	Resumable   bool            `msg:"resumable"`
 	Step        string          `msg:"step"`    // the executor's step name
-	Payload     []byte          `msg:"payload"` // the executor's own encoding, opaque here
+	Payload     []byte          `msg:"payload"` // the executor's own encoding, opaque here; sealed when Sealed
+	// Sealed: Payload is an atrest blob bound to the session id, purpose
+	// checkpoint and ID (T3/T4 sessions). Absent from the records of
+	// unsealed checkpoints, which keep their encoding.
+	Sealed bool `msg:"sealed,omitempty"`
 }

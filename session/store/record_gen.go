@@ -77,6 +77,12 @@ func (z *Checkpoint) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Payload")
 				return
 			}
+		case "sealed":
+			z.Sealed, err = dc.ReadBool()
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -90,86 +96,114 @@ func (z *Checkpoint) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *Checkpoint) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 8
-	// write "id"
-	err = en.Append(0x88, 0xa2, 0x69, 0x64)
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.ID)
-	if err != nil {
-		err = msgp.WrapError(err, "ID")
-		return
-	}
-	// write "seq"
-	err = en.Append(0xa3, 0x73, 0x65, 0x71)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint64(z.Seq)
-	if err != nil {
-		err = msgp.WrapError(err, "Seq")
-		return
-	}
-	// write "created_at"
-	err = en.Append(0xaa, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteTime(z.CreatedAt)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
-	}
-	// write "state"
-	err = en.Append(0xa5, 0x73, 0x74, 0x61, 0x74, 0x65)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(string(z.State))
-	if err != nil {
-		err = msgp.WrapError(err, "State")
-		return
-	}
-	// write "description"
-	err = en.Append(0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Description)
-	if err != nil {
-		err = msgp.WrapError(err, "Description")
-		return
-	}
-	// write "resumable"
-	err = en.Append(0xa9, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x61, 0x62, 0x6c, 0x65)
-	if err != nil {
-		return
-	}
-	err = en.WriteBool(z.Resumable)
-	if err != nil {
-		err = msgp.WrapError(err, "Resumable")
-		return
-	}
-	// write "step"
-	err = en.Append(0xa4, 0x73, 0x74, 0x65, 0x70)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Step)
-	if err != nil {
-		err = msgp.WrapError(err, "Step")
-		return
-	}
-	// write "payload"
-	err = en.Append(0xa7, 0x70, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteBytes(z.Payload)
-	if err != nil {
-		err = msgp.WrapError(err, "Payload")
-		return
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "id"
+		err = en.Append(0xa2, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.ID)
+		if err != nil {
+			err = msgp.WrapError(err, "ID")
+			return
+		}
+		// write "seq"
+		err = en.Append(0xa3, 0x73, 0x65, 0x71)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint64(z.Seq)
+		if err != nil {
+			err = msgp.WrapError(err, "Seq")
+			return
+		}
+		// write "created_at"
+		err = en.Append(0xaa, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteTime(z.CreatedAt)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
+			return
+		}
+		// write "state"
+		err = en.Append(0xa5, 0x73, 0x74, 0x61, 0x74, 0x65)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(string(z.State))
+		if err != nil {
+			err = msgp.WrapError(err, "State")
+			return
+		}
+		// write "description"
+		err = en.Append(0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Description)
+		if err != nil {
+			err = msgp.WrapError(err, "Description")
+			return
+		}
+		// write "resumable"
+		err = en.Append(0xa9, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x61, 0x62, 0x6c, 0x65)
+		if err != nil {
+			return
+		}
+		err = en.WriteBool(z.Resumable)
+		if err != nil {
+			err = msgp.WrapError(err, "Resumable")
+			return
+		}
+		// write "step"
+		err = en.Append(0xa4, 0x73, 0x74, 0x65, 0x70)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Step)
+		if err != nil {
+			err = msgp.WrapError(err, "Step")
+			return
+		}
+		// write "payload"
+		err = en.Append(0xa7, 0x70, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteBytes(z.Payload)
+		if err != nil {
+			err = msgp.WrapError(err, "Payload")
+			return
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// write "sealed"
+			err = en.Append(0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+			if err != nil {
+				return
+			}
+			err = en.WriteBool(z.Sealed)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		}
 	}
 	return
 }
@@ -177,31 +211,49 @@ func (z *Checkpoint) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Checkpoint) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 8
-	// string "id"
-	o = append(o, 0x88, 0xa2, 0x69, 0x64)
-	o = msgp.AppendString(o, z.ID)
-	// string "seq"
-	o = append(o, 0xa3, 0x73, 0x65, 0x71)
-	o = msgp.AppendUint64(o, z.Seq)
-	// string "created_at"
-	o = append(o, 0xaa, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74)
-	o = msgp.AppendTime(o, z.CreatedAt)
-	// string "state"
-	o = append(o, 0xa5, 0x73, 0x74, 0x61, 0x74, 0x65)
-	o = msgp.AppendString(o, string(z.State))
-	// string "description"
-	o = append(o, 0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.Description)
-	// string "resumable"
-	o = append(o, 0xa9, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x61, 0x62, 0x6c, 0x65)
-	o = msgp.AppendBool(o, z.Resumable)
-	// string "step"
-	o = append(o, 0xa4, 0x73, 0x74, 0x65, 0x70)
-	o = msgp.AppendString(o, z.Step)
-	// string "payload"
-	o = append(o, 0xa7, 0x70, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
-	o = msgp.AppendBytes(o, z.Payload)
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "id"
+		o = append(o, 0xa2, 0x69, 0x64)
+		o = msgp.AppendString(o, z.ID)
+		// string "seq"
+		o = append(o, 0xa3, 0x73, 0x65, 0x71)
+		o = msgp.AppendUint64(o, z.Seq)
+		// string "created_at"
+		o = append(o, 0xaa, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74)
+		o = msgp.AppendTime(o, z.CreatedAt)
+		// string "state"
+		o = append(o, 0xa5, 0x73, 0x74, 0x61, 0x74, 0x65)
+		o = msgp.AppendString(o, string(z.State))
+		// string "description"
+		o = append(o, 0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Description)
+		// string "resumable"
+		o = append(o, 0xa9, 0x72, 0x65, 0x73, 0x75, 0x6d, 0x61, 0x62, 0x6c, 0x65)
+		o = msgp.AppendBool(o, z.Resumable)
+		// string "step"
+		o = append(o, 0xa4, 0x73, 0x74, 0x65, 0x70)
+		o = msgp.AppendString(o, z.Step)
+		// string "payload"
+		o = append(o, 0xa7, 0x70, 0x61, 0x79, 0x6c, 0x6f, 0x61, 0x64)
+		o = msgp.AppendBytes(o, z.Payload)
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "sealed"
+			o = append(o, 0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Sealed)
+		}
+	}
 	return
 }
 
@@ -275,6 +327,12 @@ func (z *Checkpoint) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Payload")
 				return
 			}
+		case "sealed":
+			z.Sealed, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -289,7 +347,7 @@ func (z *Checkpoint) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Checkpoint) Msgsize() (s int) {
-	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 4 + msgp.Uint64Size + 11 + msgp.TimeSize + 6 + msgp.StringPrefixSize + len(string(z.State)) + 12 + msgp.StringPrefixSize + len(z.Description) + 10 + msgp.BoolSize + 5 + msgp.StringPrefixSize + len(z.Step) + 8 + msgp.BytesPrefixSize + len(z.Payload)
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.ID) + 4 + msgp.Uint64Size + 11 + msgp.TimeSize + 6 + msgp.StringPrefixSize + len(string(z.State)) + 12 + msgp.StringPrefixSize + len(z.Description) + 10 + msgp.BoolSize + 5 + msgp.StringPrefixSize + len(z.Step) + 8 + msgp.BytesPrefixSize + len(z.Payload) + 7 + msgp.BoolSize
 	return
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
@@ -105,6 +106,11 @@ type NewCheckpoint struct {
 	Resumable   bool
 	Step        string
 	Payload     []byte
+	// Seal, when set (a T3/T4 session), seals Payload under this key
+	// before it is stored, bound to the session id, purpose checkpoint and
+	// the checkpoint's id, so that a payload moved to another session or
+	// checkpoint does not open (Checkpoint.Open).
+	Seal *atrest.Key
 }
 
 // Change is one state transition and what is committed with it.
@@ -197,7 +203,32 @@ func (t *txn) checkpoint(nc NewCheckpoint) error {
 	t.add(ev)
 	t.ckpt = &Checkpoint{ID: id, Seq: ev.Seq, CreatedAt: t.now, State: t.m.State,
 		Description: nc.Description, Resumable: nc.Resumable, Step: nc.Step, Payload: nc.Payload}
+	if nc.Seal != nil {
+		sealed, err := nc.Seal.Seal(nc.Payload, atrest.CheckpointBinding(t.sess.ID, id))
+		if err != nil {
+			return fmt.Errorf("store: session %s: seal checkpoint %s: %w", t.sess.ID, id, err)
+		}
+		t.ckpt.Payload, t.ckpt.Sealed = sealed, true
+	}
 	return nil
+}
+
+// Open returns the payload of c, a checkpoint of session sessionID: as
+// stored, or opened with k when it is sealed — atrest.ErrNoKey without a
+// key, *atrest.WrongKeyError for another key, atrest.ErrTampered for a
+// payload altered or taken from another session or checkpoint.
+func (c Checkpoint) Open(sessionID string, k *atrest.Key) ([]byte, error) {
+	if !c.Sealed {
+		return c.Payload, nil
+	}
+	if k == nil {
+		return nil, fmt.Errorf("store: session %s: checkpoint %s is sealed: %w", sessionID, c.ID, atrest.ErrNoKey)
+	}
+	p, err := k.Open(c.Payload, atrest.CheckpointBinding(sessionID, c.ID))
+	if err != nil {
+		return nil, fmt.Errorf("store: session %s: checkpoint %s: %w", sessionID, c.ID, err)
+	}
+	return p, nil
 }
 
 type transitionDetail struct {
