@@ -22,6 +22,15 @@ type MonitorOpts struct {
 	KickEvery    time.Duration    // furnace comms-watchdog kick period, default 1 s; 0 disables
 	Clock        func() time.Time // the interlock's clock if nil
 	Logger       *slog.Logger     // the interlock's logger if nil
+	// OnPoll, when set, observes every instrument read of the pollers (for
+	// metrics): the poller's name ("furnace", "gauge", "flow.<gas>",
+	// "switch.<name>", "input.<name>"), how long the read took (wall clock,
+	// monotonic: not Clock) and its error (a gauge's sensor status is not
+	// one). It runs on the poller's goroutine right after the read, so it
+	// must be quick, must not block and must not call the Monitor; the
+	// monitor allocates nothing to call it. A read cut short by Close is not
+	// reported. nil: nothing is measured.
+	OnPoll func(name string, took time.Duration, err error)
 }
 
 // MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
@@ -282,10 +291,17 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, m.il.opts.ReadTimeout)
+		var t0 time.Time
+		if m.opts.OnPoll != nil {
+			t0 = time.Now()
+		}
 		err := p.read(rctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if m.opts.OnPoll != nil {
+			m.opts.OnPoll(p.name, time.Since(t0), err)
 		}
 		if err != nil {
 			m.log.Debug("monitor read failed", "instrument", p.name, "err", err)

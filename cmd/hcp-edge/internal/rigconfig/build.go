@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.bug.st/serial"
+	pgpio "periph.io/x/conn/v3/gpio"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
@@ -30,7 +31,9 @@ type Instruments struct {
 	MFCs    []*alicat.MFC // in configuration order (BuildPartial: those that opened)
 	Gauge   *tpg.Gauge
 	Raman   *raman.Spectrometer
-	GPIO    *simgpio.Client
+	GPIO    *simgpio.Client // gpio.source sim; nil with source host
+
+	host *hostGPIO // gpio.source host (hostgpio.go)
 
 	// Set by StartInputs: the GPIO inputs, debounced and watched.
 	EStop, Leak, RelayFB *gpio.Input
@@ -136,6 +139,14 @@ func BuildPartial(r Rig) *Instruments {
 		in.Raman = sp
 		in.closers = append(in.closers, sp.Close)
 	}
+	if r.GPIO.Source == "host" {
+		if h, err := openHostGPIO(r.GPIO); err != nil {
+			in.Unreachable["gpio"] = err
+		} else {
+			in.host = h
+		}
+		return in
+	}
 	so := simgpio.DefaultOpts()
 	so.Socket = r.GPIO.Socket
 	so.MaxPoll = time.Second
@@ -146,6 +157,21 @@ func BuildPartial(r Rig) *Instruments {
 		in.closers = append(in.closers, c.Close)
 	}
 	return in
+}
+
+// gpioOK reports whether the GPIO lines are available, from either source.
+func (in *Instruments) gpioOK() bool { return in.GPIO != nil || in.host != nil }
+
+// gpioPin returns the pin of line (simgpio.EStop, Leak, Relay, RelayFB)
+// from the configured source.
+func (in *Instruments) gpioPin(line string) (pgpio.PinIO, error) {
+	switch {
+	case in.GPIO != nil:
+		return in.GPIO.Pin(line), nil
+	case in.host != nil:
+		return in.host.pin(line)
+	}
+	return nil, fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
 }
 
 func openMFC(mc MFC) (*alicat.MFC, error) {
@@ -205,18 +231,22 @@ const (
 )
 
 // StartInputs builds the e-stop and leak inputs (active low) and the relay
-// read-back input on the GPIO lines, and starts their watchers. Close stops
-// them.
+// read-back input on the GPIO lines (the simulator's or the host's), and
+// starts their watchers. Close stops them.
 func (in *Instruments) StartInputs(ctx context.Context) error {
-	if in.GPIO == nil {
+	if !in.gpioOK() {
 		return fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
 	}
-	mk := func(pin, name string, activeLow bool) (*gpio.Input, error) {
+	mk := func(line, name string, activeLow bool) (*gpio.Input, error) {
 		o := gpio.DefaultInputOpts(name)
 		o.ActiveLow = activeLow
 		o.Wait = 200 * time.Millisecond
 		o.ReadTimeout = time.Second
-		i, err := gpio.NewInput(in.GPIO.Pin(pin), o)
+		pin, err := in.gpioPin(line)
+		if err != nil {
+			return nil, err
+		}
+		i, err := gpio.NewInput(pin, o)
 		if err != nil {
 			return nil, fmt.Errorf("rigconfig: %s: %w", name, err)
 		}
@@ -245,12 +275,20 @@ func (in *Instruments) Relay() (*gpio.Output, error) {
 	if in.RelayOut != nil {
 		return in.RelayOut, nil
 	}
-	if in.GPIO == nil {
+	if !in.gpioOK() {
 		return nil, fmt.Errorf("rigconfig: relay: gpio unavailable: %w", in.Unreachable["gpio"])
+	}
+	pin, err := in.gpioPin(simgpio.Relay)
+	if err != nil {
+		return nil, fmt.Errorf("rigconfig: relay: %w", err)
+	}
+	fb, err := in.gpioPin(simgpio.RelayFB)
+	if err != nil {
+		return nil, fmt.Errorf("rigconfig: relay: %w", err)
 	}
 	o := gpio.DefaultOutputOpts(SwitchRelay)
 	o.IOTimeout = time.Second
-	out, err := gpio.NewOutput(in.GPIO.Pin(simgpio.Relay), in.GPIO.Pin(simgpio.RelayFB), o)
+	out, err := gpio.NewOutput(pin, fb, o)
 	if err != nil {
 		return nil, fmt.Errorf("rigconfig: relay: %w", err)
 	}
@@ -261,7 +299,7 @@ func (in *Instruments) Relay() (*gpio.Output, error) {
 // Rig hands the writable rig to the interlock: it needs StartInputs and
 // Relay first.
 func (in *Instruments) Rig() (envelope.Rig, error) {
-	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || in.GPIO == nil || len(in.MFCs) != len(in.rig.MFCs) {
+	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || !in.gpioOK() || len(in.MFCs) != len(in.rig.MFCs) {
 		return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
 	}
 	if in.EStop == nil || in.RelayOut == nil {
@@ -343,4 +381,17 @@ func stopBits(s serial.StopBits) int {
 		return 2
 	}
 	return 1
+}
+
+// GPIOLevel reads the level of line (simgpio.EStop, Leak, Relay, RelayFB)
+// from the configured source, without configuring the pin: for probe.
+func (in *Instruments) GPIOLevel(ctx context.Context, line string) (pgpio.Level, error) {
+	if in.GPIO != nil {
+		return in.GPIO.Level(ctx, line)
+	}
+	p, err := in.gpioPin(line)
+	if err != nil {
+		return pgpio.Low, err
+	}
+	return p.Read(), nil
 }
