@@ -22,6 +22,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
 
@@ -50,8 +51,9 @@ Validates a configuration before the rig sees it, without touching hardware: the
 (unknown keys, types, durations), units, the rig section (buses, unit ids, full scales, valves),
 the envelope compiled against the rig's device ranges, the agent and monitor sections, paths
 (absolute; the control socket short enough for a unix socket), the permissions of key files
-(0600 or stricter) and the capability declarations. Every problem is reported, each as
-FILE:LINE: KEY: MESSAGE. FILE defaults to the embedded configs/sim.yaml.
+(0600 or stricter), the at-rest key (agent.at_rest_key_file: 64 hex digits) and the capability
+declarations. Every problem is reported, each as FILE:LINE: KEY: MESSAGE. FILE defaults to the
+embedded configs/sim.yaml.
 
 environment: HCP_STATE_DIR, HCP_CONTROL_SOCKET and HCP_RIG_SIM_DIR apply as they do for run.
 
@@ -344,7 +346,11 @@ func (c *checker) checkKeyFiles(f rigconfig.File) {
 				fv := v.FieldByIndex(fl.index)
 				key := join(path, fl.name)
 				if fv.Kind() == reflect.String && keyFileField(fl.name) {
-					c.checkKeyFile(key, fv.String())
+					if key == atRestKeyKey {
+						c.checkAtRestKey(key, fv.String())
+					} else {
+						c.checkKeyFile(key, fv.String())
+					}
 					continue
 				}
 				walk(fv, key)
@@ -376,6 +382,37 @@ func (c *checker) checkKeyFile(key, path string) {
 		c.at(key, "%s is not a regular file", path)
 	case st.Mode().Perm()&0o077 != 0:
 		c.at(key, "%s has mode %#o: a key file must be readable by its owner only (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+}
+
+// atRestKeyKey is the configuration key of the at-rest key file.
+const atRestKeyKey = "agent.at_rest_key_file"
+
+// checkAtRestKey checks the at-rest key file as the daemon will load it
+// (atrest.LoadKey): an absolute path to a regular file, readable by its
+// owner only, holding 64 hex digits.
+func (c *checker) checkAtRestKey(key, path string) {
+	if path == "" {
+		return
+	}
+	if !filepath.IsAbs(path) {
+		c.at(key, "%q is not an absolute path", path)
+		return
+	}
+	_, err := atrest.LoadKey(path)
+	var ke *atrest.KeyError
+	switch {
+	case err == nil:
+	case !errors.As(err, &ke):
+		c.at(key, "%v", err)
+	case errors.Is(err, atrest.ErrKeyPermissions) && !ke.Mode.IsRegular():
+		c.at(key, "%s is not a regular file", path)
+	case errors.Is(err, atrest.ErrKeyPermissions):
+		c.at(key, "%s has mode %#o: a key file must be readable by its owner only (chmod 600 %s)", path, ke.Mode.Perm(), path)
+	case errors.Is(err, atrest.ErrKeyFormat):
+		c.at(key, "%s: %s: an at-rest key is 64 hex digits, 32 random bytes (umask 077; openssl rand -hex 32 > %s)", path, ke.Reason, path)
+	default:
+		c.at(key, "%v", ke.Err)
 	}
 }
 

@@ -94,8 +94,9 @@ func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
 // daemon runs until ctx ends. Start order: state directory and state file
 // (sessions and audit log, one hash chain), token key, rig (relay built
 // de-energised), envelope, interlock, furnace watchdog, monitor, session
-// engine and its recovery, control socket. Stop order: control socket
-// (intake), engine, monitor, shutdown policy, instruments, state file.
+// engine and its recovery, control socket, uplink, metrics endpoint
+// (agent.metrics_listen). Stop order: control socket (intake), metrics
+// endpoint, engine, monitor, shutdown policy, instruments, state file.
 func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger) (err error) {
 	t0 := time.Now()
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
@@ -114,6 +115,12 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	alog := st.Audit()
+	mx := newAgentMetrics(f, st, log) // nil without agent.metrics_listen (metrics.go)
+	defer func() { _ = mx.close(context.Background()) }()
+	key, err := loadAtRestKey(f.Agent.AtRestKeyFile, log) // before any instrument is touched
+	if err != nil {
+		return err
+	}
 	priv, err := token.LoadOrCreateKey(filepath.Join(f.Agent.StateDir, tokenKeyFile))
 	if err != nil {
 		return fmt.Errorf("session token key: %w", err)
@@ -153,7 +160,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	}
 	iopts := envelope.DefaultInterlockOpts()
 	iopts.Logger = log
-	il, err := envelope.NewInterlock(env, rig, authz, audit.Interlock{Log: alog}, iopts)
+	il, err := envelope.NewInterlock(env, rig, authz, mx.auditor(audit.Interlock{Log: alog}), iopts)
 	if err != nil {
 		return err
 	}
@@ -164,7 +171,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		return fmt.Errorf("furnace watchdog: %w", err)
 	}
 	mon, err := envelope.NewMonitor(il, envelope.MonitorOpts{FurnaceEvery: f.Monitor.FurnaceEvery,
-		OtherEvery: f.Monitor.OtherEvery, KickEvery: f.Monitor.KickEvery, Logger: log})
+		OtherEvery: f.Monitor.OtherEvery, KickEvery: f.Monitor.KickEvery, Logger: log, OnPoll: mx.onPoll()})
 	if err != nil {
 		return err
 	}
@@ -179,7 +186,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 			_ = mon.Close()
 		}
 	}()
-	hb, err := newHub(filepath.Join(f.Agent.StateDir, resultsDir), log)
+	hb, err := newHub(filepath.Join(f.Agent.StateDir, resultsDir), sealerFor(st, key), log)
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
@@ -188,7 +195,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		return err
 	}
 	defer func() { err = errors.Join(err, up.close()) }()
-	eng, err := newEngine(f, st, reg, tokens, revoked, il, mon, up.outbound(hb), log)
+	eng, err := newEngine(f, st, mx.gateRecorder(alog), key, reg, tokens, revoked, il, mon, up.outbound(hb), log)
 	if err != nil {
 		return err
 	}
@@ -220,6 +227,10 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
+	if err := mx.start(f, il, up); err != nil {
+		_ = srv.Shutdown(context.Background())
+		return err
+	}
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
 		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "time_scale", f.Agent.TimeScale,
 		"capabilities", len(reg.All()), "recovered", len(recs), "startup", time.Since(t0))
@@ -236,6 +247,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	defer scancel()
 	up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
 	err = srv.Shutdown(sctx)
+	err = errors.Join(err, mx.close(sctx))
 	engClosed = true
 	err = errors.Join(err, eng.Close())
 	monClosed = true

@@ -19,6 +19,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -124,10 +125,12 @@ type sessions struct {
 	log      *slog.Logger
 }
 
-// newEngine assembles the session engine over the interlock path.
-func newEngine(f rigconfig.File, st *store.Store, reg *capability.Registry, auth *token.Authority, rev *token.Revocations,
-	il *envelope.Interlock, mon *envelope.Monitor, out engine.Outbound, log *slog.Logger) (*engine.Engine, error) {
-	g, err := gate.New(f.Gate, reg, st.Audit(), gate.Opts{Protection: protectionOf(out)})
+// newEngine assembles the session engine over the interlock path. rec is
+// the gate's recorder (the state file's audit log, counted by the metrics
+// when they are on); key is the at-rest key (nil: T3/T4 refused).
+func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, key *atrest.Key, reg *capability.Registry, auth *token.Authority,
+	rev *token.Revocations, il *envelope.Interlock, mon *envelope.Monitor, out engine.Outbound, log *slog.Logger) (*engine.Engine, error) {
+	g, err := gate.New(f.Gate, reg, rec, gate.Opts{Protection: protectionOf(out, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
@@ -136,9 +139,26 @@ func newEngine(f rigconfig.File, st *store.Store, reg *capability.Registry, auth
 		return nil, err
 	}
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
-		Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir,
+		Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		Logger: log.With("component", "engine")})
+}
+
+// loadAtRestKey loads the at-rest key of agent.at_rest_key_file; nil
+// without one (T3/T4 sessions are then refused). A configured key that
+// cannot be loaded stops the start: T3/T4 data must not be handled with a
+// key nobody checked.
+func loadAtRestKey(path string, log *slog.Logger) (*atrest.Key, error) {
+	if path == "" {
+		log.Info("no at-rest key (agent.at_rest_key_file): T3/T4 sessions are refused")
+		return nil, nil
+	}
+	key, err := atrest.LoadKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent.at_rest_key_file: %w", err)
+	}
+	log.Info("at-rest key loaded: T3/T4 artifacts and checkpoints are sealed under it", "file", path, "key_id", key.ID())
+	return key, nil
 }
 
 // hubMsg is one outbound message.
@@ -153,6 +173,7 @@ type hubMsg struct {
 // AMQP outbox takes this place behind the same engine.Outbound seam.)
 type hub struct {
 	dir  string // results directory
+	seal sealer // T3/T4 final messages are sealed at rest
 	log  *slog.Logger
 	mu   sync.Mutex
 	next int
@@ -163,11 +184,36 @@ type hub struct {
 // watchBuffer is how many messages a watcher may lag before it is dropped.
 const watchBuffer = 4096
 
-func newHub(dir string, log *slog.Logger) (*hub, error) {
+// sealer says how the hub keeps a session's final message at rest: sealed
+// reports that the session's data classification is sealed (T3/T4), and
+// key is the key to seal it under (nil when there is none: then the
+// message is not written at all).
+type sealer func(sid string) (key *atrest.Key, sealed bool)
+
+// sealerFor is the sealer of st's sessions under key.
+func sealerFor(st *store.Store, key *atrest.Key) sealer {
+	return func(sid string) (*atrest.Key, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := st.Session(ctx, sid)
+		if err != nil {
+			return nil, false // the final message of a session never stored (a rejection)
+		}
+		if !engine.Sealed(s.DataClass) {
+			return nil, false
+		}
+		return key, true
+	}
+}
+
+func newHub(dir string, seal sealer, log *slog.Logger) (*hub, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	return &hub{dir: dir, log: log, subs: map[int]chan hubMsg{}, prog: map[string]progressView{}}, nil
+	if seal == nil {
+		seal = func(string) (*atrest.Key, bool) { return nil, false }
+	}
+	return &hub{dir: dir, seal: seal, log: log, subs: map[int]chan hubMsg{}, prog: map[string]progressView{}}, nil
 }
 
 // progressView is a session's latest progress event.
@@ -194,7 +240,16 @@ func (h *hub) Publish(_ context.Context, caller string, env *wire.Envelope) erro
 			}
 		case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
 			if b, err := wire.Encode(env); err == nil {
-				if err := writeFileAtomic(filepath.Join(h.dir, sid+".json"), b); err != nil {
+				path := filepath.Join(h.dir, sid+".json")
+				switch key, sealed := h.seal(sid); {
+				case !sealed:
+					err = writeFileAtomic(path, b)
+				case key != nil:
+					err = key.WriteFile(path, b, atrest.ResultBinding(sid), 0o640)
+				default:
+					err = errors.New("T3/T4 session and no at-rest key: not written")
+				}
+				if err != nil {
 					h.log.Warn("record final message", "session", sid, "err", err)
 				}
 			}
@@ -245,9 +300,19 @@ func (h *hub) progress(sid string) (progressView, bool) {
 
 // final reads session sid's recorded final message.
 func (h *hub) final(sid string) (*wire.Envelope, error) {
-	b, err := os.ReadFile(filepath.Join(h.dir, sid+".json"))
+	path := filepath.Join(h.dir, sid+".json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if atrest.IsSealed(b) {
+		key, _ := h.seal(sid)
+		if key == nil {
+			return nil, fmt.Errorf("%s is sealed at rest and the daemon has no at-rest key", path)
+		}
+		if b, err = key.Open(b, atrest.ResultBinding(sid)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return wire.Decode(b)
 }
@@ -446,7 +511,9 @@ func (s *sessions) list(ctx context.Context, all bool) ([]sessionView, error) {
 }
 
 // artifactView is the reply to artifact: where the file is and what the
-// session's final message recorded about it.
+// session's final message recorded about it. The file of a T3/T4 session
+// is sealed (atrest): SizeBytes and Checksum describe its plaintext, and
+// the reader opens it with the key the daemon names (KeyFile, KeyID).
 type artifactView struct {
 	URI       string `json:"uri"`
 	SessionID string `json:"session_id"`
@@ -455,6 +522,10 @@ type artifactView struct {
 	SizeBytes int64  `json:"size_bytes"`
 	Checksum  string `json:"checksum"`
 	Type      string `json:"type,omitempty"`
+	DataClass string `json:"data_classification,omitempty"`
+	Sealed    bool   `json:"sealed,omitempty"`
+	KeyFile   string `json:"at_rest_key_file,omitempty"` // the daemon's agent.at_rest_key_file
+	KeyID     string `json:"at_rest_key_id,omitempty"`   // the id of the daemon's key
 }
 
 // parseArtifactURI splits hcp://{session}/artifacts/{name}.
@@ -497,11 +568,30 @@ func (s *sessions) artifact(uri string) (artifactView, error) {
 	}
 	for _, a := range arts {
 		if a.URI == uri {
-			return artifactView{URI: uri, SessionID: sid, Name: name, Path: filepath.Join(s.stateDir, artifactsDir, sid, name),
-				SizeBytes: a.SizeBytes, Checksum: a.Checksum, Type: a.Type}, nil
+			v := artifactView{URI: uri, SessionID: sid, Name: name, Path: filepath.Join(s.stateDir, artifactsDir, sid, name),
+				SizeBytes: a.SizeBytes, Checksum: a.Checksum, Type: a.Type}
+			return v, s.sealing(&v)
 		}
 	}
 	return artifactView{}, fmt.Errorf("session %s has no artifact %q", sid, name)
+}
+
+// sealing fills in the data classification of v's session and, for a
+// T3/T4 session, that its file is sealed and with which key.
+func (s *sessions) sealing(v *artifactView) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := s.st.Session(ctx, v.SessionID)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", v.SessionID, err)
+	}
+	v.DataClass = sess.DataClass
+	if v.Sealed = engine.Sealed(sess.DataClass); v.Sealed && s.eng != nil {
+		if k := s.eng.AtRestKey(); k != nil {
+			v.KeyFile, v.KeyID = k.Source(), k.ID()
+		}
+	}
+	return nil
 }
 
 // handle serves the session operations of the control socket.

@@ -182,7 +182,7 @@ func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum 
 		values := map[string]any{}
 		var parts []string
 		for _, pin := range []string{simgpio.EStop, simgpio.Leak, simgpio.Relay, simgpio.RelayFB} {
-			lvl, err := in.GPIO.Level(ctx, pin)
+			lvl, err := in.GPIOLevel(ctx, pin)
 			if err != nil {
 				return "", nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -431,13 +433,13 @@ flags:
 
 func artifactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "get" {
-		fmt.Fprint(stderr, "usage: hcp-edge artifact get URI [-o FILE] [--json]\n")
+		fmt.Fprint(stderr, "usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE]\n")
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("artifact get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge artifact get URI [-o FILE] [--json] [--operator NAME] [--socket PATH] [--config FILE]
+		fmt.Fprint(stderr, `usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE] [--operator NAME] [--socket PATH] [--config FILE]
 
 Fetches an artifact of a finished session, hcp://{session}/artifacts/{name}, from the daemon's
 state directory: the daemon names the file and the size and sha256 checksum its session
@@ -446,8 +448,13 @@ standard output. The state directory must be readable by the caller (run as the 
 or a member of its group). For a session classified T2 or above the daemon records the access
 in the audit log (kind data_access) with the operator (--operator, default the login name).
 
-exit codes: 0 copied and verified; 1 unknown artifact, checksum mismatch, or the daemon is
-down; 2 usage.
+The artifacts of a session classified T3 or T4 are encrypted at rest (AES-256-GCM): they are
+decrypted with the daemon's at-rest key (agent.at_rest_key_file, which the daemon names; it is
+readable by the daemon's user only) or the key file given with --key, and the plaintext is
+verified against the recorded size and sha256. The copy is written with mode 0600.
+
+exit codes: 0 copied and verified; 1 unknown artifact, checksum mismatch, at-rest key missing,
+unreadable or wrong, or the daemon is down; 2 usage.
 
 examples:
   hcp-edge artifact get hcp://0b6f...e1/artifacts/raman_spectrum.json
@@ -459,6 +466,7 @@ flags:
 	}
 	out := fs.String("o", "", "where to write it (default: its name in the current directory; - for standard output)")
 	operator := fs.String("operator", operatorDefault(), "who reads it (recorded in the audit log for T2+ sessions)")
+	keyFile := fs.String("key", "", "at-rest key file to decrypt a T3/T4 session's artifact (default: the daemon's agent.at_rest_key_file)")
 	sf := addSessionFlags(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
@@ -485,7 +493,7 @@ flags:
 	if dst == "" {
 		dst = a.Name
 	}
-	n, sum, err := copyVerified(a, dst, stdout)
+	n, sum, err := copyVerified(a, dst, stdout, *keyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge artifact get: %v\n", err)
 		return exitFailure
@@ -500,8 +508,12 @@ flags:
 
 // copyVerified copies the artifact to dst ("-": w), hashing it, and checks
 // size and checksum against what the session recorded; a copy that does
-// not match is removed.
-func copyVerified(a artifactView, dst string, w io.Writer) (int64, string, error) {
+// not match is removed. A sealed artifact is opened first, with the key of
+// keyFile or else the daemon's (see openSealed).
+func copyVerified(a artifactView, dst string, w io.Writer, keyFile string) (int64, string, error) {
+	if a.Sealed {
+		return copySealed(a, dst, w, keyFile)
+	}
 	src, err := os.Open(a.Path)
 	if err != nil {
 		return 0, "", err
@@ -540,6 +552,68 @@ func copyVerified(a artifactView, dst string, w io.Writer) (int64, string, error
 		return n, sum, err
 	}
 	return n, sum, os.Rename(tmp.Name(), dst)
+}
+
+// copySealed opens the sealed artifact a, verifies its plaintext against
+// the record and writes it to dst ("-": w).
+func copySealed(a artifactView, dst string, w io.Writer, keyFile string) (int64, string, error) {
+	plain, err := openSealed(a, keyFile)
+	if err != nil {
+		return 0, "", err
+	}
+	h := sha256.Sum256(plain)
+	n, sum := int64(len(plain)), "sha256:"+hex.EncodeToString(h[:])
+	if err := matches(a, n, sum); err != nil {
+		return n, sum, err
+	}
+	if dst == "-" {
+		_, err = w.Write(plain)
+		return n, sum, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".artifact-*") // mode 0600
+	if err != nil {
+		return n, sum, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(plain)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, sum, err
+	}
+	return n, sum, os.Rename(tmp.Name(), dst)
+}
+
+// openSealed decrypts the sealed artifact a with the key of keyFile, else
+// of the daemon's key file, naming the key problem when it cannot.
+func openSealed(a artifactView, keyFile string) ([]byte, error) {
+	src := "--key"
+	if keyFile == "" {
+		keyFile, src = a.KeyFile, "the daemon's agent.at_rest_key_file"
+	}
+	what := fmt.Sprintf("%s belongs to a session classified %s and is encrypted at rest", a.URI, a.DataClass)
+	if keyFile == "" {
+		return nil, fmt.Errorf("%s, and the daemon has no at-rest key configured (agent.at_rest_key_file): give the key file with --key FILE: %w",
+			what, atrest.ErrNoKey)
+	}
+	k, err := atrest.LoadKey(keyFile)
+	if err != nil {
+		hint := ""
+		if errors.Is(err, fs.ErrPermission) {
+			hint = " (run as the daemon's user, or give a copy of the key readable by you only with --key FILE)"
+		}
+		return nil, fmt.Errorf("%s, and the at-rest key (%s) cannot be loaded%s: %w", what, src, hint, err)
+	}
+	plain, err := k.ReadFile(a.Path, atrest.ArtifactBinding(a.SessionID, a.Name))
+	var wk *atrest.WrongKeyError
+	switch {
+	case errors.As(err, &wk):
+		return nil, fmt.Errorf("%s under at-rest key %s, and the key in %s (%s) is key %s: %w", what, wk.Want, keyFile, src, wk.Have, atrest.ErrWrongKey)
+	case err != nil:
+		return nil, fmt.Errorf("%s, and its file does not open with the at-rest key %s (copy refused): %w", what, k.ID(), err)
+	}
+	return plain, nil
 }
 
 func matches(a artifactView, n int64, sum string) error {

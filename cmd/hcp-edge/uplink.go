@@ -12,6 +12,7 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -105,14 +106,15 @@ func (u *uplink) outbound(local engine.Outbound) engine.Outbound {
 	return u
 }
 
-// protectionOf is what the gate may promise T3/T4 data: TLS in transit when
-// out is an uplink over amqps. No at-rest key exists yet, so T3/T4 stay
-// refused (forbidden) either way.
-func protectionOf(out engine.Outbound) gate.Protection {
+// protectionOf is what the agent offers T3/T4 data: TLS in transit when
+// out is an uplink over amqps, and the at-rest key of
+// agent.at_rest_key_file. The gate admits T3/T4 only with both.
+func protectionOf(out engine.Outbound, key *atrest.Key) gate.Protection {
+	p := gate.Protection{AtRestKey: key != nil}
 	if u, ok := out.(*uplink); ok && u != nil {
-		return gate.Protection{UplinkTLS: u.sup.Secure()}
+		p.UplinkTLS = u.sup.Secure()
 	}
-	return gate.Protection{}
+	return p
 }
 
 // Publish appends env to the durable outbox (protocol or telemetry class
