@@ -66,6 +66,9 @@ type live struct {
 	ckpts    int
 	lastCkpt string
 	warnings []string
+	// extWarnings are the warnings from outside the executor (Warn), since
+	// this start.
+	extWarnings []string
 }
 
 // disarm stops the approval timeout (l.mu held); false when it already
@@ -311,7 +314,9 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 	}
 	if runErr == nil {
 		summary.StepsExecuted = res.Steps
-		summary.Warnings = append(summary.Warnings[:0:0], res.Warnings...)
+		// The executor's own list (it survives a resume), then the
+		// engine's warnings from outside it (Warn).
+		summary.Warnings = append(append(summary.Warnings[:0:0], res.Warnings...), l.extWarnings...)
 		outputs, err := json.Marshal(res.Outputs)
 		if err == nil {
 			err = e.transitionLocked(l, store.Change{To: lifecycle.Completed, Reason: "task finished successfully"})
