@@ -100,8 +100,12 @@ type Monitor struct {
 	running   map[Procedure]bool      // a re-assertion or trip in flight
 	started   bool
 	closed    bool
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// unread counts the pollers without a successful read yet; ready is
+	// closed when it reaches zero (WaitFirstReadings).
+	unread int
+	ready  chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewMonitor returns a monitor of il's rig. It polls nothing until Start.
@@ -138,7 +142,26 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 		m.names = append(m.names, p.name)
 	}
 	sort.Strings(m.names)
+	m.unread, m.ready = len(m.names), make(chan struct{})
+	if m.unread == 0 {
+		close(m.ready)
+	}
 	return m, nil
+}
+
+// WaitFirstReadings blocks until every instrument the monitor polls has
+// been read successfully once since Start, or ctx ends (its error is
+// returned). Whoever judges the rig from the monitor's cache right after
+// start — session recovery — waits for it first: a channel not read yet
+// is not a lost one. Bound ctx by the envelope's comms timeout: past it, a
+// channel never read is a comms loss indeed.
+func (m *Monitor) WaitFirstReadings(ctx context.Context) error {
+	select {
+	case <-m.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("envelope: monitor: first readings: %w", ctx.Err())
+	}
 }
 
 // poller reads one instrument into the cache.
@@ -289,6 +312,7 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 	}
 	t := time.NewTicker(p.every)
 	defer t.Stop()
+	first := true
 	for {
 		rctx, cancel := context.WithTimeout(ctx, m.il.opts.ReadTimeout)
 		var t0 time.Time
@@ -309,6 +333,12 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 			now := m.opts.Clock()
 			m.mu.Lock()
 			m.lastOK[p.name] = now
+			if first {
+				first = false
+				if m.unread--; m.unread == 0 {
+					close(m.ready)
+				}
+			}
 			m.mu.Unlock()
 			select {
 			case m.wake <- struct{}{}:

@@ -452,3 +452,28 @@ func TestMonitorStartTwice(t *testing.T) {
 		t.Fatal("second Start accepted")
 	}
 }
+
+// TestMonitorWaitFirstReadings: WaitFirstReadings returns once every
+// instrument has been read, and then the cache holds every channel, with
+// no comms_loss from EvaluateTrips (what recovery judges at start); while an
+// instrument never answers it waits until its context ends.
+func TestMonitorWaitFirstReadings(t *testing.T) {
+	f := newMonFixture(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), monitorGuard)
+	defer cancel()
+	if err := f.m.WaitFirstReadings(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range f.m.env.EvaluateTrips(f.m.Readings()) {
+		if ev.Trip == TripCommsLoss {
+			t.Fatalf("comms_loss after the first readings: %+v", ev)
+		}
+	}
+
+	g := newMonFixture(t, func(r *Rig, p *plant) { r.Gauge = blockingGauge{fakeGauge{p}} })
+	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if err := g.m.WaitFirstReadings(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with a gauge that never answers: %v", err)
+	}
+}

@@ -205,6 +205,16 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 			_ = eng.Close()
 		}
 	}()
+	// Recovery judges the rig from the monitor's cache: with sessions to
+	// recover, wait (at most the comms timeout) until every instrument has
+	// been read once, or a channel not read yet would count as lost.
+	if act, err := st.Sessions(ctx, true); err == nil && len(act) > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, env.CommsTimeout())
+		if err := mon.WaitFirstReadings(wctx); err != nil {
+			log.Warn("recovery: not every instrument answered within the comms timeout", "err", err)
+		}
+		wcancel()
+	}
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 	recs, err := eng.Recover(rctx)
 	rcancel()
