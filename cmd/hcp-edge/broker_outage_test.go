@@ -122,9 +122,11 @@ func TestBrokerUnreachable60s(t *testing.T) {
 // directory while the proxy stays cut (status shows the backlog kept). The
 // rig is healthy, nothing latched and the outage a second, far below
 // agent.recovery_grace: by the engine's recovery rules (engine.Decide) the
-// session resumes from its checkpoint (a state_changed event with reason
-// recovered_from_checkpoint). The operator arms the relay again (the
-// restarted daemon de-energised it), the proxy resumes: the outbox is sent,
+// session is recovered from its checkpoint (a state_changed event with
+// reason recovered_from_checkpoint) and, since the restarted daemon
+// de-energised the interlock relay, held in PAUSED until the operator arms
+// the rig and resumes it (hcp-edge arm, hcp-edge resume); the proxy
+// resumes: the outbox is sent,
 // the caller processes each message once (whatever the broker delivered
 // twice), the sequence is contiguous from 1, and the session completes.
 func TestAgentKilledWithOutboxBacklog(t *testing.T) {
@@ -156,24 +158,27 @@ func TestAgentKilledWithOutboxBacklog(t *testing.T) {
 	kept := e2.waitUplink("tried, with the backlog kept", func(u *uplinkStatus) bool {
 		return !u.Connected && u.LastError != "" && u.Backlog > 0
 	})
-	after := e2.sessionByID(run.sid)
+	after := e2.waitSession("held in PAUSED (relay de-energised at restart)", func(s sessionView) bool {
+		return s.ID == run.sid && s.State != "RUNNING"
+	})
 	t.Logf("restarted: session %s, outbox %d", progressOf(after), kept.Backlog)
-	if after.State != "RUNNING" {
+	if after.State != "PAUSED" {
 		// The outbox still reaches the caller in order; then report the
 		// decision the session's final message carries.
 		px.resume()
 		all := run.finish(t, brokerLongGuard)
 		t.Logf("the caller processed %d events contiguous from 1 and the final %s", checkStream(t, all, run.sid), all[len(all)-1].Type)
-		t.Fatalf("recovery did not resume the session (healthy rig, resumable checkpoint, outage ~%v < recovery_grace): %s; final %s",
+		t.Fatalf("recovery did not hold the session for the operator (healthy rig, resumable checkpoint, outage ~%v < recovery_grace, relay off): %s; final %s",
 			time.Since(killedAt).Round(100*time.Millisecond), progressOf(after), mustEncode(all[len(all)-1]))
 	}
-	e2.arm() // the restarted daemon de-energised the relay: the operator arms again
+	e2.arm() // the operator arms the rig again (read back), then resumes the session
+	e2.mustCLI("resume", run.sid, "--operator", "olga")
 	px.resume()
 	e2.waitUplinkFor("reconnected", brokerLongGuard, func(u *uplinkStatus) bool { return u.Connected })
 
 	all := run.finish(t, brokerLongGuard)
 	n := checkStream(t, all, run.sid)
-	recovered := 0
+	recovered, held, resumed := 0, 0, 0
 	for _, m := range all {
 		if ev, err := m.Event(); err == nil && ev.EventType == wire.EventStateChanged {
 			var sc struct {
@@ -181,13 +186,22 @@ func TestAgentKilledWithOutboxBacklog(t *testing.T) {
 				To     string `json:"to_state"`
 				Reason string `json:"reason"`
 			}
-			if json.Unmarshal(ev.Data, &sc) == nil && sc.Reason == lifecycle.ReasonRecovered && sc.From == "RUNNING" && sc.To == "RUNNING" {
+			if json.Unmarshal(ev.Data, &sc) != nil {
+				continue
+			}
+			switch {
+			case sc.Reason == lifecycle.ReasonRecovered && sc.From == "RUNNING" && sc.To == "RUNNING":
 				recovered++
+			case sc.To == "PAUSED" && strings.Contains(sc.Reason, "held after restart"):
+				held++
+			case sc.From == "PAUSED" && sc.To == "RUNNING" && strings.Contains(sc.Reason, "olga"):
+				resumed++
 			}
 		}
 	}
-	if recovered != 1 {
-		t.Fatalf("%d state_changed %s events in the caller's stream, want 1", recovered, lifecycle.ReasonRecovered)
+	if recovered != 1 || held != 1 || resumed != 1 {
+		t.Fatalf("state_changed in the caller's stream: %d %s, %d to PAUSED (held), %d resumed by the operator; want 1 each",
+			recovered, lifecycle.ReasonRecovered, held, resumed)
 	}
 	checkCompleted(t, all[len(all)-1], run.ts)
 	st := run.c.Stats()

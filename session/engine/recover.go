@@ -42,6 +42,10 @@ type Facts struct {
 	Expired        bool // max_duration has passed
 	NeedApproval   bool
 	ApprovalExpiry bool // the approval timeout has passed
+	// NotReady says why the rig cannot carry on a physical session right
+	// now though nothing is wrong with it (executor.Ready: typically the
+	// interlock relay, which the agent de-energises at start); "" if ready.
+	NotReady string
 }
 
 // Decision is the recovery decision of one session; Code is the L4 error
@@ -55,7 +59,10 @@ type Decision struct {
 // Decide is the recovery decision table. A RUNNING or PAUSED session
 // resumes only when its checkpoint is resumable, the rig is not latched and
 // shows no trip condition, the outage is shorter than the grace, and
-// max_duration has not passed; otherwise it fails. A PENDING session
+// max_duration has not passed; otherwise it fails. A RUNNING session whose
+// rig is not ready (the interlock relay de-energised at start) is held in
+// PAUSED until an operator arms the rig and resumes it: the agent never
+// re-energises anything by itself. A PENDING session
 // awaiting approval waits again (a blocked session never resumes itself);
 // one that was accepted without approval but never reached RUNNING is
 // rejected (its task_submit is redelivered and decided anew).
@@ -99,6 +106,9 @@ func Decide(f Facts) Decision {
 	if f.State == lifecycle.Paused {
 		return Decision{Action: ActHold, Reason: lifecycle.ReasonRecovered}
 	}
+	if f.NotReady != "" {
+		return Decision{Action: ActHold, Reason: "held after restart: " + f.NotReady + "; arm the rig, then resume"}
+	}
 	return Decision{Action: ActResume, Reason: lifecycle.ReasonRecovered}
 }
 
@@ -127,11 +137,18 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		}
 	}
 	latched, _ := e.cfg.Rig.Latched()
+	var notReady string
+	if err := executor.Ready(e.cfg.Rig.Readings(ctx)); err != nil {
+		notReady = err.Error()
+	}
 	now := e.cfg.Now()
 	var out []Recovery
 	for _, sess := range sessions {
 		l, rerr := e.restore(sess)
 		f := Facts{State: sess.State, Restorable: rerr == nil, Latched: latched, Trips: trips, Grace: e.cfg.RecoveryGrace}
+		if l.capab != nil && l.capab.Safety.InvolvesPhysicalResources {
+			f.NotReady = notReady
+		}
 		last := sess.LastEventAt
 		if last.IsZero() {
 			last = sess.UpdatedAt
@@ -263,6 +280,10 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 		}
 		l.mu.Lock()
 		l.token = tok
+		if d.Action == ActHold && l.state == lifecycle.Running {
+			// Held before its next step: holdIfPaused moves it to PAUSED.
+			l.pauseReq, l.pauseWhy = true, d.Reason
+		}
 		sctx, cancel := storeCtx()
 		sess, ev, err := e.cfg.Store.Recovered(sctx, l.id)
 		cancel()

@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -30,6 +32,8 @@ func TestDecide(t *testing.T) {
 		{"latched", with(func(f *Facts) { f.Latched = true }), ActFail, executor.CodeSafetyViolation},
 		{"trip condition", with(func(f *Facts) { f.Trips = []string{"overtemp"} }), ActFail, executor.CodeSafetyViolation},
 		{"outage at grace", with(func(f *Facts) { f.Outage = time.Minute }), ActFail, executor.CodeInternal},
+		{"relay off holds", with(func(f *Facts) { f.NotReady = "input relay_fb is false" }), ActHold, ""},
+		{"relay off and latched fails", with(func(f *Facts) { f.NotReady, f.Latched = "input relay_fb is false", true }), ActFail, executor.CodeSafetyViolation},
 		{"paused outside envelope", with(func(f *Facts) { f.State, f.Latched = lifecycle.Paused, true }), ActFail, executor.CodeSafetyViolation},
 		{"aborting", with(func(f *Facts) { f.State = lifecycle.Aborting }), ActFinishAbort, ""},
 		{"pending approval", Facts{State: lifecycle.Pending, Restorable: true, NeedApproval: true}, ActAwaitApproval, ""},
@@ -113,6 +117,28 @@ func TestRecover(t *testing.T) {
 			t.Fatalf("ended with %s", msgs[len(msgs)-1].Type)
 		}
 	})
+	t.Run("held in PAUSED while the relay is off", func(t *testing.T) {
+		h, _ := fakeHarness(t, 20, 10*time.Millisecond, nil)
+		res := run(t, h)
+		rig := &relayRig{fakeRig: fakeRig{env: testEnvelope(t)}} // restarted with the relay de-energised
+		h2, recs := restart(t, h, 20, 5*time.Millisecond, func(c *Config) { c.Rig = rig })
+		if len(recs) != 1 || recs[0].Decision.Action != ActHold || !strings.Contains(recs[0].Decision.Reason, "relay_fb") {
+			t.Fatalf("recoveries %+v", recs)
+		}
+		h2.waitState(t, res.SessionID, lifecycle.Paused)
+		rig.on.Store(true) // the operator arms the rig, then resumes
+		if err := h2.e.Resume(ctx, res.SessionID, "olga"); err != nil {
+			t.Fatal(err)
+		}
+		h2.waitState(t, res.SessionID, lifecycle.Completed)
+		paused := false
+		for _, e := range h2.storedSeqs(t, res.SessionID) {
+			paused = paused || (e.Type == lifecycle.EventStateChanged && strings.Contains(string(e.Data), "held after restart"))
+		}
+		if !paused {
+			t.Fatal("no state_changed to PAUSED with the hold's reason")
+		}
+	})
 	t.Run("outage beyond grace fails", func(t *testing.T) {
 		h, _ := fakeHarness(t, 20, 10*time.Millisecond, nil)
 		res := run(t, h)
@@ -159,4 +185,14 @@ func TestRecover(t *testing.T) {
 		h2.waitState(t, res.SessionID, lifecycle.Completed)
 		h2.storedSeqs(t, res.SessionID)
 	})
+}
+
+// relayRig is a fake rig that reports the interlock relay's read-back.
+type relayRig struct {
+	fakeRig
+	on atomic.Bool
+}
+
+func (r *relayRig) Readings(context.Context) envelope.Readings {
+	return envelope.Readings{At: time.Now(), Inputs: map[string]envelope.Level{"relay_fb": {On: r.on.Load(), At: time.Now()}}}
 }

@@ -62,6 +62,7 @@ type live struct {
 	timer    *time.Timer // approval timeout
 	pauseReq bool
 	pauseBy  string
+	pauseWhy string // the PAUSED reason when not an operator's (a hold at recovery)
 	resume   chan struct{}
 	ckpts    int
 	lastCkpt string
@@ -224,7 +225,11 @@ func (e *Engine) holdIfPaused(ctx context.Context, l *live) error {
 	switch {
 	case l.state == lifecycle.Paused:
 	case l.pauseReq && l.state == lifecycle.Running:
-		err := e.transitionLocked(l, store.Change{To: lifecycle.Paused, Reason: "paused by operator " + l.pauseBy})
+		why := "paused by operator " + l.pauseBy
+		if l.pauseWhy != "" {
+			why = l.pauseWhy
+		}
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Paused, Reason: why})
 		if err != nil {
 			l.mu.Unlock()
 			return fmt.Errorf("%w: pause: %w", errSinkFailed, err)
@@ -458,7 +463,7 @@ func (e *Engine) Pause(ctx context.Context, id, operator string) error {
 	if l.state != lifecycle.Running || !l.started {
 		return fmt.Errorf("%w: pause in %s", ErrState, l.state)
 	}
-	l.pauseReq, l.pauseBy = true, operator
+	l.pauseReq, l.pauseBy, l.pauseWhy = true, operator, ""
 	return nil
 }
 

@@ -389,8 +389,13 @@ func (r *cvdRecipe) preflight(ctx context.Context) error {
 	return r.applyAll(ctx, acts...)
 }
 
-// ready checks the safety inputs of a snapshot: e-stop released, no leak,
-// door closed, the interlock relay energised (where the rig reports them).
+// Ready checks the safety inputs of a snapshot as a physical recipe's
+// preflight does: e-stop released, no leak, door closed, the interlock
+// relay energised (where the rig reports them). The error wraps
+// ErrNotReady and names the input. The engine asks it when it recovers a
+// physical session at start: the agent starts with the relay de-energised.
+func Ready(rd envelope.Readings) error { return ready(rd) }
+
 func ready(rd envelope.Readings) error {
 	for name, want := range map[string]bool{"estop_pressed": false, "leak_detected": false, "door_closed": true, "relay_fb": true} {
 		l, ok := rd.Inputs[name]
