@@ -53,17 +53,15 @@ func benchQueue(b *testing.B, conn *amqp091.Connection, caller string) *amqp091.
 	return ch
 }
 
+// benchOutbox opens an outbox file of its own with outbox.Open, as the agent
+// does (cmd/hcp-edge), so its bbolt options are the agent's.
 func benchOutbox(b *testing.B) (*outbox.Outbox, *bolt.DB) {
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	ob, err := outbox.Open(filepath.Join(b.TempDir(), "outbox.db"), outbox.Opts{TelemetryBound: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ob, err := outbox.New(db, outbox.Opts{TelemetryBound: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ob.Close(); db.Close() })
-	return ob, db
+	b.Cleanup(func() { ob.Close() })
+	return ob, ob.DB()
 }
 
 // bare publishes ms with a window of 256 deferred confirms and waits for all.
@@ -120,6 +118,48 @@ func through(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []out
 	return time.Since(start)
 }
 
+// throughConcurrent is through with several producers (as several sessions
+// would be), each appending its share of ms one by one: their Appends share
+// commits.
+func throughConcurrent(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, producers int) time.Duration {
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
+	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			for i := p; i < len(ms); i += producers {
+				if _, err := ob.Append(ms[i]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	pw.Wait()
+	waitEmpty(b, ob)
+	return time.Since(start)
+}
+
+// txid returns the id of the last committed bbolt transaction of ob's file:
+// the difference of two readings counts commits (each is two fdatasyncs).
+func txid(b *testing.B, ob *outbox.Outbox) int {
+	var id int
+	if err := ob.DB().View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
 func waitEmpty(b *testing.B, ob *outbox.Outbox) {
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Millisecond) {
 		if n, _ := ob.Depth(); n == 0 {
@@ -142,15 +182,46 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 	ms := benchEvents(b, caller, n)
 	ob, _ := benchOutbox(b)
 	var tb, to time.Duration
+	commits := 0
 	for b.Loop() {
 		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
 		to += through(b, conn, ob, ms)
+		commits += txid(b, ob) - c0
 	}
 	bareRate := float64(n*b.N) / tb.Seconds()
 	obRate := float64(n*b.N) / to.Seconds()
 	b.ReportMetric(bareRate, "bare-events/s")
 	b.ReportMetric(obRate, "outbox-events/s")
 	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+}
+
+// BenchmarkOutboxVsBareConcurrent: BenchmarkOutboxVsBare with 4 producers
+// appending at once (several sessions), whose Appends share commits.
+func BenchmarkOutboxVsBareConcurrent(b *testing.B) {
+	const producers = 4
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := "bench-" + uuid.NewString()[:8]
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughConcurrent(b, conn, ob, ms, producers)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	b.ReportMetric(producers, "producers")
 }
 
 // BenchmarkDrain: the rate at which a backlog of N buffered events (default

@@ -124,6 +124,13 @@ type inflight struct {
 // (returns ctx.Err()) or something goes wrong (nack, confirm timeout, closed
 // channel: returns the error; call Run again on a healthy connection). It
 // returns only after closing its channel.
+//
+// It publishes in key order with up to Window confirms outstanding, sleeps on
+// the outbox's Notify when idle, and takes confirms in order. Confirmed keys
+// go to the outbox's DeleteLater: their deletion rides along with the next
+// Append's commit instead of competing with it for bbolt's writer lock and
+// fsyncing on its own; a crash before that commit republishes them, which
+// at-least-once delivery allows.
 func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 	ch, err := conn.Channel()
 	if err != nil {
@@ -134,28 +141,35 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 		return fmt.Errorf("amqp: confirm mode: %w", err)
 	}
 	closed := ch.NotifyClose(make(chan *amqp091.Error, 1))
-	var q []inflight
-	var last uint64 // highest key published on this channel
-	// Confirmed keys are deleted in batches (one bbolt commit per batch, not per
-	// confirm), and on the way out; a crash before that republishes them, which
-	// at-least-once delivery allows.
-	var confirmed []uint64
-	flush := func() error {
-		if len(confirmed) == 0 {
-			return nil
-		}
-		err := p.ob.Delete(confirmed...)
-		confirmed = confirmed[:0]
-		return err
-	}
-	defer func() { _ = flush() }()
+	notify := p.ob.Notify()
+	timeout := time.NewTimer(p.opts.ConfirmTimeout)
+	defer timeout.Stop()
+	var (
+		q         []inflight
+		last      uint64 // highest key published on this channel
+		more      = true // the outbox may hold messages past last
+		confirmed []uint64
+		head      uint64    // key whose confirm the timeout is running for
+		headSince time.Time // when that wait began
+	)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !more {
+			select {
+			case <-notify:
+				more = true
+			default:
+			}
+		}
 		blocked, unblocked := p.gate()
-		if len(q) < p.opts.Window && !blocked {
-			es, err := p.ob.PeekAfter(last, p.opts.Window-len(q))
+		if room := p.opts.Window - len(q); more && room > 0 && !blocked {
+			es, err := p.ob.PeekAfter(last, room)
 			if err != nil {
 				return err
 			}
+			more = len(es) == room
 			for _, e := range es {
 				pub := Publishing(e.Message)
 				pub.UserId = p.opts.UserID
@@ -167,47 +181,82 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 				last = e.Key
 			}
 		}
-		if len(q) == 0 {
-			select {
-			case <-p.ob.Notify():
-				continue
-			case <-unblocked:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			case e := <-closed:
-				return fmt.Errorf("%w: %v", ErrChannelClosed, e)
-			}
-		}
-		// Wait for the head, then take every confirm already in.
-		wctx, cancel := context.WithTimeout(ctx, p.opts.ConfirmTimeout)
-		ok, err := q[0].dc.WaitContext(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if b, _ := p.gate(); b && errors.Is(err, context.DeadlineExceeded) {
-				continue // blocked: the broker is not reading; keep waiting
-			}
-			return fmt.Errorf("amqp: confirm of key %d: %w", q[0].key, err)
-		}
-		if !ok {
-			return fmt.Errorf("%w (key %d)", ErrNacked, q[0].key)
-		}
-		confirmed = append(confirmed, q[0].key)
-		n := 1
-		for ; n < len(q); n++ {
-			if !q[n].dc.Acked() { // non-blocking: false while pending or nacked
-				break
+		// Take every confirm already in, in order.
+		n := 0
+		for ; n < len(q) && isDone(q[n].dc); n++ {
+			if !q[n].dc.Acked() {
+				return p.nacked(closed, q[n].key)
 			}
 			confirmed = append(confirmed, q[n].key)
 		}
-		q = q[n:]
-		if len(q) == 0 || len(confirmed) >= p.opts.Window/2 {
-			if err := flush(); err != nil {
+		if n > 0 {
+			q = q[n:]
+			err := p.ob.DeleteLater(confirmed...)
+			confirmed = confirmed[:0]
+			if err != nil {
 				return err
 			}
+			continue // room for more
 		}
+		// Nothing to do until a confirm, a new message or an unblock arrives.
+		var headDone <-chan struct{}
+		var expired <-chan time.Time
+		if len(q) > 0 {
+			headDone = q[0].dc.Done()
+			if blocked || q[0].key != head {
+				// A blocked broker reads nothing: the timeout starts once unblocked.
+				head, headSince = q[0].key, time.Now()
+			}
+			if !blocked {
+				timeout.Reset(time.Until(headSince.Add(p.opts.ConfirmTimeout)))
+				expired = timeout.C
+			}
+		}
+		// New messages wake an idle Run at once. While confirms are outstanding
+		// they wait for the next confirm and go out together: under load that
+		// sends bursts, which the broker persists with fewer fsyncs of its own
+		// (they share the disk with the outbox's); at a session's rate the
+		// channel is idle between events and nothing waits.
+		var wakeNew <-chan struct{}
+		if !more && len(q) == 0 && !blocked {
+			wakeNew = notify
+		}
+		var wakeUnblocked <-chan struct{}
+		if blocked {
+			wakeUnblocked = unblocked
+		}
+		select {
+		case <-headDone:
+		case <-wakeNew:
+			more = true
+		case <-wakeUnblocked:
+		case <-expired:
+			return fmt.Errorf("amqp: confirm of key %d: %w", q[0].key, context.DeadlineExceeded)
+		case <-ctx.Done():
+			return ctx.Err()
+		case e := <-closed:
+			return fmt.Errorf("%w: %v", ErrChannelClosed, e)
+		}
+	}
+}
+
+// isDone reports whether dc's confirm (or nack) has arrived.
+func isDone(dc *amqp091.DeferredConfirmation) bool {
+	select {
+	case <-dc.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// nacked is Run's error for a negative confirm: a closing channel nacks
+// everything outstanding, which is ErrChannelClosed, not a broker's refusal.
+func (p *Publisher) nacked(closed <-chan *amqp091.Error, key uint64) error {
+	select {
+	case e := <-closed:
+		return fmt.Errorf("%w: %v", ErrChannelClosed, e)
+	default:
+		return fmt.Errorf("%w (key %d)", ErrNacked, key)
 	}
 }

@@ -17,10 +17,11 @@ import (
 const crashEnv = "HCP_OUTBOX_CRASH_DB"
 
 // TestCrashChild is the subprocess of TestCrashSafety: it appends in a loop
-// (mixed classes, telemetry bound 20), deletes the oldest few every so often,
-// and reports each committed append ("A key class n"), each key it is about to
-// delete ("d key") and each committed delete ("D key") on stdout until it is
-// killed.
+// (mixed classes, telemetry bound 20), deletes the oldest few every so often
+// (with Delete, and with DeleteLater, whose deletions ride along with later
+// commits), and reports each committed append ("A key class n"), each key it
+// is about to delete ("d key") and each committed Delete ("D key") on stdout
+// until it is killed.
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashEnv)
 	if path == "" {
@@ -43,6 +44,22 @@ func TestCrashChild(t *testing.T) {
 			os.Exit(3)
 		}
 		fmt.Fprintf(w, "A %d %d %d\n", k, c, i)
+		if i%5 == 4 {
+			// A confirm handed to DeleteLater: it rides along with a later
+			// Append's commit, so it may be present or gone after a kill.
+			es, err := ob.Peek(2)
+			if err != nil {
+				os.Exit(3)
+			}
+			var ks []uint64
+			for _, e := range es {
+				ks = append(ks, e.Key)
+				fmt.Fprintf(w, "d %d\n", e.Key)
+			}
+			if err := ob.DeleteLater(ks...); err != nil {
+				os.Exit(3)
+			}
+		}
 		if i%7 == 6 {
 			es, err := ob.Peek(3)
 			if err != nil {

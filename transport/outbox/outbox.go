@@ -21,13 +21,20 @@ type Opts struct {
 	// OpenTimeout bounds the wait for the file lock in Open (default 1 s; bbolt
 	// waits forever on 0, which Open never passes).
 	OpenTimeout time.Duration
+	// DeleteDelay paces the deletions given to DeleteLater (default 10 ms; must
+	// not be negative): they ride along with the next commit (an Append's) once
+	// they have waited DeleteDelay or 64 of them wait, and get a commit of
+	// their own after 4×DeleteDelay without one, or sooner when no Append came
+	// for DeleteDelay.
+	DeleteDelay time.Duration
 	// Now stamps Message.CreatedUnixNano when it is zero (default time.Now).
 	Now func() time.Time
 }
 
 // DefaultOpts returns the default options.
 func DefaultOpts() Opts {
-	return Opts{Bucket: "outbox", TelemetryBound: 10000, OpenTimeout: time.Second, Now: time.Now}
+	return Opts{Bucket: "outbox", TelemetryBound: 10000, OpenTimeout: time.Second,
+		DeleteDelay: 10 * time.Millisecond, Now: time.Now}
 }
 
 func (o *Opts) fill() error {
@@ -43,6 +50,12 @@ func (o *Opts) fill() error {
 	}
 	if o.OpenTimeout <= 0 {
 		o.OpenTimeout = d.OpenTimeout
+	}
+	if o.DeleteDelay < 0 {
+		return fmt.Errorf("outbox: DeleteDelay %v must not be negative", o.DeleteDelay)
+	}
+	if o.DeleteDelay == 0 {
+		o.DeleteDelay = d.DeleteDelay
 	}
 	if o.Now == nil {
 		o.Now = d.Now
@@ -61,7 +74,7 @@ type Entry struct {
 type Stats struct {
 	Depth     int    // messages waiting
 	Telemetry int    // of which Telemetry class
-	Dropped   uint64 // Telemetry messages dropped since the last TakeDropped
+	Dropped   uint64 // Telemetry messages dropped since the last take (TakeDropped, TakeDroppedBySession)
 	OldestKey uint64 // 0 when empty
 	// Oldest is the creation time of the oldest waiting message (zero when empty).
 	Oldest time.Time
@@ -77,49 +90,80 @@ type Outbox struct {
 	notify chan struct{}
 
 	// closed is read without mu: AppendTx runs inside a caller's bbolt
-	// transaction, and taking mu there would invert the lock order of Append
-	// and Delete (mu, then bbolt's writer lock) and deadlock.
+	// transaction, and nothing that holds mu may wait for bbolt's writer lock.
 	closed atomic.Bool
 
-	mu        sync.Mutex // serialises this outbox's own writers and guards the fields below
-	depth     int
-	telemetry int
+	wake chan struct{} // buffer 1: the committer has work
+	stop chan struct{} // closed by Close: the committer drains and returns
+	done chan struct{} // closed when the committer has returned
+
+	// mu guards the fields below. It is never held while waiting for bbolt's
+	// writer lock: the committer takes it only between transactions, and
+	// AppendTx's commit handler after bbolt has released the lock.
+	mu         sync.Mutex
+	depth      int
+	telemetry  int
+	appends    []*appendReq // waiting for the committer, in arrival order
+	deletes    []*deleteReq // Delete calls waiting for the committer
+	later      []uint64     // DeleteLater keys not yet taken by the committer
+	laterSince time.Time    // when the oldest of later was given
+	lastAppend time.Time    // when the last Append was queued
+	laterErr   error        // a failed DeleteLater commit, reported once
+
+	// laterMu guards laterSet: DeleteLater keys not yet committed, which
+	// PeekAfter skips (inside its read transaction). It is held only for map
+	// operations: nothing waits for anything while holding it.
+	laterMu  sync.Mutex
+	laterSet map[uint64]struct{}
+	laterN   atomic.Int64 // len(laterSet), read without laterMu
 }
 
 var (
 	bucketMsgs      = []byte("msgs")
 	bucketTelemetry = []byte("telemetry")
 	bucketMeta      = []byte("meta")
-	keyDropped      = []byte("dropped")
 )
 
 // Open opens (creating if needed) a bbolt file at path holding only this
-// outbox; Close closes the file.
+// outbox; Close closes the file. The file is opened without a persisted
+// freelist (bbolt's NoFreelistSync, as etcd does): each commit writes fewer
+// pages, and Open rebuilds the freelist by scanning the file, which is quick
+// for a file of an outbox's size.
 func Open(path string, opts Opts) (*Outbox, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.OpenTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: open %s: %w", path, err)
 	}
-	ob, err := New(db, opts)
+	ob, err := newOutbox(db, opts, true)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	ob.ownsDB = true
 	return ob, nil
 }
 
 // New keeps the outbox in opts.Bucket of an already open db (the agent's state
-// file). Close does not close db. The caller must have opened db with
+// file). Close does not close db, and db must stay open until Close returns
+// (Close commits queued deletions). The caller must have opened db with
 // Options.Timeout set.
 func New(db *bolt.DB, opts Opts) (*Outbox, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	ob := &Outbox{db: db, opts: opts, name: []byte(opts.Bucket), notify: make(chan struct{}, 1)}
+	return newOutbox(db, opts, false)
+}
+
+func newOutbox(db *bolt.DB, opts Opts, owns bool) (*Outbox, error) {
+	ob := &Outbox{db: db, ownsDB: owns, opts: opts, name: []byte(opts.Bucket), notify: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		laterSet: map[uint64]struct{}{}}
 	err := db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(ob.name)
 		if err != nil {
@@ -137,6 +181,7 @@ func New(db *bolt.DB, opts Opts) (*Outbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: init bucket %q: %w", opts.Bucket, err)
 	}
+	go ob.run()
 	return ob, nil
 }
 
@@ -162,97 +207,25 @@ func btoi(b []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// Append stores m durably (one bbolt transaction, fsynced) and returns its key.
-// A Telemetry message past the bound drops the oldest waiting Telemetry
-// message in the same transaction. Protocol messages are never dropped.
-func (ob *Outbox) Append(m Message) (uint64, error) {
-	if m.Class != Protocol && m.Class != Telemetry {
-		return 0, fmt.Errorf("%w: class %d", ErrInvalid, m.Class)
-	}
-	if m.Exchange == "" || m.MessageID == "" || len(m.Body) == 0 {
-		return 0, fmt.Errorf("%w: exchange, message id and body are required", ErrInvalid)
-	}
-	if m.CreatedUnixNano == 0 {
-		m.CreatedUnixNano = ob.opts.Now().UnixNano()
-	}
-	rec, err := m.MarshalMsg(nil)
-	if err != nil {
-		return 0, fmt.Errorf("outbox: encode: %w", err)
-	}
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	if ob.closed.Load() {
-		return 0, ErrClosed
-	}
-	var key uint64
-	dropped := 0
-	err = ob.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(ob.name)
-		msgs, tel := root.Bucket(bucketMsgs), root.Bucket(bucketTelemetry)
-		seq, err := msgs.NextSequence()
-		if err != nil {
-			return err
-		}
-		key = seq
-		k := itob(seq)
-		if err := msgs.Put(k, rec); err != nil {
-			return err
-		}
-		if m.Class != Telemetry {
-			return nil
-		}
-		if err := tel.Put(k, nil); err != nil {
-			return err
-		}
-		for n := ob.telemetry + 1 - dropped; n > ob.opts.TelemetryBound; n-- {
-			c := tel.Cursor()
-			old, _ := c.First()
-			if old == nil {
-				break
-			}
-			old = append([]byte(nil), old...)
-			if err := msgs.Delete(old); err != nil {
-				return err
-			}
-			if err := tel.Delete(old); err != nil {
-				return err
-			}
-			dropped++
-		}
-		if dropped > 0 {
-			meta := root.Bucket(bucketMeta)
-			var total uint64
-			if v := meta.Get(keyDropped); len(v) == 8 {
-				total = binary.BigEndian.Uint64(v)
-			}
-			return meta.Put(keyDropped, itob(total+uint64(dropped)))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("outbox: append: %w", err)
-	}
-	ob.depth += 1 - dropped
-	if m.Class == Telemetry {
-		ob.telemetry += 1 - dropped
-	}
+// Notify returns a channel that receives a value (coalesced, buffer 1) after
+// each commit that added messages, so a publisher can sleep until there is
+// work.
+func (ob *Outbox) Notify() <-chan struct{} { return ob.notify }
+
+func (ob *Outbox) notifyAppended() {
 	select {
 	case ob.notify <- struct{}{}:
 	default:
 	}
-	return key, nil
 }
-
-// Notify returns a channel that receives a value (coalesced, buffer 1) after
-// each successful Append, so a publisher can sleep until there is work.
-func (ob *Outbox) Notify() <-chan struct{} { return ob.notify }
 
 // Peek returns up to n of the oldest waiting messages, in key order.
 func (ob *Outbox) Peek(n int) ([]Entry, error) { return ob.PeekAfter(0, n) }
 
 // PeekAfter returns up to n waiting messages with keys greater than after, in
-// key order: a pipelining publisher peeks past what it has in flight. The
-// entries own their memory (nothing refers into bbolt's pages).
+// key order: a pipelining publisher peeks past what it has in flight. Messages
+// given to DeleteLater are no longer waiting and are skipped. The entries own
+// their memory (nothing refers into bbolt's pages).
 func (ob *Outbox) PeekAfter(after uint64, n int) ([]Entry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -267,6 +240,9 @@ func (ob *Outbox) PeekAfter(after uint64, n int) ([]Entry, error) {
 			key, err := btoi(k)
 			if err != nil {
 				return err
+			}
+			if ob.deletedLater(key) {
+				continue
 			}
 			var e Entry
 			e.Key = key
@@ -284,48 +260,20 @@ func (ob *Outbox) PeekAfter(after uint64, n int) ([]Entry, error) {
 	return out, nil
 }
 
-// Delete removes confirmed messages in one transaction. Keys not (or no
-// longer) present are ignored, so a repeated confirm is harmless.
-func (ob *Outbox) Delete(keys ...uint64) error {
-	if len(keys) == 0 {
-		return nil
+// deletedLater reports whether key was given to DeleteLater and its deletion
+// has not committed yet.
+func (ob *Outbox) deletedLater(key uint64) bool {
+	if ob.laterN.Load() == 0 {
+		return false
 	}
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	if ob.closed.Load() {
-		return ErrClosed
-	}
-	removed, removedTel := 0, 0
-	err := ob.db.Update(func(tx *bolt.Tx) error {
-		root := tx.Bucket(ob.name)
-		msgs, tel := root.Bucket(bucketMsgs), root.Bucket(bucketTelemetry)
-		for _, key := range keys {
-			k := itob(key)
-			if msgs.Get(k) == nil {
-				continue
-			}
-			if err := msgs.Delete(k); err != nil {
-				return err
-			}
-			removed++
-			if tel.Get(k) != nil {
-				if err := tel.Delete(k); err != nil {
-					return err
-				}
-				removedTel++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("outbox: delete: %w", err)
-	}
-	ob.depth -= removed
-	ob.telemetry -= removedTel
-	return nil
+	ob.laterMu.Lock()
+	defer ob.laterMu.Unlock()
+	_, ok := ob.laterSet[key]
+	return ok
 }
 
 // Depth returns how many messages wait, and how many of them are Telemetry.
+// Messages given to DeleteLater count until their deletion commits.
 func (ob *Outbox) Depth() (total, telemetry int) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
@@ -337,16 +285,13 @@ func (ob *Outbox) Stats() (Stats, error) {
 	var s Stats
 	ob.mu.Lock()
 	s.Depth, s.Telemetry = ob.depth, ob.telemetry
-	closed := ob.closed.Load()
 	ob.mu.Unlock()
-	if closed {
+	if ob.isClosed() {
 		return Stats{}, ErrClosed
 	}
 	err := ob.db.View(func(tx *bolt.Tx) error {
 		root := tx.Bucket(ob.name)
-		if v := root.Bucket(bucketMeta).Get(keyDropped); len(v) == 8 {
-			s.Dropped = binary.BigEndian.Uint64(v)
-		}
+		s.Dropped = droppedTotal(root.Bucket(bucketMeta))
 		k, v := root.Bucket(bucketMsgs).Cursor().First()
 		if k == nil {
 			return nil
@@ -379,44 +324,22 @@ func (ob *Outbox) OldestAge(now time.Time) (time.Duration, error) {
 	return now.Sub(s.Oldest), nil
 }
 
-// TakeDropped returns the number of Telemetry messages dropped since the last
-// call and resets it, durably: the caller reports it in a warning event. If
-// the warning is lost in a crash the count is lost with it; it is a warning,
-// not a protocol message.
-func (ob *Outbox) TakeDropped() (uint64, error) {
-	ob.mu.Lock()
-	defer ob.mu.Unlock()
-	if ob.closed.Load() {
-		return 0, ErrClosed
-	}
-	var n uint64
-	err := ob.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(ob.name).Bucket(bucketMeta)
-		if v := meta.Get(keyDropped); len(v) == 8 {
-			n = binary.BigEndian.Uint64(v)
-		}
-		if n == 0 {
-			return nil
-		}
-		return meta.Delete(keyDropped)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("outbox: take dropped: %w", err)
-	}
-	return n, nil
-}
-
 func (ob *Outbox) isClosed() bool { return ob.closed.Load() }
 
-// Close stops the outbox; with Open it also closes the file. Later calls
-// return ErrClosed.
+// Close stops the outbox: Appends and Deletes already waiting are committed,
+// so are the keys given to DeleteLater; then, with Open, the file is closed.
+// Later calls return ErrClosed.
 func (ob *Outbox) Close() error {
 	ob.mu.Lock()
-	defer ob.mu.Unlock()
 	if ob.closed.Load() {
+		ob.mu.Unlock()
+		<-ob.done
 		return nil
 	}
 	ob.closed.Store(true)
+	ob.mu.Unlock()
+	close(ob.stop)
+	<-ob.done
 	if ob.ownsDB {
 		if err := ob.db.Close(); err != nil {
 			return fmt.Errorf("outbox: close: %w", err)

@@ -27,6 +27,7 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 		return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, ob.name)
 	}
 	msgs := root.Bucket(bucketMsgs)
+	msgs.FillPercent = appendFill
 	keys := make([]uint64, 0, len(ms))
 	for _, m := range ms {
 		if m.Class != Protocol {
@@ -52,17 +53,14 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 		keys = append(keys, seq)
 	}
 	if n := len(keys); n > 0 {
-		// Commit handlers run after bbolt has released its writer lock, so taking
-		// ob.mu here cannot deadlock with Append (which holds ob.mu while waiting
-		// for that lock).
+		// Commit handlers run after bbolt has released its writer lock, and
+		// nothing holds ob.mu while waiting for that lock (the committer takes
+		// ob.mu only between its transactions): taking it here cannot deadlock.
 		tx.OnCommit(func() {
 			ob.mu.Lock()
 			ob.depth += n
 			ob.mu.Unlock()
-			select {
-			case ob.notify <- struct{}{}:
-			default:
-			}
+			ob.notifyAppended()
 		})
 	}
 	return keys, nil
