@@ -55,6 +55,8 @@ type uplink struct {
 	cancels  map[int]context.CancelFunc // running inbox workers
 	nextID   int                        // key of cancels
 	pending  map[string]func()          // submit message_id → Discard of replies not yet committed
+	dropStop context.CancelFunc         // stops the dropped-telemetry reporter (dropreport.go)
+	dropDone chan struct{}              // closed when it has stopped
 	closeMu  sync.Once
 	closeEr  error
 }
@@ -184,6 +186,10 @@ func (u *uplink) Start() error {
 	if err := u.sup.Start(); err != nil {
 		return err
 	}
+	dctx, cancel := context.WithCancel(context.Background())
+	u.dropStop, u.dropDone = cancel, make(chan struct{})
+	r := &dropReporter{ob: u.ob, w: u.eng, log: u.log, every: dropReportEvery}
+	go func() { defer close(u.dropDone); r.run(dctx) }()
 	u.log.Info("uplink started", "broker", u.cfg.RedactedURL(), "callee_id", u.cfg.CalleeID, "tls", u.sup.Secure(),
 		"backlog", u.backlog())
 	return nil
@@ -273,6 +279,10 @@ func (u *uplink) close() error {
 		deadline := t0.Add(u.cfg.FlushTimeout)
 		for u.backlog() > 0 && u.sup.State().Connected && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
+		}
+		if u.dropStop != nil {
+			u.dropStop()
+			<-u.dropDone
 		}
 		left := u.backlog()
 		err := u.sup.Close()
