@@ -130,6 +130,9 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		return err
 	}
 	revoked := token.NewRevocations(nil)
+	if err := revokeClosed(ctx, st, revoked, time.Now()); err != nil {
+		return err
+	}
 
 	spec, err := rigconfig.Spec(f.Rig)
 	if err != nil {
@@ -401,4 +404,25 @@ func statusOf(st envelope.MonitorStatus) statusResult {
 		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason})
 	}
 	return out
+}
+
+// revokeClosed puts back on the revocation list, at start, every closed
+// session of st whose tokens may not have expired yet: the list lives in
+// memory, and a token of a session closed just before a restart must stay
+// useless. A token expires at most max_duration after it was issued, and
+// it was issued before the session's last transition.
+func revokeClosed(ctx context.Context, st *store.Store, rev *token.Revocations, now time.Time) error {
+	all, err := st.Sessions(ctx, false)
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	for _, s := range all {
+		if !s.State.Terminal() {
+			continue
+		}
+		if exp := s.UpdatedAt.Add(time.Duration(s.MaxDuration)); exp.After(now) {
+			rev.Revoke(s.ID, exp)
+		}
+	}
+	return nil
 }
