@@ -94,6 +94,7 @@ func cleanupQueue(t *testing.T, q string) {
 
 func startCaller(t *testing.T, callerID, calleeID string, opts caller.Opts) *caller.Client {
 	t.Helper()
+	amqptest.Dial(t, amqptest.AlphaURL()) // skips loudly (fails under make ci) without a broker
 	opts.URL, opts.CallerID, opts.CalleeID = amqptest.AlphaURL(), callerID, calleeID
 	opts.Backoff, opts.Logger = fastBackoff(), quietLog
 	cl, err := caller.New(openDB(t), opts)
