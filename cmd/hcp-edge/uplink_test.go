@@ -360,22 +360,7 @@ func TestUplinkMoS2(t *testing.T) {
 		t.Fatalf("first message of the task %s", msgs[0].Type)
 	}
 	n := checkSequence(t, all)
-	fin := msgs[len(msgs)-1]
-	tc, err := fin.TaskCompleted()
-	if err != nil {
-		t.Fatalf("final %s: %v (%s)", fin.Type, err, mustEncode(fin))
-	}
-	var out map[string]any
-	if err := json.Unmarshal(tc.Outputs, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out["layer_count"] != 1.0 {
-		t.Fatalf("layer_count %v, want 1 (outputs %v)", out["layer_count"], out)
-	}
-	eo := ts.ExpectedOutput
-	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: eo.RequiredFields, Schema: eo.Schema}); err != nil {
-		t.Fatal(err)
-	}
+	checkCompleted(t, msgs[len(msgs)-1], ts)
 	if s := c.Stats(); s.PropertyViolations != 0 || s.Invalid != 0 || s.Skipped != 0 {
 		t.Fatalf("caller stats %+v", s)
 	}

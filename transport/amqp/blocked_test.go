@@ -53,25 +53,7 @@ func TestSupervisorRespectsConnectionBlocked(t *testing.T) {
 	}
 	t.Cleanup(restore)
 
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tamqp.DeclareExchanges(ch); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := "blocked-test." + strings.ReplaceAll(q.Name, ".", "-")
-	if err := ch.QueueBind(q.Name, key, wire.EventsExchange, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, ds := eventTap(t, conn, "blocked-test")
 
 	ob, err := outbox.Open(filepath.Join(t.TempDir(), "ob.db"), outbox.Opts{})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -189,25 +188,7 @@ func TestSupervisorTLS(t *testing.T) {
 	front := startTLSFront(t, p, pu.Host)
 	surl := amqpsURL(t, amqptest.URL(), front.l.Addr().String())
 
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tamqp.DeclareExchanges(ch); err != nil {
-		t.Fatal(err)
-	}
-	key := "tls-test." + strings.ReplaceAll(q.Name, ".", "-")
-	if err := ch.QueueBind(q.Name, key, wire.EventsExchange, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, ds := eventTap(t, conn, "tls-test")
 
 	ob, err := outbox.Open(filepath.Join(t.TempDir(), "ob.db"), outbox.Opts{})
 	if err != nil {
