@@ -140,6 +140,10 @@ func (e *Engine) transitionLocked(l *live, c store.Change) error {
 		return err
 	}
 	l.sess, l.state = sess, sess.State
+	if sess.State.Terminal() {
+		// The token dies with the session, before anyone hears it closed.
+		e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
+	}
 	out, err := e.eventEnvelopes(l, evs)
 	if err != nil {
 		return err
