@@ -1,18 +1,57 @@
 #!/usr/bin/env bash
 # Installs with apt the peer programs the tests need: programs nobody here wrote, to prove
-# interoperability (mbpoll, pymodbus), pty plumbing (socat), and qemu-user for the
+# interoperability (mbpoll, pymodbus, pika), pty plumbing (socat), and qemu-user for the
 # cross-built binaries. Idempotent: installs only what is missing.
+#
+# Then it runs each peer's own probe — the very import or command the tests use — and fails at
+# once, naming the package to add, when one does not work. A package that is installed but
+# cannot run (a Recommends left out by --no-install-recommends, say) is caught here, not as a
+# confusing test failure twenty minutes later.
+#
+# python3-pymodbus 3.0 (Debian 12) needs python3-serial-asyncio (and with it python3-serial) for
+# `import pymodbus.server`; it is only a Recommends of the package, so it is listed explicitly.
 set -euo pipefail
-pkgs=(mbpoll python3-pymodbus socat qemu-user-static python3-pika)
+pkgs=(mbpoll python3-pymodbus python3-serial python3-serial-asyncio socat qemu-user-static python3-pika)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then echo "ci-deps: all present (${pkgs[*]})"; exit 0; fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-echo "ci-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "ci-deps: installed ${missing[*]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "ci-deps: all present (${pkgs[*]})"
+else
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  echo "ci-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "ci-deps: installed ${missing[*]}"
+fi
+
+# Probes: the same imports and commands the tests run (the tests use /usr/bin/python3, Debian's
+# interpreter, not whatever python3 comes first on PATH).
+py=/usr/bin/python3
+failed=0
+probe() { # package description command...
+  local pkg=$1 what=$2; shift 2
+  local out
+  if out=$("$@" 2>&1); then
+    echo "ci-deps: ok   $what"
+  else
+    echo "ci-deps: FAIL $what — add the Debian package $pkg to scripts/ci-deps.sh" >&2
+    printf '%s\n' "$out" | tail -n 3 | sed 's/^/ci-deps:        /' >&2
+    failed=1
+  fi
+}
+probe python3-pymodbus         "python3: import pymodbus.server"   "$py" -c 'import pymodbus.server'
+probe python3-pymodbus         "python3: import pymodbus.client"   "$py" -c 'import pymodbus.client'
+probe python3-serial-asyncio   "python3: import serial_asyncio"    "$py" -c 'import serial_asyncio'
+probe python3-pika             "python3: import pika"              "$py" -c 'import pika'
+probe mbpoll                   "mbpoll -h"                         mbpoll -h
+probe socat                    "socat -V"                          socat -V
+probe qemu-user-static         "qemu-arm-static --version"         qemu-arm-static --version
+probe qemu-user-static         "qemu-aarch64-static --version"     qemu-aarch64-static --version
+if [ "$failed" != 0 ]; then
+  echo "ci-deps: a peer does not work; see the lines above" >&2
+  exit 1
+fi
