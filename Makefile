@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test ci ci-deps broker lint tidy-check layers bench clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker lint tidy-check layers bench clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -41,6 +41,9 @@ verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qem
 
 test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+test-under-load: ## the whole suite with -race -count=3 while a CPU hog keeps every core busy (COUNT, PKGS, HOGS)
+	bash scripts/test-under-load.sh
 
 ci-deps: ## install with apt what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh

@@ -41,10 +41,7 @@ type pikaResult struct {
 // message, the answer names the submit, the events are numbered from 1
 // without a gap, and the final task_completed decodes strictly here.
 func TestPikaCallerHarness(t *testing.T) {
-	py := devicetest.LookPath(t, "/usr/bin/python3", "python3")
-	if err := exec.Command(py, "-c", "import pika").Run(); err != nil {
-		devicetest.MissingPeer(t, "python3 module pika", "apt-get install python3-pika")
-	}
+	py := devicetest.PythonImport(t, "pika", "python3-pika")
 	b := newBrokerEnv(t)
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })

@@ -1,8 +1,10 @@
 package devicetest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -35,4 +37,44 @@ func LookPath(t testing.TB, program, debianPackage string) string {
 		MissingPeer(t, program+" not found on PATH", "apt-get install "+debianPackage)
 	}
 	return p
+}
+
+// debianPython is the interpreter the peer tests use: Debian's, where apt installs the
+// python3-* modules, whatever python3 comes first on PATH.
+const debianPython = "/usr/bin/python3"
+
+// pythonModulePackages names the Debian package that provides a Python module the peer
+// tests import, directly or through another module (pymodbus 3.0 imports serial and
+// serial_asyncio, which python3-pymodbus only recommends).
+var pythonModulePackages = map[string]string{
+	"pymodbus":       "python3-pymodbus",
+	"serial":         "python3-serial",
+	"serial_asyncio": "python3-serial-asyncio",
+	"pika":           "python3-pika",
+}
+
+// PythonImport returns the path of Debian's python3 once `import module` works in it, or
+// stops the test through MissingPeer naming the import that failed, Python's own last
+// line of error, and the Debian package of the module that is actually missing (which may
+// not be the one imported: `import pymodbus.server` fails on a missing `serial`).
+func PythonImport(t testing.TB, module, debianPackage string) string {
+	t.Helper()
+	py := LookPath(t, debianPython, "python3")
+	out, err := exec.Command(py, "-c", "import "+module).CombinedOutput()
+	if err == nil {
+		return py
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	pkg := debianPackage
+	if _, missing, ok := strings.Cut(last, "No module named '"); ok {
+		top, _, _ := strings.Cut(strings.TrimSuffix(missing, "'"), ".")
+		if p, known := pythonModulePackages[top]; known {
+			pkg = p
+		} else {
+			pkg = "the package that provides the Python module " + top
+		}
+	}
+	MissingPeer(t, fmt.Sprintf("%s -c 'import %s' failed: %s", py, module, last), "apt-get install "+pkg)
+	return ""
 }

@@ -255,12 +255,14 @@ func (fr *faultRig) rows() []faultRow {
 			return "", false, nil
 		},
 		good: func(ctx context.Context) (bool, error) {
-			st, err := f.Status(ctx)
+			pv, err := bracket(fr.p.FurnaceTemperature, func() (float64, error) {
+				st, err := f.Status(ctx)
+				return st.ProcessValue.Celsius(), err
+			})
 			if err != nil {
 				return false, err
 			}
-			pv := st.ProcessValue.Celsius()
-			return (math.IsNaN(frozenPV) || pv != frozenPV) && math.Abs(pv-fr.p.FurnaceTemperature()) < 2, nil
+			return (math.IsNaN(frozenPV) || pv.got != frozenPV) && pv.within(2), nil
 		},
 		teardown: func(ctx context.Context) error { return f.Halt(ctx) },
 	})

@@ -169,10 +169,7 @@ type pymodbusReply struct {
 // client — input and holding registers, the float32 PV, coils and inputs —
 // after our drivers changed some of them.
 func TestPymodbusClient(t *testing.T) {
-	py := devicetest.LookPath(t, "/usr/bin/python3", "python3")
-	if err := exec.Command(py, "-c", "import pymodbus.client").Run(); err != nil {
-		devicetest.MissingPeer(t, "python3 module pymodbus", "apt-get install python3-pymodbus")
-	}
+	py := devicetest.PythonImport(t, "pymodbus.client", "python3-pymodbus")
 	s := startRig(t, 1)
 	ctx := ctxFor(t)
 	bus := s.bus(modbus.TransportTCP, time.Second, 1)

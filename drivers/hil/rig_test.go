@@ -296,3 +296,28 @@ func hasFlag(flags []string, f string) bool {
 	}
 	return false
 }
+
+// bracket reads a driver's value of a quantity that the simulator is changing
+// (a furnace ramping, a chamber pumping down) together with the simulator's own
+// truth read just before and just after it. The driver's reading was taken at
+// some instant inside that window, so a correct driver reads a value within tol
+// of the range [lo, hi] the truth spanned: the check compares at the same
+// simulated instant, however long a loaded machine takes between the calls.
+type bracketed struct{ got, lo, hi float64 }
+
+func bracket(truth func() float64, read func() (float64, error)) (bracketed, error) {
+	before := truth()
+	got, err := read()
+	after := truth()
+	return bracketed{got, math.Min(before, after), math.Max(before, after)}, err
+}
+
+// within reports whether the reading lies within tol of the truth's window.
+func (b bracketed) within(tol float64) bool { return b.got >= b.lo-tol && b.got <= b.hi+tol }
+
+func (b bracketed) String() string {
+	if b.lo == b.hi {
+		return fmt.Sprintf("read %.4g, truth %.4g", b.got, b.lo)
+	}
+	return fmt.Sprintf("read %.4g, truth %.4g … %.4g during the read", b.got, b.lo, b.hi)
+}

@@ -19,10 +19,7 @@ import (
 // end of the test.
 func pymodbus(t *testing.T, args ...string) {
 	t.Helper()
-	py := devicetest.LookPath(t, "/usr/bin/python3", "python3")
-	if err := exec.Command(py, "-c", "import pymodbus.server").Run(); err != nil {
-		devicetest.MissingPeer(t, "python3 module pymodbus", "apt-get install python3-pymodbus")
-	}
+	py := devicetest.PythonImport(t, "pymodbus.server", "python3-pymodbus")
 	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "pymodbus_server.py")}, args...)...)
 	out := &limitedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
