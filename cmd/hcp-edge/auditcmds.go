@@ -343,8 +343,7 @@ func (f auditFlags) reach(ctx context.Context, req control.Request) (target, err
 
 func auditCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "replay") {
-		fmt.Fprint(stderr, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n\nRun \"hcp-edge audit verify -h\" or \"hcp-edge audit replay -h\" for the flags.\n")
-		return exitUsage
+		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n\nRun \"hcp-edge audit verify -h\" or \"hcp-edge audit replay -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("audit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -352,7 +351,7 @@ func auditCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		stateDir: fs.String("state-dir", "", "read DIR/state.db directly (default: ask the daemon; when it is down, the configuration's state directory)")}
 	if args[0] == "verify" {
 		fs.Usage = func() {
-			fmt.Fprint(stderr, `usage: hcp-edge audit verify [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
+			fmt.Fprint(fs.Output(), `usage: hcp-edge audit verify [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
 
 Checks the hash chain of the audit log from its first entry: each entry's hash over its content
 and its link to the one before, no gap in the sequence, and the stored head naming the last
@@ -373,16 +372,16 @@ flags:
 `)
 			fs.PrintDefaults()
 		}
-		if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) > 0 {
+		if pos, err := parseArgs(fs, args[1:], stdout); err != nil || len(pos) > 0 {
 			if err == nil {
 				fmt.Fprintln(stderr, "hcp-edge audit verify: takes no arguments")
 			}
-			return exitUsage
+			return usageExit(err)
 		}
 		return auditVerify(ctx, af, stdout, stderr)
 	}
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge audit replay SESSION_ID [--json] [--operator NAME] [--state-dir DIR] [--socket PATH] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge audit replay SESSION_ID [--json] [--operator NAME] [--state-dir DIR] [--socket PATH] [--config FILE]
 
 Rebuilds one session's lifecycle from the audit log: the gate's decision, every state
 transition (with the operator who approved, denied, paused or resumed it), every tool call and
@@ -406,9 +405,9 @@ flags:
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", operatorDefault(), "who reads (recorded for T2+ sessions)")
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := parseArgs(fs, args[1:], stdout)
 	if err != nil {
-		return exitUsage
+		return usageExit(err)
 	}
 	if len(pos) != 1 || pos[0] == "" || len(pos[0]) > store.MaxIDLen {
 		fmt.Fprintln(stderr, "hcp-edge audit replay: give exactly one SESSION_ID")

@@ -44,7 +44,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge status [--json] [--socket PATH] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge status [--json] [--socket PATH] [--config FILE]
 
 Shows the daemon's latest readings, the envelope margins, any latched trip and the
 instruments' health.
@@ -62,8 +62,11 @@ flags:
 	asJSON := fs.Bool("json", false, "print JSON")
 	cfgPath := configFlag(fs)
 	sock := socketFlag(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge status: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	rep, ok := ask(ctx, "status", socketPath(*sock, *cfgPath), control.Request{Op: control.OpStatus}, stderr)
 	if !ok {
@@ -145,15 +148,18 @@ func operatorCmd(ctx context.Context, op string, args []string, stdout, stderr i
 		control.OpArm:   "Energises the interlock relay (heater and gas valve power) when nothing is latched\nand no trip condition holds. The operator's name is recorded in the audit log.",
 	}[op]
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: hcp-edge %s --operator NAME [--json] [--socket PATH] [--config FILE]\n\n%s\n\nexit codes: 0 done; 1 refused or the daemon is down; 2 usage.\n\nexample:\n  hcp-edge %s --operator alice\n\nflags:\n", op, what, op)
+		fmt.Fprintf(fs.Output(), "usage: hcp-edge %s --operator NAME [--json] [--socket PATH] [--config FILE]\n\n%s\n\nexit codes: 0 done; 1 refused or the daemon is down; 2 usage.\n\nexample:\n  hcp-edge %s --operator alice\n\nflags:\n", op, what, op)
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", "", "who does it (required; recorded)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cfgPath := configFlag(fs)
 	sock := socketFlag(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge %s: unexpected argument %q\n", op, pos[0])
+		}
+		return usageExit(err)
 	}
 	if *operator == "" {
 		fmt.Fprintf(stderr, "hcp-edge %s: --operator NAME is required\n", op)

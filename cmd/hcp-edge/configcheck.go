@@ -35,8 +35,7 @@ const maxSocketPath = 107
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprint(stderr, "usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]\n")
-		return exitUsage
+		return groupUsage(args, "usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]\n\nRun \"hcp-edge config check -h\" for the flags.\n", stdout, stderr)
 	}
 	return configCheckCmd(args[1:], stdout, stderr)
 }
@@ -45,7 +44,7 @@ func configCheckCmd(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("config check", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]
+		fmt.Fprint(fset.Output(), `usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]
 
 Validates a configuration before the rig sees it, without touching hardware: the YAML schema
 (unknown keys, types, durations), units, the rig section (buses, unit ids, full scales, valves),
@@ -70,13 +69,18 @@ flags:
 	}
 	asJSON := fset.Bool("json", false, "print the result as JSON")
 	capDir := fset.String("capabilities", "", "capability declarations to check (default: <config dir>/capabilities, else configs/capabilities, if present)")
-	if err := fset.Parse(args); err != nil || fset.NArg() > 1 {
+	pos, err := parseArgs(fset, args, stdout)
+	if err != nil || len(pos) > 1 {
 		if err == nil {
-			fset.Usage()
+			fmt.Fprintln(stderr, "hcp-edge config check: give at most one FILE")
 		}
-		return exitUsage
+		return usageExit(err)
 	}
-	r := checkConfig(fset.Arg(0), *capDir)
+	file := ""
+	if len(pos) == 1 {
+		file = pos[0]
+	}
+	r := checkConfig(file, *capDir)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -13,13 +13,12 @@ import (
 
 func envelopeCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "coverage" {
-		fmt.Fprint(stderr, "usage: hcp-edge envelope coverage [--config FILE] [--json]\n")
-		return exitUsage
+		return groupUsage(args, "usage: hcp-edge envelope coverage [--config FILE] [--json]\n\nRun \"hcp-edge envelope coverage -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("envelope coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge envelope coverage [--config FILE] [--json]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge envelope coverage [--config FILE] [--json]
 
 Compiles the configuration's envelope against the rig and prints every writable register,
 coil and serial command of the rig with the envelope rule that bounds it, then the writes the
@@ -37,8 +36,11 @@ flags:
 	}
 	cfgPath := configFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args[1:], stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge envelope coverage: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	env, err := compileEnvelope(*cfgPath)
 	if err != nil {

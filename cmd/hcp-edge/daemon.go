@@ -32,7 +32,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge run [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge run [--config FILE]
 
 Runs the agent daemon: opens the state directory (state file with the sessions and the audit
 log, the session token key), builds the rig from the configuration, compiles the envelope,
@@ -59,8 +59,11 @@ flags:
 		fs.PrintDefaults()
 	}
 	cfgPath := configFlag(fs)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge run: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	f, err := loadConfig(*cfgPath)
 	if err != nil {

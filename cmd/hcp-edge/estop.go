@@ -29,7 +29,7 @@ func estopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("estop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
 
 Drives every output of the rig to its safe state and returns once the read-backs confirm it.
 It asks the daemon over the control socket; if the daemon does not acknowledge within 500 ms
@@ -51,8 +51,11 @@ flags:
 	cfgPath := configFlag(fs)
 	sock := socketFlag(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge estop: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	start := time.Now()
 	path := socketPath(*sock, *cfgPath)

@@ -33,8 +33,11 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	spectrumMS := fs.Int("spectrum", 0, "also acquire a Raman spectrum with this integration time in ms (0: identify only)")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each instrument")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge probe: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	var (
 		f   rigconfig.File

@@ -23,22 +23,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// parseArgs parses flags and positional arguments in any order (flag
-// stops at the first positional one).
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -72,7 +56,7 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge submit FILE [--watch] [--socket PATH] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge submit FILE [--watch] [--socket PATH] [--config FILE]
        hcp-edge submit FILE --broker URL [--callee ID] [--watch]
 
 Submits a task: FILE ("-" for standard input) holds one HCP task_submit message, the full L1
@@ -115,9 +99,9 @@ flags:
 	fs.StringVar(&bo.State, "broker-state", "", "with --broker: the caller's state file (default: a temporary one)")
 	cfgPath := configFlag(fs)
 	sock := socketFlag(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return exitUsage
+		return usageExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "hcp-edge submit: give exactly one FILE (\"-\" for standard input)")
@@ -326,7 +310,7 @@ func sessionOpCmd(ctx context.Context, op string, args []string, stdout, stderr 
 		control.OpResume:  {"resume ID --operator NAME", "Resumes a paused session (or cancels a pause not yet taken).", "hcp-edge resume 0b6f...e1 --operator olga"},
 	}[op]
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: hcp-edge %s [--json] [--socket PATH] [--config FILE]\n\n%s\n\nexit codes: 0 done; 1 refused (no such session, wrong state) or the daemon is down; 2 usage.\n\nexample:\n  %s\n\nflags:\n", h.usage, h.what, h.example)
+		fmt.Fprintf(fs.Output(), "usage: hcp-edge %s [--json] [--socket PATH] [--config FILE]\n\n%s\n\nexit codes: 0 done; 1 refused (no such session, wrong state) or the daemon is down; 2 usage.\n\nexample:\n  %s\n\nflags:\n", h.usage, h.what, h.example)
 		fs.PrintDefaults()
 	}
 	defOperator := ""
@@ -336,9 +320,9 @@ func sessionOpCmd(ctx context.Context, op string, args []string, stdout, stderr 
 	operator := fs.String("operator", defOperator, "who does it (recorded)")
 	reason := fs.String("reason", "", "why (deny: required; abort: optional)")
 	sf := addSessionFlags(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
-		return exitUsage
+		return usageExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "hcp-edge %s: give exactly one session or approval ID\n", op)
@@ -370,7 +354,7 @@ func sessionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge sessions [--all] [--json] [--socket PATH] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge sessions [--all] [--json] [--socket PATH] [--config FILE]
 
 Lists the sessions that are not closed (with --all, every session the state file holds): id,
 state, capability, caller, risk, progress, and the approval id of a session awaiting approval.
@@ -387,8 +371,11 @@ flags:
 	}
 	all := fs.Bool("all", false, "closed sessions too")
 	sf := addSessionFlags(fs)
-	if pos, err := parseArgs(fs, args); err != nil || len(pos) > 0 {
-		return exitUsage
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge sessions: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
 	}
 	rep, ok := ask(ctx, "sessions", sf.socket(), control.Request{Op: control.OpSessions, All: *all}, stderr)
 	if !ok {
@@ -433,13 +420,12 @@ flags:
 
 func artifactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "get" {
-		fmt.Fprint(stderr, "usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE]\n")
-		return exitUsage
+		return groupUsage(args, "usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE]\n\nRun \"hcp-edge artifact get -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("artifact get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE] [--operator NAME] [--socket PATH] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE] [--operator NAME] [--socket PATH] [--config FILE]
 
 Fetches an artifact of a finished session, hcp://{session}/artifacts/{name}, from the daemon's
 state directory: the daemon names the file and the size and sha256 checksum its session
@@ -468,9 +454,9 @@ flags:
 	operator := fs.String("operator", operatorDefault(), "who reads it (recorded in the audit log for T2+ sessions)")
 	keyFile := fs.String("key", "", "at-rest key file to decrypt a T3/T4 session's artifact (default: the daemon's agent.at_rest_key_file)")
 	sf := addSessionFlags(fs)
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := parseArgs(fs, args[1:], stdout)
 	if err != nil {
-		return exitUsage
+		return usageExit(err)
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "hcp-edge artifact get: give exactly one URI")

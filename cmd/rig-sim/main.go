@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -38,9 +39,10 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "rig-sim:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0) // help was asked for and printed on stdout
 		}
+		fmt.Fprintln(os.Stderr, "rig-sim:", err)
 		os.Exit(1)
 	}
 }
@@ -88,10 +90,21 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 }
 
 // parse parses flags that may come before or after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// -h and --help print the usage on stdout and return flag.ErrHelp, which main
+// turns into exit 0; other problems are printed on the FlagSet's output.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	errOut := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	defer fs.SetOutput(errOut)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				_, _ = stdout.Write(buf.Bytes())
+			} else {
+				_, _ = errOut.Write(buf.Bytes())
+			}
 			return nil, err
 		}
 		args = fs.Args()
@@ -110,7 +123,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
 	verbose := fs.Bool("v", false, "log protocol errors")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -155,7 +168,7 @@ func reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dir := newFlags("status", stderr)
 	asJSON := fs.Bool("json", false, "print the full status as JSON, write log included")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	c := client(*dir)
@@ -239,7 +252,7 @@ func boolMap(m map[string]bool) string {
 
 func cmdFaults(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dir := newFlags("faults", stderr)
-	if _, err := parse(fs, args); err != nil {
+	if _, err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	c := client(*dir)
@@ -262,7 +275,7 @@ func cmdFaults(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func cmdFault(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dir := newFlags("fault", stderr)
 	target := fs.String("target", "", "fault target (device for silent/corrupt, gas for mfc-stuck-open)")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -288,7 +301,7 @@ func cmdFault(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func cmdGPIO(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, dir := newFlags("gpio", stderr)
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

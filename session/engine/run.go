@@ -372,6 +372,7 @@ func (e *Engine) failLocked(l *live, f *executor.Failure, partial map[string]any
 		}
 	}
 	reason := string(f.Code)
+	e.log.Warn("session failed", "session", l.id, "code", f.Code, "step", f.Step, "step_index", f.StepIndex+1, "err", msg)
 	if err := e.transitionLocked(l, store.Change{To: lifecycle.Failed, Reason: reason,
 		Before: []store.Emit{{Type: lifecycle.EventError, Data: errorData{Code: string(f.Code), Message: msg, Recoverable: false}}}}); err != nil {
 		e.log.Error("fail", "session", l.id, "err", err)
