@@ -39,10 +39,13 @@ func TestFurnace(t *testing.T) {
 
 			m := s.mark()
 			s.energise(ctx)
-			if err := c.SetSetpoint(ctx, device.Celsius(200)); err != nil {
+			// The ramp rate first, as the CVD executor does: with a rate of 0 the
+			// firmware steps its working setpoint to a new setpoint at once, so a
+			// plant step between the two writes would skip the ramp entirely.
+			if err := c.SetRampRate(ctx, device.KelvinPerMinute(rampRate)); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.SetRampRate(ctx, device.KelvinPerMinute(rampRate)); err != nil {
+			if err := c.SetSetpoint(ctx, device.Celsius(200)); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.ConfigureWatchdog(ctx, 600*time.Millisecond); err != nil {
@@ -58,8 +61,8 @@ func TestFurnace(t *testing.T) {
 			s.expectWrites(m, []w{
 				{"gpio", "gpio", "relay", 0, true}, // NewOutput: safe state first
 				{"gpio", "gpio", "relay", 1, true},
-				{"furnace", tr, "setpoint", 2000, true},
 				{"furnace", tr, "ramp_rate", rampRate * 10, true},
+				{"furnace", tr, "setpoint", 2000, true},
 				{"furnace", tr, "watchdog_timeout", 600, true},
 				{"furnace", tr, "heater_enable", 1, true},
 			})
