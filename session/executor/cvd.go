@@ -517,7 +517,9 @@ func leakRate(ctx context.Context, p *proc, n rigNames, stage string, hold time.
 	}
 	// The end of the hold by the readings' own clock: at least hold after p0.
 	rd, err = p.waitFresh(ctx, stage, "a gauge reading a hold after p0", p.fresh(r1, m.T0, gaugeAt), bound,
-		func(rd envelope.Readings) (bool, error) { return p.env.Clock.Process(rd.Pressure.At.Sub(m.T0)) >= hold, nil })
+		func(rd envelope.Readings) (bool, error) {
+			return p.env.Clock.Process(rd.Pressure.At.Sub(m.T0)) >= hold, nil
+		})
 	if err != nil {
 		return m, err
 	}

@@ -163,7 +163,9 @@ func TestLeakRateRefusesStaleReadings(t *testing.T) {
 			return afterFirst(func(r *envelope.Readings, first device.PressureReading) { r.Pressure = first })
 		}, "gauge p1"},
 		{"second reading stamped before the first", func() func(*envelope.Readings) {
-			return afterFirst(func(r *envelope.Readings, first device.PressureReading) { r.Pressure.At = first.At.Add(-time.Millisecond) })
+			return afterFirst(func(r *envelope.Readings, first device.PressureReading) {
+				r.Pressure.At = first.At.Add(-time.Millisecond)
+			})
 		}, "gauge p1"},
 		{"second reading invalid", func() func(*envelope.Readings) {
 			return afterFirst(func(r *envelope.Readings, _ device.PressureReading) { r.Pressure.Status = device.GaugeSensorError })
