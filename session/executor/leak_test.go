@@ -205,3 +205,50 @@ func TestLeakRateRefusesStaleReadings(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshnessJudge: a reading counts only when taken after the action and
+// no older than the reading age; a run of looks without one fails once it
+// lasts longer than the reading age, however far apart the looks are.
+func TestFreshnessJudge(t *testing.T) {
+	act := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	const age = 2 * time.Second
+	look := func(now, read time.Duration) envelope.Readings {
+		return envelope.Readings{At: act.Add(now), Pressure: device.PressureReading{At: act.Add(read)}}
+	}
+	tests := []struct {
+		name  string
+		looks []envelope.Readings
+		fresh []bool // per look; after the last, failed says whether it failed
+		fails bool
+	}{
+		{"new reading", []envelope.Readings{look(100*time.Millisecond, 50*time.Millisecond)}, []bool{true}, false},
+		{"reading from before the action", []envelope.Readings{look(100*time.Millisecond, -time.Millisecond)}, []bool{false}, false},
+		{"reading as old as the action", []envelope.Readings{look(time.Second, 0)}, []bool{false}, false},
+		{"stale for longer than the age", []envelope.Readings{look(10*time.Millisecond, -time.Second), look(time.Second, -time.Second),
+			look(2100*time.Millisecond, -time.Second)}, []bool{false, false, false}, true},
+		{"after the action but too old", []envelope.Readings{look(3*time.Second, 500*time.Millisecond), look(5500*time.Millisecond, 500*time.Millisecond)},
+			[]bool{false, false}, true},
+		{"one stale look 5 s after a fresh one", []envelope.Readings{look(time.Second, 900*time.Millisecond), look(6*time.Second, 3*time.Second)},
+			[]bool{true, false}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &freshness{reading: "gauge", since: act, at: gaugeAt, maxAge: age}
+			var err error
+			for i, r := range tt.looks {
+				var fresh bool
+				fresh, err = f.judge(r)
+				if i < len(tt.looks)-1 && err != nil {
+					t.Fatalf("look %d failed: %v", i, err)
+				}
+				if fresh != tt.fresh[i] {
+					t.Fatalf("look %d fresh %v", i, fresh)
+				}
+			}
+			var re *ReadingError
+			if tt.fails != (err != nil) || (err != nil && (!errors.As(err, &re) || re.Reading != "gauge" || !errors.Is(err, ErrStale))) {
+				t.Fatalf("err %v, want failure %v", err, tt.fails)
+			}
+		})
+	}
+}

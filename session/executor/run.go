@@ -196,15 +196,15 @@ func (p *proc) waitUntil(ctx context.Context, stage, what string, timeout time.D
 // freshness judges whether a reading may be used: its own timestamp is
 // after since (the instant, on the instruments' clock, of the action it
 // judges) and it is no older than the envelope's MaxReadingAge at the time
-// of the readings. A wait that sees no fresh reading for MaxReadingAge
-// (counted from since, or from the start of the wait if later, or from the
-// last fresh reading) fails with a *ReadingError naming it.
+// of the readings. A wait whose looks find no fresh reading for
+// MaxReadingAge on end (the instruments' clock, from the first such look)
+// fails with a *ReadingError naming it.
 type freshness struct {
 	reading string                            // names the reading in errors
 	since   time.Time                         // the action it judges (instruments' clock)
 	at      func(envelope.Readings) time.Time // the reading's own timestamp
 	maxAge  time.Duration
-	ref     time.Time // the later of since and the first look, then the last fresh reading
+	stale   time.Time // the first look of the current run of looks without a fresh reading
 }
 
 func (p *proc) fresh(reading string, since time.Time, at func(envelope.Readings) time.Time) *freshness {
@@ -214,18 +214,18 @@ func (p *proc) fresh(reading string, since time.Time, at func(envelope.Readings)
 // judge reports whether r holds a fresh reading, or fails once none came
 // for too long.
 func (f *freshness) judge(r envelope.Readings) (bool, error) {
-	if f.ref.IsZero() { // the first look: count from the action, or from now if later
-		f.ref = f.since
-		if r.At.After(f.ref) {
-			f.ref = r.At
-		}
-	}
 	a := f.at(r)
 	if !a.IsZero() && a.After(f.since) && r.At.Sub(a) <= f.maxAge {
-		f.ref = r.At
+		f.stale = time.Time{}
 		return true, nil
 	}
-	if r.At.Sub(f.ref) > f.maxAge {
+	if f.stale.IsZero() {
+		f.stale = r.At
+		if f.since.After(f.stale) {
+			f.stale = f.since
+		}
+	}
+	if r.At.Sub(f.stale) > f.maxAge {
 		reason := "no reading newer than the action it judges within " + f.maxAge.String()
 		if !a.IsZero() {
 			reason += fmt.Sprintf("; the newest is from %s, %v before the decision", a.UTC().Format("15:04:05.000"), r.At.Sub(a).Round(time.Millisecond))
