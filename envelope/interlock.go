@@ -29,10 +29,20 @@ type Grant struct {
 	SessionID string
 }
 
-// Authorizer checks that a token is valid, unexpired, and that its scope
-// covers the action. session/ implements it.
+// Authorizer checks session tokens for the interlock. session/ implements it.
+//
+// The interlock, not the caller of Apply, decides which of the two applies:
+// an action toward the safe state (Envelope.IsSafe: heater off, a flow to
+// zero, a switch to the safe level the rig spec declares for it) needs an
+// authentic token but no scope, because scope limits what a session may
+// open, not what it may close; every other action needs the scope.
 type Authorizer interface {
+	// Authorize checks that token is valid, unexpired, and that its scope
+	// covers a.
 	Authorize(ctx context.Context, token string, a Action) (Grant, error)
+	// Authenticate checks that token is valid and unexpired, whatever its
+	// scope: the check of an action toward the safe state.
+	Authenticate(ctx context.Context, token string) (Grant, error)
 }
 
 // Auditor records decisions durably. A write is not executed unless its
@@ -66,6 +76,9 @@ type Entry struct {
 	Rule      Rule      `json:"rule,omitempty"`
 	Trip      Trip      `json:"trip,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
+	// TowardSafe marks an action the interlock judged toward the safe state
+	// (Envelope.IsSafe): it was authenticated, not held to the token's scope.
+	TowardSafe bool `json:"toward_safe,omitempty"`
 }
 
 // InterlockOpts tunes an Interlock.
@@ -272,7 +285,9 @@ func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule 
 }
 
 // Apply is the single path by which a session moves an actuator. In order:
-// the latch (while latched only safe actions pass), the authoriser, a fresh
+// the latch (while latched only safe actions pass), the authoriser (an
+// action toward the safe state, as Envelope.IsSafe judges it from the rig
+// spec, needs an authentic token but not its scope), a fresh
 // snapshot of the rig, the envelope's Check, an audit record of acceptance,
 // the write with a timeout, the read-back, and an audit record of the
 // outcome. Every refusal is audited and returned as a *Violation (wrapping
@@ -298,11 +313,20 @@ func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result,
 	}
 	il.mu.Unlock()
 
-	grant, err := il.auth.Authorize(ctx, token, a)
+	// Toward safe is decided here, from the rig spec, never claimed by the
+	// caller: such an action needs an authentic token, not its scope.
+	safe := il.env.IsSafe(a)
+	var grant Grant
+	var err error
+	if safe {
+		grant, err = il.auth.Authenticate(ctx, token)
+	} else {
+		grant, err = il.auth.Authorize(ctx, token, a)
+	}
 	if err != nil {
 		return Result{}, il.refuse(ctx, "", a, "", fmt.Errorf("envelope: %v: %w: %w", a, ErrUnauthorized, err))
 	}
-	if latched && !il.env.IsSafe(a) {
+	if latched && !safe {
 		v := violation(RuleLatched, a.Channel(), "latched by %s: only safe outputs until an operator resets", why)
 		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
 	}
@@ -318,12 +342,12 @@ func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result,
 	if v != nil {
 		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
 	}
-	if err := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionAccepted}); err != nil {
+	if err := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionAccepted, TowardSafe: safe}); err != nil {
 		return Result{}, err
 	}
 	if err := ctx.Err(); err != nil { // SafeState cancelled us between check and write
 		err = fmt.Errorf("envelope: %v: cancelled before the write: %w", a, err)
-		_ = il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error()})
+		_ = il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe})
 		return Result{}, err
 	}
 
@@ -335,7 +359,7 @@ func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result,
 	res, err := il.execute(wctx, a)
 	wcancel()
 	if err != nil {
-		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error()}); aerr != nil {
+		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe}); aerr != nil {
 			err = errors.Join(err, aerr)
 		}
 		return Result{}, err
@@ -343,7 +367,7 @@ func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result,
 	il.mu.Lock()
 	il.env.Accept(il.state, a, res.At)
 	il.mu.Unlock()
-	return res, il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionExecuted})
+	return res, il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionExecuted, TowardSafe: safe})
 }
 
 func readbackErr(a Action, got any) error {

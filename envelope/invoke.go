@@ -254,24 +254,21 @@ func (iv *Invoker) allow(ref ToolRef, rl catalog.RateLimit) error {
 }
 
 func (iv *Invoker) invoke(ctx context.Context, token string, tool catalog.Tool, ref ToolRef, input json.RawMessage) (json.RawMessage, string, error) {
+	// Who asks first (an authentic token); what the call does next; then
+	// the tool's permission, unless the call moves an output toward its
+	// safe state (the interlock's IsSafe, from the rig spec): scope limits
+	// what a session may open, not what it may close.
 	auth := iv.il.auth.(ToolAuthorizer) // checked by NewInvoker
-	grant, err := auth.AuthorizeTool(ctx, token, tool)
+	who, err := auth.Authenticate(ctx, token)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrUnauthorized, err)
 		return nil, StagePermission, iv.refuse(ctx, "", ref, nil, "", err)
-	}
-	if !slices.Contains(grant.Permissions, tool.Safety.Permission) {
-		err := fmt.Errorf("%w: the grant lacks permission %s", ErrUnauthorized, tool.Safety.Permission)
-		return nil, StagePermission, iv.refuse(ctx, grant.SessionID, ref, nil, RulePermission, err)
-	}
-	if err := iv.allow(ref, tool.Safety.RateLimit); err != nil {
-		return nil, StageRateLimit, iv.refuse(ctx, grant.SessionID, ref, nil, RuleRateLimit, err)
 	}
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage(`{}`)
 	}
 	if err := tool.ValidateInputJSON(input); err != nil {
-		return nil, StageInput, iv.refuse(ctx, grant.SessionID, ref, nil, RuleInvalidInput, err)
+		return nil, StageInput, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err)
 	}
 	call, err := iv.translate(tool, input)
 	if err != nil {
@@ -279,7 +276,21 @@ func (iv *Invoker) invoke(ctx context.Context, token string, tool catalog.Tool, 
 		if errors.Is(err, catalog.ErrNotFound) {
 			stage = StageLookup
 		}
-		return nil, stage, iv.refuse(ctx, grant.SessionID, ref, nil, RuleInvalidInput, err)
+		return nil, stage, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err)
+	}
+	if call.snapshot || !iv.il.env.IsSafe(call.action) {
+		grant, err := auth.AuthorizeTool(ctx, token, tool)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrUnauthorized, err)
+			return nil, StagePermission, iv.refuse(ctx, who.SessionID, ref, nil, "", err)
+		}
+		if !slices.Contains(grant.Permissions, tool.Safety.Permission) {
+			err := fmt.Errorf("%w: the grant lacks permission %s", ErrUnauthorized, tool.Safety.Permission)
+			return nil, StagePermission, iv.refuse(ctx, grant.SessionID, ref, nil, RulePermission, err)
+		}
+	}
+	if err := iv.allow(ref, tool.Safety.RateLimit); err != nil {
+		return nil, StageRateLimit, iv.refuse(ctx, who.SessionID, ref, nil, RuleRateLimit, err)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, tool.Performance.Timeout)

@@ -26,6 +26,10 @@ func (toolTokens) Authorize(_ context.Context, token string, _ Action) (Grant, e
 	return Grant{SessionID: "s-1"}, nil
 }
 
+func (toolTokens) Authenticate(ctx context.Context, token string) (Grant, error) {
+	return toolTokens{}.Authorize(ctx, token, Action{})
+}
+
 func (toolTokens) AuthorizeTool(_ context.Context, token string, _ catalog.Tool) (ToolGrant, error) {
 	switch token {
 	case "ok":
@@ -394,5 +398,49 @@ func TestNewInvokerNeedsToolAuthorizer(t *testing.T) {
 	}
 	if _, err := NewInvoker(nil, reg, InvokerOpts{}); err == nil {
 		t.Fatal("nil interlock accepted")
+	}
+}
+
+// TestInvokeTowardSafeNeedsNoPermission: a token holding only rig.read is
+// refused the tools that open (a flow above zero, a valve opened, the heater
+// on) but may zero a flow, close a valve and turn the heater off; the
+// interlock judges which is which from the rig spec, and every call is
+// audited (the safe ones as toward_safe).
+func TestInvokeTowardSafeNeedsNoPermission(t *testing.T) {
+	tests := []struct {
+		name  string
+		tool  string
+		input string
+		ok    bool
+	}{
+		{"H2S flow above zero", catalog.ToolSetFlow, `{"gas": "H2S", "flow": 2, "unit": "sccm"}`, false},
+		{"open the H2 valve", catalog.ToolSetValve, `{"valve": "h2_valve", "open": true}`, false},
+		{"heater on", catalog.ToolSetHeater, `{"on": true}`, false},
+		{"H2S flow to zero", catalog.ToolSetFlow, `{"gas": "H2S", "flow": 0, "unit": "sccm"}`, true},
+		{"close the H2S valve", catalog.ToolSetValve, `{"valve": "h2s_valve", "open": false}`, true},
+		{"heater off", catalog.ToolSetHeater, `{"on": false}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newInvokeFixture(t, nil, nil)
+			_, err := f.iv.Invoke(context.Background(), "reader", ref(tt.tool), json.RawMessage(tt.input))
+			e := f.audit.last()
+			if !tt.ok {
+				var ie *InvokeError
+				if !errors.As(err, &ie) || ie.Stage != StagePermission || !errors.Is(err, ErrUnauthorized) || f.p.writeCount() != 0 {
+					t.Fatalf("err %v, %d writes; want a permission refusal and none", err, f.p.writeCount())
+				}
+				if e.Decision != DecisionRefused || e.Rule != RulePermission || e.TowardSafe {
+					t.Fatalf("audit %+v", e)
+				}
+				return
+			}
+			if err != nil || f.p.writeCount() != 1 {
+				t.Fatalf("err %v, %d writes; want one", err, f.p.writeCount())
+			}
+			if e.Decision != DecisionExecuted || !e.TowardSafe || e.SessionID != "s-1" {
+				t.Fatalf("audit %+v", e)
+			}
+		})
 	}
 }

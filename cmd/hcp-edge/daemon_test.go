@@ -64,6 +64,7 @@ type env struct {
 	exited  chan error
 	logs    *bytes.Buffer
 	stopped bool
+	simDir  string // the rig-sim process's run directory when r is nil
 }
 
 // monitorYAML replaces the monitor section of the embedded config.
@@ -118,7 +119,11 @@ func (e *env) pumpDown() {
 }
 
 func (e *env) environ() []string {
-	return append(os.Environ(), "HCP_STATE_DIR="+e.dir, "HCP_CONTROL_SOCKET="+e.sock, "HCP_RIG_SIM_DIR="+e.r.Dir())
+	sim := e.simDir
+	if e.r != nil {
+		sim = e.r.Dir()
+	}
+	return append(os.Environ(), "HCP_STATE_DIR="+e.dir, "HCP_CONTROL_SOCKET="+e.sock, "HCP_RIG_SIM_DIR="+sim)
 }
 
 // start runs the daemon and waits until its control socket answers.

@@ -44,6 +44,10 @@ func (allowAll) Authorize(context.Context, string, envelope.Action) (envelope.Gr
 	return envelope.Grant{SessionID: "hil"}, nil
 }
 
+func (allowAll) Authenticate(context.Context, string) (envelope.Grant, error) {
+	return envelope.Grant{SessionID: "hil"}, nil
+}
+
 // teeAudit appends every entry to a hash-chained audit log in a bbolt file and
 // keeps a copy in memory for the assertions.
 type teeAudit struct {

@@ -89,6 +89,9 @@ func (p *Plant) SetMFCHold(gas string, hold bool) error {
 func (p *Plant) ChamberPressure() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.running {
+		p.catchUpLocked()
+	}
 	return p.pressurePa
 }
 

@@ -3,6 +3,7 @@ package plant
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,6 +18,7 @@ const (
 	FaultMFCStuckOpen   = "mfc-stuck-open"
 	FaultGasLeak        = "gas-leak"
 	FaultVacuumLoss     = "vacuum-loss"
+	FaultChamberLeak    = "chamber-leak"
 	FaultEstop          = "estop"
 	FaultDoorOpen       = "door-open"
 )
@@ -24,8 +26,12 @@ const (
 // FaultNames lists every fault the plant knows.
 var FaultNames = []string{
 	FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultSilent, FaultCorrupt,
-	FaultMFCStuckOpen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
+	FaultMFCStuckOpen, FaultGasLeak, FaultVacuumLoss, FaultChamberLeak, FaultEstop, FaultDoorOpen,
 }
+
+// ChamberLeakMaxPaPerMin bounds the rate of rise a chamber-leak fault may
+// add: above it the fault would be a vacuum loss.
+const ChamberLeakMaxPaPerMin = 10000.0
 
 // Devices lists the device names a silent or corrupt fault may target.
 var Devices = []string{"furnace", "dio", "mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"}
@@ -57,6 +63,13 @@ func normalizeFault(name, target string) (string, error) {
 			}
 		}
 		return "", fmt.Errorf("%w: %s needs a gas (ar, h2, h2s), got %q", ErrBadTarget, name, target)
+	case FaultChamberLeak:
+		v, err := strconv.ParseFloat(target, 64)
+		if err != nil || !(v > 0) || v > ChamberLeakMaxPaPerMin {
+			return "", fmt.Errorf("%w: %s needs the rate of rise it adds, in Pa/min (0 < rate <= %g), got %q",
+				ErrBadTarget, name, ChamberLeakMaxPaPerMin, target)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
 	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen:
 		if target != "" {
 			return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)
@@ -154,4 +167,20 @@ func (p *Plant) faultActiveLocked(name, target string) bool {
 	}
 	_, ok := p.faults[faultKey{name, target}]
 	return ok
+}
+
+// chamberLeakLocked is the conductance (m³/s) of every active chamber-leak
+// fault together: each adds its rate of rise (Pa/min, its target) at vacuum,
+// a leak from atmosphere into the chamber.
+func (p *Plant) chamberLeakLocked() float64 {
+	var c float64
+	for k := range p.faults {
+		if k.name != FaultChamberLeak {
+			continue
+		}
+		if rate, err := strconv.ParseFloat(k.target, 64); err == nil {
+			c += rate / 60 * chamberVolumeM3 / AtmospherePa
+		}
+	}
+	return c
 }

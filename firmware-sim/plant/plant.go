@@ -121,6 +121,12 @@ type Plant struct {
 	closedCh  chan struct{}
 	closeOnce sync.Once
 
+	// running: the physics loop runs, so readers of the chamber pressure
+	// bring it up to their own instant first (catchUpLocked); wallAt is the
+	// wall instant the physics has reached.
+	running bool
+	wallAt  time.Time
+
 	runMu  sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -221,24 +227,42 @@ func (p *Plant) Close() error {
 func (p *Plant) loop(ctx context.Context) {
 	t := time.NewTicker(p.opts.Tick)
 	defer t.Stop()
-	last := p.now()
+	p.mu.Lock()
+	p.running, p.wallAt = true, p.now()
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.running = false
+		p.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		n := p.now()
-		wall := n.Sub(last)
-		last = n
-		if wall < 0 {
-			wall = 0
-		}
-		if wall > 2*time.Second { // a suspended process does not make a huge step
-			wall = 2 * time.Second
-		}
-		p.advance(wall.Seconds() * p.opts.TimeScale)
+		p.mu.Lock()
+		p.catchUpLocked()
+		p.mu.Unlock()
 	}
+}
+
+// catchUpLocked advances the physics from wallAt to now. The loop calls it
+// every tick; a reader calls it too, so that what it reads is the state at
+// the instant of the read, not at the last tick (on a loaded machine the
+// loop's goroutine can wait many ticks, and at a time scale of 600 a 10 ms
+// wait is 6 s of sim time).
+func (p *Plant) catchUpLocked() {
+	n := p.now()
+	wall := n.Sub(p.wallAt)
+	if wall <= 0 {
+		return
+	}
+	p.wallAt = n
+	if wall > 2*time.Second { // a suspended process does not make a huge step
+		wall = 2 * time.Second
+	}
+	p.advanceLocked(wall.Seconds() * p.opts.TimeScale)
 }
 
 // Step advances the physics by d of sim time (for tests and for callers that
@@ -250,6 +274,10 @@ func (p *Plant) Step(d time.Duration) {
 func (p *Plant) advance(simS float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.advanceLocked(simS)
+}
+
+func (p *Plant) advanceLocked(simS float64) {
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()
@@ -315,6 +343,10 @@ func (p *Plant) stepChamberLocked(h float64) {
 	if p.coils[CoilVent] {
 		a += ventCondM3s * AtmospherePa
 		b += ventCondM3s
+	}
+	if c := p.chamberLeakLocked(); c > 0 {
+		a += c * AtmospherePa
+		b += c
 	}
 	if p.faultActiveLocked(FaultVacuumLoss, "") {
 		a += vacLossCondM3s * AtmospherePa

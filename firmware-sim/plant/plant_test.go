@@ -490,3 +490,42 @@ func TestStartCloseConcurrent(t *testing.T) {
 		t.Fatal("edge after close")
 	}
 }
+
+// TestChamberLeakFault: the isolated chamber's rate of rise is its own leak
+// (about 3 Pa/min) plus what each chamber-leak fault adds, and the pumped
+// base pressure still lies below 5 Pa with a 12 Pa/min leak.
+func TestChamberLeakFault(t *testing.T) {
+	for _, bad := range []string{"", "x", "0", "-3", "1e9", "NaN"} {
+		if err := (&Plant{}).Inject(FaultChamberLeak, bad); err == nil {
+			t.Fatalf("target %q accepted", bad)
+		}
+	}
+	rise := func(p *Plant) float64 {
+		_ = p.DIOWriteCoils("tcp", CoilGateValve, []bool{true})
+		p.Step(15 * time.Minute)
+		_ = p.DIOWriteCoils("tcp", CoilGateValve, []bool{false})
+		before := p.ChamberPressure()
+		p.Step(5 * time.Minute)
+		return (p.ChamberPressure() - before) / 5
+	}
+	p, _ := newTest(t, true)
+	_ = p.DIOWriteCoils("tcp", CoilPump, []bool{true})
+	tight := rise(p)
+	if tight < 2.5 || tight > 3.5 {
+		t.Fatalf("tight chamber: %.3f Pa/min", tight)
+	}
+	if err := p.Inject(FaultChamberLeak, "12"); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.DIOWriteCoils("tcp", CoilGateValve, []bool{true})
+	p.Step(15 * time.Minute)
+	if base := p.ChamberPressure(); base >= 5 {
+		t.Fatalf("base pressure with a 12 Pa/min leak: %.2f Pa", base)
+	}
+	if got := rise(p) - tight; math.Abs(got-12) > 0.2 {
+		t.Fatalf("the fault adds %.3f Pa/min, want 12", got)
+	}
+	if err := p.Clear(FaultChamberLeak, "12.0"); err != nil || len(p.Faults()) != 0 {
+		t.Fatalf("clear: %v %v", err, p.Faults())
+	}
+}

@@ -17,6 +17,10 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 	// After delivers the process time once d of it has passed.
 	After(d time.Duration) <-chan time.Time
+	// Process converts a span of the instruments' clock (the wall clock the
+	// readings are stamped with, such as the interval between two readings)
+	// into process time.
+	Process(wall time.Duration) time.Duration
 }
 
 // ScaledClock is a Clock running Scale times faster than the wall clock from
@@ -60,6 +64,12 @@ func (c *ScaledClock) Wall(d time.Duration) time.Duration {
 		return 0
 	}
 	return time.Duration(float64(d) / c.scale)
+}
+
+// Process converts a wall duration (between two readings' own timestamps)
+// into the process time it spans.
+func (c *ScaledClock) Process(wall time.Duration) time.Duration {
+	return time.Duration(float64(wall) * c.scale)
 }
 
 // Sleep waits d of process time or until ctx is done.

@@ -372,7 +372,7 @@ func (r *cvdRecipe) preflight(ctx context.Context) error {
 			r.plan.Integration = mx
 		}
 	}
-	if err := ready(rd); err != nil {
+	if err := readyFresh(rd, env.MaxReadingAge()); err != nil {
 		return err
 	}
 	r.log(ctx, "info", "recipe parameters", map[string]any{"growth_temperature_c": r.plan.GrowthC, "growth_seconds": r.plan.GrowthTime.Seconds(),
@@ -396,7 +396,11 @@ func (r *cvdRecipe) preflight(ctx context.Context) error {
 // physical session at start: the agent starts with the relay de-energised.
 func Ready(rd envelope.Readings) error { return ready(rd) }
 
-func ready(rd envelope.Readings) error {
+func ready(rd envelope.Readings) error { return readyFresh(rd, 0) }
+
+// readyFresh is ready with every input read within maxAge of the readings
+// (0: any reading at all), as a preflight judges the rig by.
+func readyFresh(rd envelope.Readings, maxAge time.Duration) error {
 	for name, want := range map[string]bool{"estop_pressed": false, "leak_detected": false, "door_closed": true, "relay_fb": true} {
 		l, ok := rd.Inputs[name]
 		if !ok {
@@ -404,6 +408,10 @@ func ready(rd envelope.Readings) error {
 		}
 		if l.At.IsZero() {
 			return fmt.Errorf("%w: input %s not read", ErrNotReady, name)
+		}
+		if age := rd.At.Sub(l.At); maxAge > 0 && age > maxAge {
+			return fmt.Errorf("%w: %w", ErrNotReady, &ReadingError{Reading: "input " + name,
+				Reason: fmt.Sprintf("stale: read %v before the preflight (limit %v)", age.Round(time.Millisecond), maxAge)})
 		}
 		if l.On != want {
 			return fmt.Errorf("%w: input %s is %v (the operator must arm the rig / clear it)", ErrNotReady, name, l.On)
@@ -449,65 +457,120 @@ func (r *cvdRecipe) pumpDown(ctx context.Context, stage string) error {
 }
 
 // pumpDown closes the vent, starts the pump, opens the gate valve and waits
-// for the base pressure.
+// for the base pressure on a gauge reading taken after the gate opened.
 func pumpDown(ctx context.Context, p *proc, n rigNames, stage string, basePa float64, timeout time.Duration) error {
-	if err := p.applyAll(ctx, envelope.SwitchAction(n.vent, false), envelope.SwitchAction(n.pump, true),
-		envelope.SwitchAction(n.gate, true)); err != nil {
+	if err := p.applyAll(ctx, envelope.SwitchAction(n.vent, false), envelope.SwitchAction(n.pump, true)); err != nil {
 		return err
 	}
-	_, err := p.waitUntil(ctx, stage, fmt.Sprintf("chamber below %g Pa", basePa), timeout, func(rd envelope.Readings) (bool, error) {
+	gate, err := p.apply(ctx, envelope.SwitchAction(n.gate, true))
+	if err != nil {
+		return err
+	}
+	f := p.fresh("gauge (pump-down)", gate.At, gaugeAt)
+	_, err = p.waitFresh(ctx, stage, fmt.Sprintf("chamber below %g Pa", basePa), f, timeout, func(rd envelope.Readings) (bool, error) {
 		pa, ok := pressurePa(rd)
 		return ok && rd.Pressure.Status != device.GaugeOverrange && pa <= basePa, nil
 	})
 	return err
 }
 
-// leakRate isolates the chamber for hold and returns the rate of rise
-// (Pa/min) and the pressures at both ends.
-func leakRate(ctx context.Context, p *proc, n rigNames, stage string, hold time.Duration) (rate, p0, p1 float64, err error) {
+func gaugeAt(rd envelope.Readings) time.Time   { return rd.Pressure.At }
+func furnaceAt(rd envelope.Readings) time.Time { return rd.Furnace.At }
+
+// leakMeasure is one rate-of-rise measurement: two gauge readings, both
+// taken after the isolation valve closed, with their own timestamps.
+type leakMeasure struct {
+	Rate     float64       // Pa/min of process time
+	P0, P1   float64       // Pa
+	T0, T1   time.Time     // the readings' own timestamps (the instruments' clock)
+	Interval time.Duration // T1 − T0 in process time
+}
+
+// leakRate isolates the chamber and measures its rate of rise over hold.
+// p0 is the first gauge reading taken after the gate valve read back
+// closed; p1 the first taken at least hold (process time) after p0, by the
+// readings' own timestamps, and the rate divides by that interval. A
+// reading that does not come in time (stale), is invalid (missing), or is
+// not after the one before (out of order) fails the measurement with a
+// *ReadingError naming it: it never yields a rate.
+func leakRate(ctx context.Context, p *proc, n rigNames, stage string, hold time.Duration) (leakMeasure, error) {
+	var m leakMeasure
 	iso, err := p.apply(ctx, envelope.SwitchAction(n.gate, false))
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
-	// The first pressure taken after the isolation (readings may be cached).
-	rd, err := p.waitUntil(ctx, stage, "a gauge reading after the isolation", time.Minute, func(rd envelope.Readings) (bool, error) {
-		return !rd.Pressure.At.Before(iso.At), nil
-	})
+	const r0, r1 = "gauge p0 (start of the leak-check hold)", "gauge p1 (end of the leak-check hold)"
+	// Staleness ends these waits (no fresh reading within the reading age);
+	// the process-time bound only has to be longer than that.
+	bound := hold + p.env.Clock.Process(2*p.env.Rig.Envelope().MaxReadingAge())
+	rd, err := p.waitFresh(ctx, stage, "a gauge reading after the isolation", p.fresh(r0, iso.At, gaugeAt), bound,
+		func(envelope.Readings) (bool, error) { return true, nil })
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
-	p0, ok := pressurePa(rd)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("%w: no valid gauge reading at isolation", device.ErrSensor)
+	if m.P0, err = leakPressure(rd, r0, true); err != nil {
+		return m, err
 	}
-	t0 := p.env.Clock.Now()
+	m.T0 = rd.Pressure.At
 	if err := p.hold(ctx, stage, hold, nil, nil); err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
-	rd, err = p.read(ctx, stage, true)
+	// The end of the hold by the readings' own clock: at least hold after p0.
+	rd, err = p.waitFresh(ctx, stage, "a gauge reading a hold after p0", p.fresh(r1, m.T0, gaugeAt), bound,
+		func(rd envelope.Readings) (bool, error) {
+			return p.env.Clock.Process(rd.Pressure.At.Sub(m.T0)) >= hold, nil
+		})
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
-	p1, ok = pressurePa(rd)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("%w: no valid gauge reading after the hold", device.ErrSensor)
+	if m.P1, err = leakPressure(rd, r1, false); err != nil {
+		return m, err
 	}
-	mins := p.env.Clock.Now().Sub(t0).Minutes()
-	if mins <= 0 {
-		return 0, p0, p1, fmt.Errorf("%w: the leak-check hold took no time", ErrCondition)
+	m.T1 = rd.Pressure.At
+	m.Interval = p.env.Clock.Process(m.T1.Sub(m.T0))
+	if !m.T1.After(m.T0) || m.Interval <= 0 {
+		return m, &ReadingError{Reading: r1, Since: m.T0, Reason: fmt.Sprintf("out of order: taken at %s, not after p0",
+			m.T1.UTC().Format("15:04:05.000"))}
 	}
-	return (p1 - p0) / mins, p0, p1, nil
+	m.Rate = (m.P1 - m.P0) / m.Interval.Minutes()
+	return m, nil
+}
+
+// details are the log event's details of a measurement.
+func (m leakMeasure) details() map[string]any {
+	return map[string]any{"rate_pa_per_min": m.Rate, "p0_pa": m.P0, "p1_pa": m.P1,
+		"p0_at": m.T0.UTC().Format(time.RFC3339Nano), "p1_at": m.T1.UTC().Format(time.RFC3339Nano),
+		"interval_seconds": m.Interval.Seconds()}
+}
+
+// leakPressure is a leak-check pressure in Pa. An invalid reading (sensor
+// error, not a number) is refused; so is one above the gauge's range (the
+// rate would be a lower bound) and, for p0, one that is not a vacuum. Below
+// the range the start pressure counts as 0, so the rate can only be
+// overstated.
+func leakPressure(rd envelope.Readings, name string, start bool) (float64, error) {
+	pr := rd.Pressure
+	pa, ok := pressurePa(rd)
+	switch {
+	case !ok:
+		return 0, &ReadingError{Reading: name, Reason: fmt.Sprintf("invalid (gauge status %v)", pr.Status)}
+	case pr.Status == device.GaugeOverrange:
+		return 0, &ReadingError{Reading: name, Reason: fmt.Sprintf("above the gauge's range (%g Pa): the rate of rise cannot be measured", pa)}
+	case start && pr.Status == device.GaugeUnderrange:
+		return 0, nil
+	}
+	return pa, nil
 }
 
 func (r *cvdRecipe) leakCheck(ctx context.Context) error {
-	rate, p0, p1, err := leakRate(ctx, &r.proc, r.names, "leak_check", r.c.opts.LeakHold)
+	m, err := leakRate(ctx, &r.proc, r.names, "leak_check", r.c.opts.LeakHold)
 	if err != nil {
 		return err
 	}
-	r.plan.LeakRatePaMin = rate
-	r.log(ctx, "info", "leak check", map[string]any{"rate_pa_per_min": rate, "p0_pa": p0, "p1_pa": p1})
-	if rate > r.c.opts.MaxLeakRatePaPerMin {
-		return fmt.Errorf("%w: leak check failed: rate of rise %.3g Pa/min above %g Pa/min", ErrCondition, rate, r.c.opts.MaxLeakRatePaPerMin)
+	r.plan.LeakRatePaMin = m.Rate
+	r.log(ctx, "info", "leak check", m.details())
+	if m.Rate > r.c.opts.MaxLeakRatePaPerMin {
+		return fmt.Errorf("%w: leak check failed: rate of rise %.3g Pa/min above %g Pa/min", ErrCondition, m.Rate, r.c.opts.MaxLeakRatePaPerMin)
 	}
 	return r.pumpDown(ctx, "leak_check")
 }
@@ -533,12 +596,10 @@ func (r *cvdRecipe) ramp(ctx context.Context) error {
 	timeout := heat*3/2 + 30*time.Minute
 	band := r.c.opts.SettleBandC
 	next := r.env.Clock.Now()
-	_, err = r.waitUntil(ctx, "ramp", fmt.Sprintf("furnace within %g °C of %.1f °C", band, r.plan.GrowthC), timeout,
+	_, err = r.waitFresh(ctx, "ramp", fmt.Sprintf("furnace within %g °C of %.1f °C", band, r.plan.GrowthC),
+		r.fresh("furnace (ramp)", on.At, furnaceAt), timeout,
 		func(rd envelope.Readings) (bool, error) {
 			f := rd.Furnace
-			if f.At.IsZero() || f.At.Before(on.At) { // a reading from before the heater went on
-				return false, nil
-			}
 			if !f.HeaterEnabled {
 				return false, fmt.Errorf("%w: the furnace dropped its heater during the ramp (alarms %#x)", ErrCondition, uint16(f.Alarms))
 			}
@@ -556,22 +617,28 @@ func (r *cvdRecipe) ramp(ctx context.Context) error {
 
 func (r *cvdRecipe) grow(ctx context.Context) error {
 	v := r.names.valve["H2S"]
-	if err := r.applyAll(ctx, envelope.FlowAction("H2S", device.SCCM(r.plan.H2SFlow)), envelope.SwitchAction(v, true)); err != nil {
+	if err := r.applyAll(ctx, envelope.FlowAction("H2S", device.SCCM(r.plan.H2SFlow))); err != nil {
+		return err
+	}
+	open, err := r.apply(ctx, envelope.SwitchAction(v, true))
+	if err != nil {
 		return err
 	}
 	held0 := r.plan.GrowHeld
 	warned := false
-	err := r.hold(ctx, "grow", r.plan.GrowthTime-held0, func(rd envelope.Readings) error {
-		f := rd.Furnace
-		if !f.At.IsZero() && !f.HeaterEnabled {
-			return fmt.Errorf("%w: the furnace dropped its heater during growth", ErrCondition)
-		}
-		if dev := math.Abs(f.ProcessValue.Celsius() - r.plan.GrowthC); !f.At.IsZero() && dev > 3*r.c.opts.SettleBandC && !warned {
-			warned = true
-			r.warn(ctx, "temperature_deviation", fmt.Sprintf("furnace %.1f °C during growth, %.1f °C from the setpoint", f.ProcessValue.Celsius(), dev), nil)
-		}
-		return nil
-	}, func(held time.Duration) error {
+	// The furnace is judged on readings taken after the H2S went in.
+	err = r.hold(ctx, "grow", r.plan.GrowthTime-held0, &judged{freshness: r.fresh("furnace (growth)", open.At, furnaceAt),
+		check: func(rd envelope.Readings) error {
+			f := rd.Furnace
+			if !f.HeaterEnabled {
+				return fmt.Errorf("%w: the furnace dropped its heater during growth", ErrCondition)
+			}
+			if dev := math.Abs(f.ProcessValue.Celsius() - r.plan.GrowthC); dev > 3*r.c.opts.SettleBandC && !warned {
+				warned = true
+				r.warn(ctx, "temperature_deviation", fmt.Sprintf("furnace %.1f °C during growth, %.1f °C from the setpoint", f.ProcessValue.Celsius(), dev), nil)
+			}
+			return nil
+		}}, func(held time.Duration) error {
 		r.plan.GrowHeld = held0 + held
 		st, err := r.State()
 		if err != nil {
@@ -597,7 +664,8 @@ func (r *cvdRecipe) cool(ctx context.Context) error {
 	if err := r.hold(ctx, "cool", r.c.opts.PurgeTime, nil, nil); err != nil { // purge the H2S out
 		return err
 	}
-	if err := r.applyAll(ctx, envelope.HeaterAction(false)); err != nil {
+	off, err := r.apply(ctx, envelope.HeaterAction(false))
+	if err != nil {
 		return err
 	}
 	limit := 80.0
@@ -607,10 +675,10 @@ func (r *cvdRecipe) cool(ctx context.Context) error {
 		}
 	}
 	target := limit - r.c.opts.VentMarginC
-	if _, err := r.waitUntil(ctx, "cool", fmt.Sprintf("furnace below %.1f °C", target), 6*time.Hour,
+	if _, err := r.waitFresh(ctx, "cool", fmt.Sprintf("furnace below %.1f °C", target), r.fresh("furnace (cooling)", off.At, furnaceAt), 6*time.Hour,
 		func(rd envelope.Readings) (bool, error) {
 			f := rd.Furnace
-			return !f.At.IsZero() && device.Finite(float64(f.ProcessValue)) && f.ProcessValue.Celsius() <= target, nil
+			return f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) && f.ProcessValue.Celsius() <= target, nil
 		}); err != nil {
 		return err
 	}
@@ -618,11 +686,11 @@ func (r *cvdRecipe) cool(ctx context.Context) error {
 	if err := r.applyAll(ctx, envelope.FlowAction(g, 0)); err != nil {
 		return err
 	}
-	off, err := r.apply(ctx, envelope.SwitchAction(r.names.valve[g], false))
+	closed, err := r.apply(ctx, envelope.SwitchAction(r.names.valve[g], false))
 	if err != nil {
 		return err
 	}
-	return gasesOff(ctx, &r.proc, r.names, "cool", off.At)
+	return gasesOff(ctx, &r.proc, r.names, "cool", closed.At)
 }
 
 // gasesOff waits until the rig's readings, taken after since (the
@@ -654,11 +722,14 @@ func gasesOff(ctx context.Context, p *proc, n rigNames, stage string, since time
 
 func (r *cvdRecipe) vent(ctx context.Context) error {
 	n := r.names
-	if err := r.applyAll(ctx, envelope.SwitchAction(n.gate, false), envelope.SwitchAction(n.pump, false),
-		envelope.SwitchAction(n.vent, true)); err != nil {
+	if err := r.applyAll(ctx, envelope.SwitchAction(n.gate, false), envelope.SwitchAction(n.pump, false)); err != nil {
 		return err
 	}
-	if _, err := r.waitUntil(ctx, "vent", "atmospheric pressure", 15*time.Minute, func(rd envelope.Readings) (bool, error) {
+	vent, err := r.apply(ctx, envelope.SwitchAction(n.vent, true))
+	if err != nil {
+		return err
+	}
+	if _, err := r.waitFresh(ctx, "vent", "atmospheric pressure", r.fresh("gauge (venting)", vent.At, gaugeAt), 15*time.Minute, func(rd envelope.Readings) (bool, error) {
 		pa, ok := pressurePa(rd)
 		return ok && (rd.Pressure.Status == device.GaugeOverrange || pa >= r.c.opts.VentPressurePa), nil
 	}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -44,7 +45,37 @@ var (
 	// ErrOutputSchema: the outputs do not validate against a schema. Maps to
 	// internal_error (the executor built them).
 	ErrOutputSchema = errors.New("executor: outputs invalid against the schema")
+	// ErrStale: a reading a step judges by is stale (none newer than the
+	// action it judges arrived in time), missing or invalid, or out of order.
+	// The step fails rather than guess; a *ReadingError names the reading.
+	// Maps to execution_error.
+	ErrStale = errors.New("executor: reading stale, missing or out of order")
 )
+
+// ReadingError is a reading a step needed and could not use. It wraps
+// ErrStale.
+type ReadingError struct {
+	// Reading names it: the instrument and its role ("gauge p1, the end of
+	// the leak-check hold").
+	Reading string
+	// Since is the instant (the instruments' clock) it had to be newer
+	// than: the action it judges. Zero when the reading came but was
+	// unusable.
+	Since time.Time
+	// Reason says what was wrong with it.
+	Reason string
+}
+
+func (e *ReadingError) Error() string {
+	s := "executor: reading " + e.Reading + ": " + e.Reason
+	if !e.Since.IsZero() {
+		s += " (needed newer than " + e.Since.UTC().Format("15:04:05.000") + ")"
+	}
+	return s
+}
+
+// Unwrap returns ErrStale.
+func (e *ReadingError) Unwrap() error { return ErrStale }
 
 // Failure is a failed run: the L4 error code, the step where it stopped, and
 // the cause. Execute returns one for every failure; errors.Is/As reach the

@@ -193,9 +193,105 @@ func (p *proc) waitUntil(ctx context.Context, stage, what string, timeout time.D
 	}
 }
 
-// hold waits d of process time, reading the rig every PollEvery (check may
-// fail the hold), and calls tick every CheckpointEvery with the time held.
-func (p *proc) hold(ctx context.Context, stage string, d time.Duration, check func(envelope.Readings) error,
+// freshness judges whether a reading may be used: its own timestamp is
+// after since (the instant, on the instruments' clock, of the action it
+// judges) and it is no older than the envelope's MaxReadingAge at the time
+// of the readings. A wait whose looks find no fresh reading for
+// MaxReadingAge on end (the instruments' clock, from the first such look)
+// fails with a *ReadingError naming it.
+type freshness struct {
+	reading string                            // names the reading in errors
+	since   time.Time                         // the action it judges (instruments' clock)
+	at      func(envelope.Readings) time.Time // the reading's own timestamp
+	maxAge  time.Duration
+	stale   time.Time // the first look of the current run of looks without a fresh reading
+}
+
+func (p *proc) fresh(reading string, since time.Time, at func(envelope.Readings) time.Time) *freshness {
+	return &freshness{reading: reading, since: since, at: at, maxAge: p.env.Rig.Envelope().MaxReadingAge()}
+}
+
+// judge reports whether r holds a fresh reading, or fails once none came
+// for too long.
+func (f *freshness) judge(r envelope.Readings) (bool, error) {
+	a := f.at(r)
+	if !a.IsZero() && a.After(f.since) && r.At.Sub(a) <= f.maxAge {
+		f.stale = time.Time{}
+		return true, nil
+	}
+	if f.stale.IsZero() {
+		f.stale = r.At
+		if f.since.After(f.stale) {
+			f.stale = f.since
+		}
+	}
+	if r.At.Sub(f.stale) > f.maxAge {
+		reason := "no reading newer than the action it judges within " + f.maxAge.String()
+		if !a.IsZero() {
+			reason += fmt.Sprintf("; the newest is from %s, %v before the decision", a.UTC().Format("15:04:05.000"), r.At.Sub(a).Round(time.Millisecond))
+		}
+		return false, &ReadingError{Reading: f.reading, Since: f.since, Reason: reason}
+	}
+	return false, nil
+}
+
+// nap is the pause between polls: PollEvery once the readings are fresh,
+// and a tenth of the reading age (on the instruments' clock) while waiting
+// for a fresh one.
+func (p *proc) nap(fresh bool, f *freshness) time.Duration {
+	if fresh || f == nil {
+		return p.env.PollEvery
+	}
+	return max(min(p.env.PollEvery, p.env.Clock.Process(f.maxAge/10)), time.Nanosecond)
+}
+
+// waitFresh polls the readings until cond holds on a fresh reading (see
+// freshness; cond never sees another) or fails: with a *ReadingError when
+// no fresh reading comes, with ErrCondition after timeout (process time).
+func (p *proc) waitFresh(ctx context.Context, stage, what string, f *freshness, timeout time.Duration,
+	cond func(envelope.Readings) (bool, error)) (envelope.Readings, error) {
+	deadline := p.env.Clock.Now().Add(timeout)
+	for {
+		r, err := p.read(ctx, stage, false)
+		if err != nil {
+			return r, err
+		}
+		fresh, err := f.judge(r)
+		if err != nil {
+			p.row(stage, r)
+			return r, err
+		}
+		if fresh {
+			ok, err := cond(r)
+			if err != nil {
+				return r, err
+			}
+			if ok {
+				p.row(stage, r)
+				return r, nil
+			}
+		}
+		if p.env.Clock.Now().After(deadline) {
+			p.row(stage, r)
+			return r, fmt.Errorf("%w: %s within %v", ErrCondition, what, timeout)
+		}
+		if err := p.env.Clock.Sleep(ctx, p.nap(fresh, f)); err != nil {
+			return r, err
+		}
+	}
+}
+
+// judged is what a hold checks on every fresh reading.
+type judged struct {
+	*freshness
+	check func(envelope.Readings) error
+}
+
+// hold waits d of process time, reading the rig every PollEvery, and calls
+// tick every CheckpointEvery with the time held. With j, every fresh reading
+// is checked (the check may fail the hold) and a reading that stays stale
+// fails it.
+func (p *proc) hold(ctx context.Context, stage string, d time.Duration, j *judged,
 	tick func(held time.Duration) error) error {
 	start := p.env.Clock.Now()
 	lastTick := start
@@ -204,9 +300,15 @@ func (p *proc) hold(ctx context.Context, stage string, d time.Duration, check fu
 		if err != nil {
 			return err
 		}
-		if check != nil {
-			if err := check(r); err != nil {
+		fresh := true
+		if j != nil {
+			if fresh, err = j.judge(r); err != nil {
 				return err
+			}
+			if fresh {
+				if err := j.check(r); err != nil {
+					return err
+				}
 			}
 		}
 		now := p.env.Clock.Now()
@@ -221,7 +323,11 @@ func (p *proc) hold(ctx context.Context, stage string, d time.Duration, check fu
 				return err
 			}
 		}
-		if err := p.env.Clock.Sleep(ctx, min(p.env.PollEvery, d-held)); err != nil {
+		var f *freshness
+		if j != nil {
+			f = j.freshness
+		}
+		if err := p.env.Clock.Sleep(ctx, min(p.nap(fresh, f), d-held)); err != nil {
 			return err
 		}
 	}

@@ -267,7 +267,7 @@ func (r *leakRecipe) Run(ctx context.Context, i int, env *Env) error {
 	case 0:
 		var rd envelope.Readings
 		if rd, err = r.read(ctx, "preflight", true); err == nil {
-			if err = ready(rd); err == nil {
+			if err = readyFresh(rd, env.Rig.Envelope().MaxReadingAge()); err == nil {
 				err = cleanupReactive(ctx, env, n)
 			}
 		}
@@ -277,8 +277,11 @@ func (r *leakRecipe) Run(ctx context.Context, i int, env *Env) error {
 			r.plan.PumpDownS = round3(env.Clock.Now().Sub(t0).Seconds())
 		}
 	case 2:
-		r.plan.Rate, r.plan.P0, r.plan.P1, err = leakRate(ctx, &r.proc, n, "rate_of_rise", r.plan.Hold)
-		r.plan.Measured = err == nil
+		var m leakMeasure
+		if m, err = leakRate(ctx, &r.proc, n, "rate_of_rise", r.plan.Hold); err == nil {
+			r.plan.Rate, r.plan.P0, r.plan.P1, r.plan.Measured = m.Rate, m.P0, m.P1, true
+			r.log(ctx, "info", "rate of rise", m.details())
+		}
 	case 3:
 		err = r.applyAll(ctx, envelope.SwitchAction(n.gate, true))
 	default:

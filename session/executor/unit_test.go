@@ -183,21 +183,4 @@ func TestSmallExecutorsSim(t *testing.T) {
 	if res.Outputs["interlock"].(map[string]any)["latched"] != false || res.Outputs["stale"] != nil {
 		t.Fatalf("status %+v", res.Outputs)
 	}
-	lc, _ := NewLeakCheck(resolve(t, LeakCheckName))
-	for _, tc := range []struct {
-		name, inputs string
-		passed       bool
-	}{
-		{"pass at 10 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":10}`, true},
-		{"fail at 0.5 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":0.5}`, false},
-	} {
-		res, err := run(lc, tc.inputs)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		t.Logf("%s: %v Pa/min", tc.name, res.Outputs["rate_of_rise_pa_per_min"])
-		if res.Outputs["passed"] != tc.passed {
-			t.Fatalf("%s: %+v", tc.name, res.Outputs)
-		}
-	}
 }

@@ -62,7 +62,9 @@ func (r *Revocations) Len() int {
 
 // PermissionFor returns the catalog permission an Action needs on a rig:
 // rig.gas for a flow setpoint or a gas line valve, rig.measure for an
-// acquisition, rig.operate for everything else that moves.
+// acquisition, rig.operate for everything else that moves. The interlock
+// asks for it only for actions away from the safe state (Authorize); an
+// action toward it needs no permission (Authenticate).
 func PermissionFor(spec envelope.RigSpec, a envelope.Action) catalog.Permission {
 	switch a.Kind {
 	case envelope.ActFlow:
@@ -144,6 +146,19 @@ func (z *Authorizer) Authorize(ctx context.Context, tok string, a envelope.Actio
 	}
 	if p := PermissionFor(z.spec, a); !c.Has(p) {
 		return envelope.Grant{}, refuse(ErrScope, fmt.Sprintf("session %s: %v needs %s, the token grants %v", c.SessionID, a, p, c.Permissions))
+	}
+	return envelope.Grant{SessionID: c.SessionID}, nil
+}
+
+// Authenticate implements envelope.Authorizer: the token is valid,
+// unexpired, issued under the running envelope and not revoked; its scope is
+// not consulted. The interlock asks it, instead of Authorize, for an action
+// it judges toward the safe state (a flow to zero, a valve closed, the heater
+// off): scope limits what a session may open, not what it may close.
+func (z *Authorizer) Authenticate(ctx context.Context, tok string) (envelope.Grant, error) {
+	c, err := z.check(ctx, tok)
+	if err != nil {
+		return envelope.Grant{}, err
 	}
 	return envelope.Grant{SessionID: c.SessionID}, nil
 }

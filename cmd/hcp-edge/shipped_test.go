@@ -1,0 +1,251 @@
+package main
+
+// TestShippedCapabilities: every shipped capability run as shipped — the
+// real binaries (rig-sim, hcp-edge run with configs/sim.yaml unchanged), the
+// real broker, a transport/caller client logged in as the caller sim.yaml
+// maps (harness-alpha-001), nothing granted beyond what sim.yaml grants.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"github.com/hcp-edge/hcp-edge/transport/caller"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// shippedConfig is the configuration file the agent ships with.
+const shippedConfig = "../../configs/sim.yaml"
+
+// shippedCaller is the caller id sim.yaml maps the broker login
+// harness-alpha-001 to.
+const shippedCaller = amqptest.AlphaUser
+
+var (
+	rigSimOnce sync.Once
+	rigSimBin  string
+	rigSimErr  error
+)
+
+// buildRigSim builds cmd/rig-sim once per test binary, beside hcp-edge.
+func buildRigSim(t *testing.T) string {
+	t.Helper()
+	rigSimOnce.Do(func() {
+		rigSimBin = filepath.Join(filepath.Dir(bin), "rig-sim")
+		out, err := exec.Command("go", "build", "-o", rigSimBin, "../rig-sim").CombinedOutput()
+		if err != nil {
+			rigSimErr = fmt.Errorf("go build rig-sim: %v\n%s", err, out)
+		}
+	})
+	if rigSimErr != nil {
+		t.Fatal(rigSimErr)
+	}
+	return rigSimBin
+}
+
+// rigSimProc is a running rig-sim process.
+type rigSimProc struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	logs *bytes.Buffer
+}
+
+// startRigSim runs rig-sim with its defaults (the Modbus TCP address and the
+// time scale sim.yaml expects) in a run directory of its own. The address is
+// fixed (127.0.0.1:5020): while another test's simulator holds it, rig-sim
+// exits at once, and this waits and tries again (hang guard 3 min).
+func startRigSim(t *testing.T) *rigSimProc {
+	t.Helper()
+	r := &rigSimProc{t: t, bin: buildRigSim(t), dir: t.TempDir()}
+	deadline := time.Now().Add(brokerLongGuard)
+	for {
+		r.logs = &bytes.Buffer{}
+		cmd := exec.Command(r.bin, "run", "--dir", r.dir)
+		cmd.Stdout, cmd.Stderr = r.logs, r.logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		ready := false
+		for !ready {
+			select {
+			case err := <-exited:
+				if !strings.Contains(r.logs.String(), "address already in use") || time.Now().After(deadline) {
+					t.Fatalf("rig-sim exited: %v\n%s", err, r.logs)
+				}
+				t.Logf("127.0.0.1:5020 is taken (another simulator runs): waiting")
+				time.Sleep(time.Second)
+			case <-time.After(20 * time.Millisecond):
+				ready = strings.Contains(r.logs.String(), "control ")
+				if !ready && time.Now().After(deadline) {
+					t.Fatalf("rig-sim not ready:\n%s", r.logs)
+				}
+				continue
+			}
+			break
+		}
+		if !ready {
+			continue
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(hangGuard):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+			if t.Failed() {
+				t.Logf("rig-sim log:\n%s", r.logs)
+			}
+		})
+		return r
+	}
+}
+
+// run runs a rig-sim client command against this simulator.
+func (r *rigSimProc) run(args ...string) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, r.bin, append(args, "--dir", r.dir)...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("rig-sim %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// submitAndFinish submits a task as the caller and reads it to its final
+// message, which it returns after checking the event sequence.
+func (b *brokerEnv) submitAndFinish(t *testing.T, c *caller.Client, capab, inputs string, guard time.Duration) *wire.Envelope {
+	t.Helper()
+	task, err := c.Submit(context.Background(), &wire.TaskSubmit{Capability: capab, CallerID: b.callerID,
+		Intent: "shipped " + capab, Inputs: json.RawMessage(inputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := collect(t, task, guard)
+	checkSequence(t, msgs)
+	return msgs[len(msgs)-1]
+}
+
+// completedOutputs decodes a task_completed's outputs, failing on any other
+// final message.
+func completedOutputs(t *testing.T, fin *wire.Envelope) map[string]any {
+	t.Helper()
+	tc, err := fin.TaskCompleted()
+	if err != nil {
+		t.Fatalf("final %s: %v (%s)", fin.Type, err, mustEncode(fin))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(tc.Outputs, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestShippedCapabilities runs rig-status, leak-check (a tight chamber, then
+// the simulator's chamber-leak fault making the rate of rise exceed the
+// threshold) and the seed's cvd-material-synthesis to completion through the
+// broker against rig-sim and `hcp-edge run --config configs/sim.yaml`, the
+// file as shipped (only the environment places the state directory, the
+// simulator's run directory, the broker login of the callee and a callee id
+// of its own). The leak checks run with the token sim.yaml's gate issues
+// (rig.read, rig.operate): their preflight and cleanup close the reactive
+// gases toward safe.
+func TestShippedCapabilities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end through the real binaries and broker")
+	}
+	conn := amqptest.Dial(t, amqptest.AlphaURL()) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
+	cfgPath, err := filepath.Abs(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shipped, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(shipped, configs.SimYAML) {
+		t.Fatalf("configs/sim.yaml differs from the embedded default (%v)", err)
+	}
+	sim := startRigSim(t)
+	if sim.dir == rig.DefaultOpts().Dir {
+		t.Fatal("the simulator must not use the shared default run directory")
+	}
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-shipped-" + suffix, callerID: shippedCaller}
+	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
+	b.sock = filepath.Join(b.dir, "control.sock")
+	t.Cleanup(func() { // the callee's own command queue; the caller's queue is the caller's
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
+			_ = ch.Close()
+		}
+	})
+	t.Setenv("HCP_AMQP_URL", testBrokerURL)
+	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	b.start()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+
+	// One consumer of the caller's queue at a time: a second client would
+	// share its messages round-robin.
+	c := b.client(nil)
+	t.Run("rig-status", func(t *testing.T) {
+		out := completedOutputs(t, b.submitAndFinish(t, c, executor.RigStatusName, `{}`, brokerLongGuard))
+		if out["furnace"] == nil || out["pressure"] == nil || out["interlock"] == nil {
+			t.Fatalf("outputs %v", out)
+		}
+		t.Logf("rig-status: pressure %v, stale %v", out["pressure"], out["stale"])
+	})
+	b.arm()
+
+	leakCheck := func(t *testing.T, threshold float64) map[string]any {
+		t.Helper()
+		out := completedOutputs(t, b.submitAndFinish(t, c, executor.LeakCheckName,
+			fmt.Sprintf(`{"max_rate_of_rise_pa_per_min":%g}`, threshold), brokerLongGuard))
+		t.Logf("leak-check at %g Pa/min: passed %v, rate of rise %v Pa/min (%v → %v Pa over %v s)", threshold,
+			out["passed"], out["rate_of_rise_pa_per_min"], out["base_pressure_pa"], out["final_pressure_pa"], out["hold_seconds"])
+		return out
+	}
+	t.Run("leak-check tight chamber", func(t *testing.T) {
+		out := leakCheck(t, 10)
+		if rate, _ := out["rate_of_rise_pa_per_min"].(float64); out["passed"] != true || !(rate > 0 && rate < 10) {
+			t.Fatalf("tight chamber: %v", out)
+		}
+	})
+	t.Run("leak-check leaking chamber", func(t *testing.T) {
+		sim.run("fault", "inject", plant.FaultChamberLeak, "--target", "12")
+		defer sim.run("fault", "clear", plant.FaultChamberLeak)
+		out := leakCheck(t, 10)
+		if rate, _ := out["rate_of_rise_pa_per_min"].(float64); out["passed"] != false || !(rate > 10) {
+			t.Fatalf("leaking chamber (about 15 Pa/min against 10): %v", out)
+		}
+	})
+	if err := c.Close(); err != nil { // startMoS2 has a client of its own
+		t.Fatal(err)
+	}
+	t.Run("cvd-material-synthesis", func(t *testing.T) {
+		r := b.startMoS2(t)
+		all := r.finish(t, brokerLongGuard)
+		checkStream(t, all, r.sid)
+		checkCompleted(t, all[len(all)-1], r.ts)
+	})
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}

@@ -1,0 +1,254 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+)
+
+// leakRuns is how many leak checks TestLeakCheckAgainstSimulator runs per
+// case (HCP_LEAK_RUNS overrides; -short runs 10).
+func leakRuns(t *testing.T) int {
+	if s := os.Getenv("HCP_LEAK_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("HCP_LEAK_RUNS=%q", s)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 10
+	}
+	return 100
+}
+
+// TestLeakCheckAgainstSimulator runs the leak-check executor against the
+// simulated rig (every real driver, the interlock and its monitor, readings
+// from the monitor's cache) with a threshold of 10 Pa/min: a tight chamber
+// (its own leak, about 3 Pa/min) passes every run; with the simulator's
+// chamber-leak fault adding 12 Pa/min (about 1.5 × the threshold) or 40
+// Pa/min (base pressure raised to reach; 10 runs), every run fails,
+// reporting its measured rate. Each run is a whole leak check (preflight,
+// pump-down, the capability's default 300 s hold, restore); the rate comes from two gauge readings taken after the
+// isolation, divided by the interval between their own timestamps.
+func TestLeakCheckAgainstSimulator(t *testing.T) {
+	b := newSimBench(t, e2eScale)
+	clock, _ := NewScaledClock(e2eScale)
+	lc, _ := NewLeakCheck(resolve(t, LeakCheckName))
+	runs := leakRuns(t)
+	tests := []struct {
+		name   string
+		leak   string // chamber-leak target, Pa/min; "" for none
+		inputs string
+		passed bool
+		runs   int // 0: leakRuns
+	}{
+		{"tight chamber passes", "", `{"hold_seconds":300,"max_rate_of_rise_pa_per_min":10}`, true, 0},
+		{"leak 1.5x the threshold fails", "12", `{"hold_seconds":300,"max_rate_of_rise_pa_per_min":10}`, false, 0},
+		{"leak 4x the threshold fails", "40", `{"base_pressure_pa":20,"hold_seconds":300,"max_rate_of_rise_pa_per_min":10}`, false, 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.leak != "" {
+				if err := b.p.Inject(plant.FaultChamberLeak, tc.leak); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = b.p.Clear(plant.FaultChamberLeak, "") })
+			}
+			runs := runs
+			if tc.runs > 0 {
+				runs = min(runs, tc.runs)
+			}
+			lo, hi, sum, wrong := math.Inf(1), math.Inf(-1), 0.0, 0
+			start := time.Now()
+			for i := range runs {
+				rec, err := lc.Plan(Task{SessionID: "s", Inputs: json.RawMessage(tc.inputs)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+				res, err := Execute(ctx, rec, &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
+					Checkpoints: &memCkpt{}, SessionID: "s"}, 0)
+				cancel()
+				if err != nil {
+					wrong++
+					t.Errorf("run %d: %v", i, err)
+					if latched, why := b.il.Latched(); latched {
+						t.Fatalf("the interlock latched (%s): stopping", why)
+					}
+					continue
+				}
+				rate := res.Outputs["rate_of_rise_pa_per_min"].(float64)
+				lo, hi, sum = math.Min(lo, rate), math.Max(hi, rate), sum+rate
+				if res.Outputs["passed"] != tc.passed {
+					wrong++
+					t.Errorf("run %d: passed=%v at %.3f Pa/min (outputs %v)", i, res.Outputs["passed"], rate, res.Outputs)
+				}
+			}
+			t.Logf("%d/%d runs passed=%v; rate of rise min %.3f mean %.3f max %.3f Pa/min; %v per run",
+				runs-wrong, runs, tc.passed, lo, sum/float64(runs), hi, (time.Since(start) / time.Duration(runs)).Round(time.Millisecond))
+		})
+	}
+}
+
+// mangledRig passes every snapshot of its Rig through mangle, which sees
+// the gauge readings as a monitor would serve them.
+// It records when the gate valve read back closed (isolated).
+type mangledRig struct {
+	Rig
+	mangle   func(r *envelope.Readings)
+	isolated time.Time
+}
+
+func (m *mangledRig) Readings(ctx context.Context) envelope.Readings {
+	r := m.Rig.Readings(ctx)
+	m.mangle(&r)
+	return r
+}
+
+func (m *mangledRig) Apply(ctx context.Context, tok string, a envelope.Action) (envelope.Result, error) {
+	res, err := m.Rig.Apply(ctx, tok, a)
+	if err == nil && a == envelope.SwitchAction("gate_valve", false) {
+		m.isolated = res.At
+	}
+	return res, err
+}
+
+// TestLeakRateRefusesStaleReadings: the rate of rise is never computed from
+// a reading older than the isolation, from a second reading that never
+// came or came out of order, or from an invalid one: the measurement fails
+// with a *ReadingError naming the reading (execution_error), never a rate.
+func TestLeakRateRefusesStaleReadings(t *testing.T) {
+	b := newSimBench(t, e2eScale)
+	clock, _ := NewScaledClock(e2eScale)
+	base := MonitoredRig(b.il, b.m)
+	n := namesOf(base.Envelope())
+	// afterFirst serves the first gauge reading after the isolation
+	// untouched (p0), then passes the next ones through f with that one.
+	var mr *mangledRig
+	afterFirst := func(f func(r *envelope.Readings, first device.PressureReading)) func(*envelope.Readings) {
+		var first *device.PressureReading
+		return func(r *envelope.Readings) {
+			switch {
+			case mr.isolated.IsZero() || !r.Pressure.At.After(mr.isolated):
+			case first == nil:
+				p := r.Pressure
+				first = &p
+			case r.Pressure.At.After(first.At):
+				f(r, *first)
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		mangle  func() func(*envelope.Readings)
+		reading string
+	}{
+		{"gauge silent since before the isolation", func() func(*envelope.Readings) {
+			before := base.Readings(context.Background()).Pressure
+			return func(r *envelope.Readings) { r.Pressure = before }
+		}, "gauge p0"},
+		{"gauge silent after the first reading", func() func(*envelope.Readings) {
+			return afterFirst(func(r *envelope.Readings, first device.PressureReading) { r.Pressure = first })
+		}, "gauge p1"},
+		{"second reading stamped before the first", func() func(*envelope.Readings) {
+			return afterFirst(func(r *envelope.Readings, first device.PressureReading) {
+				r.Pressure.At = first.At.Add(-time.Millisecond)
+			})
+		}, "gauge p1"},
+		{"second reading invalid", func() func(*envelope.Readings) {
+			return afterFirst(func(r *envelope.Readings, _ device.PressureReading) { r.Pressure.Status = device.GaugeSensorError })
+		}, "gauge p1"},
+		{"second reading above the gauge's range", func() func(*envelope.Readings) {
+			return afterFirst(func(r *envelope.Readings, _ device.PressureReading) { r.Pressure.Status = device.GaugeOverrange })
+		}, "gauge p1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pumped := &proc{}
+			penv := &Env{Rig: base, Clock: clock, Sink: &memSink{}, Checkpoints: &memCkpt{}}
+			if err := penv.defaults(); err != nil {
+				t.Fatal(err)
+			}
+			pumped.begin(penv)
+			if err := pumpDown(context.Background(), pumped, n, "t", 20, 30*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			p := &proc{}
+			mr = &mangledRig{Rig: base}
+			mr.mangle = tc.mangle()
+			env := &Env{Rig: mr, Clock: clock, Sink: &memSink{}, Checkpoints: &memCkpt{}}
+			if err := env.defaults(); err != nil {
+				t.Fatal(err)
+			}
+			p.begin(env)
+			m, err := leakRate(context.Background(), p, n, "t", time.Minute)
+			var re *ReadingError
+			if !errors.Is(err, ErrStale) || !errors.As(err, &re) || !strings.HasPrefix(re.Reading, tc.reading) {
+				t.Fatalf("measurement %+v, err %v; want a *ReadingError of %s", m, err, tc.reading)
+			}
+			t.Logf("%v", err)
+			if c := Classify(context.Background(), fmt.Errorf("x: %w", err)); c != CodeExecution {
+				t.Fatalf("classified %s", c)
+			}
+		})
+	}
+}
+
+// TestFreshnessJudge: a reading counts only when taken after the action and
+// no older than the reading age; a run of looks without one fails once it
+// lasts longer than the reading age, however far apart the looks are.
+func TestFreshnessJudge(t *testing.T) {
+	act := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	const age = 2 * time.Second
+	look := func(now, read time.Duration) envelope.Readings {
+		return envelope.Readings{At: act.Add(now), Pressure: device.PressureReading{At: act.Add(read)}}
+	}
+	tests := []struct {
+		name  string
+		looks []envelope.Readings
+		fresh []bool // per look; after the last, failed says whether it failed
+		fails bool
+	}{
+		{"new reading", []envelope.Readings{look(100*time.Millisecond, 50*time.Millisecond)}, []bool{true}, false},
+		{"reading from before the action", []envelope.Readings{look(100*time.Millisecond, -time.Millisecond)}, []bool{false}, false},
+		{"reading as old as the action", []envelope.Readings{look(time.Second, 0)}, []bool{false}, false},
+		{"stale for longer than the age", []envelope.Readings{look(10*time.Millisecond, -time.Second), look(time.Second, -time.Second),
+			look(2100*time.Millisecond, -time.Second)}, []bool{false, false, false}, true},
+		{"after the action but too old", []envelope.Readings{look(3*time.Second, 500*time.Millisecond), look(5500*time.Millisecond, 500*time.Millisecond)},
+			[]bool{false, false}, true},
+		{"one stale look 5 s after a fresh one", []envelope.Readings{look(time.Second, 900*time.Millisecond), look(6*time.Second, 3*time.Second)},
+			[]bool{true, false}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &freshness{reading: "gauge", since: act, at: gaugeAt, maxAge: age}
+			var err error
+			for i, r := range tt.looks {
+				var fresh bool
+				fresh, err = f.judge(r)
+				if i < len(tt.looks)-1 && err != nil {
+					t.Fatalf("look %d failed: %v", i, err)
+				}
+				if fresh != tt.fresh[i] {
+					t.Fatalf("look %d fresh %v", i, fresh)
+				}
+			}
+			var re *ReadingError
+			if tt.fails != (err != nil) || (err != nil && (!errors.As(err, &re) || re.Reading != "gauge" || !errors.Is(err, ErrStale))) {
+				t.Fatalf("err %v, want failure %v", err, tt.fails)
+			}
+		})
+	}
+}
