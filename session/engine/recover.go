@@ -263,13 +263,16 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 	case ActReject:
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: d.Reason})
-		if err == nil && l.meta.NeedApproval {
+		var final []*wire.Envelope
+		if l.meta.NeedApproval {
+			// The caller heard approval_pending: it hears the rejection, in
+			// the same commit as REJECTED.
 			if env, werr := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: "resource_unavailable",
 				ReasonMessage: d.Reason, AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now()); werr == nil {
-				e.publish(l, []*wire.Envelope{env})
+				final = append(final, env)
 			}
 		}
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: d.Reason}, final...)
 		e.forget(l)
 		return err
 	case ActResume, ActHold:
@@ -284,16 +287,18 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 			// Held before its next step: holdIfPaused moves it to PAUSED.
 			l.pauseReq, l.pauseWhy = true, d.Reason
 		}
-		sctx, cancel := storeCtx()
-		sess, ev, err := e.cfg.Store.Recovered(sctx, l.id)
-		cancel()
-		if err == nil {
-			l.sess = sess
-			var envs []*wire.Envelope
-			if envs, err = e.eventEnvelopes(l, []store.Event{ev}); err == nil {
-				e.publish(l, envs)
+		err = e.step(l, func(w *store.Tx) error {
+			sess, ev, err := w.Recovered(l.id)
+			if err != nil {
+				return err
 			}
-		}
+			envs, err := e.eventEnvelopes(l, []store.Event{ev})
+			if err != nil {
+				return err
+			}
+			w.OnCommit(func() { l.sess = sess })
+			return e.send(w, l, envs...)
+		})
 		l.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("engine: recover %s: %w", l.id, err)
