@@ -235,7 +235,8 @@ func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, error) {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
-	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State})
+	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State, Journaled: cp.Journaled,
+		Journal: cp.Journal, JournalFrom: cp.JournalFrom})
 	if err != nil {
 		return "", err
 	}
@@ -267,10 +268,16 @@ func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, err
 }
 
 // ckptPayload is the engine's checkpoint payload: the step to resume at and
-// the executor's opaque state.
+// the executor's opaque state; for a journaled recipe the state without its
+// journal and the journal rows added since the previous checkpoint, so that
+// a checkpoint costs what changed (recovery reassembles the journal from
+// every checkpoint of the session).
 type ckptPayload struct {
-	Step  int    `json:"step"`
-	State []byte `json:"state"`
+	Step        int             `json:"step"`
+	State       []byte          `json:"state"`
+	Journaled   bool            `json:"journaled,omitempty"`
+	Journal     json.RawMessage `json:"journal,omitempty"`
+	JournalFrom int             `json:"journal_from,omitempty"`
 }
 
 // pausing wraps a recipe: before each step it honours a pause request,

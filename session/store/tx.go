@@ -298,8 +298,15 @@ func initActive(tx *bolt.Tx) error {
 // in tx.
 func setActive(tx *bolt.Tx, s Session) error {
 	b := tx.Bucket(bucketActive)
-	if s.State.Terminal() {
+	v := b.Get([]byte(s.ID))
+	switch {
+	case s.State.Terminal():
+		if v == nil {
+			return nil
+		}
 		return b.Delete([]byte(s.ID))
+	case v != nil && string(v) == s.Capability:
+		return nil // unchanged: no page to write
 	}
 	return b.Put([]byte(s.ID), []byte(s.Capability))
 }
@@ -383,4 +390,28 @@ func (s *Store) Recovered(ctx context.Context, id string) (Session, Event, error
 		return Session{}, Event{}, err
 	}
 	return sess, ev, nil
+}
+
+// Checkpoints returns every checkpoint of session id, oldest first (none:
+// an empty slice): recovery reassembles a journaled state from all of them.
+func (s *Store) Checkpoints(ctx context.Context, id string) ([]Checkpoint, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	var out []Checkpoint
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		cb := tx.Bucket(bucketCheckpoints).Bucket([]byte(id))
+		if cb == nil {
+			return nil
+		}
+		return cb.ForEach(func(k, v []byte) error {
+			var cp Checkpoint
+			if _, err := cp.UnmarshalMsg(v); err != nil {
+				return &CorruptError{Session: id, Reason: fmt.Sprintf("checkpoint %x: %v", k, err)}
+			}
+			out = append(out, cp)
+			return nil
+		})
+	})
+	return out, err
 }
