@@ -196,12 +196,18 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	up, err := newUplink(f, st, hb, log) // nil without agent.amqp.url (uplink.go)
+	if err := migrateOutboxFile(f.Agent.StateDir, st, log); err != nil { // an earlier version's outbox.db
+		return err
+	}
+	up, err := newUplink(f, st, log) // nil without agent.amqp.url (uplink.go)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, up.close()) }()
-	eng, err := newEngine(f, st, mx.gateRecorder(alog), key, reg, tokens, revoked, il, mon, up.outbound(hb), log)
+	if up != nil {
+		st.SetQueue(up) // every step queues its messages in its own transaction
+	}
+	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, mon, hb, up, log)
 	if err != nil {
 		return err
 	}

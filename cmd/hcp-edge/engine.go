@@ -126,11 +126,14 @@ type sessions struct {
 }
 
 // newEngine assembles the session engine over the interlock path. rec is
-// the gate's recorder (the state file's audit log, counted by the metrics
-// when they are on); key is the at-rest key (nil: T3/T4 refused).
-func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, key *atrest.Key, reg *capability.Registry, auth *token.Authority,
-	rev *token.Revocations, il *envelope.Interlock, mon *envelope.Monitor, out engine.Outbound, log *slog.Logger) (*engine.Engine, error) {
-	g, err := gate.New(f.Gate, reg, rec, gate.Opts{Protection: protectionOf(out, key)})
+// the gate's recorder (the state file's audit log) and wrap what counts its
+// decisions (the metrics when they are on; the engine records each decision
+// in the transaction of its step, through wrap); key is the at-rest key
+// (nil: T3/T4 refused); out the local watchers; up the uplink (nil: none).
+func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
+	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, mon *envelope.Monitor,
+	out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
+	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: protectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
@@ -139,7 +142,7 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, key *atrest
 		return nil, err
 	}
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
-		Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
+		GateRecorder: wrap, Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		Logger: log.With("component", "engine")})
 }
@@ -393,16 +396,8 @@ func (s *sessions) submit(ctx context.Context, req control.Request, emit control
 	if err != nil {
 		return nil, err
 	}
-	sub, _ := env.TaskSubmit()
-	caller := ""
-	if sub != nil {
-		caller = sub.CallerID
-	}
-	// The replies go where the engine's own messages go.
-	for _, r := range res.Replies {
-		_ = s.hub.Publish(ctx, caller, r)
-	}
-	res.Start()
+	// The engine has handed the replies to the hub (the watchers, results/)
+	// and started the session once its transaction committed.
 	out := submitResult{SessionID: res.SessionID}
 	for _, r := range res.Replies {
 		b, _ := wire.Encode(r)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rabbitmq/amqp091-go"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -21,21 +23,46 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// outboxFile is the uplink's bbolt file in the state directory: the durable
-// outbox and the command inbox's de-duplication window. (session/store does
-// not hand out its *bolt.DB, so the uplink keeps a file of its own.)
+// outboxFile is the uplink's own bbolt file of earlier versions (the outbox
+// and the inbox's de-duplication window beside state.db): migrateOutboxFile
+// merges it into the state file at start.
 const outboxFile = "outbox.db"
 
-// outboxBucket is the outbox's bucket; the inbox's window is "inbox".
-const outboxBucket = "uplink-outbox"
+// outboxBucket is the outbox's bucket in the state file; the inbox's window
+// is inboxBucket.
+const (
+	outboxBucket = "uplink-outbox"
+	inboxBucket  = "inbox"
+)
 
-// uplink is the daemon's HCP uplink (agent.amqp): the durable outbox every
-// outbound message is appended to, the Supervisor that drains it to the
+// migrateOutboxFile merges an outbox.db left by an earlier version (its
+// waiting messages, their keys, the de-duplication window) into the state
+// file in one transaction, then renames it outbox.db.migrated. A crash in
+// between is harmless: the state file remembers the import and the next
+// start only renames.
+func migrateOutboxFile(stateDir string, st *store.Store, log *slog.Logger) error {
+	path := filepath.Join(stateDir, outboxFile)
+	done, err := st.Import(path, outboxBucket, inboxBucket)
+	if err != nil {
+		return fmt.Errorf("%w (stop every hcp-edge using %s; to start without the old messages instead, move %s aside)", err, stateDir, path)
+	}
+	if !done {
+		return nil
+	}
+	if err := os.Rename(path, path+".migrated"); err != nil {
+		return fmt.Errorf("migrated %s into the state file but cannot rename it: %w", path, err)
+	}
+	log.Warn("migrated the outbox file of an earlier version into the state file", "from", path, "kept_as", path+".migrated")
+	return nil
+}
+
+// uplink is the daemon's HCP uplink (agent.amqp): the durable outbox in the
+// state file (the store's Queue: every message is queued in the
+// transaction that records its step), the Supervisor that drains it to the
 // broker and runs the command inbox, and the inbox's Engine adapter. A nil
-// *uplink (no URL configured) is valid: it publishes locally only and
-// does nothing else.
+// *uplink (no URL configured) is valid and does nothing.
 //
-// Start order: newUplink before the engine (the engine's Outbound and the
+// Start order: newUplink before the engine (the store's Queue and the
 // gate's Protection need it), attach once the engine exists, Start after
 // the control socket. Stop order: stopIntake (no new commands), then the
 // engine, then close (flush within agent.amqp.flush_timeout, close).
@@ -45,7 +72,6 @@ type uplink struct {
 	sup   *tamqp.Supervisor
 	inbox *tamqp.Inbox
 	st    *store.Store
-	local engine.Outbound
 	eng   *engine.Engine
 	log   *slog.Logger
 
@@ -54,17 +80,16 @@ type uplink struct {
 	inflight int                        // commands being handled
 	cancels  map[int]context.CancelFunc // running inbox workers
 	nextID   int                        // key of cancels
-	pending  map[string]func()          // submit message_id → Discard of replies not yet committed
 	dropStop context.CancelFunc         // stops the dropped-telemetry reporter (dropreport.go)
 	dropDone chan struct{}              // closed when it has stopped
 	closeMu  sync.Once
 	closeEr  error
 }
 
-// newUplink opens the outbox and makes the (stopped) Supervisor, or returns
-// nil when no URL is configured. local receives every message too (the
-// control socket's watchers).
-func newUplink(f rigconfig.File, st *store.Store, local engine.Outbound, log *slog.Logger) (*uplink, error) {
+// newUplink opens the outbox in the state file, makes it the store's Queue
+// and makes the (stopped) Supervisor, or returns nil when no URL is
+// configured.
+func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, error) {
 	c := f.Agent.AMQP
 	if c.URL == "" {
 		log.Info("no broker configured (agent.amqp.url, HCP_AMQP_URL): local control socket only")
@@ -73,12 +98,12 @@ func newUplink(f rigconfig.File, st *store.Store, local engine.Outbound, log *sl
 	oo := outbox.DefaultOpts()
 	oo.Bucket = outboxBucket
 	oo.TelemetryBound = c.TelemetryBound
-	ob, err := outbox.Open(filepath.Join(f.Agent.StateDir, outboxFile), oo)
+	ob, err := outbox.New(st.DB(), oo)
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
 	}
-	u := &uplink{cfg: c, ob: ob, st: st, local: local, log: log.With("component", "uplink"),
-		cancels: map[int]context.CancelFunc{}, pending: map[string]func(){}}
+	u := &uplink{cfg: c, ob: ob, st: st, log: log.With("component", "uplink"),
+		cancels: map[int]context.CancelFunc{}}
 	u.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL:       c.URL,
 		TLS:       tamqp.TLSConfig{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile},
@@ -99,51 +124,38 @@ func newUplink(f rigconfig.File, st *store.Store, local engine.Outbound, log *sl
 	return u, nil
 }
 
-// outbound is the engine's Outbound: the uplink's fan-out, or local alone
-// without an uplink.
-func (u *uplink) outbound(local engine.Outbound) engine.Outbound {
-	if u == nil {
-		return local
-	}
-	return u
-}
-
 // protectionOf is what the agent offers T3/T4 data: TLS in transit when
-// out is an uplink over amqps, and the at-rest key of
-// agent.at_rest_key_file. The gate admits T3/T4 only with both.
-func protectionOf(out engine.Outbound, key *atrest.Key) gate.Protection {
+// the uplink is over amqps, and the at-rest key of agent.at_rest_key_file.
+// The gate admits T3/T4 only with both.
+func protectionOf(u *uplink, key *atrest.Key) gate.Protection {
 	p := gate.Protection{AtRestKey: key != nil}
-	if u, ok := out.(*uplink); ok && u != nil {
+	if u != nil {
 		p.UplinkTLS = u.sup.Secure()
 	}
 	return p
 }
 
-// Publish appends env to the durable outbox (protocol or telemetry class
-// as transport/outbox files it), then hands it to the local watchers. The
-// local operator's own sessions (caller "local") have no broker queue and
-// stay local. task_accepted and task_rejected of a session (after an
-// approval, a denial, an approval timeout) carry the submit's message_id
-// in hcp-in-reply-to, as the inbox's own answers do.
-func (u *uplink) Publish(ctx context.Context, callerID string, env *wire.Envelope) error {
-	var err error
-	if callerID != rigconfig.LocalUser {
-		irt := ""
-		if (env.Type == wire.TypeTaskAccepted || env.Type == wire.TypeTaskRejected) && env.SessionID != nil {
-			if s, serr := u.st.Session(ctx, env.SessionID.String()); serr == nil {
-				irt = s.RequestID
-			}
+// QueueTx is the store's Queue: it appends msgs to the outbox inside tx,
+// the store's transaction (protocol or telemetry class as transport/outbox
+// files it). The local operator's own sessions (caller "local") have no
+// broker queue and stay local.
+func (u *uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
+	ms := make([]outbox.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.CallerID == rigconfig.LocalUser {
+			continue
 		}
-		var m outbox.Message
-		if m, err = outbox.MessageFor(callerID, env, irt); err == nil {
-			_, err = u.ob.Append(m)
-		}
+		om, err := outbox.MessageFor(m.CallerID, m.Envelope, m.InReplyTo)
 		if err != nil {
-			err = fmt.Errorf("uplink: outbox: %w", err)
-			u.log.Error("message not queued for the broker", "type", env.Type, "message_id", env.MessageID, "caller", callerID, "err", err)
+			return fmt.Errorf("uplink: %s %s: %w", m.Envelope.Type, m.Envelope.MessageID, err)
 		}
+		ms = append(ms, om)
 	}
-	return errors.Join(err, u.local.Publish(ctx, callerID, env))
+	if len(ms) == 0 {
+		return nil
+	}
+	_, err := u.ob.AppendTx(tx, ms...)
+	return err
 }
 
 // attach hands the command inbox the engine; call it before Start.
@@ -153,8 +165,9 @@ func (u *uplink) attach(f rigconfig.File, eng *engine.Engine) error {
 	}
 	u.eng = eng
 	users := f.Gate.BrokerUsers
-	in, err := tamqp.NewInbox(u.ob.DB(), u.ob, tamqp.EngineFunc(u.handle), tamqp.InboxOpts{
+	in, err := tamqp.NewInbox(u.st.DB(), u.ob, tamqp.EngineFunc(u.handle), tamqp.InboxOpts{
 		CalleeID: u.cfg.CalleeID,
+		Bucket:   inboxBucket,
 		Prefetch: u.cfg.Prefetch,
 		// The broker login → caller id mapping of the gate. The local
 		// operator's identity is never granted to a broker login.
@@ -266,8 +279,8 @@ func (u *uplink) stopIntake(ctx context.Context) {
 }
 
 // close flushes what the broker will take within agent.amqp.flush_timeout
-// (only while connected), stops the Supervisor, discards replies that never
-// committed and closes the outbox. What is left waits for the next start.
+// (only while connected), stops the Supervisor and closes the outbox (not
+// the state file). What is left waits for the next start.
 // Safe to call more than once.
 func (u *uplink) close() error {
 	if u == nil {
@@ -286,12 +299,6 @@ func (u *uplink) close() error {
 		}
 		left := u.backlog()
 		err := u.sup.Close()
-		u.mu.Lock()
-		for id, discard := range u.pending {
-			discard()
-			delete(u.pending, id)
-		}
-		u.mu.Unlock()
 		if left > 0 {
 			u.log.Warn("uplink closed with messages waiting in the outbox (sent at the next start)", "backlog", left, "flush", time.Since(t0).Round(time.Millisecond))
 		} else {
@@ -322,47 +329,31 @@ func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 	return tamqp.Outcome{}, fmt.Errorf("uplink: unexpected command %s", cmd.Envelope.Type)
 }
 
-// submit decides a task_submit. The replies go to the caller through the
-// inbox's transaction; once it committed they reach the local watchers and
-// the session starts. A result whose transaction failed is discarded when
-// its message is delivered again (or at close).
+// submit decides a task_submit inside the inbox's transaction: the
+// engine's decision, its audit, the session and its acceptance, the replies
+// and the de-duplication entry commit together, and only then is the
+// command acked. The engine hands the replies to the local watchers and
+// starts the session once that transaction has committed; if it rolls
+// back, nothing happened and the command is delivered again.
 func (u *uplink) submit(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	mid := cmd.Envelope.MessageID.String()
-	u.mu.Lock()
-	if discard, ok := u.pending[mid]; ok { // an earlier attempt whose replies never committed
-		delete(u.pending, mid)
-		u.mu.Unlock()
-		discard()
-		u.mu.Lock()
-	}
-	u.mu.Unlock()
-	res, err := u.eng.Submit(ctx, engine.SubmitRequest{MessageID: mid, BrokerUser: cmd.UserID, Envelope: cmd.Envelope})
-	if err != nil {
-		return tamqp.Outcome{}, err
-	}
-	out := tamqp.Outcome{Replies: make([]tamqp.Reply, 0, len(res.Replies))}
-	for _, r := range res.Replies {
-		out.Replies = append(out.Replies, tamqp.Reply{CallerID: cmd.CallerID, Envelope: r})
-	}
-	if res.Discard != nil {
-		u.mu.Lock()
-		u.pending[mid] = res.Discard
-		u.mu.Unlock()
-	}
-	out.Committed = func() {
-		u.mu.Lock()
-		delete(u.pending, mid)
-		u.mu.Unlock()
+	return tamqp.Outcome{Record: func(tx *bolt.Tx) ([]tamqp.Reply, error) {
+		w, err := u.st.Bind(tx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := u.eng.SubmitTx(ctx, w, engine.SubmitRequest{MessageID: mid, BrokerUser: cmd.UserID, Envelope: cmd.Envelope})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]tamqp.Reply, 0, len(res.Replies))
 		for _, r := range res.Replies {
-			_ = u.local.Publish(context.WithoutCancel(ctx), cmd.CallerID, r)
+			out = append(out, tamqp.Reply{CallerID: cmd.CallerID, Envelope: r})
 		}
-		if res.Start != nil {
-			res.Start()
-		}
-	}
-	u.log.Info("broker submit", "message_id", mid, "user", cmd.UserID, "caller", cmd.CallerID, "session", res.SessionID,
-		"replies", len(res.Replies))
-	return out, nil
+		u.log.Info("broker submit", "message_id", mid, "user", cmd.UserID, "caller", cmd.CallerID, "session", res.SessionID,
+			"replies", len(res.Replies))
+		return out, nil
+	}}, nil
 }
 
 // abort handles a caller's abort of one of its own sessions. L1 has no

@@ -311,7 +311,6 @@ func TestCrashChild(t *testing.T) {
 			}
 			out.line("OUT %s %s %s", sid, m.Type, m.Payload)
 		}
-		res.Start()
 		return res
 	}
 	var phys Result

@@ -23,9 +23,11 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// Outbound is where every message the engine produces goes, in sequence
-// order per session: cmd backs it with the durable outbox. Publish must not
-// return before the message is durable.
+// Outbound receives every message the engine produces once the
+// transaction that stored it has committed (and, with the store's Queue,
+// put it in the durable outbox in that same transaction): cmd backs it with
+// the control socket's watchers. It is not the durable path; a failure is
+// logged.
 type Outbound interface {
 	Publish(ctx context.Context, callerID string, env *wire.Envelope) error
 }
@@ -46,6 +48,11 @@ type Config struct {
 	Tokens      *token.Authority
 	Revocations *token.Revocations
 	Executors   []executor.Executor
+	// GateRecorder, when set, wraps the recorder of each gate decision (the
+	// store transaction of the submit it decides): the metrics count
+	// decisions there. A decision whose transaction then rolls back has
+	// been counted.
+	GateRecorder func(gate.Recorder) gate.Recorder
 	// Rig is the interlock path every run uses (executor.MonitoredRig).
 	Rig executor.Rig
 	Out Outbound
@@ -93,7 +100,6 @@ type Engine struct {
 	base  context.Context
 	stop  context.CancelFunc
 
-	submitMu sync.Mutex // the gate's count and the Create are one step
 	mu       sync.Mutex
 	live     map[string]*live  // session id → live session (non-terminal)
 	approval map[string]string // approval id → session id
@@ -205,26 +211,53 @@ type SubmitRequest struct {
 	Envelope   *wire.Envelope
 }
 
-// Result is the engine's answer to a Submit: the replies for the inbox's
-// transaction (task_rejected; task_accepted then the session's first
-// events; or an approval_pending event), the session id ("" when none was
-// created), Start to call once the replies are durable, and Discard to call
-// instead when they could not be recorded.
+// Result is the engine's answer to a Submit: the replies (task_rejected;
+// task_accepted then the session's first events; or an approval_pending
+// event) and the session id ("" when none was created).
 type Result struct {
 	Replies   []*wire.Envelope
 	SessionID string
-	Start     func()
-	Discard   func()
 }
 
-func noop() {}
-
-// Submit runs the gate on a task_submit and answers it. It returns an
-// error only when nothing could be decided (the gate could not record, the
-// store failed): the inbox requeues.
+// Submit decides a local task_submit in a transaction of its own (the
+// control socket's): the replies are handed to Out once it has committed
+// and are not queued for the broker (SubmitTx says what they are).
 func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) {
-	res := Result{Start: noop, Discard: noop}
+	var res Result
+	err := e.cfg.Store.Update(ctx, func(w *store.Tx) error {
+		var err error
+		res, err = e.SubmitTx(ctx, w, req)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// SubmitTx runs the gate on a task_submit and answers it inside w, the
+// transaction that also records the command (the inbox's: its
+// de-duplication entry and the replies, which the caller queues): the
+// gate's audited decision, the session and its acceptance (token, PENDING →
+// RUNNING, session_created) all commit in w or not at all. Once w has
+// committed the replies go to Out and the session starts (or waits for its
+// approval); if w rolls back nothing happened. It returns an error only
+// when nothing could be decided (the gate could not record, the store
+// failed): the inbox requeues.
+func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (Result, error) {
+	var res Result
 	now := e.cfg.Now()
+	callerOf := func(sub *wire.TaskSubmit) string {
+		if sub != nil {
+			return sub.CallerID
+		}
+		return ""
+	}
+	rejected := func(caller string, env *wire.Envelope) (Result, error) {
+		res.Replies = []*wire.Envelope{env}
+		w.OnCommit(func() { e.fanOut(caller, res.Replies) })
+		return res, nil
+	}
 	sub, err := req.Envelope.TaskSubmit()
 	if err != nil {
 		rej := &wire.TaskRejected{ReasonCode: wire.ReasonInvalidInput, ReasonMessage: err.Error()}
@@ -232,15 +265,19 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) 
 		if err != nil {
 			return res, fmt.Errorf("engine: %w", err)
 		}
-		res.Replies = []*wire.Envelope{env}
-		return res, nil
+		return rejected("", env)
 	}
 	sid := uuid.New()
-	e.submitMu.Lock()
-	defer e.submitMu.Unlock()
-	running, busy := e.occupancy(sub.Capability)
-	d, err := e.cfg.Gate.Decide(ctx, gate.Request{MessageID: req.MessageID, SessionID: sid.String(),
-		BrokerUser: req.BrokerUser, Submit: sub, Running: running, BusyResources: busy})
+	running, busy, err := e.occupancy(w, sub.Capability)
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
+	}
+	var rec gate.Recorder = w
+	if e.cfg.GateRecorder != nil {
+		rec = e.cfg.GateRecorder(w)
+	}
+	d, err := e.cfg.Gate.DecideWith(ctx, gate.Request{MessageID: req.MessageID, SessionID: sid.String(),
+		BrokerUser: req.BrokerUser, Submit: sub, Running: running, BusyResources: busy}, rec)
 	if err != nil {
 		return res, fmt.Errorf("engine: %w", err)
 	}
@@ -249,8 +286,7 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) 
 		if err != nil {
 			return res, fmt.Errorf("engine: %w", err)
 		}
-		res.Replies = []*wire.Envelope{env}
-		return res, nil
+		return rejected(callerOf(sub), env)
 	}
 	x, ok := e.execs[d.Capability.Name]
 	if !ok {
@@ -277,74 +313,106 @@ func (e *Engine) Submit(ctx context.Context, req SubmitRequest) (Result, error) 
 		resume: make(chan struct{}, 1), done: make(chan struct{})}
 	var created []store.Event
 	if m.NeedApproval {
-		sess, created, err = e.cfg.Store.Create(ctx, sess, store.Emit{Type: lifecycle.EventWarning, Data: approvalData{
+		sess, created, err = w.Create(sess, store.Emit{Type: lifecycle.EventWarning, Data: approvalData{
 			Code: EventApprovalPending, Message: fmt.Sprintf("risk %s needs a human approval: hcp-edge approve %s", d.RiskLevel, m.ApprovalID),
 			Details: approvalDetails{ApprovalID: m.ApprovalID, RiskLevel: string(d.RiskLevel),
 				ExpiresAt: now.Add(e.cfg.ApprovalTimeout).UTC().Format(wire.TimestampLayout)}}})
 	} else {
-		sess, created, err = e.cfg.Store.Create(ctx, sess)
+		sess, created, err = w.Create(sess)
 	}
 	if err != nil {
 		return res, fmt.Errorf("engine: %w", err)
 	}
 	l.sess = sess
-	e.mu.Lock()
-	e.live[l.id] = l
-	e.mu.Unlock()
 	res.SessionID = sess.ID
-	res.Discard = func() { e.discard(l) }
 	if m.NeedApproval {
 		evs, err := e.eventEnvelopes(l, created)
 		if err != nil {
 			return res, err
 		}
 		res.Replies = evs
-		res.Start = func() { e.awaitApproval(l, e.cfg.ApprovalTimeout) }
+		w.OnCommit(func() {
+			e.fanOut(l.caller, res.Replies)
+			if e.register(l) {
+				e.awaitApproval(l, e.cfg.ApprovalTimeout)
+			}
+		})
 		return res, nil
 	}
-	replies, err := e.accept(ctx, l, "l3 safety check passed")
+	l.mu.Lock() // nobody else knows l yet
+	replies, err := e.acceptTx(w, l, "l3 safety check passed")
+	l.mu.Unlock()
 	if err != nil {
-		e.discard(l)
 		return res, err
 	}
 	res.Replies = replies
-	res.Start = func() { e.start(l, 0, nil) }
+	w.OnCommit(func() {
+		e.fanOut(l.caller, res.Replies)
+		if e.register(l) {
+			e.start(l, 0, nil)
+		}
+	})
 	return res, nil
 }
 
-// occupancy is the gate's Running for capability name — its own
-// non-terminal sessions plus those of other physical capabilities sharing
-// one of its resource types (two physical tasks never drive the same
-// equipment at once: resource_unavailable) — and the resource types busy
-// in the other, non-conflicting sessions (the gate's shared-equipment
-// rule).
-func (e *Engine) occupancy(name string) (int, []string) {
+// register adds a session whose creation has committed to the live set;
+// false once the engine is closed (the session waits for the next start's
+// recovery).
+func (e *Engine) register(l *live) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.live[l.id] = l
+	return true
+}
+
+// occupancy is the gate's Running for capability name — the non-terminal
+// sessions of the state file (as of w, the transaction that will create
+// the next one) of that capability plus those of other physical
+// capabilities sharing one of its resource types (two physical tasks never
+// drive the same equipment at once: resource_unavailable) — and the
+// resource types busy in the other, non-conflicting sessions (the gate's
+// shared-equipment rule). A session whose capability is no longer known
+// counts as a conflict for a physical capability.
+func (e *Engine) occupancy(w *store.Tx, name string) (int, []string, error) {
 	var c *capability.Capability
 	if cs, err := e.cfg.Registry.Resolve(name, "*"); err == nil {
 		c = cs
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	act, err := w.Active()
+	if err != nil {
+		return 0, nil, err
+	}
+	physical := c != nil && c.Safety.InvolvesPhysicalResources
 	n := 0
 	var busy []string
-	for _, l := range e.live {
+	for _, a := range act {
+		var ac *capability.Capability
+		if cs, err := e.cfg.Registry.Resolve(a.Capability, "*"); err == nil {
+			ac = cs
+		}
 		switch {
-		case l.capab.Name == name:
+		case a.Capability == name:
 			n++
-		case c != nil && c.Safety.InvolvesPhysicalResources && l.capab.Safety.InvolvesPhysicalResources &&
-			overlaps(c.Safety.ResourceTypes, l.capab.Safety.ResourceTypes):
+		case ac == nil:
+			if physical {
+				n++
+			}
+		case physical && ac.Safety.InvolvesPhysicalResources && overlaps(c.Safety.ResourceTypes, ac.Safety.ResourceTypes):
 			n++
-		case l.capab.Safety.InvolvesPhysicalResources:
+		case ac.Safety.InvolvesPhysicalResources:
 			// Not a conflict: its equipment counts as busy for the
 			// gate's shared-equipment rule.
-			for _, r := range l.capab.Safety.ResourceTypes {
+			for _, r := range ac.Safety.ResourceTypes {
 				if !slices.Contains(busy, r) {
 					busy = append(busy, r)
 				}
 			}
 		}
 	}
-	return n, busy
+	return n, busy, nil
 }
 
 func overlaps(a, b []string) bool {
@@ -385,27 +453,28 @@ func (e *Engine) issue(l *live, ttl time.Duration) (string, error) {
 	return tok, nil
 }
 
-// accept issues the token and moves PENDING → RUNNING with session_created
-// in one transaction; it returns task_accepted and the events.
-func (e *Engine) accept(ctx context.Context, l *live, reason string) ([]*wire.Envelope, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// acceptTx issues the token and moves PENDING → RUNNING with
+// session_created inside w; it returns task_accepted and the events (for
+// the caller to send or to queue). l takes the new state once w commits.
+// The caller holds l.mu (over the whole transaction when l is already
+// known to others), so nobody sees l between the commit and that update.
+func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope, error) {
 	now := e.cfg.Now()
 	ttl := e.runWall(l.maxDur)
 	tok, err := e.issue(l, ttl)
 	if err != nil {
 		return nil, err
 	}
-	l.meta.RunningSince = now
-	mb, _ := json.Marshal(l.meta)
-	sess, evs, err := e.cfg.Store.Transition(ctx, l.id, store.Change{To: lifecycle.Running, Reason: reason,
+	m := l.meta
+	m.RunningSince = now
+	mb, _ := json.Marshal(m)
+	sess, evs, err := w.Transition(l.id, store.Change{To: lifecycle.Running, Reason: reason,
 		After: []store.Emit{{Type: lifecycle.EventSessionCreated, Data: sessionCreated{State: lifecycle.Running,
 			RiskLevel: l.sess.RiskLevel, SessionToken: tok}}},
 		Update: func(s *store.Session) { s.Token, s.Metadata = tok, mb }})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	l.sess, l.state, l.token, l.deadline = sess, lifecycle.Running, tok, now.Add(ttl)
 	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
 		Constraints: &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)}}
 	accEnv, err := wire.NewEnvelope(&l.uid, acc, now)
@@ -416,6 +485,10 @@ func (e *Engine) accept(ctx context.Context, l *live, reason string) ([]*wire.En
 	if err != nil {
 		return nil, err
 	}
+	w.OnCommit(func() {
+		l.meta = m
+		l.sess, l.state, l.token, l.deadline = sess, lifecycle.Running, tok, now.Add(ttl)
+	})
 	return append([]*wire.Envelope{accEnv}, out...), nil
 }
 
@@ -427,24 +500,6 @@ func (e *Engine) runWall(d time.Duration) time.Duration {
 		return d
 	}
 	return max(e.clock.Wall(d), 5*time.Second)
-}
-
-// discard fails a session whose acceptance could not be recorded by the
-// inbox: it is closed, never started.
-func (e *Engine) discard(l *live) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l.mu.Lock()
-	to, reason := lifecycle.Failed, "internal_error: the acceptance could not be recorded"
-	if l.state == lifecycle.Pending {
-		to, reason = lifecycle.Rejected, "the submission could not be recorded"
-	}
-	if _, _, err := e.cfg.Store.Transition(ctx, l.id, store.Change{To: to, Reason: reason}); err != nil {
-		e.log.Error("discard session", "session", l.id, "err", err)
-	}
-	l.state = to
-	l.mu.Unlock()
-	e.forget(l)
 }
 
 // forget drops a closed session from the live set and revokes its token.

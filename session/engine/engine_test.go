@@ -57,7 +57,6 @@ func TestSubmitRejections(t *testing.T) {
 			if err != nil || rej.ReasonCode != tc.code {
 				t.Fatalf("rejection %+v %v, want %s", rej, err, tc.code)
 			}
-			res.Start()
 		})
 	}
 }
@@ -73,7 +72,6 @@ func TestSubmitRunsToCompletion(t *testing.T) {
 	if acc.RiskLevel != "R2" || acc.SessionToken == "" {
 		t.Fatalf("accepted %+v", acc)
 	}
-	res.Start()
 	h.waitState(t, res.SessionID, lifecycle.Completed)
 	msgs := h.out.of(res.SessionID, res.Replies)
 	evs := events(t, msgs)
@@ -111,7 +109,6 @@ func pendingSubmit(t *testing.T, h *harness) (Result, string) {
 	if d.Details.RiskLevel != "R3" {
 		t.Fatalf("risk %s, want R3", d.Details.RiskLevel)
 	}
-	res.Start()
 	return res, d.Details.ApprovalID
 }
 
@@ -185,7 +182,6 @@ func TestAbortPauseTimeout(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		h, xs := fakeHarness(t, 50, 20*time.Millisecond, nil)
 		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-		res.Start()
 		time.Sleep(60 * time.Millisecond)
 		if err := h.e.Abort(ctx, res.SessionID, "enough"); err != nil {
 			t.Fatal(err)
@@ -207,7 +203,6 @@ func TestAbortPauseTimeout(t *testing.T) {
 	t.Run("pause and resume", func(t *testing.T) {
 		h, _ := fakeHarness(t, 6, 20*time.Millisecond, nil)
 		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-		res.Start()
 		if err := h.e.Pause(ctx, res.SessionID, "otto"); err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +216,6 @@ func TestAbortPauseTimeout(t *testing.T) {
 	t.Run("abort while paused", func(t *testing.T) {
 		h, _ := fakeHarness(t, 6, 20*time.Millisecond, nil)
 		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-		res.Start()
 		_ = h.e.Pause(ctx, res.SessionID, "otto")
 		h.waitState(t, res.SessionID, lifecycle.Paused)
 		if err := h.e.Abort(ctx, res.SessionID, "stop"); err != nil {
@@ -232,7 +226,6 @@ func TestAbortPauseTimeout(t *testing.T) {
 	t.Run("max_duration", func(t *testing.T) {
 		h, _ := fakeHarness(t, 100, 20*time.Millisecond, nil)
 		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, `{"max_duration":"PT0.3S"}`))
-		res.Start()
 		h.waitState(t, res.SessionID, lifecycle.Failed)
 		msgs := h.out.of(res.SessionID, res.Replies)
 		tf, err := msgs[len(msgs)-1].TaskFailed()
@@ -248,7 +241,6 @@ func TestConcurrencyWithFakes(t *testing.T) {
 	xs["rig-status"].steps = 2
 	ctx := context.Background()
 	first := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-	first.Start()
 	for _, tc := range []struct{ name, capab, inputs, want string }{
 		{"same capability", "leak-check", leakInputs, "resource_unavailable"},
 		{"shared vacuum system", "cvd-material-synthesis", cvdInputs, "resource_unavailable"},
@@ -263,7 +255,6 @@ func TestConcurrencyWithFakes(t *testing.T) {
 	if side.Replies[0].Type != wire.TypeTaskAccepted {
 		t.Fatalf("rig-status beside a leak check: %v", side.Replies[0].Type)
 	}
-	side.Start()
 	h.waitState(t, side.SessionID, lifecycle.Completed)
 	if err := h.e.Abort(ctx, first.SessionID, "done"); err != nil {
 		t.Fatal(err)

@@ -36,9 +36,13 @@ func (o *outRec) Publish(_ context.Context, _ string, env *wire.Envelope) error 
 func (o *outRec) of(sid string, replies []*wire.Envelope) []*wire.Envelope {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// The engine hands a submit's replies to Out too, once they commit:
+	// each message counts once, by message_id, replies first.
 	var out []*wire.Envelope
+	seen := map[string]bool{}
 	for _, m := range append(append([]*wire.Envelope{}, replies...), o.msgs...) {
-		if m.SessionID != nil && m.SessionID.String() == sid {
+		if m.SessionID != nil && m.SessionID.String() == sid && !seen[m.MessageID.String()] {
+			seen[m.MessageID.String()] = true
 			out = append(out, m)
 		}
 	}

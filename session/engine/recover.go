@@ -226,6 +226,57 @@ func (e *Engine) checkpointPayload(l *live, cp store.Checkpoint) ([]byte, error)
 	return cp.Open(l.id, e.atRest(l))
 }
 
+// reassemble rebuilds the state of last, the newest checkpoint of l and a
+// journaled one: its state with the journal rows of every checkpoint of the
+// session, in order, under executor.JournalKey. A checkpoint whose rows do
+// not start where the previous ones ended is an error (nothing is guessed).
+func (e *Engine) reassemble(ctx context.Context, l *live, last ckptPayload) ([]byte, error) {
+	cps, err := e.cfg.Store.Checkpoints(ctx, l.id)
+	if err != nil {
+		return nil, err
+	}
+	var rows []json.RawMessage
+	for _, cp := range cps {
+		payload, err := e.checkpointPayload(l, cp)
+		if err != nil {
+			return nil, err
+		}
+		var p ckptPayload
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+		}
+		if !p.Journaled {
+			continue // an older checkpoint holding its whole state
+		}
+		if p.JournalFrom != len(rows) {
+			return nil, fmt.Errorf("checkpoint %s: journal rows from %d, %d before it", cp.ID, p.JournalFrom, len(rows))
+		}
+		var more []json.RawMessage
+		if len(p.Journal) > 0 {
+			if err := json.Unmarshal(p.Journal, &more); err != nil {
+				return nil, fmt.Errorf("checkpoint %s journal: %w", cp.ID, err)
+			}
+		}
+		rows = append(rows, more...)
+	}
+	if last.JournalFrom > len(rows) {
+		return nil, fmt.Errorf("last checkpoint's journal starts at %d, %d found", last.JournalFrom, len(rows))
+	}
+	var st map[string]json.RawMessage
+	if err := json.Unmarshal(last.State, &st); err != nil {
+		return nil, fmt.Errorf("journaled state: %w", err)
+	}
+	if rows == nil {
+		rows = []json.RawMessage{}
+	}
+	rb, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	st[executor.JournalKey] = rb
+	return json.Marshal(st)
+}
+
 // apply carries out a recovery decision.
 func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkpoint, rerr error) error {
 	if l.capab != nil {
@@ -244,8 +295,16 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 				d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint payload cannot be opened: " + err.Error()}
 			}
 		} else if err := json.Unmarshal(payload, &p); err == nil {
-			var err error
-			if rec, next, err = l.exec.Resume(l.task(), p.State); err != nil {
+			state := p.State
+			if p.Journaled {
+				state, err = e.reassemble(ctx, l, p)
+			}
+			if err != nil {
+				rec = nil
+				if d.Action == ActResume || d.Action == ActHold {
+					d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint journal cannot be reassembled: " + err.Error()}
+				}
+			} else if rec, next, err = l.exec.Resume(l.task(), state); err != nil {
 				rec = nil
 				if d.Action == ActResume || d.Action == ActHold {
 					d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint cannot be resumed: " + err.Error()}
@@ -263,13 +322,16 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 	case ActReject:
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: d.Reason})
-		if err == nil && l.meta.NeedApproval {
+		var final []*wire.Envelope
+		if l.meta.NeedApproval {
+			// The caller heard approval_pending: it hears the rejection, in
+			// the same commit as REJECTED.
 			if env, werr := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: "resource_unavailable",
 				ReasonMessage: d.Reason, AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now()); werr == nil {
-				e.publish(l, []*wire.Envelope{env})
+				final = append(final, env)
 			}
 		}
+		err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: d.Reason}, final...)
 		e.forget(l)
 		return err
 	case ActResume, ActHold:
@@ -284,16 +346,18 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 			// Held before its next step: holdIfPaused moves it to PAUSED.
 			l.pauseReq, l.pauseWhy = true, d.Reason
 		}
-		sctx, cancel := storeCtx()
-		sess, ev, err := e.cfg.Store.Recovered(sctx, l.id)
-		cancel()
-		if err == nil {
-			l.sess = sess
-			var envs []*wire.Envelope
-			if envs, err = e.eventEnvelopes(l, []store.Event{ev}); err == nil {
-				e.publish(l, envs)
+		err = e.step(l, func(w *store.Tx) error {
+			sess, ev, err := w.Recovered(l.id)
+			if err != nil {
+				return err
 			}
-		}
+			envs, err := e.eventEnvelopes(l, []store.Event{ev})
+			if err != nil {
+				return err
+			}
+			w.OnCommit(func() { l.sess = sess })
+			return e.send(w, l, envs...)
+		})
 		l.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("engine: recover %s: %w", l.id, err)

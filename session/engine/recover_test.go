@@ -83,7 +83,6 @@ func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	run := func(t *testing.T, h *harness) Result {
 		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-		res.Start()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			if cp, ok, _ := h.st.LastCheckpoint(ctx, res.SessionID); ok && cp.Seq > 0 {

@@ -98,14 +98,17 @@ func (l *live) task() executor.Task {
 	return t
 }
 
-// publish sends envs to the session's caller, in order. A failure is
-// logged: the events stay in the store.
-func (e *Engine) publish(l *live, envs []*wire.Envelope) {
+// fanOut hands envs, committed, to Out (the local watchers), in order. A
+// failure is logged: the messages are in the store and the outbox.
+func (e *Engine) fanOut(caller string, envs []*wire.Envelope) {
+	if len(envs) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.base), 30*time.Second)
 	defer cancel()
 	for _, env := range envs {
-		if err := e.cfg.Out.Publish(ctx, l.caller, env); err != nil {
-			e.log.Error("publish", "session", l.id, "type", env.Type, "err", err)
+		if err := e.cfg.Out.Publish(ctx, caller, env); err != nil {
+			e.log.Error("publish", "type", env.Type, "message_id", env.MessageID, "err", err)
 		}
 	}
 }
@@ -115,40 +118,99 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
-// appendEvents numbers, stores and publishes events (l.mu held by caller).
-func (e *Engine) appendLocked(l *live, evs ...store.Emit) error {
+// step runs f in one store transaction — the state it changes and the
+// messages it sends (send) commit together — and then hands those messages
+// to Out. Callers that change a live session hold l.mu, so the outbound
+// order is the sequence order.
+func (e *Engine) step(l *live, f func(w *store.Tx) error) error {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	stored, err := e.cfg.Store.Append(ctx, l.id, evs...)
+	var sent []store.Message
+	err := e.cfg.Store.Update(ctx, func(w *store.Tx) error {
+		if err := f(w); err != nil {
+			return err
+		}
+		sent = w.Sent()
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	out, err := e.eventEnvelopes(l, stored)
-	if err != nil {
-		return err
+	envs := make([]*wire.Envelope, len(sent))
+	for i, m := range sent {
+		envs[i] = m.Envelope
 	}
-	e.publish(l, out)
+	e.fanOut(l.caller, envs)
 	return nil
 }
 
-// transitionLocked moves the session, stores and publishes (l.mu held).
-func (e *Engine) transitionLocked(l *live, c store.Change) error {
-	ctx, cancel := storeCtx()
-	defer cancel()
-	sess, evs, err := e.cfg.Store.Transition(ctx, l.id, c)
+// send queues envs for l's caller inside w; task_accepted and
+// task_rejected carry the submit's message_id (hcp-in-reply-to).
+func (e *Engine) send(w *store.Tx, l *live, envs ...*wire.Envelope) error {
+	ms := make([]store.Message, len(envs))
+	for i, env := range envs {
+		ms[i] = store.Message{CallerID: l.caller, Envelope: env}
+		if env.Type == wire.TypeTaskAccepted || env.Type == wire.TypeTaskRejected {
+			ms[i].InReplyTo = l.sess.RequestID
+		}
+	}
+	return w.Send(ms...)
+}
+
+// appendLocked numbers and stores events and queues them, in one
+// transaction (l.mu held by caller).
+func (e *Engine) appendLocked(l *live, evs ...store.Emit) error {
+	return e.step(l, func(w *store.Tx) error {
+		stored, err := w.Emit(l.id, evs...)
+		if err != nil {
+			return err
+		}
+		out, err := e.eventEnvelopes(l, stored)
+		if err != nil {
+			return err
+		}
+		return e.send(w, l, out...)
+	})
+}
+
+// transitionLocked moves the session and queues its events, then final
+// (the task_completed, task_failed or task_rejected that closes it), in one
+// transaction (l.mu held).
+func (e *Engine) transitionLocked(l *live, c store.Change, final ...*wire.Envelope) error {
+	return e.transitionsLocked(l, []store.Change{c}, final...)
+}
+
+// transitionsLocked is transitionLocked for several edges in one
+// transaction (PAUSED → RUNNING → FAILED). When the session ends, its token
+// is revoked before the transaction commits: nobody hears it closed while
+// the token still works (a commit that then fails leaves a session whose
+// token is refused, the safe side).
+func (e *Engine) transitionsLocked(l *live, cs []store.Change, final ...*wire.Envelope) error {
+	var sess store.Session
+	err := e.step(l, func(w *store.Tx) error {
+		for _, c := range cs {
+			s, evs, err := w.Transition(l.id, c)
+			if err != nil {
+				return err
+			}
+			sess = s
+			if s.State.Terminal() {
+				e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
+			}
+			out, err := e.eventEnvelopes(l, evs)
+			if err != nil {
+				return err
+			}
+			if err := e.send(w, l, out...); err != nil {
+				return err
+			}
+		}
+		return e.send(w, l, final...)
+	})
 	if err != nil {
 		return err
 	}
 	l.sess, l.state = sess, sess.State
-	if sess.State.Terminal() {
-		// The token dies with the session, before anyone hears it closed.
-		e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
-	}
-	out, err := e.eventEnvelopes(l, evs)
-	if err != nil {
-		return err
-	}
-	e.publish(l, out)
 	return nil
 }
 
@@ -173,37 +235,49 @@ func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, error) {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
-	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State})
+	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State, Journaled: cp.Journaled,
+		Journal: cp.Journal, JournalFrom: cp.JournalFrom})
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := storeCtx()
-	defer cancel()
 	nc := store.NewCheckpoint{Description: cp.Description, Resumable: cp.Resumable, Step: cp.StepName, Payload: payload}
 	if s.l.sealed() {
 		if nc.Seal = s.e.cfg.AtRest; nc.Seal == nil {
 			return "", fmt.Errorf("engine: checkpoint of a %s session: %w", s.l.sess.DataClass, atrest.ErrNoKey)
 		}
 	}
-	c, evs, err := s.e.cfg.Store.Checkpoint(ctx, s.l.id, nc)
+	var c store.Checkpoint
+	err = s.e.step(s.l, func(w *store.Tx) error {
+		var evs []store.Event
+		var err error
+		if c, evs, err = w.Checkpoint(s.l.id, nc); err != nil {
+			return err
+		}
+		out, err := s.e.eventEnvelopes(s.l, evs)
+		if err != nil {
+			return err
+		}
+		return s.e.send(w, s.l, out...)
+	})
 	if err != nil {
 		return "", err
 	}
 	s.l.ckpts++
 	s.l.lastCkpt = c.ID
-	out, err := s.e.eventEnvelopes(s.l, evs)
-	if err != nil {
-		return "", err
-	}
-	s.e.publish(s.l, out)
 	return c.ID, nil
 }
 
 // ckptPayload is the engine's checkpoint payload: the step to resume at and
-// the executor's opaque state.
+// the executor's opaque state; for a journaled recipe the state without its
+// journal and the journal rows added since the previous checkpoint, so that
+// a checkpoint costs what changed (recovery reassembles the journal from
+// every checkpoint of the session).
 type ckptPayload struct {
-	Step  int    `json:"step"`
-	State []byte `json:"state"`
+	Step        int             `json:"step"`
+	State       []byte          `json:"state"`
+	Journaled   bool            `json:"journaled,omitempty"`
+	Journal     json.RawMessage `json:"journal,omitempty"`
+	JournalFrom int             `json:"journal_from,omitempty"`
 }
 
 // pausing wraps a recipe: before each step it honours a pause request,
@@ -327,18 +401,18 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 		// engine's warnings from outside it (Warn).
 		summary.Warnings = append(append(summary.Warnings[:0:0], res.Warnings...), l.extWarnings...)
 		outputs, err := json.Marshal(res.Outputs)
+		var env *wire.Envelope
 		if err == nil {
-			err = e.transitionLocked(l, store.Change{To: lifecycle.Completed, Reason: "task finished successfully"})
+			done := &wire.TaskCompleted{Outputs: outputs, Artifacts: wireArtifacts(res.Artifacts), ExecutionSummary: summary}
+			env, err = wire.NewEnvelope(&l.uid, done, e.cfg.Now())
+		}
+		if err == nil {
+			// COMPLETED, session_closed and task_completed in one commit.
+			err = e.transitionLocked(l, store.Change{To: lifecycle.Completed, Reason: "task finished successfully"}, env)
 		}
 		if err != nil {
 			runErr = &executor.Failure{Code: executor.CodeInternal, StepIndex: len(rec.Steps()), Err: err}
 		} else {
-			done := &wire.TaskCompleted{Outputs: outputs, Artifacts: wireArtifacts(res.Artifacts), ExecutionSummary: summary}
-			if env, err := wire.NewEnvelope(&l.uid, done, e.cfg.Now()); err == nil {
-				e.publish(l, []*wire.Envelope{env})
-			} else {
-				e.log.Error("task_completed", "session", l.id, "err", err)
-			}
 			return
 		}
 	}
@@ -366,21 +440,20 @@ func (e *Engine) failLocked(l *live, f *executor.Failure, partial map[string]any
 	if f.Err != nil {
 		msg = f.Err.Error()
 	}
+	var cs []store.Change
 	if l.state == lifecycle.Paused {
-		if err := e.transitionLocked(l, store.Change{To: lifecycle.Running, Reason: string(f.Code) + ": failing while paused"}); err != nil {
-			e.log.Error("fail", "session", l.id, "err", err)
-		}
+		cs = append(cs, store.Change{To: lifecycle.Running, Reason: string(f.Code) + ": failing while paused"})
 	}
 	reason := string(f.Code)
 	e.log.Warn("session failed", "session", l.id, "code", f.Code, "step", f.Step, "step_index", f.StepIndex+1, "err", msg)
-	if err := e.transitionLocked(l, store.Change{To: lifecycle.Failed, Reason: reason,
-		Before: []store.Emit{{Type: lifecycle.EventError, Data: errorData{Code: string(f.Code), Message: msg, Recoverable: false}}}}); err != nil {
-		e.log.Error("fail", "session", l.id, "err", err)
+	cs = append(cs, store.Change{To: lifecycle.Failed, Reason: reason,
+		Before: []store.Emit{{Type: lifecycle.EventError, Data: errorData{Code: string(f.Code), Message: msg, Recoverable: false}}}})
+	lastCkpt := l.lastCkpt
+	if lastCkpt == "" && l.sess.LastCheckpoint != 0 {
+		lastCkpt = fmt.Sprintf("ckpt-%06d", l.sess.LastCheckpoint)
 	}
-	if l.lastCkpt == "" && l.sess.LastCheckpoint != 0 {
-		l.lastCkpt = fmt.Sprintf("ckpt-%06d", l.sess.LastCheckpoint)
-	}
-	det := failDetails{Phase: f.Phase, Step: f.Step, StepIndex: f.StepIndex + 1, LastCheckpoint: l.lastCkpt, Recoverable: f.Recoverable}
+	l.lastCkpt = lastCkpt
+	det := failDetails{Phase: f.Phase, Step: f.Step, StepIndex: f.StepIndex + 1, LastCheckpoint: lastCkpt, Recoverable: f.Recoverable}
 	db, _ := json.Marshal(det)
 	if partial == nil {
 		partial = map[string]any{}
@@ -391,9 +464,17 @@ func (e *Engine) failLocked(l *live, f *executor.Failure, partial map[string]any
 	env, err := wire.NewEnvelope(&l.uid, tf, e.cfg.Now())
 	if err != nil {
 		e.log.Error("task_failed", "session", l.id, "err", err)
-		return
+		env = nil
 	}
-	e.publish(l, []*wire.Envelope{env})
+	// FAILED (through RUNNING when paused), its error event,
+	// session_closed and task_failed in one commit.
+	var final []*wire.Envelope
+	if env != nil {
+		final = append(final, env)
+	}
+	if err := e.transitionsLocked(l, cs, final...); err != nil {
+		e.log.Error("fail", "session", l.id, "err", err)
+	}
 }
 
 // Abort handles a caller's abort (or an operator's): RUNNING or PAUSED →
@@ -570,13 +651,23 @@ func (e *Engine) resolve(ctx context.Context, l *live, approve bool, operator, r
 	l.meta.Operator = operator
 	l.mu.Unlock()
 	if approve {
-		envs, err := e.accept(ctx, l, "approved by operator "+operator)
+		l.mu.Lock()
+		if l.state != lifecycle.Pending {
+			st := l.state
+			l.mu.Unlock()
+			return fmt.Errorf("%w: approval in %s", ErrState, st)
+		}
+		err := e.step(l, func(w *store.Tx) error {
+			envs, err := e.acceptTx(w, l, "approved by operator "+operator)
+			if err != nil {
+				return err
+			}
+			return e.send(w, l, envs...)
+		})
+		l.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		l.mu.Lock()
-		e.publish(l, envs)
-		l.mu.Unlock()
 		e.start(l, 0, nil)
 		return nil
 	}
@@ -594,12 +685,13 @@ func (e *Engine) resolve(ctx context.Context, l *live, approve bool, operator, r
 	if l.state != lifecycle.Pending {
 		return fmt.Errorf("%w: approval in %s", ErrState, l.state)
 	}
-	if err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: msg}); err != nil {
+	env, err := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: code, ReasonMessage: msg,
+		AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now())
+	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	if env, err := wire.NewEnvelope(&l.uid, &wire.TaskRejected{ReasonCode: code, ReasonMessage: msg,
-		AssessedRiskLevel: l.sess.RiskLevel}, e.cfg.Now()); err == nil {
-		e.publish(l, []*wire.Envelope{env})
+	if err := e.transitionLocked(l, store.Change{To: lifecycle.Rejected, Reason: msg}, env); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	e.forget(l)
 	return nil

@@ -134,7 +134,6 @@ func TestSealedRefusedUnprotected(t *testing.T) {
 			if res.Replies[0].Type != wire.TypeTaskAccepted {
 				t.Fatalf("T2: %v", res.Replies[0].Type)
 			}
-			res.Start()
 			h.waitState(t, res.SessionID, lifecycle.Completed)
 		})
 	}
@@ -193,7 +192,6 @@ func TestSealedCheckpointRecovery(t *testing.T) {
 		if err != nil || acc.DataClassification != "T3" {
 			t.Fatalf("replies %+v %v", res.Replies, err)
 		}
-		res.Start()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			if cp, ok, _ := h.st.LastCheckpoint(ctx, res.SessionID); ok && cp.Seq > 0 {
@@ -276,7 +274,6 @@ func TestSimSealedEndToEnd(t *testing.T) {
 	if err != nil || ev.EventType != EventApprovalPending {
 		t.Fatalf("replies %+v %v", res.Replies, err)
 	}
-	res.Start()
 	if err := h.e.Approve(ctx, res.SessionID, "olga"); err != nil {
 		t.Fatal(err)
 	}

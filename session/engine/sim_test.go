@@ -106,7 +106,6 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	if side.Replies[0].Type != wire.TypeTaskAccepted {
 		t.Fatalf("rig-status: %v", side.Replies[0].Type)
 	}
-	side.Start()
 	h.waitState(t, side.SessionID, lifecycle.Completed)
 	if msgs := h.out.of(side.SessionID, side.Replies); msgs[len(msgs)-1].Type != wire.TypeTaskCompleted {
 		t.Fatalf("rig-status ended with %v", msgs[len(msgs)-1].Type)

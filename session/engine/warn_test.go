@@ -18,7 +18,6 @@ func TestWarn(t *testing.T) {
 	ctx := context.Background()
 	h, _ := fakeHarness(t, 20, 20*time.Millisecond, nil)
 	res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
-	res.Start()
 	if err := h.e.Warn(ctx, res.SessionID, WarnTelemetryDropped, "3 progress events dropped", map[string]any{"dropped": 3}); err != nil {
 		t.Fatal(err)
 	}

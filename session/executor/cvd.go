@@ -242,7 +242,7 @@ const (
 func (c *CVD) recipe(p cvdPlan) *cvdRecipe {
 	heat := time.Duration(math.Max(p.GrowthC-25, 0) / math.Max(p.RampRate, 0.5) * float64(time.Minute))
 	r := &cvdRecipe{c: c, plan: p}
-	r.rows = p.Rows
+	r.rows, r.logged = p.Rows, len(p.Rows)
 	r.warns = p.Warnings
 	r.steps = []Step{
 		{"preflight", "preparation", "check the interlock, inputs and outputs; scrubber on, reactive gases off", 0},
@@ -265,6 +265,13 @@ func (r *cvdRecipe) State() ([]byte, error) {
 	p := r.plan
 	p.Rows, p.Warnings = r.rows, r.warns
 	return json.Marshal(p)
+}
+
+// journalState is State without the rows, and the rows from index from on.
+func (r *cvdRecipe) journalState(from int) ([]byte, json.RawMessage, int, error) {
+	p := r.plan
+	p.Rows, p.Warnings = nil, r.warns
+	return r.journalOf(p, from)
 }
 
 // Run executes step i.
@@ -640,13 +647,9 @@ func (r *cvdRecipe) grow(ctx context.Context) error {
 			return nil
 		}}, func(held time.Duration) error {
 		r.plan.GrowHeld = held0 + held
-		st, err := r.State()
-		if err != nil {
+		if _, err := checkpoint(ctx, r.env, r, Checkpoint{Step: cvdGrow, StepName: "grow",
+			Description: fmt.Sprintf("growth: %v of %v held", r.plan.GrowHeld.Round(time.Second), r.plan.GrowthTime), Resumable: true}); err != nil {
 			return err
-		}
-		if _, err := r.env.Checkpoints.Checkpoint(ctx, Checkpoint{Step: cvdGrow, StepName: "grow",
-			Description: fmt.Sprintf("growth: %v of %v held", r.plan.GrowHeld.Round(time.Second), r.plan.GrowthTime), Resumable: true, State: st}); err != nil {
-			return fmt.Errorf("%w: checkpoint: %w", errSink, err)
 		}
 		pct := 100 * r.plan.GrowHeld.Seconds() / r.plan.GrowthTime.Seconds()
 		return r.emit(ctx, lifecycle.EventProgress, Progress{Stage: "material_growth", Percent: &pct,

@@ -97,7 +97,56 @@ type Checkpoint struct {
 	StepName    string // the step it belongs to
 	Description string
 	Resumable   bool
-	State       []byte
+	// State is the recipe's state. With Journaled it lacks the journal (the
+	// growth-log rows): a JSON object whose JournalKey the engine fills in
+	// at recovery with the Journal rows of every checkpoint of the run.
+	State []byte
+	// Journaled: Journal holds the journal rows appended since the previous
+	// checkpoint (a JSON array, possibly empty), the first of them at index
+	// JournalFrom. A checkpoint then costs what changed, not the history.
+	Journaled   bool
+	Journal     json.RawMessage
+	JournalFrom int
+}
+
+// JournalKey is the key of a journaled recipe's state object that holds its
+// journal; Resume is given the state with the whole journal under it.
+const JournalKey = "rows"
+
+// journaled is a Recipe whose state carries an append-only journal (the
+// proc's growth-log rows): its checkpoints store the state without the
+// journal and the rows added since the previous checkpoint.
+type journaled interface {
+	// journalState returns the state without its journal, the rows from
+	// index from on (a JSON array) and the journal's length.
+	journalState(from int) (state []byte, rows json.RawMessage, n int, err error)
+	// journalMark is how many rows are in a checkpoint already.
+	journalMark() *int
+}
+
+// checkpoint stores cp with rec's state: a journaled recipe's state without
+// its journal and the rows since its previous checkpoint.
+func checkpoint(ctx context.Context, env *Env, rec Recipe, cp Checkpoint) (string, error) {
+	j, ok := rec.(journaled)
+	n := 0
+	var err error
+	if ok {
+		cp.Journaled, cp.JournalFrom = true, *j.journalMark()
+		cp.State, cp.Journal, n, err = j.journalState(cp.JournalFrom)
+	} else {
+		cp.State, err = rec.State()
+	}
+	if err != nil {
+		return "", err
+	}
+	id, err := env.Checkpoints.Checkpoint(ctx, cp)
+	if err != nil {
+		return "", fmt.Errorf("%w: checkpoint: %w", errSink, err)
+	}
+	if ok {
+		*j.journalMark() = n
+	}
+	return id, nil
 }
 
 // Checkpointer stores a checkpoint durably and returns its id (the engine
@@ -267,13 +316,9 @@ func Execute(ctx context.Context, rec Recipe, env *Env, from int) (*Result, erro
 			return fail(i, err)
 		}
 		done += s.Estimate
-		st, err := rec.State()
-		if err != nil {
+		if _, err := checkpoint(ctx, env, rec, Checkpoint{Step: i + 1, StepName: s.Name,
+			Description: "completed step " + s.Name, Resumable: true}); err != nil {
 			return fail(i, err)
-		}
-		if _, err := env.Checkpoints.Checkpoint(ctx, Checkpoint{Step: i + 1, StepName: s.Name,
-			Description: "completed step " + s.Name, Resumable: true, State: st}); err != nil {
-			return fail(i, fmt.Errorf("%w: checkpoint: %w", errSink, err))
 		}
 	}
 	res, err := rec.Finish(ctx, env)

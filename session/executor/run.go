@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -37,6 +38,24 @@ type proc struct {
 	rows    []LogRow
 	lastRow time.Time
 	warns   []string
+	logged  int // rows already stored in a checkpoint (journaled recipes)
+}
+
+func (p *proc) journalMark() *int { return &p.logged }
+
+// journalOf encodes state (a recipe's plan without its rows) and the rows
+// from index from on.
+func (p *proc) journalOf(state any, from int) ([]byte, json.RawMessage, int, error) {
+	st, err := json.Marshal(state)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	from = min(max(from, 0), len(p.rows))
+	rows, err := json.Marshal(p.rows[from:])
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return st, rows, len(p.rows), nil
 }
 
 func (p *proc) begin(env *Env) {

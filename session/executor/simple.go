@@ -237,7 +237,7 @@ func (l *LeakCheck) Resume(_ Task, state []byte) (Recipe, int, error) {
 		return nil, 0, fmt.Errorf("executor: %s: checkpoint state unreadable: %v", LeakCheckName, err)
 	}
 	r := &leakRecipe{capab: l.capab, plan: p}
-	r.rows = p.Rows
+	r.rows, r.logged = p.Rows, len(p.Rows)
 	return r, p.Next, nil
 }
 
@@ -320,6 +320,13 @@ func (r *leakRecipe) State() ([]byte, error) {
 	p := r.plan
 	p.Rows = r.rows
 	return json.Marshal(p)
+}
+
+// journalState is State without the rows, and the rows from index from on.
+func (r *leakRecipe) journalState(from int) ([]byte, json.RawMessage, int, error) {
+	p := r.plan
+	p.Rows = nil
+	return r.journalOf(p, from)
 }
 
 func (r *leakRecipe) Partial(*Env) (map[string]any, []Artifact) {

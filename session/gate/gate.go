@@ -144,6 +144,13 @@ type auditDetail struct {
 // non-nil error means the decision could not be recorded: the engine must
 // not act on it (it fails closed).
 func (g *Gate) Decide(ctx context.Context, req Request) (Decision, error) {
+	return g.DecideWith(ctx, req, g.rec)
+}
+
+// DecideWith is Decide recording the decision in rec instead of the gate's
+// own Recorder: the engine passes its store transaction, so the decision is
+// audited in the same commit that creates (or refuses) the session.
+func (g *Gate) DecideWith(ctx context.Context, req Request, rec Recorder) (Decision, error) {
 	d := g.decide(req)
 	det := auditDetail{MessageID: req.MessageID, BrokerUser: req.BrokerUser, CallerID: d.CallerID,
 		Outcome: d.Outcome, RiskLevel: d.RiskLevel, Fired: d.Fired, DataClassification: d.DataClassification,
@@ -165,7 +172,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Decision, error) {
 	if key == "" {
 		key = d.MessageID
 	}
-	if _, err := g.rec.Append(ctx, audit.Entry{SessionID: key, Kind: audit.KindGate, Detail: string(b)}); err != nil {
+	if _, err := rec.Append(ctx, audit.Entry{SessionID: key, Kind: audit.KindGate, Detail: string(b)}); err != nil {
 		return d, fmt.Errorf("gate: record decision on %s: %w", key, err)
 	}
 	return d, nil

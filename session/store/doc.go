@@ -21,6 +21,14 @@
 // transaction, so they survive restarts and a refused or failed write
 // consumes none.
 //
+// A step that writes more than one thing, or sends messages, runs in one
+// Tx (Update, or Bind on a transaction the command inbox opened): Create,
+// Transition, Emit, Checkpoint, Recovered, Audit and Send all join it, and
+// Send queues the step's outbound messages through the Queue (the outbox,
+// in the same file) inside it, so a state change and its messages commit
+// together. The "active" bucket indexes the non-terminal sessions for the
+// gate's concurrency rules. docs/STATE.md describes the whole file.
+//
 // Check verifies the file at start: bbolt's page check, the audit chain,
 // and for each session consecutive events whose transitions lead to the
 // stored state, its checkpoints and its audited transitions.

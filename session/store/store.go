@@ -19,6 +19,7 @@ var (
 	bucketSessions    = []byte("sessions")
 	bucketEvents      = []byte("events")      // nested: one bucket per session id
 	bucketCheckpoints = []byte("checkpoints") // nested: one bucket per session id
+	bucketActive      = []byte("active")      // id → capability name of each non-terminal session
 )
 
 // MaxIDLen bounds session ids (a UUID is 36 bytes).
@@ -45,6 +46,7 @@ type Store struct {
 	db    *bolt.DB
 	log   *audit.Log
 	clock func() time.Time
+	queue Queue // nil: messages are only handed back (Tx.Sent)
 }
 
 // Open opens (or creates) the state file at path, creates the buckets,
@@ -72,6 +74,9 @@ func Open(path string, opts Opts) (*Store, error) {
 					return fmt.Errorf("store: create bucket %s: %w", name, err)
 				}
 			}
+			if err := initActive(tx); err != nil {
+				return err
+			}
 			return audit.Init(tx)
 		})
 		if err != nil {
@@ -89,6 +94,16 @@ func Open(path string, opts Opts) (*Store, error) {
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }
+
+// DB returns the bbolt database of the state file, so that the outbox and
+// the command inbox keep their buckets in it and share its transactions
+// (Bind).
+func (s *Store) DB() *bolt.DB { return s.db }
+
+// SetQueue makes q the durable outbox of the messages that Tx.Send is
+// given: they are queued inside the sending transaction. Call it before
+// any write; without it the messages are only handed back (Tx.Sent).
+func (s *Store) SetQueue(q Queue) { s.queue = q }
 
 // Audit returns the audit log kept in the same file.
 func (s *Store) Audit() *audit.Log { return s.log }
@@ -289,154 +304,7 @@ func (t *txn) commit() error {
 	if err := t.tx.Bucket(bucketSessions).Put(id, v); err != nil {
 		return fmt.Errorf("store: put session %s: %w", t.sess.ID, err)
 	}
-	return nil
-}
-
-// update runs f on session id in one read-write transaction and commits
-// everything it staged, or nothing.
-func (s *Store) update(ctx context.Context, id string, f func(t *txn) error) (*txn, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("store: session %s: %w", id, err)
-	}
-	var out *txn
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t, err := s.begin(tx, id)
-		if err != nil {
-			return err
-		}
-		if err := f(t); err != nil {
-			return err
-		}
-		if err := t.commit(); err != nil {
-			return err
-		}
-		out = t
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Create stores a new session in PENDING with the gate's fields of sess
-// (ID required; State, LastSeq and the times are set here), emits events
-// (none is required: session_created belongs to the approval), and audits
-// the creation, in one commit.
-func (s *Store) Create(ctx context.Context, sess Session, events ...Emit) (Session, []Event, error) {
-	if err := checkID(sess.ID); err != nil {
-		return Session{}, nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Session{}, nil, fmt.Errorf("store: create %s: %w", sess.ID, err)
-	}
-	var t *txn
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketSessions).Get([]byte(sess.ID)) != nil {
-			return fmt.Errorf("store: create %s: %w", sess.ID, ErrExists)
-		}
-		t = &txn{tx: tx, now: s.clock(), sess: sess, m: lifecycle.New()}
-		t.sess.CreatedAt, t.sess.UpdatedAt, t.sess.LastEventAt, t.sess.LastCheckpoint = t.now, t.now, time.Time{}, 0
-		if err := t.emit(events); err != nil {
-			return err
-		}
-		if err := t.audit(transitionDetail{To: lifecycle.Pending, Reason: "task_submit received"}); err != nil {
-			return err
-		}
-		return t.commit()
-	})
-	if err != nil {
-		return Session{}, nil, err
-	}
-	return t.sess, t.events, nil
-}
-
-// Transition moves session id along a valid edge and commits, in one
-// fsync'ed transaction: c.Before, the checkpoint, state_changed (and
-// session_closed for a terminal state), c.After, the new session record
-// and an audit entry. An invalid edge returns a *lifecycle.TransitionError
-// and writes nothing.
-func (s *Store) Transition(ctx context.Context, id string, c Change) (Session, []Event, error) {
-	t, err := s.update(ctx, id, func(t *txn) error {
-		from := t.m.State
-		if _, err := lifecycle.Check(from, c.To); err != nil {
-			return fmt.Errorf("store: session %s: %w", id, err)
-		}
-		if err := t.emit(c.Before); err != nil {
-			return err
-		}
-		if c.Checkpoint != nil {
-			if err := t.checkpoint(*c.Checkpoint); err != nil {
-				return err
-			}
-		}
-		edge, evs, err := t.m.Transition(c.To, c.Reason)
-		if err != nil {
-			return fmt.Errorf("store: session %s: %w", id, err)
-		}
-		t.add(evs...)
-		if err := t.emit(c.After); err != nil {
-			return err
-		}
-		if c.Update != nil {
-			keep := t.sess
-			c.Update(&t.sess)
-			t.sess.ID, t.sess.CreatedAt, t.sess.LastCheckpoint, t.sess.LastEventAt = keep.ID, keep.CreatedAt, keep.LastCheckpoint, keep.LastEventAt
-		}
-		t.sess.UpdatedAt = t.now
-		return t.audit(transitionDetail{From: from, To: c.To, Trigger: edge.Trigger, Reason: c.Reason, Seq: evs[0].Seq})
-	})
-	if err != nil {
-		return Session{}, nil, err
-	}
-	return t.sess, t.events, nil
-}
-
-// Append numbers and stores events that are not transitions (progress,
-// log, warning, error, intermediate_result) in one commit.
-func (s *Store) Append(ctx context.Context, id string, events ...Emit) ([]Event, error) {
-	t, err := s.update(ctx, id, func(t *txn) error { return t.emit(events) })
-	if err != nil {
-		return nil, err
-	}
-	return t.events, nil
-}
-
-// Checkpoint stores a checkpoint and its checkpoint_created event, after
-// events, in one commit. A closed session takes no checkpoint.
-func (s *Store) Checkpoint(ctx context.Context, id string, nc NewCheckpoint, events ...Emit) (Checkpoint, []Event, error) {
-	t, err := s.update(ctx, id, func(t *txn) error {
-		if err := t.emit(events); err != nil {
-			return err
-		}
-		return t.checkpoint(nc)
-	})
-	if err != nil {
-		return Checkpoint{}, nil, err
-	}
-	return *t.ckpt, t.events, nil
-}
-
-// Recovered records a resumption after a restart: the state_changed event
-// with reason recovered_from_checkpoint, and an audit entry naming the
-// checkpoint, in one commit.
-func (s *Store) Recovered(ctx context.Context, id string) (Session, Event, error) {
-	var ev lifecycle.Event
-	t, err := s.update(ctx, id, func(t *txn) error {
-		var err error
-		if ev, err = t.m.Recovered(); err != nil {
-			return fmt.Errorf("store: session %s: %w", id, err)
-		}
-		t.add(ev)
-		return t.audit(transitionDetail{From: t.m.State, To: t.m.State, Reason: fmt.Sprintf("%s ckpt-%06d", lifecycle.ReasonRecovered, t.sess.LastCheckpoint), Seq: ev.Seq})
-	})
-	if err != nil {
-		return Session{}, Event{}, err
-	}
-	return t.sess, t.events[0], nil
+	return setActive(t.tx, t.sess)
 }
 
 // Session returns the stored session id.

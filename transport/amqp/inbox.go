@@ -47,18 +47,21 @@ type Reply struct {
 	Envelope *wire.Envelope
 }
 
-// Outcome is what the engine decided about a command. The inbox appends the
-// Replies to the outbox (Protocol class; task_accepted and task_rejected get
-// the hcp-in-reply-to header), records the de-duplication entry and runs
-// Record, all in one bbolt transaction, and only then acks the delivery.
+// Outcome is what the engine decided about a command. The inbox runs Record,
+// appends the Replies and Record's replies to the outbox (Protocol class;
+// task_accepted and task_rejected get the hcp-in-reply-to header) and records
+// the de-duplication entry, all in one bbolt transaction, and only then acks
+// the delivery.
 type Outcome struct {
 	Replies []Reply
-	// Record, when set, writes the engine's own state in the same transaction
-	// (the session it created, …). An error rolls everything back.
-	Record func(tx *bolt.Tx) error
+	// Record, when set, runs inside that transaction: the engine decides and
+	// writes its own state there (the session it created, its audit entries)
+	// and returns its replies, which follow Replies. It must not open another
+	// transaction of the db. An error rolls everything back and is handled as
+	// an error of Handle (requeued once).
+	Record func(tx *bolt.Tx) ([]Reply, error)
 	// Committed, when set, runs after the transaction committed and before the
-	// ack: start the session's work here, so its events queue behind the
-	// task_accepted in the outbox.
+	// ack (nothing that undoes anything: the transaction holds it all).
 	Committed func()
 }
 
@@ -317,42 +320,42 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 	}
 
 	hctx, cancel := context.WithTimeout(ctx, in.opts.HandleTimeout)
+	defer cancel() // Record may use it, inside the transaction below
 	out, err := in.eng.Handle(hctx, cmd)
-	cancel()
 	if err != nil {
 		in.failed.Add(1)
 		requeue := !d.Redelivered
 		in.log.Error("amqp: engine failed on a command", "message_id", id, "type", env.Type, "err", err, "requeue", requeue)
 		return d.Nack(false, requeue)
 	}
-	ms := make([]outbox.Message, 0, len(out.Replies))
-	for _, r := range out.Replies {
-		caller := r.CallerID
-		if caller == "" {
-			caller = cmd.CallerID
+	var engErr error
+	err = in.db.Update(func(tx *bolt.Tx) error {
+		replies := out.Replies
+		if out.Record != nil {
+			more, err := out.Record(tx)
+			if err != nil {
+				engErr = err
+				return err
+			}
+			replies = append(replies[:len(replies):len(replies)], more...)
 		}
-		irt := ""
-		if r.Envelope != nil && (r.Envelope.Type == wire.TypeTaskAccepted || r.Envelope.Type == wire.TypeTaskRejected) {
-			irt = id
-		}
-		if r.Envelope == nil {
-			err = errors.New("nil reply envelope")
-		} else {
-			var m outbox.Message
-			m, err = outbox.MessageFor(caller, r.Envelope, irt)
-			m.Class = outbox.Protocol
-			ms = append(ms, m)
-		}
+		ms, err := in.messages(id, cmd, replies)
 		if err != nil {
-			in.failed.Add(1)
-			in.log.Error("amqp: engine reply cannot be sent", "message_id", id, "err", err)
-			return d.Nack(false, !d.Redelivered)
+			engErr = err
+			return err
 		}
+		return in.recordTx(tx, id, now, ms)
+	})
+	if engErr != nil {
+		in.failed.Add(1)
+		requeue := !d.Redelivered
+		in.log.Error("amqp: engine failed on a command", "message_id", id, "type", env.Type, "err", engErr, "requeue", requeue)
+		return d.Nack(false, requeue)
 	}
-	if err := in.record(id, now, ms, out.Record); err != nil {
+	if err != nil {
 		in.failed.Add(1)
 		d.Nack(false, true)
-		return err
+		return fmt.Errorf("amqp: inbox record: %w", err)
 	}
 	if out.Committed != nil {
 		out.Committed()
@@ -361,9 +364,42 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 	return d.Ack(false)
 }
 
-// record appends ms, stores the dedup entry for id and runs extra, in one
-// transaction.
-func (in *Inbox) record(id string, now time.Time, ms []outbox.Message, extra func(*bolt.Tx) error) error {
+// messages encodes the replies to command id for the outbox.
+func (in *Inbox) messages(id string, cmd Command, replies []Reply) ([]outbox.Message, error) {
+	ms := make([]outbox.Message, 0, len(replies))
+	for _, r := range replies {
+		if r.Envelope == nil {
+			return nil, errors.New("amqp: engine reply: nil envelope")
+		}
+		caller := r.CallerID
+		if caller == "" {
+			caller = cmd.CallerID
+		}
+		irt := ""
+		if r.Envelope.Type == wire.TypeTaskAccepted || r.Envelope.Type == wire.TypeTaskRejected {
+			irt = id
+		}
+		m, err := outbox.MessageFor(caller, r.Envelope, irt)
+		if err != nil {
+			return nil, fmt.Errorf("amqp: engine reply cannot be sent: %w", err)
+		}
+		m.Class = outbox.Protocol
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// record appends ms and stores the dedup entry for id in one transaction.
+func (in *Inbox) record(id string, now time.Time, ms []outbox.Message) error {
+	err := in.db.Update(func(tx *bolt.Tx) error { return in.recordTx(tx, id, now, ms) })
+	if err != nil {
+		return fmt.Errorf("amqp: inbox record: %w", err)
+	}
+	return nil
+}
+
+// recordTx appends ms and stores the dedup entry for id ("" for none) in tx.
+func (in *Inbox) recordTx(tx *bolt.Tx, id string, now time.Time, ms []outbox.Message) error {
 	rec := dedupRecord{At: now.UnixNano()}
 	for _, m := range ms {
 		b, err := m.MarshalMsg(nil)
@@ -376,30 +412,19 @@ func (in *Inbox) record(id string, now time.Time, ms []outbox.Message, extra fun
 	if err != nil {
 		return err
 	}
-	err = in.db.Update(func(tx *bolt.Tx) error {
-		if len(ms) > 0 {
-			if _, err := in.ob.AppendTx(tx, ms...); err != nil {
-				return err
-			}
+	if len(ms) > 0 {
+		if _, err := in.ob.AppendTx(tx, ms...); err != nil {
+			return err
 		}
-		if id != "" {
-			root := tx.Bucket(in.name)
-			if err := root.Bucket(bucketIDs).Put([]byte(id), v); err != nil {
-				return err
-			}
-			if err := root.Bucket(bucketByTime).Put(timeKey(now, id), nil); err != nil {
-				return err
-			}
-		}
-		if extra != nil {
-			return extra(tx)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("amqp: inbox record: %w", err)
 	}
-	return nil
+	if id == "" {
+		return nil
+	}
+	root := tx.Bucket(in.name)
+	if err := root.Bucket(bucketIDs).Put([]byte(id), v); err != nil {
+		return err
+	}
+	return root.Bucket(bucketByTime).Put(timeKey(now, id), nil)
 }
 
 func timeKey(t time.Time, id string) []byte {
@@ -435,7 +460,7 @@ func (in *Inbox) refuse(d amqp091.Delivery, reason, detail string, auth bool, ro
 			if auth {
 				recordID = ""
 			}
-			if err = in.record(recordID, in.opts.Now(), []outbox.Message{m}, nil); err != nil {
+			if err = in.record(recordID, in.opts.Now(), []outbox.Message{m}); err != nil {
 				in.failed.Add(1)
 				d.Nack(false, true)
 				return err

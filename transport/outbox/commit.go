@@ -322,6 +322,9 @@ func (b *batch) deleteKeys() []uint64 {
 
 // finish updates the counters after a commit and wakes the publisher.
 func (ob *Outbox) finish(r result) {
+	if r.added == 0 && r.removed == 0 && r.dropped == 0 {
+		return
+	}
 	ob.mu.Lock()
 	ob.depth += r.added - r.removed - r.dropped
 	ob.telemetry += r.addedTel - r.removedTel - r.dropped
@@ -360,77 +363,90 @@ func (ob *Outbox) reply(as []*appendReq, keys []uint64, ds []*deleteReq, later [
 // apply runs one transaction: the deletions first (so a confirmed Telemetry
 // message is never dropped and counted), then the appends in order.
 func (ob *Outbox) apply(as []*appendReq, del []uint64) (result, error) {
-	ob.mu.Lock()
-	tel := ob.telemetry // only the committer changes it, between transactions
-	ob.mu.Unlock()
 	var res result
 	err := ob.db.Update(func(tx *bolt.Tx) error {
-		res = result{}
-		root := tx.Bucket(ob.name)
-		if root == nil {
-			return fmt.Errorf("%w: bucket %q missing", ErrCorrupt, ob.name)
-		}
-		msgs, telb := root.Bucket(bucketMsgs), root.Bucket(bucketTelemetry)
-		msgs.FillPercent, telb.FillPercent = appendFill, appendFill
-		for _, key := range del {
-			k := itob(key)
-			if msgs.Get(k) == nil {
-				continue
-			}
-			if err := msgs.Delete(k); err != nil {
-				return err
-			}
-			res.removed++
-			if telb.Get(k) != nil {
-				if err := telb.Delete(k); err != nil {
-					return err
-				}
-				res.removedTel++
-			}
-		}
-		n := tel - res.removedTel
-		var drops map[string]uint64
-		res.keys = make([]uint64, 0, len(as))
-		for _, a := range as {
-			seq, err := msgs.NextSequence()
-			if err != nil {
-				return err
-			}
-			k := itob(seq)
-			if err := msgs.Put(k, a.rec); err != nil {
-				return err
-			}
-			res.keys = append(res.keys, seq)
-			res.added++
-			if a.class != Telemetry {
-				continue
-			}
-			if err := telb.Put(k, nil); err != nil {
-				return err
-			}
-			res.addedTel++
-			n++
-			for ; n > ob.opts.TelemetryBound; n-- {
-				sid, ok, err := dropOldest(msgs, telb)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				if drops == nil {
-					drops = map[string]uint64{}
-				}
-				drops[sid]++
-				res.dropped++
-			}
-		}
-		if len(drops) > 0 {
-			return addDropped(root.Bucket(bucketMeta), drops)
-		}
-		return nil
+		var err error
+		res, err = ob.write(tx, as, del)
+		return err
 	})
 	return res, err
+}
+
+// write deletes del and appends as, in order, inside tx (the committer's own
+// transaction, or a caller's for AppendTx). The Telemetry bound is kept
+// against the count stored in the transaction itself ("meta"/"telemetry_n"),
+// so writers in different transactions never see a stale count.
+func (ob *Outbox) write(tx *bolt.Tx, as []*appendReq, del []uint64) (result, error) {
+	res := result{}
+	root := tx.Bucket(ob.name)
+	if root == nil {
+		return res, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, ob.name)
+	}
+	msgs, telb, meta := root.Bucket(bucketMsgs), root.Bucket(bucketTelemetry), root.Bucket(bucketMeta)
+	msgs.FillPercent, telb.FillPercent = appendFill, appendFill
+	for _, key := range del {
+		k := itob(key)
+		if msgs.Get(k) == nil {
+			continue
+		}
+		if err := msgs.Delete(k); err != nil {
+			return res, err
+		}
+		res.removed++
+		if telb.Get(k) != nil {
+			if err := telb.Delete(k); err != nil {
+				return res, err
+			}
+			res.removedTel++
+		}
+	}
+	tel0 := telemetryCount(meta)
+	n := tel0 - res.removedTel
+	var drops map[string]uint64
+	res.keys = make([]uint64, 0, len(as))
+	for _, a := range as {
+		seq, err := msgs.NextSequence()
+		if err != nil {
+			return res, err
+		}
+		k := itob(seq)
+		if err := msgs.Put(k, a.rec); err != nil {
+			return res, err
+		}
+		res.keys = append(res.keys, seq)
+		res.added++
+		if a.class != Telemetry {
+			continue
+		}
+		if err := telb.Put(k, nil); err != nil {
+			return res, err
+		}
+		res.addedTel++
+		n++
+		for ; n > ob.opts.TelemetryBound; n-- {
+			sid, ok, err := dropOldest(msgs, telb)
+			if err != nil {
+				return res, err
+			}
+			if !ok {
+				break
+			}
+			if drops == nil {
+				drops = map[string]uint64{}
+			}
+			drops[sid]++
+			res.dropped++
+		}
+	}
+	if n != tel0 {
+		if err := setTelemetryCount(meta, n); err != nil {
+			return res, err
+		}
+	}
+	if len(drops) > 0 {
+		return res, addDropped(meta, drops)
+	}
+	return res, nil
 }
 
 // dropOldest deletes the oldest waiting Telemetry message and returns its

@@ -21,7 +21,10 @@
 // little (Opts.DeleteDelay) and ride along with an Append's commit as one run
 // of neighbouring keys, or get a commit of their own when no Append comes.
 // Either ignores keys already gone. AppendTx appends inside a
-// caller's own transaction (the command inbox's).
+// caller's own transaction (the agent's state file commits each step with
+// its messages that way, the command inbox its replies), Telemetry bound
+// included: the waiting Telemetry count is kept in "meta" by every writing
+// transaction.
 //
 // Every Message has a Class. Protocol messages are never dropped. Telemetry
 // messages are bounded by Opts.TelemetryBound: an Append past the bound drops

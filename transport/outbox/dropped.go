@@ -26,6 +26,17 @@ func getCount(b *bolt.Bucket, k []byte) uint64 {
 
 func droppedTotal(meta *bolt.Bucket) uint64 { return getCount(meta, keyDropped) }
 
+// keyTelemetryN in "meta" holds how many Telemetry messages wait: the bound
+// is kept against it inside each writing transaction (the committer's and
+// AppendTx's callers' alike). Open rewrites it from the "telemetry" bucket.
+var keyTelemetryN = []byte("telemetry_n")
+
+func telemetryCount(meta *bolt.Bucket) int { return int(getCount(meta, keyTelemetryN)) }
+
+func setTelemetryCount(meta *bolt.Bucket, n int) error {
+	return meta.Put(keyTelemetryN, itob(uint64(max(n, 0))))
+}
+
 // addDropped adds drops (per session) to the counters, inside the
 // transaction that dropped the messages.
 func addDropped(meta *bolt.Bucket, drops map[string]uint64) error {

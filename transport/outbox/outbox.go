@@ -176,6 +176,10 @@ func newOutbox(db *bolt.DB, opts Opts, owns bool) (*Outbox, error) {
 		}
 		ob.depth = countKeys(root.Bucket(bucketMsgs))
 		ob.telemetry = countKeys(root.Bucket(bucketTelemetry))
+		meta := root.Bucket(bucketMeta)
+		if telemetryCount(meta) != ob.telemetry {
+			return setTelemetryCount(meta, ob.telemetry)
+		}
 		return nil
 	})
 	if err != nil {

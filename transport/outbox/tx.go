@@ -6,12 +6,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// AppendTx stores Protocol messages inside tx, a writable transaction of the
-// outbox's db that the caller commits: the command inbox appends its replies
-// and records its de-duplication entry in one commit. The keys are valid once
-// tx commits; the backlog counters and Notify follow on commit (a rolled-back
-// tx leaves no trace). Telemetry messages are refused (ErrInvalid): their
-// bound is enforced by Append only.
+// AppendTx stores messages inside tx, a writable transaction of the outbox's
+// db that the caller commits: the agent's state file commits a session's
+// events, its checkpoint or its final message together with their outbox
+// entries, and the command inbox its replies with its de-duplication entry.
+// The keys are valid once tx commits; the backlog counters and Notify follow
+// on commit (a rolled-back tx leaves no trace). Telemetry messages count
+// against Opts.TelemetryBound as with Append: past it the oldest waiting
+// Telemetry message is dropped and counted in the same transaction.
 //
 // AppendTx must not be called from inside another Outbox method, and tx must
 // belong to the db the outbox was made with.
@@ -22,16 +24,13 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 	if tx.DB() != ob.db || !tx.Writable() {
 		return nil, fmt.Errorf("%w: AppendTx needs a writable transaction of the outbox's db", ErrInvalid)
 	}
-	root := tx.Bucket(ob.name)
-	if root == nil {
-		return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, ob.name)
+	if len(ms) == 0 {
+		return nil, nil
 	}
-	msgs := root.Bucket(bucketMsgs)
-	msgs.FillPercent = appendFill
-	keys := make([]uint64, 0, len(ms))
+	as := make([]*appendReq, 0, len(ms))
 	for _, m := range ms {
-		if m.Class != Protocol {
-			return nil, fmt.Errorf("%w: AppendTx takes Protocol messages only (class %d)", ErrInvalid, m.Class)
+		if m.Class != Protocol && m.Class != Telemetry {
+			return nil, fmt.Errorf("%w: class %d", ErrInvalid, m.Class)
 		}
 		if m.Exchange == "" || m.MessageID == "" || len(m.Body) == 0 {
 			return nil, fmt.Errorf("%w: exchange, message id and body are required", ErrInvalid)
@@ -43,27 +42,17 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outbox: encode: %w", err)
 		}
-		seq, err := msgs.NextSequence()
-		if err != nil {
-			return nil, fmt.Errorf("outbox: append: %w", err)
-		}
-		if err := msgs.Put(itob(seq), rec); err != nil {
-			return nil, fmt.Errorf("outbox: append: %w", err)
-		}
-		keys = append(keys, seq)
+		as = append(as, &appendReq{class: m.Class, rec: rec})
 	}
-	if n := len(keys); n > 0 {
-		// Commit handlers run after bbolt has released its writer lock, and
-		// nothing holds ob.mu while waiting for that lock (the committer takes
-		// ob.mu only between its transactions): taking it here cannot deadlock.
-		tx.OnCommit(func() {
-			ob.mu.Lock()
-			ob.depth += n
-			ob.mu.Unlock()
-			ob.notifyAppended()
-		})
+	res, err := ob.write(tx, as, nil)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: append: %w", err)
 	}
-	return keys, nil
+	// Commit handlers run after bbolt has released its writer lock, and
+	// nothing holds ob.mu while waiting for that lock (the committer takes
+	// ob.mu only between its transactions): taking it here cannot deadlock.
+	tx.OnCommit(func() { ob.finish(res) })
+	return res.keys, nil
 }
 
 // DB returns the bbolt database the outbox lives in, so a caller can open a
