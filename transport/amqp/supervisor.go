@@ -80,6 +80,9 @@ type SupervisorOpts struct {
 	Rand func() float64
 	// Declare (re)declares the topology on a fresh channel after every connect.
 	Declare func(ch *amqp091.Channel) error
+	// DeclareConn, when set, replaces Declare: it gets the connection, for a
+	// declaration that may need a second channel (DeclareCallerTopology).
+	DeclareConn func(conn *amqp091.Connection) error
 	// Workers run on every connection beside the outbox publisher.
 	Workers   []Worker
 	Publisher PublisherOpts
@@ -356,6 +359,9 @@ func (s *Supervisor) dial() (*amqp091.Connection, error) {
 }
 
 func (s *Supervisor) declare(conn *amqp091.Connection) error {
+	if s.opts.DeclareConn != nil {
+		return s.opts.DeclareConn(conn)
+	}
 	if s.opts.Declare == nil {
 		return nil
 	}

@@ -32,7 +32,8 @@ func (f *fakeCallee) send(env *wire.Envelope, inReplyTo string) {
 		f.t.Fatal(err)
 	}
 	p := amqp091.Publishing{ContentType: wire.ContentType, ContentEncoding: wire.ContentEncoding, DeliveryMode: 2,
-		MessageId: m.MessageID, Type: m.Type, CorrelationId: m.CorrelationID, Body: m.Body}
+		MessageId: m.MessageID, Type: m.Type, CorrelationId: m.CorrelationID, Body: m.Body,
+		UserId: amqptest.EdgeUser} // the client accepts only the callee's messages
 	if inReplyTo != "" {
 		p.Headers = amqp091.Table{wire.HeaderInReplyTo: inReplyTo}
 	}
@@ -105,8 +106,8 @@ func TestReorderAndDuplicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			callerID := "alpha-" + uuid.NewString()[:8]
-			cl := startCaller(t, callerID, "nobody-"+uuid.NewString()[:8], caller.Opts{GapTimeout: tc.gap})
+			callerID := amqptest.AlphaID
+			cl := startCaller(t, callerID, amqptest.CalleeID, caller.Opts{GapTimeout: tc.gap})
 			f := newFake(t, callerID)
 			task := submit(t, cl)
 			acc, _ := wire.NewEnvelope(&f.sid, &wire.TaskAccepted{SessionToken: "t", RiskLevel: "R1"}, time.Now())
@@ -145,9 +146,9 @@ func TestReorderAndDuplicates(t *testing.T) {
 // TestSequenceSurvivesRestart: a new client on the same state file skips
 // what the old one processed.
 func TestSequenceSurvivesRestart(t *testing.T) {
-	callerID := "alpha-" + uuid.NewString()[:8]
+	callerID := amqptest.AlphaID
 	db := openDB(t)
-	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: callerID, CalleeID: "nobody", Backoff: fastBackoff(), Logger: quietLog}
+	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: callerID, CalleeID: amqptest.CalleeID, Backoff: fastBackoff(), Logger: quietLog}
 	cl, err := caller.New(db, opts)
 	if err != nil {
 		t.Fatal(err)
