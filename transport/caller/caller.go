@@ -55,6 +55,10 @@ type Opts struct {
 	Bucket  string
 	Backoff tamqp.Backoff
 	Logger  *slog.Logger
+	// Tap, when set, sees every delivery as the broker delivered it
+	// (properties and all), before any check: for diagnostics and tests.
+	// It must not block for long.
+	Tap func(amqp091.Delivery)
 	// Unclaimed receives, in order, messages of sessions this client neither
 	// submitted nor watches (default: logged and dropped).
 	Unclaimed func(*wire.Envelope)
@@ -471,6 +475,9 @@ func (c *Client) dropHeld() {
 // process handles one delivery. An error ends the worker (the Supervisor
 // reconnects; unacked deliveries come back).
 func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
+	if c.opts.Tap != nil {
+		c.opts.Tap(d)
+	}
 	// Only the callee publishes onto hcp.events on a provisioned broker, but
 	// a broker with broader grants (or another exchange bound to the queue)
 	// could carry anyone's message: trust none but the callee's login.

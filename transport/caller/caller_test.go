@@ -81,7 +81,7 @@ func startCallee(t *testing.T, callerID string, events int, interval time.Durati
 }
 
 func cleanupQueue(t *testing.T, q string) {
-	conn, err := amqp091.Dial(amqptest.URL())
+	conn, err := amqp091.Dial(amqptest.AlphaURL()) // the caller deletes its own queue
 	if err != nil {
 		return
 	}

@@ -18,6 +18,9 @@ import (
 // fakeCallee publishes event-channel messages for a session straight to
 // hcp.events, in any order.
 type fakeCallee struct {
+	// userID is the user_id of what it publishes ("": the callee's login;
+	// "-": none).
+	userID string
 	t      *testing.T
 	ch     *amqp091.Channel
 	caller string
@@ -34,6 +37,13 @@ func (f *fakeCallee) send(env *wire.Envelope, inReplyTo string) {
 	p := amqp091.Publishing{ContentType: wire.ContentType, ContentEncoding: wire.ContentEncoding, DeliveryMode: 2,
 		MessageId: m.MessageID, Type: m.Type, CorrelationId: m.CorrelationID, Body: m.Body,
 		UserId: amqptest.EdgeUser} // the client accepts only the callee's messages
+	switch f.userID {
+	case "":
+	case "-":
+		p.UserId = ""
+	default:
+		p.UserId = f.userID
+	}
 	if inReplyTo != "" {
 		p.Headers = amqp091.Table{wire.HeaderInReplyTo: inReplyTo}
 	}
