@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"

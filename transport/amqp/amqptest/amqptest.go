@@ -45,8 +45,16 @@ const (
 	BetaUser  = "harness-beta-002"
 )
 
+// The environment as it was when the test binary started: a test package's
+// init may clear HCP_AMQP_URL to keep its daemons off the broker.
+var startEnv = map[string]string{
+	"HCP_AMQP_URL":       os.Getenv("HCP_AMQP_URL"),
+	"HCP_AMQP_URL_ALPHA": os.Getenv("HCP_AMQP_URL_ALPHA"),
+	"HCP_AMQP_URL_BETA":  os.Getenv("HCP_AMQP_URL_BETA"),
+}
+
 func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+	if v := startEnv[name]; v != "" {
 		return v
 	}
 	return def
