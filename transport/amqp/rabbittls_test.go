@@ -2,15 +2,9 @@ package amqp_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"path/filepath"
 	"strings"
@@ -26,63 +20,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// testCA is a CA generated at test time (Go crypto/x509) that issues leaf
-// certificates: DER for RabbitMQ, PEM files for the Go clients.
-type testCA struct {
-	t    *testing.T
-	cert *x509.Certificate
-	der  []byte
-	key  *ecdsa.PrivateKey
-	dir  string
-	file string // the CA certificate, PEM
-	n    int64
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{t: t, cert: cert, der: der, key: key, dir: t.TempDir(), n: 1}
-	ca.file = filepath.Join(ca.dir, "ca.pem")
-	writeFile(t, ca.file, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	return ca
-}
-
-// issue returns a leaf's DER, its PKCS #8 key DER, and both as PEM files.
-func (ca *testCA) issue(cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP) (der, keyDER []byte, certFile, keyFile string) {
-	ca.t.Helper()
-	ca.n++
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.n), Subject: pkix.Name{CommonName: cn},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage}, DNSNames: dns, IPAddresses: ips}
-	if der, err = x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key); err != nil {
-		ca.t.Fatal(err)
-	}
-	if keyDER, err = x509.MarshalPKCS8PrivateKey(key); err != nil {
-		ca.t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(ca.dir, cn+".pem"), filepath.Join(ca.dir, cn+".key")
-	writeFile(ca.t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	writeFile(ca.t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
-	return der, keyDER, certFile, keyFile
-}
-
 // TestRabbitMQTLS: RabbitMQ's own TLS listener with a CA, a server
 // certificate and client certificates generated at test time. amqps verifies
 // the broker (CA and host name); mutual TLS logs in with EXTERNAL, the
@@ -91,19 +28,19 @@ func (ca *testCA) issue(cn string, usage x509.ExtKeyUsage, dns []string, ips []n
 // receives it.
 func TestRabbitMQTLS(t *testing.T) {
 	amqptest.Dial(t, amqptest.URL()) // the broker and the bench, or a loud skip
-	ca := newTestCA(t, "hcp-edge test CA "+uuid.NewString()[:8])
-	sDER, sKey, _, _ := ca.issue("broker", x509.ExtKeyUsageServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	addr := amqptest.TLSListener(t, sDER, sKey, ca.der)
-	_, _, alphaCert, alphaKey := ca.issue(amqptest.AlphaUser, x509.ExtKeyUsageClientAuth, nil, nil)
-	_, _, edgeCert, edgeKey := ca.issue(amqptest.EdgeUser, x509.ExtKeyUsageClientAuth, nil, nil)
-	_, _, strangerCert, strangerKey := ca.issue("harness-mallory-666", x509.ExtKeyUsageClientAuth, nil, nil)
-	other := newTestCA(t, "another CA")
-	_, _, forgedCert, forgedKey := other.issue(amqptest.AlphaUser, x509.ExtKeyUsageClientAuth, nil, nil)
+	ca := amqptest.NewCA(t, "hcp-edge test CA "+uuid.NewString()[:8])
+	sDER, sKey, _, _ := ca.Issue("broker", x509.ExtKeyUsageServerAuth, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	addr := amqptest.TLSListener(t, sDER, sKey, ca.DER)
+	_, _, alphaCert, alphaKey := ca.Issue(amqptest.AlphaUser, x509.ExtKeyUsageClientAuth, nil, nil)
+	_, _, edgeCert, edgeKey := ca.Issue(amqptest.EdgeUser, x509.ExtKeyUsageClientAuth, nil, nil)
+	_, _, strangerCert, strangerKey := ca.Issue("harness-mallory-666", x509.ExtKeyUsageClientAuth, nil, nil)
+	other := amqptest.NewCA(t, "another CA")
+	_, _, forgedCert, forgedKey := other.Issue(amqptest.AlphaUser, x509.ExtKeyUsageClientAuth, nil, nil)
 
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AddCert(ca.Cert)
 	otherPool := x509.NewCertPool()
-	otherPool.AddCert(other.cert)
+	otherPool.AddCert(other.Cert)
 	clientCert := func(certFile, keyFile string) []tls.Certificate {
 		c, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
@@ -204,8 +141,10 @@ func TestRabbitMQTLS(t *testing.T) {
 	}
 	defer ob.Close()
 	sup, err := tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{URL: external(amqptest.URL()), Backoff: fastBackoff(),
-		TLS:     tamqp.TLSConfig{CAFile: ca.file, CertFile: edgeCert, KeyFile: edgeKey},
-		Declare: func(ch *amqp091.Channel) error { return tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: amqptest.CalleeID}) }})
+		TLS: tamqp.TLSConfig{CAFile: ca.File, CertFile: edgeCert, KeyFile: edgeKey},
+		Declare: func(ch *amqp091.Channel) error {
+			return tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: amqptest.CalleeID})
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
