@@ -126,7 +126,10 @@ func TestBrokerIsolation(t *testing.T) {
 		return func(ch *amqp091.Channel) error { _, _, err := ch.Get(q, false); return err }
 	}
 	consume := func(q string) func(*amqp091.Channel) error {
-		return func(ch *amqp091.Channel) error { _, err := ch.Consume(q, "", false, false, false, false, nil); return err }
+		return func(ch *amqp091.Channel) error {
+			_, err := ch.Consume(q, "", false, false, false, false, nil)
+			return err
+		}
 	}
 	purge := func(q string) func(*amqp091.Channel) error {
 		return func(ch *amqp091.Channel) error { _, err := ch.QueuePurge(q, false); return err }
