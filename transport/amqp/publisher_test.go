@@ -43,6 +43,9 @@ func TestTopologyIdempotent(t *testing.T) {
 	if err := tamqp.DeclareTopology(qc, tamqp.TopologyOpts{CalleeID: callee, Quorum: true}); err != nil {
 		t.Fatalf("quorum: %v", err)
 	}
+	if _, err := qc.QueueDelete("hcp.cmd."+callee, false, false, false); err != nil {
+		t.Fatal(err)
+	}
 	if err := tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: "bad.id"}); !errors.Is(err, wire.ErrInvalidValue) {
 		t.Fatalf("bad id: %v", err)
 	}
