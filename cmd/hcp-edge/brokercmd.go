@@ -13,8 +13,7 @@ import (
 // brokerCmd is `hcp-edge broker provision`.
 func brokerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "provision" {
-		fmt.Fprint(stderr, "usage: hcp-edge broker provision --config FILE [--dry-run] [--vhost V] [--callee-user U] [--rabbitmqctl PATH] [--node NODE]\n")
-		return exitUsage
+		return groupUsage(args, "usage: hcp-edge broker provision --config FILE [--dry-run] [--vhost V] [--callee-user U] [--rabbitmqctl PATH] [--node NODE]\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("broker provision", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,7 +25,7 @@ func brokerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	node := fs.String("node", "", "RabbitMQ node (rabbitmqctl -n; default: the local node)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole provisioning")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: hcp-edge broker provision --config FILE [--dry-run] [flags]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge broker provision --config FILE [--dry-run] [flags]
 
 Derives the narrowest RabbitMQ permissions from the agent's configuration and applies them with
 rabbitmqctl (run it on the broker host as root or the rabbitmq user): the vhost of agent.amqp.url;
@@ -49,10 +48,16 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	pos, err := parseArgs(fs, args[1:], stdout)
+	if err != nil {
+		return usageExit(err)
 	}
-	if *cfgPath == "" || fs.NArg() != 0 {
+	if *cfgPath == "" || len(pos) != 0 {
+		if len(pos) != 0 {
+			fmt.Fprintf(stderr, "hcp-edge broker provision: unexpected argument %q\n", pos[0])
+		} else {
+			fmt.Fprintln(stderr, "hcp-edge broker provision: --config is required")
+		}
 		fs.Usage()
 		return exitUsage
 	}
