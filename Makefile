@@ -48,8 +48,8 @@ test-under-load: ## the whole suite with -race -count=3 while a CPU hog keeps ev
 ci-deps: ## install with apt what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
-broker: ## start (installing if needed) a local RabbitMQ with the test vhost and users
-	bash scripts/broker.sh
+broker: build ## start (installing if needed) a local RabbitMQ; users, vhost hcp and permissions from configs/sim.yaml (hcp-edge broker provision); EXTERNAL for TLS
+	HCP_EDGE_BIN=$(BIN)/hcp-edge bash scripts/broker.sh
 
 ci: ci-deps broker tidy-check layers lint build verify-dist demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...

@@ -3,8 +3,10 @@
 #   - installs Debian's rabbitmq-server when it is missing and we are root (or have sudo);
 #   - starts it detached (the systemd service when systemd runs, else rabbitmq-server -detached);
 #   - waits, bounded, until it answers;
-#   - creates the vhost `hcp`, the callee user hcp-edge and the caller users harness-alpha-001
-#     and harness-beta-002, each with a password and permissions on `hcp`;
+#   - creates the callee user hcp-edge and the caller users harness-alpha-001 and
+#     harness-beta-002, each with its development password;
+#   - provisions the vhost `hcp` and their permissions from configs/sim.yaml with
+#     `hcp-edge broker provision` (the narrowest grants: see docs/BROKER.md);
 #   - prints the AMQP URLs it set up.
 # Run it again at any time: every step checks before it acts.
 #
@@ -13,6 +15,8 @@
 #   HCP_BROKER_HOST   host in the printed URLs (default 127.0.0.1)
 #   HCP_BROKER_PORT   AMQP port in the printed URLs (default 5672)
 #   HCP_EDGE_PASS, HCP_ALPHA_PASS, HCP_BETA_PASS   passwords (development defaults below)
+#   HCP_BROKER_VHOST  the vhost to provision (default hcp)
+#   HCP_EDGE_BIN      the hcp-edge binary (default bin/hcp-edge, else `go run ./cmd/hcp-edge`)
 #
 # The transport tests read HCP_AMQP_URL and default to the callee URL printed here
 # (amqp://hcp-edge:hcp-edge-dev@127.0.0.1:5672/hcp).
@@ -21,7 +25,8 @@ set -euo pipefail
 WAIT=${HCP_BROKER_WAIT:-90}
 HOST=${HCP_BROKER_HOST:-127.0.0.1}
 PORT=${HCP_BROKER_PORT:-5672}
-VHOST=hcp
+VHOST=${HCP_BROKER_VHOST:-hcp}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 EDGE_PASS=${HCP_EDGE_PASS:-hcp-edge-dev}
 ALPHA_PASS=${HCP_ALPHA_PASS:-harness-alpha-dev}
 BETA_PASS=${HCP_BETA_PASS:-harness-beta-dev}
@@ -89,35 +94,36 @@ until timeout 20 $SUDO rabbitmqctl -q await_startup >/dev/null 2>&1 && answers; 
 done
 log "running ($(ctl -q eval 'rabbit_misc:version().' 2>/dev/null | tr -d '"' || echo '?'))"
 
-# 4. Vhost, users, permissions — idempotent.
-if ! ctl -q list_vhosts | grep -qx "$VHOST"; then
-  ctl -q add_vhost "$VHOST"
-  log "vhost $VHOST created"
-fi
-
-ensure_user() { # name password tags...
-  local name=$1 pass=$2; shift 2
+# 4. Users with their development passwords, then the vhost and the narrowest permissions
+# derived from the agent's configuration — idempotent.
+ensure_user() { # name password
+  local name=$1 pass=$2
   if ctl -q list_users | awk '{print $1}' | grep -qx "$name"; then
     ctl -q change_password "$name" "$pass" >/dev/null
   else
     ctl -q add_user "$name" "$pass" >/dev/null
     log "user $name created"
   fi
-  ctl -q set_user_tags "$name" "$@" >/dev/null
 }
 
-# No user gets the `impersonator` tag: RabbitMQ then validates the AMQP user_id property
-# against the publishing connection's login, which is how the callee learns who a caller is.
+# No user gets the `impersonator` tag (provision removes it): RabbitMQ then validates the AMQP
+# user_id property against the publishing connection's login, which is how the callee learns
+# who a caller is, and how a caller knows an event is the callee's.
 ensure_user hcp-edge "$EDGE_PASS"
 ensure_user harness-alpha-001 "$ALPHA_PASS"
 ensure_user harness-beta-002 "$BETA_PASS"
 
-# Permissions are regexes over resource names: configure, write, read.
-# Development grants: everyone may declare and use the hcp.* topology in the vhost. A production
-# broker narrows callers to their own hcp.evt.{caller_id} queue (see docs/PROTOCOL-NOTES.md).
-ctl -q set_permissions -p "$VHOST" hcp-edge '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' >/dev/null
-ctl -q set_permissions -p "$VHOST" harness-alpha-001 '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' >/dev/null
-ctl -q set_permissions -p "$VHOST" harness-beta-002 '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' '^(hcp\.|amq\.gen-).*' >/dev/null
+# The permissions are never written by hand: `hcp-edge broker provision` derives them from
+# configs/sim.yaml's callee (agent.amqp) and callers (gate.broker_users, gate.callers).
+if [ -n "${HCP_EDGE_BIN:-}" ]; then edge=("$HCP_EDGE_BIN")
+elif [ -x "$ROOT/bin/hcp-edge" ]; then edge=("$ROOT/bin/hcp-edge")
+else edge=(go run "$ROOT/cmd/hcp-edge"); fi
+HCP_AMQP_URL="amqp://hcp-edge:${EDGE_PASS}@${HOST}:${PORT}/${VHOST}" HCP_CALLEE_ID=hcp-edge \
+  "${edge[@]}" broker provision --config "$ROOT/configs/sim.yaml" | sed 's/^/broker: provision: /' >&2 ||
+  die "broker provision failed"
+
+# 5. TLS: the EXTERNAL mechanism (client certificates) for the TLS tests and production mTLS.
+bash "$ROOT/scripts/broker-tls.sh"
 
 # 5. Print the URLs.
 echo "HCP_AMQP_URL=amqp://hcp-edge:${EDGE_PASS}@${HOST}:${PORT}/${VHOST}"

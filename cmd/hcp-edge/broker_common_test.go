@@ -150,19 +150,17 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit) {
 // connection it dialled first, which a broker restart has closed.
 func (b *brokerEnv) deleteQueuesFresh() {
 	b.t.Cleanup(func() {
-		conn, err := amqp091.DialConfig(amqptest.AlphaURL(), amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
-		if err != nil {
-			b.t.Logf("cleanup: %v", err)
-			return
+		var conns []*amqp091.Connection
+		for _, u := range []string{amqptest.URL(), amqptest.AlphaURL()} {
+			conn, err := amqp091.DialConfig(u, amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
+			if err != nil {
+				b.t.Logf("cleanup: %v", err)
+				return
+			}
+			defer conn.Close()
+			conns = append(conns, conn)
 		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
-		_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
-		_ = ch.Close()
+		deleteQueues(b.t.(*testing.T), conns[0], conns[1], b.calleeID, b.callerID)
 	})
 }
 
@@ -186,7 +184,7 @@ func startOutageProxy(t *testing.T) *outageProxy {
 
 // url is the daemon's broker URL through the proxy (the callee's login).
 func (o *outageProxy) url() string {
-	u, err := amqp091.ParseURI(testBrokerURL)
+	u, err := amqp091.ParseURI(testBrokerURL())
 	if err != nil {
 		o.t.Fatal(err)
 	}

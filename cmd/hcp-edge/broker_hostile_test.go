@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 
 	"github.com/hcp-edge/hcp-edge/session/executor"
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -40,22 +40,21 @@ func publishCommand(t *testing.T, conn *amqp091.Connection, callee string, p amq
 	}
 }
 
-// tapOn is a server-named queue on conn bound to {caller}.# on hcp.events.
+// tapOn is caller's own event queue, declared afresh and consumed with its
+// login (conn): the only queue a caller may read.
 func tapOn(t *testing.T, conn *amqp091.Connection, caller string) <-chan amqp091.Delivery {
 	t.Helper()
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ch.Close() })
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err == nil {
-		err = ch.QueueBind(q.Name, caller+".#", wire.EventsExchange, false, nil)
-	}
-	if err != nil {
+	q := wire.EventQueuePrefix + caller
+	_, _ = ch.QueueDelete(q, false, false, false) // an earlier test's
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: caller}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	t.Cleanup(func() { _, _ = ch.QueueDelete(q, false, false, false); _ = ch.Close() })
+	ds, err := ch.Consume(q, "", true, true, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,28 +73,10 @@ func tapOn(t *testing.T, conn *amqp091.Connection, caller string) <-chan amqp091
 // consuming.
 func TestDaemonPoisonAndHostile(t *testing.T) {
 	b := newBrokerEnv(t)
-	// harness-beta-002 gets a caller id of its own, so that the impostor's
-	// refusal has a route: its login's own queue.
-	betaCaller := b.callerID + "-beta"
-	cfg, err := os.ReadFile(b.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(cfg)
-	alphaLogin := fmt.Sprintf("\n    %s: %s\n", amqptest.AlphaUser, b.callerID) // in gate.broker_users
-	alphaCaller := fmt.Sprintf("\n    %s:\n", b.callerID)                       // in gate.callers
-	for from, to := range map[string]string{
-		alphaLogin:  alphaLogin + fmt.Sprintf("    %s: %s\n", amqptest.BetaUser, betaCaller),
-		alphaCaller: fmt.Sprintf("\n    %s:\n      capabilities: [rig-status]\n      max_risk_level: R1\n      max_data_classification: T1", betaCaller) + alphaCaller,
-	} {
-		if strings.Count(s, from) != 1 {
-			t.Fatalf("fixture: %q %d times in the configuration", from, strings.Count(s, from))
-		}
-		s = strings.Replace(s, from, to, 1)
-	}
-	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// configs/sim.yaml maps harness-beta-002 to a caller id of its own
+	// (rig-status only), so that the impostor's refusal has a route: its
+	// login's own queue.
+	betaCaller := amqptest.BetaID
 	beta := amqptest.Dial(t, amqptest.BetaURL())
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })

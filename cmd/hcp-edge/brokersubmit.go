@@ -27,10 +27,13 @@ const brokerAnswerWait = 60 * time.Second
 type brokerSubmitOpts struct {
 	URL      string // the caller's broker login, amqp:// or amqps://
 	CalleeID string // hcp.cmd.{callee_id}
-	CA, Cert string // amqps:// only
-	Key      string
-	State    string // the caller's state file ("": a temporary one)
-	Watch    bool
+	// CalleeUser is the callee's broker user: only its messages are
+	// accepted ("": the callee id).
+	CalleeUser string
+	CA, Cert   string // amqps:// only
+	Key        string
+	State      string // the caller's state file ("": a temporary one)
+	Watch      bool
 }
 
 // defaultCalleeID is $HCP_CALLEE_ID, else rigconfig.DefaultCalleeID.
@@ -72,8 +75,11 @@ func brokerSubmit(ctx context.Context, env *wire.Envelope, o brokerSubmitOpts, s
 	early := make(chan *wire.Envelope, 64)
 	t0 := time.Now()
 	c, err := caller.New(db, caller.Opts{URL: o.URL, CallerID: ts.CallerID, CalleeID: o.CalleeID,
-		TLS:    tlsOf(o),
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		CalleeUser: o.CalleeUser,
+		TLS:        tlsOf(o),
+		// Warnings too: a delivery dropped because someone else published it,
+		// and an event queue reused as it is, are for the operator to see.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Unclaimed: func(e *wire.Envelope) {
 			if ev, err := e.Event(); err == nil && ev.EventType == engine.EventApprovalPending && !e.Timestamp.Before(t0.Add(-time.Second)) {
 				select {

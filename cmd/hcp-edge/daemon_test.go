@@ -24,6 +24,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 )
 
 // hangGuard bounds every wait of these tests: a guard against hangs, never a
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "built %s in %v\n", bin, time.Since(t0).Round(time.Millisecond))
-	code := m.Run()
+	code := amqptest.Main(m) // m.Run, then the bench vhost deleted
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

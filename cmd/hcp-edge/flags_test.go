@@ -16,6 +16,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"approve"}, {"deny"}, {"abort"}, {"pause"}, {"resume"}, {"sessions"},
 		{"artifact"}, {"artifact", "get"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
+		{"broker"}, {"broker", "provision"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -30,7 +31,7 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"status", "--no-such-flag"}, {"status", "extra"}, {"estop", "--json=maybe"},
-		{"sessions", "x"}, {"audit", "verify", "x"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"},
+		{"sessions", "x"}, {"audit", "verify", "x"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {

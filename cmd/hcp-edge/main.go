@@ -103,6 +103,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return envelopeCmd(ctx, args[1:], stdout, stderr)
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
+	case "broker":
+		return brokerCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -133,6 +135,7 @@ commands:
   artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
   audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle
   envelope  envelope coverage: every writable channel and the rule that bounds it
+  broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.

@@ -93,6 +93,7 @@ flags:
 	var bo brokerSubmitOpts // brokersubmit.go
 	fs.StringVar(&bo.URL, "broker", "", "submit through the HCP broker at this amqp:// or amqps:// URL (the caller's login)")
 	fs.StringVar(&bo.CalleeID, "callee", defaultCalleeID(), "with --broker: the agent's callee id")
+	fs.StringVar(&bo.CalleeUser, "callee-user", "", "with --broker: the agent's broker user; events and results published by anyone else are dropped (default: the callee id)")
 	fs.StringVar(&bo.CA, "broker-ca", "", "with an amqps:// --broker: CA file")
 	fs.StringVar(&bo.Cert, "broker-cert", "", "with an amqps:// --broker: client certificate file")
 	fs.StringVar(&bo.Key, "broker-key", "", "with an amqps:// --broker: client key file")

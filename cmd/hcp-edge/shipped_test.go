@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
@@ -187,17 +186,15 @@ func TestShippedCapabilities(t *testing.T) {
 	if sim.dir == rig.DefaultOpts().Dir {
 		t.Fatal("the simulator must not use the shared default run directory")
 	}
-	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
-	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-shipped-" + suffix, callerID: shippedCaller}
+	// The shipped ids on the process's own bench vhost, provisioned as
+	// `hcp-edge broker provision` provisions configs/sim.yaml.
+	edge := amqptest.Dial(t, amqptest.URL())
+	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
 	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
 	b.sock = filepath.Join(b.dir, "control.sock")
-	t.Cleanup(func() { // the callee's own command queue; the caller's queue is the caller's
-		if ch, err := conn.Channel(); err == nil {
-			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
-			_ = ch.Close()
-		}
-	})
-	t.Setenv("HCP_AMQP_URL", testBrokerURL)
+	deleteQueues(t, edge, conn, b.calleeID, b.callerID)
+	t.Cleanup(func() { deleteQueues(t, edge, conn, b.calleeID, b.callerID) })
+	t.Setenv("HCP_AMQP_URL", testBrokerURL())
 	t.Setenv("HCP_CALLEE_ID", b.calleeID)
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })

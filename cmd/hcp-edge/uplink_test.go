@@ -22,14 +22,15 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/store"
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// testBrokerURL is the callee's broker URL (amqptest.URL, read before init
-// clears HCP_AMQP_URL).
-var testBrokerURL = amqptest.URL()
+// testBrokerURL is the callee's broker URL on the bench vhost (amqptest.URL
+// reads HCP_AMQP_URL as it was before init cleared it).
+func testBrokerURL() string { return amqptest.URL() }
 
 // init keeps the daemons of the other tests off the broker even when the
 // environment (make ci) sets HCP_AMQP_URL: they would all consume the
@@ -49,6 +50,8 @@ type brokerEnv struct {
 	conn     *amqp091.Connection // harness-alpha-001's, for the tap and cleanup
 	calleeID string
 	callerID string
+	taps     chan amqp091.Delivery // tap's channel
+	stopTap  func()                // hands the caller's queue from tap to the client
 }
 
 // newBrokerEnv checks the broker (skipping loudly, or failing under
@@ -57,40 +60,36 @@ type brokerEnv struct {
 func newBrokerEnv(t *testing.T) *brokerEnv {
 	t.Helper()
 	conn := amqptest.Dial(t, amqptest.AlphaURL())
-	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
-	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-uplinktest-" + suffix, callerID: "uplinktest-" + suffix}
-	t.Cleanup(func() {
-		if ch, err := conn.Channel(); err == nil {
-			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
-			_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
-			_ = ch.Close()
-		}
-	})
+	edge := amqptest.Dial(t, amqptest.URL())
+	// The shipped ids on the process's own bench vhost: configs/sim.yaml
+	// maps harness-alpha-001's login to itself, as the bench provisions it.
+	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
+	deleteQueues(t, edge, conn, b.calleeID, b.callerID)
+	t.Cleanup(func() { deleteQueues(t, edge, conn, b.calleeID, b.callerID) })
 	b.env = newEnv(t, nil)
 	cfg, err := os.ReadFile(b.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sim.yaml maps the development harness to itself; the test maps its
-	// login to a caller id of its own instead.
-	mapping := fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, amqptest.AlphaUser)
-	callers := "\n  callers:\n"
-	if !strings.Contains(string(cfg), "\ngate:\n") || !strings.Contains(string(cfg), mapping) || !strings.Contains(string(cfg), callers) {
-		t.Fatal("fixture: sim.yaml's gate section does not map " + amqptest.AlphaUser + " to itself")
+	mapping := fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, amqptest.AlphaID)
+	if !strings.Contains(string(cfg), "\ngate:\n") || !strings.Contains(string(cfg), mapping) {
+		t.Fatal("fixture: sim.yaml's gate section does not map " + amqptest.AlphaUser + " to " + amqptest.AlphaID)
 	}
-	s := strings.Replace(string(cfg), mapping, fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, b.callerID), 1)
-	s = strings.Replace(s, callers, callers+fmt.Sprintf(`    %s:
-      capabilities: [cvd-material-synthesis, rig-status]
-      max_risk_level: R3
-      max_data_classification: T2
-`, b.callerID), 1)
-	cfg = []byte(s)
-	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HCP_AMQP_URL", testBrokerURL)
+	t.Setenv("HCP_AMQP_URL", testBrokerURL())
 	t.Setenv("HCP_CALLEE_ID", b.calleeID)
 	return b
+}
+
+// deleteQueues deletes the callee's command queue (with the callee's login,
+// the only one allowed to) and the caller's event queue (with the caller's):
+// each test starts and ends with neither, as the broker's users allow.
+func deleteQueues(t *testing.T, edge, caller *amqp091.Connection, calleeID, callerID string) {
+	for conn, q := range map[*amqp091.Connection]string{edge: "hcp.cmd." + calleeID, caller: "hcp.evt." + callerID} {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(q, false, false, false)
+			_ = ch.Close()
+		}
+	}
 }
 
 // statusJSON is hcp-edge status --json.
@@ -120,27 +119,41 @@ func (e *env) waitUplink(what string, ok func(*uplinkStatus) bool) *uplinkStatus
 	}
 }
 
-// tap is a server-named queue bound like the caller's queue: it sees every
-// message to the caller as the broker delivers it, properties and all.
+// tap sees every message to the caller as the broker delivers it,
+// properties and all. The caller's login may read only its own queue (no
+// second queue bound with its keys), so the tap consumes that queue itself
+// until a client starts; from then on the client hands it every delivery
+// (caller.Opts.Tap).
 func (b *brokerEnv) tap() <-chan amqp091.Delivery {
 	b.t.Helper()
+	if b.taps != nil {
+		b.t.Fatal("tap: one per test")
+	}
+	b.taps = make(chan amqp091.Delivery, 1<<14)
 	ch, err := b.conn.Channel()
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { _ = ch.Close() })
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err == nil {
-		err = ch.QueueBind(q.Name, b.callerID+".#", wire.EventsExchange, false, nil)
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: b.callerID, MessageTTL: 24 * time.Hour, MaxLength: 100000}); err != nil {
+		b.t.Fatal(err)
 	}
+	ds, err := ch.Consume(wire.EventQueuePrefix+b.callerID, "tap", true, true, false, false, nil)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		b.t.Fatal(err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for d := range ds {
+			b.taps <- d
+		}
+	}()
+	b.stopTap = func() {
+		_ = ch.Cancel("tap", false)
+		<-done // every delivery the raw consumer got is in taps
 	}
-	return ds
+	return b.taps
 }
 
 // client starts a transport/caller client as the caller.
@@ -150,9 +163,16 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.AlphaURL(), CallerID: b.callerID, CalleeID: b.calleeID,
+	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: b.callerID, CalleeID: b.calleeID,
 		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if b.stopTap != nil { // the client takes over the queue and feeds the tap
+		b.stopTap()
+		b.stopTap = nil
+		taps := b.taps
+		opts.Tap = func(d amqp091.Delivery) { taps <- d }
+	}
+	c, err := caller.New(db, opts)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -466,23 +486,21 @@ func (p *proxy) close() {
 // caller's queue, in order. Then close with nothing left.
 func TestUplinkBrokerAppearsLater(t *testing.T) {
 	conn := amqptest.Dial(t, amqptest.AlphaURL())
-	u0, err := amqp091.ParseURI(testBrokerURL)
+	u0, err := amqp091.ParseURI(testBrokerURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := closedPort(t)
 	u0.Host, u0.Port = strings.Split(addr, ":")[0], mustPort(t, addr)
-	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
-	callee, callerID := "hcp-edge-later-"+suffix, "later-"+suffix
+	callee, callerID := amqptest.CalleeID, amqptest.AlphaID
+	edge := amqptest.Dial(t, amqptest.URL())
+	deleteQueues(t, edge, conn, callee, callerID)
+	t.Cleanup(func() { deleteQueues(t, edge, conn, callee, callerID) })
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_, _ = ch.QueueDelete("hcp.cmd."+callee, false, false, false)
-		_, _ = ch.QueueDelete("hcp.evt."+callerID, false, false, false)
-		_ = ch.Close()
-	})
+	t.Cleanup(func() { _ = ch.Close() })
 
 	var f rigconfig.File
 	f.Agent.StateDir = t.TempDir()
@@ -511,17 +529,12 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 	if err := up.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The caller's queue exists before anything is published.
-	q, err := ch.QueueDeclare("hcp.evt."+callerID, true, false, false, false, nil)
-	if err == nil {
-		err = ch.ExchangeDeclare(wire.EventsExchange, "topic", true, false, false, false, nil)
-	}
-	if err == nil {
-		err = ch.QueueBind(q.Name, callerID+".#", wire.EventsExchange, false, nil)
-	}
-	if err != nil {
+	// The caller's queue exists before anything is published (the bench
+	// vhost has the exchanges).
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: callerID}); err != nil {
 		t.Fatal(err)
 	}
+	q := amqp091.Queue{Name: "hcp.evt." + callerID}
 	sid := uuid.New()
 	const n = 20
 	var ids []string
@@ -597,7 +610,7 @@ func mustPort(t *testing.T, addr string) int {
 // u0Target is the real broker's host:port.
 func u0Target(t *testing.T) string {
 	t.Helper()
-	u, err := amqp091.ParseURI(testBrokerURL)
+	u, err := amqp091.ParseURI(testBrokerURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,6 +640,20 @@ func (b *brokerEnv) writeTask(capability string, inputs string) string {
 // --watch, and a refusal (a capability outside the caller's ACL) exits 1.
 func TestUplinkSubmitCLI(t *testing.T) {
 	b := newBrokerEnv(t)
+	// This caller may not run leak-check here (the gate's ACL only; the
+	// broker's permissions do not depend on capabilities).
+	cfg, err := os.ReadFile(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const all = "capabilities: [cvd-material-synthesis, rig-status, leak-check]"
+	if strings.Count(string(cfg), all) != 1 {
+		t.Fatalf("fixture: %q not once in the configuration", all)
+	}
+	cfg = []byte(strings.Replace(string(cfg), all, "capabilities: [cvd-material-synthesis, rig-status]", 1))
+	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	rs := b.writeTask(executor.RigStatusName, `{"include":["furnace","interlock"]}`)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -36,8 +34,8 @@ func BenchmarkLatency(b *testing.B) {
 
 func latency(b *testing.B, rate, n int) {
 	conn := amqptest.Dial(b, amqptest.URL())
-	cconn := amqptest.Dial(b, amqptest.URL()) // the consumer has a connection of its own
-	caller := "bench-" + uuid.NewString()[:8]
+	cconn := amqptest.Dial(b, amqptest.AlphaURL()) // the consumer (the caller) has a connection of its own
+	caller := amqptest.AlphaID
 	benchQueue(b, conn, caller)
 	qname, _ := wire.EventQueue(caller)
 	cch, err := cconn.Channel()

@@ -40,8 +40,9 @@ func benchEvents(b *testing.B, caller string, n int) []outbox.Message {
 	return ms
 }
 
-func benchQueue(b *testing.B, conn *amqp091.Connection, caller string) *amqp091.Channel {
-	ch, err := conn.Channel()
+func benchQueue(b *testing.B, _ *amqp091.Connection, caller string) *amqp091.Channel {
+	// The caller declares its own queue (the callee may not).
+	ch, err := amqptest.Dial(b, amqptest.AlphaURL()).Channel()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func waitEmpty(b *testing.B, ob *outbox.Outbox) {
 // amqp091-go publisher, in the same run; outbox/bare is the ratio.
 func BenchmarkOutboxVsBare(b *testing.B) {
 	conn := amqptest.Dial(b, amqptest.URL())
-	caller := "bench-" + uuid.NewString()[:8]
+	caller := amqptest.AlphaID
 	benchQueue(b, conn, caller)
 	const n = 2000
 	ms := benchEvents(b, caller, n)
@@ -202,7 +203,7 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 func BenchmarkOutboxVsBareConcurrent(b *testing.B) {
 	const producers = 4
 	conn := amqptest.Dial(b, amqptest.URL())
-	caller := "bench-" + uuid.NewString()[:8]
+	caller := amqptest.AlphaID
 	benchQueue(b, conn, caller)
 	const n = 2000
 	ms := benchEvents(b, caller, n)
@@ -232,7 +233,7 @@ func BenchmarkDrain(b *testing.B) {
 		n = v
 	}
 	conn := amqptest.Dial(b, amqptest.URL())
-	caller := "bench-" + uuid.NewString()[:8]
+	caller := amqptest.AlphaID
 	benchQueue(b, conn, caller)
 	ms := benchEvents(b, caller, n)
 	ob, db := benchOutbox(b)

@@ -37,7 +37,7 @@ func fastBackoff() tamqp.Backoff {
 func startCallee(t *testing.T, events int, opts tamqp.InboxOpts) *callee {
 	t.Helper()
 	amqptest.Dial(t, amqptest.URL()) // skips loudly without a broker
-	c := &callee{id: "test-callee-" + uuid.NewString()[:8]}
+	c := &callee{id: amqptest.CalleeID}
 	var err error
 	c.db, err = bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -169,7 +169,7 @@ func quiet(t *testing.T, ds <-chan amqp091.Delivery, within time.Duration) {
 // TestInboxRepublishedSubmit: the same task_submit twice yields the same
 // task_accepted twice and exactly one session.
 func TestInboxRepublishedSubmit(t *testing.T) {
-	caller := "alpha-" + uuid.NewString()[:8]
+	caller := amqptest.AlphaID
 	c := startCallee(t, 0, tamqp.InboxOpts{})
 	alpha := amqptest.Dial(t, amqptest.AlphaURL())
 	ds := eventQueue(t, alpha, caller)
@@ -209,8 +209,8 @@ func TestInboxRepublishedSubmit(t *testing.T) {
 // TestInboxHostile: poison and hostile commands are refused with the right
 // answer, nothing reaches the engine, and the consumer keeps consuming.
 func TestInboxHostile(t *testing.T) {
-	alphaID := "alpha-" + uuid.NewString()[:8]
-	betaID := "beta-" + uuid.NewString()[:8]
+	alphaID := amqptest.AlphaID
+	betaID := amqptest.BetaID
 	c := startCallee(t, 0, tamqp.InboxOpts{
 		MaxBodySize: 4096,
 		CallerOf: func(user string) (string, bool) {

@@ -1,4 +1,4 @@
-package amqp
+package amqp_test
 
 import (
 	"context"
@@ -13,32 +13,40 @@ import (
 	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/outbox"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
 func TestTopologyIdempotent(t *testing.T) {
-	conn := dial(t)
+	conn := amqptest.Dial(t, amqptest.URL())
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	callee := "test-callee-" + uuid.NewString()[:8]
+	callee := amqptest.CalleeID
 	for i := 0; i < 2; i++ {
-		if err := DeclareTopology(ch, TopologyOpts{CalleeID: callee}); err != nil {
+		if err := tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: callee}); err != nil {
 			t.Fatalf("declare %d: %v", i, err)
 		}
 	}
 	t.Cleanup(func() { ch.QueueDelete("hcp.cmd."+callee, false, false, false) })
+	// The same queue as a quorum queue (the callee may configure only its
+	// own command queue): deleted first, since a queue's type cannot change.
+	if _, err := ch.QueueDelete("hcp.cmd."+callee, false, false, false); err != nil {
+		t.Fatal(err)
+	}
 	qc, _ := conn.Channel()
 	defer qc.Close()
-	qname := "hcp.cmd." + callee + "-q"
-	if err := DeclareTopology(qc, TopologyOpts{CalleeID: callee + "-q", Quorum: true}); err != nil {
+	if err := tamqp.DeclareTopology(qc, tamqp.TopologyOpts{CalleeID: callee, Quorum: true}); err != nil {
 		t.Fatalf("quorum: %v", err)
 	}
-	qc.QueueDelete(qname, false, false, false)
-	if err := DeclareTopology(ch, TopologyOpts{CalleeID: "bad.id"}); !errors.Is(err, wire.ErrInvalidValue) {
+	if _, err := qc.QueueDelete("hcp.cmd."+callee, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: "bad.id"}); !errors.Is(err, wire.ErrInvalidValue) {
 		t.Fatalf("bad id: %v", err)
 	}
 }
@@ -46,14 +54,15 @@ func TestTopologyIdempotent(t *testing.T) {
 // TestPublisherDrainsInOrder: a backlog of events goes out in outbox order with
 // L1's properties, the outbox empties, and new appends keep flowing.
 func TestPublisherDrainsInOrder(t *testing.T) {
-	conn := dial(t)
-	ch, err := conn.Channel()
+	conn := amqptest.Dial(t, amqptest.URL())
+	// The caller declares and reads its queue; the callee publishes.
+	ch, err := amqptest.Dial(t, amqptest.AlphaURL()).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	caller := "test-caller-" + uuid.NewString()[:8]
-	if err := DeclareCallerQueue(ch, CallerQueueOpts{CallerID: caller, MessageTTL: time.Hour, MaxLength: 100000}); err != nil {
+	caller := amqptest.AlphaID
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: caller, MessageTTL: time.Hour, MaxLength: 100000}); err != nil {
 		t.Fatal(err)
 	}
 	qname, _ := wire.EventQueue(caller)
@@ -82,7 +91,7 @@ func TestPublisherDrainsInOrder(t *testing.T) {
 	for i := 1; i <= backlog; i++ {
 		appendEvent(i)
 	}
-	pub, err := NewPublisher(ob, PublisherOpts{Window: 64})
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Window: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +158,13 @@ func TestPublisherDrainsInOrder(t *testing.T) {
 // TestPublisherConnectionClosed: closing the connection under Run ends it with an
 // error and leaves unconfirmed messages in the outbox.
 func TestPublisherConnectionClosed(t *testing.T) {
-	conn := dial(t)
+	conn := amqptest.Dial(t, amqptest.URL())
 	ob, err := outbox.Open(filepath.Join(t.TempDir(), "ob.db"), outbox.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ob.Close()
-	pub, _ := NewPublisher(ob, PublisherOpts{})
+	pub, _ := tamqp.NewPublisher(ob, tamqp.PublisherOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

@@ -80,6 +80,9 @@ type SupervisorOpts struct {
 	Rand func() float64
 	// Declare (re)declares the topology on a fresh channel after every connect.
 	Declare func(ch *amqp091.Channel) error
+	// DeclareConn, when set, replaces Declare: it gets the connection, for a
+	// declaration that may need a second channel (DeclareCallerTopology).
+	DeclareConn func(conn *amqp091.Connection) error
 	// Workers run on every connection beside the outbox publisher.
 	Workers   []Worker
 	Publisher PublisherOpts
@@ -171,6 +174,13 @@ func NewSupervisor(ob *outbox.Outbox, opts SupervisorOpts) (*Supervisor, error) 
 		if s.tls, err = loadTLS(opts.TLS, u.Hostname()); err != nil {
 			return nil, err
 		}
+		// A login by client certificate (auth_mechanism=external, no user in
+		// the URL): the broker's user is the certificate's common name
+		// (rabbitmq_auth_mechanism_ssl with ssl_cert_login_from =
+		// common_name), and so is the user_id the messages carry.
+		if s.opts.Publisher.UserID == "" && len(s.tls.Certificates) > 0 && s.tls.Certificates[0].Leaf != nil {
+			s.opts.Publisher.UserID = s.tls.Certificates[0].Leaf.Subject.CommonName
+		}
 	case "amqp":
 		if opts.TLS != (TLSConfig{}) {
 			return nil, errors.New("amqp: TLS files given for an amqp:// URL; use amqps://")
@@ -178,7 +188,7 @@ func NewSupervisor(ob *outbox.Outbox, opts SupervisorOpts) (*Supervisor, error) 
 	default:
 		return nil, fmt.Errorf("amqp: broker URL scheme %q: want amqp or amqps", u.Scheme)
 	}
-	if s.pub, err = NewPublisher(ob, opts.Publisher); err != nil {
+	if s.pub, err = NewPublisher(ob, s.opts.Publisher); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -207,6 +217,11 @@ func loadTLS(c TLSConfig, host string) (*tls.Config, error) {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("amqp: TLS client certificate: %w", err)
+		}
+		if cert.Leaf == nil && len(cert.Certificate) > 0 {
+			if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+				return nil, fmt.Errorf("amqp: TLS client certificate: %w", err)
+			}
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -356,6 +371,9 @@ func (s *Supervisor) dial() (*amqp091.Connection, error) {
 }
 
 func (s *Supervisor) declare(conn *amqp091.Connection) error {
+	if s.opts.DeclareConn != nil {
+		return s.opts.DeclareConn(conn)
+	}
 	if s.opts.Declare == nil {
 		return nil
 	}

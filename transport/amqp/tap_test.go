@@ -1,38 +1,36 @@
 package amqp_test
 
 import (
-	"strings"
 	"testing"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// eventTap declares the exchanges and a private auto-delete queue on conn,
-// bound to hcp.events under a routing key of its own (prefix + the queue's
-// name), and consumes it: the key to publish under and the deliveries.
-func eventTap(t *testing.T, conn *amqp091.Connection, prefix string) (string, <-chan amqp091.Delivery) {
+// eventTap is the caller's (alpha's) event queue, declared, purged and
+// consumed by alpha's own login — what the provisioned broker lets a caller
+// do: the key to publish under (the callee publishes with conn) and the
+// deliveries. The queue is deleted at cleanup.
+func eventTap(t *testing.T, _ *amqp091.Connection, prefix string) (string, <-chan amqp091.Delivery) {
 	t.Helper()
-	ch, err := conn.Channel()
+	ch, err := amqptest.Dial(t, amqptest.AlphaURL()).Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tamqp.DeclareExchanges(ch); err != nil {
+	q, _ := wire.EventQueue(amqptest.AlphaID)
+	if _, err := ch.QueueDelete(q, false, false, false); err != nil { // an earlier test's, with its arguments
 		t.Fatal(err)
 	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: amqptest.AlphaID}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.QueueDelete(q, false, false, false) })
+	ds, err := ch.Consume(q, "", true, true, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := prefix + "." + strings.ReplaceAll(q.Name, ".", "-")
-	if err := ch.QueueBind(q.Name, key, wire.EventsExchange, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, ds
+	return amqptest.AlphaID + "." + prefix, ds
 }

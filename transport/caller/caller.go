@@ -30,7 +30,14 @@ type Opts struct {
 	TLS      tamqp.TLSConfig // with amqps://
 	CallerID string          // required: queue hcp.evt.{caller_id}
 	CalleeID string          // required: commands go to hcp.commands with this key
-	Prefetch int             // default 10 (L1's recommendation)
+	// CalleeUser is the callee's broker user: a message on the event queue
+	// is accepted only when its AMQP user_id (which RabbitMQ validates
+	// against the publishing connection's login) is this user; anything else
+	// is dropped, logged with its publisher and counted (Stats.Forged).
+	// Default: CalleeID (the convention of scripts/broker.sh and
+	// `hcp-edge broker provision` examples: the callee logs in as its id).
+	CalleeUser string
+	Prefetch   int // default 10 (L1's recommendation)
 	// MessageTTL and MaxLength of hcp.evt.{caller_id} (defaults 24 h and
 	// 100,000, drop-head, as L1 recommends). They must match an existing queue.
 	MessageTTL time.Duration
@@ -48,6 +55,10 @@ type Opts struct {
 	Bucket  string
 	Backoff tamqp.Backoff
 	Logger  *slog.Logger
+	// Tap, when set, sees every delivery as the broker delivered it
+	// (properties and all), before any check: for diagnostics and tests.
+	// It must not block for long.
+	Tap func(amqp091.Delivery)
 	// Unclaimed receives, in order, messages of sessions this client neither
 	// submitted nor watches (default: logged and dropped).
 	Unclaimed func(*wire.Envelope)
@@ -64,6 +75,12 @@ type Stats struct {
 	// PropertyViolations counts delivered messages whose routing key,
 	// delivery_mode or content_encoding deviate from L1 (still processed).
 	PropertyViolations uint64
+	// Forged counts deliveries dropped because their user_id was not the
+	// callee's broker user (or was absent).
+	Forged uint64
+	// ReusedQueue is true when the event queue existed with other arguments
+	// and is used as it is (a passive declare).
+	ReusedQueue bool
 }
 
 // Client is a caller harness's side of HCP L1. See the package documentation.
@@ -85,7 +102,8 @@ type Client struct {
 	pending  map[string]*Task // by task_submit message_id
 	sessions map[uuid.UUID]*session
 
-	delivered, duplicates, reordered, skipped, invalid, resubmits, violations atomic.Uint64
+	delivered, duplicates, reordered, skipped, invalid, resubmits, violations, forged atomic.Uint64
+	reusedQueue                                                                       atomic.Bool
 }
 
 var bucketSessions = []byte("sessions")
@@ -120,6 +138,9 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 	}
 	if err := wire.CheckID(opts.CalleeID); err != nil {
 		return nil, fmt.Errorf("caller: callee_id: %w", err)
+	}
+	if opts.CalleeUser == "" {
+		opts.CalleeUser = opts.CalleeID
 	}
 	if opts.Prefetch <= 0 {
 		opts.Prefetch = 10
@@ -165,8 +186,15 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 	c.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL: opts.URL, TLS: opts.TLS, Backoff: opts.Backoff, Logger: opts.Logger,
 		ConnectionName: "hcp-caller " + opts.CallerID,
-		Declare: func(ch *amqp091.Channel) error {
-			return tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: opts.CallerID, MessageTTL: opts.MessageTTL, MaxLength: opts.MaxLength})
+		DeclareConn: func(conn *amqp091.Connection) error {
+			reused, reason, err := tamqp.DeclareCallerTopology(tamqp.ConnOpener(conn),
+				tamqp.CallerQueueOpts{CallerID: opts.CallerID, MessageTTL: opts.MessageTTL, MaxLength: opts.MaxLength})
+			if reused {
+				c.log.Warn("caller: the event queue exists with other arguments: using it as it is (passive declare)",
+					"queue", wire.EventQueuePrefix+opts.CallerID, "broker", reason)
+				c.reusedQueue.Store(true)
+			}
+			return err
 		},
 		Workers: []tamqp.Worker{c.consume},
 	})
@@ -186,7 +214,8 @@ func (c *Client) Supervisor() *tamqp.Supervisor { return c.sup }
 // Stats returns the counters.
 func (c *Client) Stats() Stats {
 	return Stats{Delivered: c.delivered.Load(), Duplicates: c.duplicates.Load(), Reordered: c.reordered.Load(),
-		Skipped: c.skipped.Load(), Invalid: c.invalid.Load(), Resubmits: c.resubmits.Load(), PropertyViolations: c.violations.Load()}
+		Skipped: c.skipped.Load(), Invalid: c.invalid.Load(), Resubmits: c.resubmits.Load(), PropertyViolations: c.violations.Load(),
+		Forged: c.forged.Load(), ReusedQueue: c.reusedQueue.Load()}
 }
 
 // Close stops resubmitting, consuming and publishing, and waits. Open tasks'
@@ -425,6 +454,14 @@ func (c *Client) consume(ctx context.Context, conn *amqp091.Connection) error {
 	}
 }
 
+// publisher names a delivery's user_id for the log.
+func publisher(userID string) string {
+	if userID == "" {
+		return "(no user_id: publisher unknown)"
+	}
+	return userID
+}
+
 func (c *Client) dropHeld() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -438,6 +475,18 @@ func (c *Client) dropHeld() {
 // process handles one delivery. An error ends the worker (the Supervisor
 // reconnects; unacked deliveries come back).
 func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
+	if c.opts.Tap != nil {
+		c.opts.Tap(d)
+	}
+	// Only the callee publishes onto hcp.events on a provisioned broker, but
+	// a broker with broader grants (or another exchange bound to the queue)
+	// could carry anyone's message: trust none but the callee's login.
+	if d.UserId != c.opts.CalleeUser {
+		c.forged.Add(1)
+		c.log.Warn("caller: delivery not published by the callee dropped", "publisher", publisher(d.UserId),
+			"want", c.opts.CalleeUser, "routing_key", d.RoutingKey, "exchange", d.Exchange, "type", d.Type, "message_id", d.MessageId)
+		return d.Ack(false)
+	}
 	env, err := c.dec.Decode(d.Body)
 	if err == nil {
 		err = wire.CheckProperties(wire.Properties{ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,

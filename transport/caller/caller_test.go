@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
@@ -46,7 +45,7 @@ type callee struct {
 func startCallee(t *testing.T, callerID string, events int, interval time.Duration) *callee {
 	t.Helper()
 	amqptest.Dial(t, amqptest.URL())
-	c := &callee{id: "test-callee-" + uuid.NewString()[:8]}
+	c := &callee{id: amqptest.CalleeID}
 	db := openDB(t)
 	var err error
 	if c.ob, err = outbox.New(db, outbox.Opts{}); err != nil {
@@ -82,7 +81,7 @@ func startCallee(t *testing.T, callerID string, events int, interval time.Durati
 }
 
 func cleanupQueue(t *testing.T, q string) {
-	conn, err := amqp091.Dial(amqptest.URL())
+	conn, err := amqp091.Dial(amqptest.AlphaURL()) // the caller deletes its own queue
 	if err != nil {
 		return
 	}
@@ -162,7 +161,7 @@ func collect(t *testing.T, task *caller.Task, n int, within time.Duration) {
 // and the outbox publisher; the caller sees every message once, in order,
 // with L1's routing keys and properties.
 func TestEndToEnd(t *testing.T) {
-	callerID := "alpha-" + uuid.NewString()[:8]
+	callerID := amqptest.AlphaID
 	c := startCallee(t, callerID, 100, 0)
 	cl := startCaller(t, callerID, c.id, caller.Opts{})
 	task := submit(t, cl)
@@ -181,7 +180,7 @@ func TestEndToEnd(t *testing.T) {
 // republished with the same message_id; the callee, once up, answers once per
 // copy from its window, runs one session, and the caller delivers one answer.
 func TestResubmitUntilAnswered(t *testing.T) {
-	callerID := "alpha-" + uuid.NewString()[:8]
+	callerID := amqptest.AlphaID
 	c := startCallee(t, callerID, 5, 0)
 	c.sup.Close() // the callee goes away; its queue stays
 	cl := startCaller(t, callerID, c.id, caller.Opts{ResubmitInterval: 100 * time.Millisecond})
@@ -222,7 +221,7 @@ func TestBrokerRestart(t *testing.T) {
 		amqptest.MissingPeer(t, "rabbitmqctl for the local broker: "+err.Error(), "run as root or the rabbitmq user")
 	}
 	amqptest.HoldExclusive(t) // no other package's broker test runs while the broker is down
-	callerID := "alpha-" + uuid.NewString()[:8]
+	callerID := amqptest.AlphaID
 	const n = 300
 	c := startCallee(t, callerID, n, 10*time.Millisecond)
 	cl := startCaller(t, callerID, c.id, caller.Opts{})

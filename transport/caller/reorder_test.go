@@ -18,6 +18,9 @@ import (
 // fakeCallee publishes event-channel messages for a session straight to
 // hcp.events, in any order.
 type fakeCallee struct {
+	// userID is the user_id of what it publishes ("": the callee's login;
+	// "-": none).
+	userID string
 	t      *testing.T
 	ch     *amqp091.Channel
 	caller string
@@ -32,7 +35,15 @@ func (f *fakeCallee) send(env *wire.Envelope, inReplyTo string) {
 		f.t.Fatal(err)
 	}
 	p := amqp091.Publishing{ContentType: wire.ContentType, ContentEncoding: wire.ContentEncoding, DeliveryMode: 2,
-		MessageId: m.MessageID, Type: m.Type, CorrelationId: m.CorrelationID, Body: m.Body}
+		MessageId: m.MessageID, Type: m.Type, CorrelationId: m.CorrelationID, Body: m.Body,
+		UserId: amqptest.EdgeUser} // the client accepts only the callee's messages
+	switch f.userID {
+	case "":
+	case "-":
+		p.UserId = ""
+	default:
+		p.UserId = f.userID
+	}
 	if inReplyTo != "" {
 		p.Headers = amqp091.Table{wire.HeaderInReplyTo: inReplyTo}
 	}
@@ -105,8 +116,8 @@ func TestReorderAndDuplicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			callerID := "alpha-" + uuid.NewString()[:8]
-			cl := startCaller(t, callerID, "nobody-"+uuid.NewString()[:8], caller.Opts{GapTimeout: tc.gap})
+			callerID := amqptest.AlphaID
+			cl := startCaller(t, callerID, amqptest.CalleeID, caller.Opts{GapTimeout: tc.gap})
 			f := newFake(t, callerID)
 			task := submit(t, cl)
 			acc, _ := wire.NewEnvelope(&f.sid, &wire.TaskAccepted{SessionToken: "t", RiskLevel: "R1"}, time.Now())
@@ -145,9 +156,9 @@ func TestReorderAndDuplicates(t *testing.T) {
 // TestSequenceSurvivesRestart: a new client on the same state file skips
 // what the old one processed.
 func TestSequenceSurvivesRestart(t *testing.T) {
-	callerID := "alpha-" + uuid.NewString()[:8]
+	callerID := amqptest.AlphaID
 	db := openDB(t)
-	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: callerID, CalleeID: "nobody", Backoff: fastBackoff(), Logger: quietLog}
+	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: callerID, CalleeID: amqptest.CalleeID, Backoff: fastBackoff(), Logger: quietLog}
 	cl, err := caller.New(db, opts)
 	if err != nil {
 		t.Fatal(err)

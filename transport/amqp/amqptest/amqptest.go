@@ -6,9 +6,14 @@
 // # Concepts
 //
 // URL, AlphaURL and BetaURL read HCP_AMQP_URL, HCP_AMQP_URL_ALPHA and
-// HCP_AMQP_URL_BETA, defaulting to what scripts/broker.sh sets up (vhost hcp;
-// users hcp-edge, harness-alpha-001, harness-beta-002). Dial connects or stops
-// the test through MissingPeer. Restart runs rabbitmqctl stop_app/start_app
+// HCP_AMQP_URL_BETA, defaulting to what scripts/broker.sh sets up (users
+// hcp-edge, harness-alpha-001, harness-beta-002), and put them on the test
+// process's bench vhost: a private vhost provisioned on first use, with
+// rabbitmqctl, exactly as `hcp-edge broker provision` provisions
+// configs/sim.yaml (BenchSpec; the ids CalleeID, AlphaID, BetaID). No test
+// runs with broader permissions than the shipped configuration grants. Main
+// (from TestMain) deletes the vhost at the end. Dial connects or stops the
+// test through MissingPeer. Restart runs rabbitmqctl stop_app/start_app
 // and waits until the broker answers.
 //
 // # Caveats
@@ -40,25 +45,41 @@ const (
 	BetaUser  = "harness-beta-002"
 )
 
+// The environment as it was when the test binary started: a test package's
+// init may clear HCP_AMQP_URL to keep its daemons off the broker.
+var startEnv = map[string]string{
+	"HCP_AMQP_URL":       os.Getenv("HCP_AMQP_URL"),
+	"HCP_AMQP_URL_ALPHA": os.Getenv("HCP_AMQP_URL_ALPHA"),
+	"HCP_AMQP_URL_BETA":  os.Getenv("HCP_AMQP_URL_BETA"),
+}
+
 func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+	if v := startEnv[name]; v != "" {
 		return v
 	}
 	return def
 }
 
-// URL is the callee's (hcp-edge) broker URL.
-func URL() string { return env("HCP_AMQP_URL", "amqp://hcp-edge:hcp-edge-dev@127.0.0.1:5672/hcp") }
+func baseURL() string { return env("HCP_AMQP_URL", "amqp://hcp-edge:hcp-edge-dev@127.0.0.1:5672/hcp") }
 
-// AlphaURL is the first caller's (harness-alpha-001) broker URL.
-func AlphaURL() string {
+func baseAlphaURL() string {
 	return env("HCP_AMQP_URL_ALPHA", "amqp://harness-alpha-001:harness-alpha-dev@127.0.0.1:5672/hcp")
 }
 
-// BetaURL is the second caller's (harness-beta-002) broker URL.
-func BetaURL() string {
+func baseBetaURL() string {
 	return env("HCP_AMQP_URL_BETA", "amqp://harness-beta-002:harness-beta-dev@127.0.0.1:5672/hcp")
 }
+
+// URL is the callee's (hcp-edge) broker URL on the bench vhost.
+func URL() string { return onBench(baseURL()) }
+
+// AlphaURL is the first caller's (harness-alpha-001) broker URL on the
+// bench vhost.
+func AlphaURL() string { return onBench(baseAlphaURL()) }
+
+// BetaURL is the second caller's (harness-beta-002) broker URL on the bench
+// vhost.
+func BetaURL() string { return onBench(baseBetaURL()) }
 
 // MissingPeer skips t with a loud reason, or fails it under
 // HCP_REQUIRE_PEERS=1.
@@ -76,6 +97,9 @@ func MissingPeer(t testing.TB, what, fix string) {
 func Dial(t testing.TB, url string) *amqp091.Connection {
 	t.Helper()
 	brokerlock.Shared(t) // no broker restart while this test runs (see brokerlock)
+	if err := BenchError(); err != nil && vhostOf(url) == "hcp-test-unprovisioned" {
+		MissingPeer(t, "the bench vhost: "+err.Error(), "bash scripts/broker.sh, and run the tests as root (rabbitmqctl), or set "+BenchVHostEnv)
+	}
 	conn, err := amqp091.DialConfig(url, amqp091.Config{Heartbeat: 10 * time.Second, Dial: amqp091.DefaultDial(3 * time.Second)})
 	if err != nil {
 		MissingPeer(t, "RabbitMQ at "+url+": "+err.Error(), "bash scripts/broker.sh, or set HCP_AMQP_URL")

@@ -214,8 +214,11 @@ class Harness:
         conn = pika.BlockingConnection(params)
         try:
             ch = conn.channel()
-            ch.exchange_declare(COMMANDS, exchange_type="direct", durable=True)
-            ch.exchange_declare(EVENTS, exchange_type="topic", durable=True)
+            # Passive: on a broker provisioned with the narrowest permissions
+            # a caller may not configure (so neither declare nor delete) the
+            # shared exchanges; the callee declares them (docs/PROTOCOL-NOTES.md).
+            ch.exchange_declare(COMMANDS, exchange_type="direct", durable=True, passive=True)
+            ch.exchange_declare(EVENTS, exchange_type="topic", durable=True, passive=True)
             ch.queue_declare(self.queue, durable=True, arguments={
                 "x-message-ttl": 24 * 3600 * 1000,
                 "x-max-length": 100000,
