@@ -92,9 +92,9 @@ func TestKillAgentAtRandom(t *testing.T) {
 	}
 	s := string(cfg)
 	for _, r := range [][2]string{
-		// The test's caller may also run the leak check, as the shipped
-		// harness-alpha-001 may.
-		{"capabilities: [cvd-material-synthesis, rig-status]\n      max_risk_level: R3", "capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R3"},
+		// The test's caller runs the leak check as the shipped
+		// harness-alpha-001 may: asserted, not granted.
+		{"capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R3", "capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R3"},
 		// A short controller watchdog, so that each kill's heater drop is
 		// quick to see (kicked four times per period).
 		{"kick_every: 1s", "kick_every: 500ms"},
