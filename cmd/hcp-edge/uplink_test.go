@@ -48,6 +48,9 @@ type brokerEnv struct {
 	conn     *amqp091.Connection // harness-alpha-001's, for the tap and cleanup
 	calleeID string
 	callerID string
+	// callerURLs are the caller client's endpoints (harness-alpha-001's
+	// login); nil: amqptest.AlphaURL().
+	callerURLs []string
 }
 
 // newBrokerEnv checks the broker (skipping loudly, or failing under
@@ -55,7 +58,16 @@ type brokerEnv struct {
 // then builds the rig and the configuration with the caller in the gate.
 func newBrokerEnv(t *testing.T) *brokerEnv {
 	t.Helper()
-	conn := amqptest.Dial(t, amqptest.AlphaURL())
+	b := newBrokerEnvOn(t, amqptest.Dial(t, amqptest.AlphaURL()))
+	t.Setenv("HCP_AMQP_URL", testBrokerURL)
+	return b
+}
+
+// newBrokerEnvOn is newBrokerEnv on the broker of conn (harness-alpha-001's
+// login), leaving the daemon's broker endpoints (HCP_AMQP_URL or
+// HCP_AMQP_URLS) to the caller.
+func newBrokerEnvOn(t *testing.T, conn *amqp091.Connection) *brokerEnv {
+	t.Helper()
 	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
 	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-uplinktest-" + suffix, callerID: "uplinktest-" + suffix}
 	t.Cleanup(func() {
@@ -87,7 +99,6 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("HCP_AMQP_URL", testBrokerURL)
 	t.Setenv("HCP_CALLEE_ID", b.calleeID)
 	return b
 }
@@ -149,7 +160,11 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.AlphaURL(), CallerID: b.callerID, CalleeID: b.calleeID,
+	urls := b.callerURLs
+	if len(urls) == 0 {
+		urls = []string{amqptest.AlphaURL()}
+	}
+	c, err := caller.New(db, caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID,
 		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

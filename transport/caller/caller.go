@@ -26,7 +26,10 @@ var ErrClosed = errors.New("caller: closed")
 
 // Opts configures a Client.
 type Opts struct {
-	URL      string          // amqp:// or amqps:// with the caller's broker login and vhost
+	URL string // amqp:// or amqps:// with the caller's broker login and vhost
+	// URLs are further endpoints (the nodes of a cluster), tried in turn after
+	// URL as the Supervisor does (same scheme and login for all).
+	URLs     []string
 	TLS      tamqp.TLSConfig // with amqps://
 	CallerID string          // required: queue hcp.evt.{caller_id}
 	CalleeID string          // required: commands go to hcp.commands with this key
@@ -35,6 +38,14 @@ type Opts struct {
 	// 100,000, drop-head, as L1 recommends). They must match an existing queue.
 	MessageTTL time.Duration
 	MaxLength  int
+	// ClassicQueue declares hcp.evt.{caller_id} as a classic queue. By
+	// default it is a quorum queue (replicated across a cluster's nodes; no
+	// delivery limit), falling back to an existing queue of that name, or to
+	// classic when the broker cannot, with a warning in the log.
+	ClassicQueue bool
+	// Heartbeat is the AMQP heartbeat (default 30 s); a shorter one finds a
+	// dead path (a partition) sooner.
+	Heartbeat time.Duration
 	// ResubmitInterval: a task_submit without an answer is republished, with
 	// the same message_id, this often (default 10 s).
 	ResubmitInterval time.Duration
@@ -163,11 +174,10 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 		return nil, fmt.Errorf("caller: state bucket: %w", err)
 	}
 	c.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
-		URL: opts.URL, TLS: opts.TLS, Backoff: opts.Backoff, Logger: opts.Logger,
+		URL: opts.URL, URLs: opts.URLs, TLS: opts.TLS, Backoff: opts.Backoff, Logger: opts.Logger, Heartbeat: opts.Heartbeat,
 		ConnectionName: "hcp-caller " + opts.CallerID,
-		Declare: func(ch *amqp091.Channel) error {
-			return tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: opts.CallerID, MessageTTL: opts.MessageTTL, MaxLength: opts.MaxLength})
-		},
+		DeclareConn: tamqp.CallerDeclarer(tamqp.CallerQueueOpts{CallerID: opts.CallerID, MessageTTL: opts.MessageTTL,
+			MaxLength: opts.MaxLength, Quorum: !opts.ClassicQueue}, opts.Logger),
 		Workers: []tamqp.Worker{c.consume},
 	})
 	if err != nil {
