@@ -161,6 +161,7 @@ func (b *brokerEnv) deleteQueuesFresh() {
 			return
 		}
 		_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
+		_, _ = ch.QueueDelete("hcp.dlq."+b.calleeID, false, false, false)
 		_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
 		_ = ch.Close()
 	})

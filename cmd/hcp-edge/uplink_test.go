@@ -69,10 +69,18 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 func newBrokerEnvOn(t *testing.T, conn *amqp091.Connection) *brokerEnv {
 	t.Helper()
 	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
-	b := &brokerEnv{conn: conn, calleeID: "hcp-edge-uplinktest-" + suffix, callerID: "uplinktest-" + suffix}
+	return newBrokerEnvAs(t, conn, "hcp-edge-uplinktest-"+suffix, "uplinktest-"+suffix)
+}
+
+// newBrokerEnvAs is newBrokerEnvOn with the callee and caller ids given
+// (the fleet's agents share one caller).
+func newBrokerEnvAs(t *testing.T, conn *amqp091.Connection, calleeID, callerID string) *brokerEnv {
+	t.Helper()
+	b := &brokerEnv{conn: conn, calleeID: calleeID, callerID: callerID}
 	t.Cleanup(func() {
 		if ch, err := conn.Channel(); err == nil {
 			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
+			_, _ = ch.QueueDelete("hcp.dlq."+b.calleeID, false, false, false)
 			_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
 			_ = ch.Close()
 		}
@@ -494,6 +502,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_, _ = ch.QueueDelete("hcp.cmd."+callee, false, false, false)
+		_, _ = ch.QueueDelete("hcp.dlq."+callee, false, false, false)
 		_, _ = ch.QueueDelete("hcp.evt."+callerID, false, false, false)
 		_ = ch.Close()
 	})
