@@ -293,13 +293,22 @@ func (t *Task) finish(final *wire.Envelope) {
 // message_id every ResubmitInterval until task_accepted or task_rejected
 // arrives (matched through the hcp-in-reply-to header).
 func (c *Client) Submit(ctx context.Context, ts *wire.TaskSubmit) (*Task, error) {
+	return c.SubmitTo(ctx, c.opts.CalleeID, ts)
+}
+
+// SubmitTo is Submit to another callee than Opts.CalleeID: one caller
+// drives a fleet of rigs, each by its callee_id, over one event queue.
+func (c *Client) SubmitTo(ctx context.Context, calleeID string, ts *wire.TaskSubmit) (*Task, error) {
+	if err := wire.CheckID(calleeID); err != nil {
+		return nil, fmt.Errorf("caller: callee_id: %w", err)
+	}
 	p := *ts
 	p.CallerID = c.opts.CallerID
 	env, err := wire.NewEnvelope(nil, &p, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("caller: task_submit: %w", err)
 	}
-	m, err := outbox.CommandFor(c.opts.CalleeID, env)
+	m, err := outbox.CommandFor(calleeID, env)
 	if err != nil {
 		return nil, fmt.Errorf("caller: task_submit: %w", err)
 	}
