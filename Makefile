@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 10m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker lint tidy-check layers bench clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -51,7 +51,16 @@ ci-deps: ## install with apt what the peer tests need (root, or sudo)
 broker: build ## start (installing if needed) a local RabbitMQ; users, vhost hcp and permissions from configs/sim.yaml (hcp-edge broker provision); EXTERNAL for TLS
 	HCP_EDGE_BIN=$(BIN)/hcp-edge bash scripts/broker.sh
 
-ci: ci-deps broker tidy-check layers lint build verify-dist demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+cluster: ## a local 3-node RabbitMQ cluster beside the single broker (ports 5681-5683; scripts/cluster.sh stop|start N, status, down)
+	bash scripts/cluster.sh up
+
+cluster-down: ## stop the local cluster's nodes (their data stays)
+	bash scripts/cluster.sh down
+
+fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs, one caller (FLEET_SIZES, default 1,20; not in ci)
+	bash scripts/fleet.sh
+
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -74,7 +75,9 @@ func brokerSubmit(ctx context.Context, env *wire.Envelope, o brokerSubmitOpts, s
 	// know its session yet and hands it to Unclaimed.
 	early := make(chan *wire.Envelope, 64)
 	t0 := time.Now()
-	c, err := caller.New(db, caller.Opts{URL: o.URL, CallerID: ts.CallerID, CalleeID: o.CalleeID,
+	// --broker may list a cluster's endpoints, comma-separated.
+	urls := strings.Split(o.URL, ",")
+	c, err := caller.New(db, caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: ts.CallerID, CalleeID: o.CalleeID,
 		CalleeUser: o.CalleeUser,
 		TLS:        tlsOf(o),
 		// Warnings too: a delivery dropped because someone else published it,
@@ -187,7 +190,8 @@ func tlsOf(o brokerSubmitOpts) tamqp.TLSConfig {
 	return tamqp.TLSConfig{CAFile: o.CA, CertFile: o.Cert, KeyFile: o.Key}
 }
 
-// redactURL hides the password of a broker URL.
+// redactURL hides the password of a broker URL (or of each of a
+// comma-separated list).
 func redactURL(u string) string {
-	return rigconfig.AMQP{URL: u}.RedactedURL()
+	return rigconfig.AMQP{URLs: strings.Split(u, ",")}.RedactedURL()
 }

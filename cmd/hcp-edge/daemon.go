@@ -45,7 +45,7 @@ policy on the outputs.
 
 environment: HCP_STATE_DIR, HCP_CONTROL_SOCKET override agent.state_dir and agent.control_socket;
 HCP_RIG_SIM_DIR overrides rig.sim_dir; HCP_AMQP_URL and HCP_CALLEE_ID override agent.amqp.url and
-agent.amqp.callee_id. With a broker URL the agent also serves HCP through the broker, started last
+agent.amqp.callee_id; HCP_AMQP_URLS (comma-separated) overrides agent.amqp.url and urls. With a broker URL the agent also serves HCP through the broker, started last
 (it runs with the broker unreachable: messages wait in the durable outbox, reconnects are logged).
 
 exit codes: 0 stopped cleanly; 1 failed at start or on the way down; 2 usage or configuration.

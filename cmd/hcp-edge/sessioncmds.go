@@ -91,7 +91,7 @@ flags:
 	}
 	watch := fs.Bool("watch", false, "follow the session to its end, then print its final message")
 	var bo brokerSubmitOpts // brokersubmit.go
-	fs.StringVar(&bo.URL, "broker", "", "submit through the HCP broker at this amqp:// or amqps:// URL (the caller's login)")
+	fs.StringVar(&bo.URL, "broker", "", "submit through the HCP broker at this amqp:// or amqps:// URL (the caller's login); a cluster's endpoints comma-separated")
 	fs.StringVar(&bo.CalleeID, "callee", defaultCalleeID(), "with --broker: the agent's callee id")
 	fs.StringVar(&bo.CalleeUser, "callee-user", "", "with --broker: the agent's broker user; events and results published by anyone else are dropped (default: the callee id)")
 	fs.StringVar(&bo.CA, "broker-ca", "", "with an amqps:// --broker: CA file")

@@ -91,8 +91,8 @@ type uplink struct {
 // configured.
 func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, error) {
 	c := f.Agent.AMQP
-	if c.URL == "" {
-		log.Info("no broker configured (agent.amqp.url, HCP_AMQP_URL): local control socket only")
+	if len(c.URLs) == 0 && c.URL == "" {
+		log.Info("no broker configured (agent.amqp.url or urls, HCP_AMQP_URL or HCP_AMQP_URLS): local control socket only")
 		return nil, nil
 	}
 	oo := outbox.DefaultOpts()
@@ -106,12 +106,14 @@ func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, er
 		cancels: map[int]context.CancelFunc{}}
 	u.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL:       c.URL,
+		URLs:      c.URLs,
 		TLS:       tamqp.TLSConfig{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile},
 		Heartbeat: c.Heartbeat,
 		Backoff:   tamqp.DefaultBackoff(),
-		Declare: func(ch *amqp091.Channel) error {
-			return tamqp.DeclareTopology(ch, tamqp.TopologyOpts{CalleeID: c.CalleeID, Quorum: c.Quorum})
-		},
+		// Quorum command queue with a delivery limit and a dead-letter queue;
+		// an existing queue of another type is used as it is (logged).
+		DeclareConn: tamqp.CalleeDeclarer(tamqp.TopologyOpts{CalleeID: c.CalleeID, Quorum: c.QuorumQueues(),
+			DeliveryLimit: c.DeliveryLimit, DeadLetter: true}, log.With("component", "uplink")),
 		Workers:        []tamqp.Worker{u.runInbox},
 		Publisher:      tamqp.DefaultPublisherOpts(),
 		ConnectionName: "hcp-edge " + c.CalleeID,
@@ -390,7 +392,9 @@ func (u *uplink) abort(ctx context.Context, cmd tamqp.Command) error {
 
 // uplinkStatus is the uplink's part of status --json.
 type uplinkStatus struct {
-	Broker    string `json:"broker"`
+	Broker string `json:"broker"`
+	// Endpoint is the broker endpoint connected to (or last tried).
+	Endpoint  string `json:"endpoint,omitempty"`
 	Connected bool   `json:"connected"`
 	Blocked   bool   `json:"blocked,omitempty"`
 	TLS       bool   `json:"tls"`
@@ -406,7 +410,7 @@ func (u *uplink) status() *uplinkStatus {
 		return nil
 	}
 	s := u.sup.State()
-	out := &uplinkStatus{Broker: u.cfg.RedactedURL(), Connected: s.Connected, Blocked: s.Blocked, TLS: s.TLS,
+	out := &uplinkStatus{Broker: u.cfg.RedactedURL(), Endpoint: s.Endpoint, Connected: s.Connected, Blocked: s.Blocked, TLS: s.TLS,
 		Backlog: s.Backlog, Telemetry: s.Telemetry, LastError: s.LastError}
 	if s.OldestAge > 0 {
 		out.OldestAge = s.OldestAge.Round(time.Millisecond).String()

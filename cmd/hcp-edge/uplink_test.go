@@ -52,6 +52,9 @@ type brokerEnv struct {
 	callerID string
 	taps     chan amqp091.Delivery // tap's channel
 	stopTap  func()                // hands the caller's queue from tap to the client
+	// callerURLs are the caller client's endpoints (harness-alpha-001's
+	// login); nil: amqptest.AlphaURL().
+	callerURLs []string
 }
 
 // newBrokerEnv checks the broker (skipping loudly, or failing under
@@ -80,13 +83,64 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 	return b
 }
 
+// newBrokerEnvOn is a broker environment on the broker of conn
+// (harness-alpha-001's login; the cluster of scripts/cluster.sh), with a
+// callee and a caller id of its own, leaving the daemon's broker endpoints
+// (HCP_AMQP_URL or HCP_AMQP_URLS) to the test.
+func newBrokerEnvOn(t *testing.T, conn *amqp091.Connection) *brokerEnv {
+	t.Helper()
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:10]
+	return newBrokerEnvAs(t, conn, "hcp-edge-uplinktest-"+suffix, "uplinktest-"+suffix)
+}
+
+// newBrokerEnvAs is newBrokerEnvOn with the callee and caller ids given
+// (the fleet's agents share one caller): the configuration maps
+// harness-alpha-001's login to callerID and lets it run what the shipped
+// harness-alpha-001 may.
+func newBrokerEnvAs(t *testing.T, conn *amqp091.Connection, calleeID, callerID string) *brokerEnv {
+	t.Helper()
+	b := &brokerEnv{conn: conn, calleeID: calleeID, callerID: callerID}
+	t.Cleanup(func() {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete("hcp.cmd."+b.calleeID, false, false, false)
+			_, _ = ch.QueueDelete("hcp.dlq."+b.calleeID, false, false, false)
+			_, _ = ch.QueueDelete("hcp.evt."+b.callerID, false, false, false)
+			_ = ch.Close()
+		}
+	})
+	b.env = newEnv(t, nil)
+	cfg, err := os.ReadFile(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapping := fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, amqptest.AlphaID)
+	callers := "\n  callers:\n"
+	if !strings.Contains(string(cfg), "\ngate:\n") || !strings.Contains(string(cfg), mapping) || !strings.Contains(string(cfg), callers) {
+		t.Fatal("fixture: sim.yaml's gate section does not map " + amqptest.AlphaUser + " to " + amqptest.AlphaID)
+	}
+	s := strings.Replace(string(cfg), mapping, fmt.Sprintf("    %s: %s\n", amqptest.AlphaUser, b.callerID), 1)
+	s = strings.Replace(s, callers, callers+fmt.Sprintf(`    %s:
+      capabilities: [cvd-material-synthesis, rig-status, leak-check]
+      max_risk_level: R3
+      max_data_classification: T2
+`, b.callerID), 1)
+	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	return b
+}
+
 // deleteQueues deletes the callee's command queue (with the callee's login,
 // the only one allowed to) and the caller's event queue (with the caller's):
 // each test starts and ends with neither, as the broker's users allow.
 func deleteQueues(t *testing.T, edge, caller *amqp091.Connection, calleeID, callerID string) {
-	for conn, q := range map[*amqp091.Connection]string{edge: "hcp.cmd." + calleeID, caller: "hcp.evt." + callerID} {
-		if ch, err := conn.Channel(); err == nil {
-			_, _ = ch.QueueDelete(q, false, false, false)
+	for _, d := range []struct {
+		conn *amqp091.Connection
+		q    string
+	}{{edge, "hcp.cmd." + calleeID}, {edge, "hcp.dlq." + calleeID}, {caller, "hcp.evt." + callerID}} {
+		if ch, err := d.conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(d.q, false, false, false)
 			_ = ch.Close()
 		}
 	}
@@ -163,7 +217,11 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	opts := caller.Opts{URL: amqptest.AlphaURL(), CallerID: b.callerID, CalleeID: b.calleeID,
+	urls := b.callerURLs
+	if len(urls) == 0 {
+		urls = []string{amqptest.AlphaURL()}
+	}
+	opts := caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID,
 		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if b.stopTap != nil { // the client takes over the queue and feeds the tap

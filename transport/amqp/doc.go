@@ -11,6 +11,24 @@
 // DeclareCallerQueue declares a caller's hcp.evt.{caller_id} bound with
 // {caller_id}.#, with the message TTL and max length L1 recommends.
 //
+// # Queue types
+//
+// DeclareCalleeTopology and DeclareCallerTopology (through CalleeDeclarer and
+// CallerDeclarer, the Supervisor's DeclareConn) ask for quorum queues: they
+// are replicated over a cluster's nodes and survive the loss of a minority.
+// The command queue gets x-delivery-limit and dead-letters into hcp.dlx →
+// hcp.dlq.{callee_id} (quorum, 7-day TTL, 10,000 messages at most), so a
+// command that keeps coming back unacked, or that the inbox rejects, ends
+// there instead of being redelivered forever. Event queues have no delivery
+// limit (a caller returns events held behind a gap on every reconnect). A
+// queue's type cannot change: when the broker refuses the quorum
+// declaration (PRECONDITION_FAILED: a classic queue of that name exists, or
+// one with other arguments) the existing queue is declared passively and
+// used as it is; when the queue does not exist and the broker still refuses,
+// it is declared classic. Either is logged as a warning with the broker's
+// words at the first connect and whenever the outcome changes. Queues are
+// never deleted by the agent: a queue may hold commands or events.
+//
 // # Publishing
 //
 // Publisher.Run drains the outbox over one connection: it publishes in key
@@ -33,6 +51,21 @@
 // exponential backoff and jitter (Backoff, 1 s → 60 s by default; Rand and Dial
 // are injectable). State reports connected, blocked and the outbox backlog
 // for metrics; Close stops everything and waits.
+//
+// # Failover
+//
+// SupervisorOpts.URLs lists a cluster's endpoints (same scheme and login for
+// all: a TLS uplink never falls over to plaintext, and the user_id property
+// is the login). The Supervisor starts at a random endpoint (a fleet spreads
+// over the nodes); one round tries every endpoint once, back to back; a
+// round that fails entirely waits Backoff.Delay(rounds) before the next.
+// After a connection is lost it waits the first, jittered backoff step and
+// starts at the following endpoint, so the node that dropped it is tried
+// last. A connect counts only once the topology is declared within
+// DeclareTimeout (a node cut off from the majority accepts connections but
+// cannot declare quorum queues). Then the publisher drains the outbox from
+// its head, in order, and the Workers consume again. State names the
+// endpoint in use.
 //
 // # Inbox
 //

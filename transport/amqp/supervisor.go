@@ -69,8 +69,13 @@ type Worker func(ctx context.Context, conn *amqp091.Connection) error
 
 // SupervisorOpts configures a Supervisor.
 type SupervisorOpts struct {
-	URL string    // amqp:// or amqps://, with user, password and vhost
-	TLS TLSConfig // used with amqps://; ignored (must be empty) with amqp://
+	URL string // amqp:// or amqps://, with user, password and vhost
+	// URLs are the broker endpoints (the nodes of a cluster) tried in turn;
+	// URL, when set, is the first of them. Every endpoint has the same scheme
+	// (a TLS uplink never falls over to plaintext) and the same login (the
+	// user_id property is the login). See the package documentation.
+	URLs []string
+	TLS  TLSConfig // used with amqps://; ignored (must be empty) with amqp://
 	// Heartbeat is the AMQP heartbeat (default 30 s, L1's recommendation).
 	Heartbeat time.Duration
 	// DialTimeout bounds the TCP and TLS handshake (default 10 s).
@@ -80,9 +85,14 @@ type SupervisorOpts struct {
 	Rand func() float64
 	// Declare (re)declares the topology on a fresh channel after every connect.
 	Declare func(ch *amqp091.Channel) error
-	// DeclareConn, when set, replaces Declare: it gets the connection, for a
-	// declaration that may need a second channel (DeclareCallerTopology).
+	// DeclareConn, when set, replaces Declare: it gets the connection and may
+	// open several channels (a declaration the broker refuses closes its
+	// channel); CalleeDeclarer and CallerDeclarer make one.
 	DeclareConn func(conn *amqp091.Connection) error
+	// DeclareTimeout bounds the declaration after a connect (default 20 s): a
+	// node that accepts connections but cannot answer (cut off from the
+	// cluster's majority) counts as failed, and the next endpoint is tried.
+	DeclareTimeout time.Duration
 	// Workers run on every connection beside the outbox publisher.
 	Workers   []Worker
 	Publisher PublisherOpts
@@ -99,10 +109,15 @@ type State struct {
 	Blocked    bool
 	TLS        bool   // the connection is amqps
 	Reconnects uint64 // successful connects after the first
-	LastError  string // why the last connection ended or a dial failed
-	Backlog    int    // messages waiting in the outbox
-	Telemetry  int    // of which Telemetry class
-	OldestAge  time.Duration
+	// Endpoint is the endpoint (password redacted) connected to, or the last
+	// one tried while disconnected; EndpointIndex is its index in the list.
+	Endpoint      string
+	EndpointIndex int
+	Endpoints     int    // how many endpoints are configured
+	LastError     string // why the last connection ended or a dial failed
+	Backlog       int    // messages waiting in the outbox
+	Telemetry     int    // of which Telemetry class
+	OldestAge     time.Duration
 }
 
 // Supervisor owns the broker connection: it dials, declares the topology,
@@ -114,7 +129,8 @@ type Supervisor struct {
 	pub  *Publisher
 	opts SupervisorOpts
 	log  *slog.Logger
-	tls  *tls.Config
+	tls  *tls.Config // non-nil: amqps (the template; eps carry one per host)
+	eps  []endpoint
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -125,6 +141,7 @@ type Supervisor struct {
 	reconnects uint64
 	connects   uint64
 	lastErr    string
+	endpoint   int           // index into eps of the current or last tried endpoint
 	connCh     chan struct{} // closed and replaced on every connect
 	started    bool
 	closed     bool
@@ -133,15 +150,37 @@ type Supervisor struct {
 // NewSupervisor checks opts, loads the TLS files and returns a stopped
 // Supervisor; Start runs it.
 func NewSupervisor(ob *outbox.Outbox, opts SupervisorOpts) (*Supervisor, error) {
-	u, err := url.Parse(opts.URL)
-	if err != nil {
-		return nil, fmt.Errorf("amqp: broker URL: %w", err)
+	urls := opts.URLs
+	if opts.URL != "" && (len(urls) == 0 || urls[0] != opts.URL) {
+		urls = append([]string{opts.URL}, urls...)
 	}
+	if len(urls) == 0 {
+		return nil, errors.New("amqp: no broker URL")
+	}
+	eps := make([]endpoint, len(urls))
+	for i, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("amqp: broker URL %d: %w", i+1, redactErr(err))
+		}
+		eps[i] = endpoint{url: raw, redacted: u.Redacted(), host: u.Hostname(), scheme: u.Scheme}
+		if u.User != nil {
+			eps[i].user = u.User.Username()
+		}
+		if i > 0 && (eps[i].scheme != eps[0].scheme || eps[i].user != eps[0].user) {
+			return nil, fmt.Errorf("amqp: broker URL %d (%s): every endpoint needs the scheme and login of the first (%s)",
+				i+1, eps[i].redacted, eps[0].redacted)
+		}
+	}
+	opts.URL, opts.URLs = urls[0], urls
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 30 * time.Second
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.DeclareTimeout <= 0 {
+		opts.DeclareTimeout = 20 * time.Second
 	}
 	d := DefaultBackoff()
 	if opts.Backoff.Min <= 0 {
@@ -162,16 +201,17 @@ func NewSupervisor(ob *outbox.Outbox, opts SupervisorOpts) (*Supervisor, error) 
 	if opts.Dial == nil {
 		opts.Dial = amqp091.DialConfig
 	}
-	if opts.Publisher.UserID == "" && u.User != nil {
-		opts.Publisher.UserID = u.User.Username()
+	if opts.Publisher.UserID == "" {
+		opts.Publisher.UserID = eps[0].user
 	}
 	if opts.Publisher.Logger == nil {
 		opts.Publisher.Logger = opts.Logger
 	}
-	s := &Supervisor{ob: ob, opts: opts, log: opts.Logger, connCh: make(chan struct{})}
-	switch u.Scheme {
+	s := &Supervisor{ob: ob, opts: opts, log: opts.Logger, eps: eps, connCh: make(chan struct{})}
+	switch eps[0].scheme {
 	case "amqps":
-		if s.tls, err = loadTLS(opts.TLS, u.Hostname()); err != nil {
+		var err error
+		if s.tls, err = loadTLS(opts.TLS, eps[0].host); err != nil {
 			return nil, err
 		}
 		// A login by client certificate (auth_mechanism=external, no user in
@@ -181,17 +221,49 @@ func NewSupervisor(ob *outbox.Outbox, opts SupervisorOpts) (*Supervisor, error) 
 		if s.opts.Publisher.UserID == "" && len(s.tls.Certificates) > 0 && s.tls.Certificates[0].Leaf != nil {
 			s.opts.Publisher.UserID = s.tls.Certificates[0].Leaf.Subject.CommonName
 		}
+		for i := range eps {
+			eps[i].tls = s.tls.Clone()
+			if opts.TLS.ServerName == "" {
+				eps[i].tls.ServerName = eps[i].host
+			}
+		}
 	case "amqp":
 		if opts.TLS != (TLSConfig{}) {
 			return nil, errors.New("amqp: TLS files given for an amqp:// URL; use amqps://")
 		}
 	default:
-		return nil, fmt.Errorf("amqp: broker URL scheme %q: want amqp or amqps", u.Scheme)
+		return nil, fmt.Errorf("amqp: broker URL scheme %q: want amqp or amqps", eps[0].scheme)
 	}
+	// A fleet's agents start at a random endpoint, so that they spread over
+	// the cluster's nodes rather than all landing on the first.
+	s.endpoint = int(opts.Rand() * float64(len(eps)))
+	if s.endpoint >= len(eps) || s.endpoint < 0 {
+		s.endpoint = 0
+	}
+	var err error
 	if s.pub, err = NewPublisher(ob, s.opts.Publisher); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// endpoint is one broker URL of the list.
+type endpoint struct {
+	url      string
+	redacted string
+	host     string
+	scheme   string
+	user     string
+	tls      *tls.Config
+}
+
+// redactErr keeps a URL parse error from echoing the password.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %v", ue.Op, ue.Err)
+	}
+	return err
 }
 
 func loadTLS(c TLSConfig, host string) (*tls.Config, error) {
@@ -277,7 +349,8 @@ func (s *Supervisor) Close() error {
 // State returns a snapshot for metrics.
 func (s *Supervisor) State() State {
 	s.mu.Lock()
-	st := State{Connected: s.connected, Blocked: s.blocked, TLS: s.tls != nil, Reconnects: s.reconnects, LastError: s.lastErr}
+	st := State{Connected: s.connected, Blocked: s.blocked, TLS: s.tls != nil, Reconnects: s.reconnects, LastError: s.lastErr,
+		Endpoint: s.eps[s.endpoint].redacted, EndpointIndex: s.endpoint, Endpoints: len(s.eps)}
 	s.mu.Unlock()
 	st.Backlog, st.Telemetry = s.ob.Depth()
 	st.OldestAge, _ = s.ob.OldestAge(time.Now())
@@ -308,81 +381,144 @@ func (s *Supervisor) setErr(err error) {
 	s.mu.Unlock()
 }
 
+// loop connects and serves until ctx ends. One round tries every endpoint
+// once, back to back, starting at the current one; when the whole round
+// fails it waits Backoff.Delay(rounds failed in a row) and starts another
+// from the same endpoint. After a connection is lost it waits the first
+// backoff step (jittered, so a fleet does not reconnect in one burst) and
+// starts the next round at the following endpoint: a node that dropped us
+// is tried last.
 func (s *Supervisor) loop(ctx context.Context) {
-	attempt := 0
+	rounds := 0
+	s.mu.Lock()
+	first := s.endpoint
+	s.mu.Unlock()
 	for ctx.Err() == nil {
-		conn, err := s.dial()
-		if err == nil {
-			err = s.declare(conn)
-			if err != nil {
-				conn.Close()
+		var conn *amqp091.Connection
+		var idx int
+		var lastErr error
+		for i := 0; i < len(s.eps) && ctx.Err() == nil; i++ {
+			idx = (first + i) % len(s.eps)
+			s.mu.Lock()
+			s.endpoint = idx
+			s.mu.Unlock()
+			c, err := s.dial(idx)
+			if err == nil {
+				err = s.declare(c)
+				if err != nil {
+					c.Close()
+				}
+			}
+			if err == nil {
+				conn = c
+				break
+			}
+			s.setErr(err)
+			lastErr = err
+			if len(s.eps) > 1 {
+				s.log.Warn("amqp: connect failed", "endpoint", s.eps[idx].redacted, "err", err)
 			}
 		}
-		if err != nil {
-			s.setErr(err)
-			d := s.opts.Backoff.Delay(attempt, s.opts.Rand())
-			attempt++
-			s.log.Warn("amqp: connect failed", "err", err, "retry_in", d)
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+		if ctx.Err() != nil {
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
+		if conn == nil {
+			d := s.opts.Backoff.Delay(rounds, s.opts.Rand())
+			rounds++
+			if len(s.eps) > 1 {
+				s.log.Warn("amqp: every endpoint failed", "endpoints", len(s.eps), "retry_in", d)
+			} else {
+				s.log.Warn("amqp: connect failed", "err", lastErr, "retry_in", d)
+			}
+			if !sleep(ctx, d) {
 				return
 			}
 			continue
 		}
-		attempt = 0
-		err = s.serve(ctx, conn)
+		rounds = 0
+		if len(s.eps) > 1 {
+			s.log.Info("amqp: connected", "endpoint", s.eps[idx].redacted)
+		}
+		err := s.serve(ctx, conn)
 		if ctx.Err() != nil {
 			return
 		}
 		s.setErr(err)
-		s.log.Warn("amqp: connection lost", "err", err)
+		s.log.Warn("amqp: connection lost", "err", err, "endpoint", s.eps[idx].redacted)
+		first = (idx + 1) % len(s.eps)
 		// A short first wait: a broker that drops us at once must not spin.
-		d := s.opts.Backoff.Delay(0, s.opts.Rand())
-		attempt = 1
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		rounds = 1
+		if !sleep(ctx, s.opts.Backoff.Delay(0, s.opts.Rand())) {
 			return
 		}
 	}
 }
 
-func (s *Supervisor) dial() (*amqp091.Connection, error) {
+// sleep waits d or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Supervisor) dial(idx int) (*amqp091.Connection, error) {
+	ep := s.eps[idx]
 	props := amqp091.NewConnectionProperties()
 	if s.opts.ConnectionName != "" {
 		props.SetClientConnectionName(s.opts.ConnectionName)
 	}
 	cfg := amqp091.Config{
 		Heartbeat:       s.opts.Heartbeat,
-		TLSClientConfig: s.tls,
+		TLSClientConfig: ep.tls,
 		Dial:            amqp091.DefaultDial(s.opts.DialTimeout),
 		Properties:      props,
 	}
-	conn, err := s.opts.Dial(s.opts.URL, cfg)
+	conn, err := s.opts.Dial(ep.url, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: dial: %w", err)
+		return nil, fmt.Errorf("amqp: dial %s: %w", ep.redacted, redactErr(err))
 	}
 	return conn, nil
 }
 
+// declare runs the topology declaration on a fresh connection, bounded by
+// DeclareTimeout: past it the connection is closed (which ends the blocked
+// call) and the endpoint counts as failed.
 func (s *Supervisor) declare(conn *amqp091.Connection) error {
-	if s.opts.DeclareConn != nil {
-		return s.opts.DeclareConn(conn)
-	}
-	if s.opts.Declare == nil {
+	if s.opts.Declare == nil && s.opts.DeclareConn == nil {
 		return nil
 	}
-	ch, err := conn.Channel()
-	if err != nil {
-		return fmt.Errorf("amqp: topology channel: %w", err)
+	done := make(chan error, 1)
+	go func() {
+		if s.opts.DeclareConn != nil {
+			done <- s.opts.DeclareConn(conn)
+			return
+		}
+		ch, err := conn.Channel()
+		if err != nil {
+			done <- fmt.Errorf("amqp: topology channel: %w", err)
+			return
+		}
+		defer ch.Close()
+		done <- s.opts.Declare(ch)
+	}()
+	t := time.NewTimer(s.opts.DeclareTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		conn.Close() // unblocks the declaration
+		<-done
+		return fmt.Errorf("amqp: topology not declared within %v", s.opts.DeclareTimeout)
 	}
-	defer ch.Close()
-	return s.opts.Declare(ch)
 }
 
 // serve runs the publisher and the workers on conn until one fails, the

@@ -1,9 +1,7 @@
 package amqp
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
@@ -37,7 +35,65 @@ type TopologyOpts struct {
 	CalleeID string // required
 	// Quorum declares hcp.cmd.{callee_id} as a quorum queue. A queue's type
 	// cannot change once declared: switching needs the queue deleted first.
+	// DeclareCalleeTopology falls back to an existing queue or to classic;
+	// DeclareTopology fails.
 	Quorum bool
+	// DeliveryLimit is the quorum command queue's x-delivery-limit: a command
+	// delivered (and returned) more often is dropped, or dead-lettered with
+	// DeadLetter. 0: no limit. Classic queues have no delivery limit.
+	DeliveryLimit int
+	// DeadLetter declares the dead-letter exchange hcp.dlx and the callee's
+	// dead-letter queue hcp.dlq.{callee_id} (bound with the callee id), and
+	// points the command queue at it: commands rejected without requeue or
+	// past the delivery limit are kept there for an operator.
+	DeadLetter bool
+}
+
+// DeadLetterExchange is the direct exchange dead-lettered commands go to,
+// with their original routing key (the callee id).
+const DeadLetterExchange = "hcp.dlx"
+
+// DeadLetterQueue returns hcp.dlq.{callee_id}.
+func DeadLetterQueue(calleeID string) (string, error) {
+	if err := wire.CheckID(calleeID); err != nil {
+		return "", err
+	}
+	return "hcp.dlq." + calleeID, nil
+}
+
+// Dead-letter queue bounds: a poison command stays a week at most, and the
+// queue keeps the newest 10,000.
+const (
+	deadLetterTTL    = 7 * 24 * time.Hour
+	deadLetterMaxLen = 10000
+)
+
+// commandQueueArgs are the arguments of hcp.cmd.{callee_id}; quorum says
+// which type (the delivery limit applies to quorum queues only).
+func commandQueueArgs(opts TopologyOpts, quorum bool) amqp091.Table {
+	args := amqp091.Table{}
+	if quorum {
+		args[amqp091.QueueTypeArg] = amqp091.QueueTypeQuorum
+		if opts.DeliveryLimit > 0 {
+			args["x-delivery-limit"] = int64(opts.DeliveryLimit)
+		}
+	}
+	if opts.DeadLetter {
+		args["x-dead-letter-exchange"] = DeadLetterExchange
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return args
+}
+
+// deadLetterArgs are the arguments of hcp.dlq.{callee_id}.
+func deadLetterArgs(quorum bool) amqp091.Table {
+	args := amqp091.Table{"x-message-ttl": deadLetterTTL.Milliseconds(), "x-max-length": int64(deadLetterMaxLen)}
+	if quorum {
+		args[amqp091.QueueTypeArg] = amqp091.QueueTypeQuorum
+	}
+	return args
 }
 
 // DeclareTopology declares the exchanges and the callee's durable command
@@ -51,15 +107,34 @@ func DeclareTopology(ch Declarer, opts TopologyOpts) error {
 	if err := DeclareExchanges(ch); err != nil {
 		return err
 	}
-	var args amqp091.Table
-	if opts.Quorum {
-		args = amqp091.Table{amqp091.QueueTypeArg: amqp091.QueueTypeQuorum}
+	if opts.DeadLetter {
+		if err := declareDeadLetter(ch, opts.CalleeID, opts.Quorum); err != nil {
+			return err
+		}
 	}
-	if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+	if _, err := ch.QueueDeclare(q, true, false, false, false, commandQueueArgs(opts, opts.Quorum)); err != nil {
 		return fmt.Errorf("amqp: declare %s: %w", q, err)
 	}
 	if err := ch.QueueBind(q, opts.CalleeID, wire.CommandsExchange, false, nil); err != nil {
 		return fmt.Errorf("amqp: bind %s: %w", q, err)
+	}
+	return nil
+}
+
+// declareDeadLetter declares hcp.dlx and hcp.dlq.{callee_id}, bound.
+func declareDeadLetter(ch Declarer, calleeID string, quorum bool) error {
+	dlq, err := DeadLetterQueue(calleeID)
+	if err != nil {
+		return fmt.Errorf("amqp: %w", err)
+	}
+	if err := ch.ExchangeDeclare(DeadLetterExchange, amqp091.ExchangeDirect, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("amqp: declare %s: %w", DeadLetterExchange, err)
+	}
+	if _, err := ch.QueueDeclare(dlq, true, false, false, false, deadLetterArgs(quorum)); err != nil {
+		return fmt.Errorf("amqp: declare %s: %w", dlq, err)
+	}
+	if err := ch.QueueBind(dlq, calleeID, DeadLetterExchange, false, nil); err != nil {
+		return fmt.Errorf("amqp: bind %s: %w", dlq, err)
 	}
 	return nil
 }
@@ -85,21 +160,6 @@ func CheckExchanges(ch Declarer) error {
 	return nil
 }
 
-func callerArgs(opts CallerQueueOpts) amqp091.Table {
-	args := amqp091.Table{}
-	if opts.MessageTTL > 0 {
-		args["x-message-ttl"] = opts.MessageTTL.Milliseconds()
-	}
-	if opts.MaxLength > 0 {
-		args["x-max-length"] = opts.MaxLength
-		args["x-overflow"] = "drop-head"
-	}
-	if opts.Quorum {
-		args[amqp091.QueueTypeArg] = amqp091.QueueTypeQuorum
-	}
-	return args
-}
-
 // DeclareCallerQueue checks the exchanges (CheckExchanges) and declares
 // hcp.evt.{caller_id}, durable, bound to hcp.events with {caller_id}.#.
 // A queue that exists with other arguments fails it (PRECONDITION_FAILED):
@@ -113,7 +173,7 @@ func DeclareCallerQueue(ch Declarer, opts CallerQueueOpts) error {
 	if err := CheckExchanges(ch); err != nil {
 		return err
 	}
-	if _, err := ch.QueueDeclare(q, true, false, false, false, callerArgs(opts)); err != nil {
+	if _, err := ch.QueueDeclare(q, true, false, false, false, callerQueueArgs(opts, opts.Quorum)); err != nil {
 		return fmt.Errorf("amqp: declare %s: %w", q, err)
 	}
 	if err := ch.QueueBind(q, key, wire.EventsExchange, false, nil); err != nil {
@@ -122,51 +182,20 @@ func DeclareCallerQueue(ch Declarer, opts CallerQueueOpts) error {
 	return nil
 }
 
-// Opener opens a channel; *amqp091.Connection's Channel, adapted.
-type Opener func() (Declarer, func() error, error)
-
-// ConnOpener adapts conn to an Opener.
-func ConnOpener(conn *amqp091.Connection) Opener {
-	return func() (Declarer, func() error, error) {
-		ch, err := conn.Channel()
-		if err != nil {
-			return nil, nil, err
-		}
-		return ch, ch.Close, nil
+// callerQueueArgs are the arguments of hcp.evt.{caller_id}. A quorum event
+// queue has no delivery limit: a caller holds events past a gap unacked and
+// a reconnect returns them, which must never cost an event.
+func callerQueueArgs(opts CallerQueueOpts, quorum bool) amqp091.Table {
+	args := amqp091.Table{}
+	if opts.MessageTTL > 0 {
+		args["x-message-ttl"] = opts.MessageTTL.Milliseconds()
 	}
-}
-
-// DeclareCallerTopology is DeclareCallerQueue on a channel of its own, with
-// a fallback: when hcp.evt.{caller_id} already exists with other arguments
-// (another HCP implementation declared it, say without the 24-hour TTL that
-// L1 only recommends), the broker refuses the declaration with
-// PRECONDITION_FAILED (inequivalent arg) and closes the channel; the queue is
-// then declared passively on a new channel and used as it is. reused tells
-// the caller to say so (the refusal's text is in reason).
-func DeclareCallerTopology(open Opener, opts CallerQueueOpts) (reused bool, reason string, err error) {
-	ch, closeCh, err := open()
-	if err != nil {
-		return false, "", fmt.Errorf("amqp: topology channel: %w", err)
+	if opts.MaxLength > 0 {
+		args["x-max-length"] = opts.MaxLength
+		args["x-overflow"] = "drop-head"
 	}
-	err = DeclareCallerQueue(ch, opts)
-	_ = closeCh()
-	var aerr *amqp091.Error
-	if err == nil || !errors.As(err, &aerr) || aerr.Code != amqp091.PreconditionFailed || !strings.Contains(aerr.Reason, "inequivalent arg") {
-		return false, "", err
+	if quorum {
+		args[amqp091.QueueTypeArg] = amqp091.QueueTypeQuorum
 	}
-	reason = aerr.Reason
-	q, _ := wire.EventQueue(opts.CallerID)
-	key, _ := wire.EventBinding(opts.CallerID)
-	ch, closeCh, err = open()
-	if err != nil {
-		return false, reason, fmt.Errorf("amqp: topology channel: %w", err)
-	}
-	defer closeCh()
-	if _, err := ch.QueueDeclarePassive(q, true, false, false, false, nil); err != nil {
-		return false, reason, fmt.Errorf("amqp: passive declare %s: %w", q, err)
-	}
-	if err := ch.QueueBind(q, key, wire.EventsExchange, false, nil); err != nil {
-		return false, reason, fmt.Errorf("amqp: bind %s: %w", q, err)
-	}
-	return true, reason, nil
+	return args
 }

@@ -26,7 +26,10 @@ var ErrClosed = errors.New("caller: closed")
 
 // Opts configures a Client.
 type Opts struct {
-	URL      string          // amqp:// or amqps:// with the caller's broker login and vhost
+	URL string // amqp:// or amqps:// with the caller's broker login and vhost
+	// URLs are further endpoints (the nodes of a cluster), tried in turn after
+	// URL as the Supervisor does (same scheme and login for all).
+	URLs     []string
 	TLS      tamqp.TLSConfig // with amqps://
 	CallerID string          // required: queue hcp.evt.{caller_id}
 	CalleeID string          // required: commands go to hcp.commands with this key
@@ -42,6 +45,14 @@ type Opts struct {
 	// 100,000, drop-head, as L1 recommends). They must match an existing queue.
 	MessageTTL time.Duration
 	MaxLength  int
+	// ClassicQueue declares hcp.evt.{caller_id} as a classic queue. By
+	// default it is a quorum queue (replicated across a cluster's nodes; no
+	// delivery limit), falling back to an existing queue of that name, or to
+	// classic when the broker cannot, with a warning in the log.
+	ClassicQueue bool
+	// Heartbeat is the AMQP heartbeat (default 30 s); a shorter one finds a
+	// dead path (a partition) sooner.
+	Heartbeat time.Duration
 	// ResubmitInterval: a task_submit without an answer is republished, with
 	// the same message_id, this often (default 10 s).
 	ResubmitInterval time.Duration
@@ -184,17 +195,24 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 		return nil, fmt.Errorf("caller: state bucket: %w", err)
 	}
 	c.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
-		URL: opts.URL, TLS: opts.TLS, Backoff: opts.Backoff, Logger: opts.Logger,
+		URL: opts.URL, URLs: opts.URLs, TLS: opts.TLS, Backoff: opts.Backoff, Logger: opts.Logger, Heartbeat: opts.Heartbeat,
 		ConnectionName: "hcp-caller " + opts.CallerID,
 		DeclareConn: func(conn *amqp091.Connection) error {
-			reused, reason, err := tamqp.DeclareCallerTopology(tamqp.ConnOpener(conn),
-				tamqp.CallerQueueOpts{CallerID: opts.CallerID, MessageTTL: opts.MessageTTL, MaxLength: opts.MaxLength})
-			if reused {
-				c.log.Warn("caller: the event queue exists with other arguments: using it as it is (passive declare)",
-					"queue", wire.EventQueuePrefix+opts.CallerID, "broker", reason)
-				c.reusedQueue.Store(true)
+			outs, err := tamqp.DeclareCallerTopology(conn, tamqp.CallerQueueOpts{CallerID: opts.CallerID,
+				MessageTTL: opts.MessageTTL, MaxLength: opts.MaxLength, Quorum: !opts.ClassicQueue})
+			if err != nil {
+				return err
 			}
-			return err
+			for _, o := range outs {
+				switch {
+				case o.Existing && !c.reusedQueue.Swap(true):
+					c.log.Warn("caller: the event queue exists with other arguments: using it as it is (passive declare)",
+						"queue", o.Queue, "broker", o.Reason)
+				case !opts.ClassicQueue && o.Type == tamqp.QueueTypeClassic:
+					c.log.Warn("caller: the broker cannot declare a quorum queue: using a classic queue", "queue", o.Queue, "broker", o.Reason)
+				}
+			}
+			return nil
 		},
 		Workers: []tamqp.Worker{c.consume},
 	})
@@ -312,13 +330,22 @@ func (t *Task) finish(final *wire.Envelope) {
 // message_id every ResubmitInterval until task_accepted or task_rejected
 // arrives (matched through the hcp-in-reply-to header).
 func (c *Client) Submit(ctx context.Context, ts *wire.TaskSubmit) (*Task, error) {
+	return c.SubmitTo(ctx, c.opts.CalleeID, ts)
+}
+
+// SubmitTo is Submit to another callee than Opts.CalleeID: one caller
+// drives a fleet of rigs, each by its callee_id, over one event queue.
+func (c *Client) SubmitTo(ctx context.Context, calleeID string, ts *wire.TaskSubmit) (*Task, error) {
+	if err := wire.CheckID(calleeID); err != nil {
+		return nil, fmt.Errorf("caller: callee_id: %w", err)
+	}
 	p := *ts
 	p.CallerID = c.opts.CallerID
 	env, err := wire.NewEnvelope(nil, &p, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("caller: task_submit: %w", err)
 	}
-	m, err := outbox.CommandFor(c.opts.CalleeID, env)
+	m, err := outbox.CommandFor(calleeID, env)
 	if err != nil {
 		return nil, fmt.Errorf("caller: task_submit: %w", err)
 	}

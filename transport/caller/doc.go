@@ -12,7 +12,15 @@
 // arrives, matched through the hcp-in-reply-to header. Task.Messages then
 // yields the answer, the events in sequence order and the final message
 // (task_completed, task_failed, or session_closed with final_state ABORTED),
-// and closes. Watch attaches to a session after a restart.
+// and closes. Watch attaches to a session after a restart. SubmitTo sends
+// to another callee than Opts.CalleeID: one caller drives a fleet of rigs by
+// callee_id over its one event queue.
+//
+// Opts.URLs lists further broker endpoints (a cluster's nodes): the
+// Supervisor fails over between them as the agent's does. The event queue
+// is a quorum queue by default (no delivery limit), falling back to an
+// existing queue of that name, or to classic, with a warning
+// (transport/amqp.DeclareCallerTopology).
 //
 // The consumer uses manual ack. last_processed_sequence is kept per session
 // in bbolt and written before each ack; a sequence at or below it is a
@@ -23,6 +31,8 @@
 // # Caveats
 //
 // Read Task.Messages until it closes: a full channel holds the consumer.
+// Two Clients with one caller_id share its queue, and each takes the other's
+// messages: close one before the next starts consuming.
 // Held deliveries count against the prefetch; a gap wider than the prefetch
 // can only resolve through GapTimeout. Messages of sessions that are neither
 // submitted nor watched go to Opts.Unclaimed (or are logged and dropped).

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -101,13 +102,17 @@ func Derive(s Spec) (Grants, error) {
 	}
 
 	cmdQ, _ := wire.CommandQueue(s.Callee.ID)
+	dlq, _ := tamqp.DeadLetterQueue(s.Callee.ID)
 	g := Grants{VHost: s.VHost}
 	g.Users = append(g.Users, s.Callee.User)
+	// The dead-letter exchange and the callee's dead-letter queue are the
+	// callee's alone: the command queue names hcp.dlx (declaring it needs
+	// write there), and the callee binds hcp.dlq.{callee_id} to it.
 	g.Permissions = append(g.Permissions, Permission{
 		User: s.Callee.User, VHost: s.VHost,
-		Configure: anyOf(wire.CommandsExchange, wire.EventsExchange, cmdQ),
-		Write:     anyOf(wire.EventsExchange, cmdQ),
-		Read:      anyOf(wire.CommandsExchange, cmdQ),
+		Configure: anyOf(wire.CommandsExchange, wire.EventsExchange, cmdQ, tamqp.DeadLetterExchange, dlq),
+		Write:     anyOf(wire.EventsExchange, cmdQ, tamqp.DeadLetterExchange, dlq),
+		Read:      anyOf(wire.CommandsExchange, cmdQ, tamqp.DeadLetterExchange, dlq),
 	})
 	// The callee answers any caller id (a task_rejected may go to a payload's
 	// caller_id): a routing key it may not use would close its channel and

@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,35 @@ func StartApp(ctx context.Context, url string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// ClusterPortsEnv lists the AMQP ports of scripts/cluster.sh's nodes,
+// comma-separated (default 5681,5682,5683 on 127.0.0.1).
+const ClusterPortsEnv = "HCP_CLUSTER_PORTS"
+
+// ClusterPorts returns the AMQP ports of the local cluster's nodes, node 1
+// first.
+func ClusterPorts() []int {
+	var out []int
+	for _, p := range strings.Split(env(ClusterPortsEnv, "5681,5682,5683"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ClusterURL is the URL of the local cluster's node on port with the login
+// user:pass and the vhost hcp.
+func ClusterURL(user, pass string, port int) string {
+	return fmt.Sprintf("amqp://%s:%s@127.0.0.1:%d/hcp", user, pass, port)
+}
+
+// ClusterURLs is ClusterURL for every node.
+func ClusterURLs(user, pass string) []string {
+	var out []string
+	for _, p := range ClusterPorts() {
+		out = append(out, ClusterURL(user, pass, p))
+	}
+	return out
 }

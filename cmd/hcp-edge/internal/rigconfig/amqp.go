@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -13,8 +14,16 @@ import (
 // serves the local control socket only.
 type AMQP struct {
 	// URL is amqp:// or amqps://user:password@host:port/vhost. Default
-	// $HCP_AMQP_URL (which overrides the file); empty: no uplink.
+	// $HCP_AMQP_URL (which overrides the file); empty: no uplink. After
+	// defaults it is the first endpoint of URLs.
 	URL string `yaml:"url"`
+	// URLs are further broker endpoints (the nodes of a cluster) after URL,
+	// tried in turn: on connection loss the agent moves to the next. Each is
+	// expanded ($VAR); an entry that expands to nothing is dropped.
+	// $HCP_AMQP_URLS (comma-separated) overrides url and urls, and so does
+	// $HCP_AMQP_URL (one endpoint). After defaults it holds every endpoint,
+	// URL first.
+	URLs []string `yaml:"urls"`
 	// CalleeID names the command queue hcp.cmd.{callee_id}. Default
 	// $HCP_CALLEE_ID (which overrides the file), else "hcp-edge".
 	CalleeID string `yaml:"callee_id"`
@@ -22,9 +31,15 @@ type AMQP struct {
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	// Prefetch is the command inbox's basic.qos prefetch (default 10).
 	Prefetch int `yaml:"prefetch"`
-	// Quorum declares the command queue as a quorum queue (a queue's type
-	// cannot change once declared).
-	Quorum bool `yaml:"quorum"`
+	// Quorum declares the command queue (and its dead-letter queue) as quorum
+	// queues: default true. A queue's type cannot change once declared: an
+	// existing queue of another type is used as it is, with a warning
+	// (transport/amqp.DeclareCalleeTopology); false declares classic queues.
+	Quorum *bool `yaml:"quorum"`
+	// DeliveryLimit is the quorum command queue's x-delivery-limit (default
+	// 5): a command delivered that often without an ack (a crash loop on
+	// it) is dead-lettered to hcp.dlq.{callee_id}, never redelivered forever.
+	DeliveryLimit int `yaml:"delivery_limit"`
 	// CAFile verifies the broker's certificate (amqps:// only).
 	CAFile string `yaml:"ca_file"`
 	// CertFile and KeyFile are the client certificate and its key
@@ -45,10 +60,29 @@ const DefaultCalleeID = "hcp-edge"
 
 // defaults fills the zero fields of a from the environment and the defaults.
 func (a *AMQP) defaults() {
-	if u := os.Getenv("HCP_AMQP_URL"); u != "" {
-		a.URL = u
+	switch {
+	case os.Getenv("HCP_AMQP_URLS") != "":
+		a.URL, a.URLs = "", splitURLs(os.Getenv("HCP_AMQP_URLS"))
+	case os.Getenv("HCP_AMQP_URL") != "":
+		a.URL, a.URLs = os.Getenv("HCP_AMQP_URL"), nil
 	}
-	a.URL = os.ExpandEnv(a.URL)
+	var eps []string
+	for _, u := range append([]string{a.URL}, a.URLs...) {
+		if u = strings.TrimSpace(os.ExpandEnv(u)); u != "" {
+			eps = append(eps, u)
+		}
+	}
+	a.URLs, a.URL = eps, ""
+	if len(eps) > 0 {
+		a.URL = eps[0]
+	}
+	if a.Quorum == nil {
+		q := true
+		a.Quorum = &q
+	}
+	if a.DeliveryLimit == 0 {
+		a.DeliveryLimit = 5
+	}
 	if c := os.Getenv("HCP_CALLEE_ID"); c != "" {
 		a.CalleeID = c
 	}
@@ -90,35 +124,78 @@ func (a AMQP) validate(bad func(key, format string, args ...any)) {
 	if (a.CertFile == "") != (a.KeyFile == "") {
 		bad("agent.amqp.cert_file", "cert_file and key_file go together")
 	}
-	if a.URL == "" {
-		return
+	if a.DeliveryLimit < 1 {
+		bad("agent.amqp.delivery_limit", "%d is not positive", a.DeliveryLimit)
 	}
-	u, err := url.Parse(a.URL)
-	if err != nil {
-		bad("agent.amqp.url", "%v", redact(err))
-		return
+	key := "agent.amqp.url"
+	if len(a.URLs) > 1 {
+		key = "agent.amqp.urls"
 	}
-	switch u.Scheme {
-	case "amqp":
-		if a.CAFile != "" || a.CertFile != "" || a.KeyFile != "" {
-			bad("agent.amqp.url", "ca_file, cert_file and key_file need an amqps:// URL")
+	var first *url.URL
+	for i, raw := range a.URLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			bad(key, "endpoint %d: %v", i+1, redact(err))
+			continue
 		}
-	case "amqps":
-	default:
-		bad("agent.amqp.url", "scheme %q is neither amqp nor amqps", u.Scheme)
-	}
-	if u.Host == "" {
-		bad("agent.amqp.url", "no host")
+		switch u.Scheme {
+		case "amqp":
+			if a.CAFile != "" || a.CertFile != "" || a.KeyFile != "" {
+				bad(key, "ca_file, cert_file and key_file need an amqps:// URL")
+			}
+		case "amqps":
+		default:
+			bad(key, "scheme %q is neither amqp nor amqps", u.Scheme)
+		}
+		if u.Host == "" {
+			bad(key, "endpoint %d: no host", i+1)
+		}
+		if first == nil {
+			first = u
+			continue
+		}
+		// One scheme (a TLS uplink never falls over to plaintext) and one login
+		// (the user_id property of every message is the login).
+		if u.Scheme != first.Scheme {
+			bad(key, "endpoint %d is %s:// but the first is %s://: every endpoint needs the same scheme", i+1, u.Scheme, first.Scheme)
+		}
+		if u.User.Username() != first.User.Username() {
+			bad(key, "endpoint %d logs in as %q but the first as %q: every endpoint needs the same login", i+1, u.User.Username(), first.User.Username())
+		}
 	}
 }
 
-// RedactedURL is the uplink URL without its password, for logs.
-func (a AMQP) RedactedURL() string {
-	u, err := url.Parse(a.URL)
-	if err != nil {
-		return "(unparsable URL)"
+// splitURLs splits a comma-separated endpoint list.
+func splitURLs(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
 	}
-	return u.Redacted()
+	return out
+}
+
+// QuorumQueues reports agent.amqp.quorum (true unless set false).
+func (a AMQP) QuorumQueues() bool { return a.Quorum == nil || *a.Quorum }
+
+// RedactedURL is the uplink's endpoints without their passwords, for logs
+// (comma-separated when there are several).
+func (a AMQP) RedactedURL() string {
+	eps := a.URLs
+	if len(eps) == 0 {
+		eps = []string{a.URL}
+	}
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		u, err := url.Parse(e)
+		if err != nil {
+			out[i] = "(unparsable URL)"
+			continue
+		}
+		out[i] = u.Redacted()
+	}
+	return strings.Join(out, ",")
 }
 
 // redact keeps a URL parse error from echoing the password.
