@@ -2,6 +2,7 @@ package amqp_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -100,18 +101,39 @@ func TestCalleeTopologyExistingClassic(t *testing.T) {
 		}
 	}
 	out := logs.String()
-	if strings.Count(out, "an existing queue of that name is used as it is") != 1 || !strings.Contains(out, "PRECONDITION_FAILED") ||
+	if strings.Count(out, "declared with other arguments, is used as it is") != 1 || !strings.Contains(out, "PRECONDITION_FAILED") ||
 		strings.Count(out, "topology declared") != 1 || !strings.Contains(out, q+"=existing") || !strings.Contains(out, dlq+"=quorum") {
 		t.Fatalf("log:\n%s", out)
 	}
 	if isQuorum(t, conn, q, nil) {
 		t.Fatal("the classic queue changed type")
 	}
-	if err := ch.Publish(wire.CommandsExchange, callee, false, false, amqp091.Publishing{Body: []byte("{}")}); err != nil {
-		t.Fatal(err)
-	}
+	publishAsCaller(t, amqp091.Publishing{Body: []byte("{}")})
 	waitDepth(t, conn, q, 1)
 	t.Logf("fallback logged:\n%s", out)
+}
+
+// publishAsCaller publishes p to hcp.commands for the bench's callee with
+// harness-alpha-001's login and user_id, waiting for the broker's confirm:
+// on a provisioned broker only a caller may write there.
+func publishAsCaller(t *testing.T, p amqp091.Publishing) {
+	t.Helper()
+	ch, err := amqptest.Dial(t, amqptest.AlphaURL()).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	p.UserId = amqptest.AlphaUser
+	dc, err := ch.PublishWithDeferredConfirm(wire.CommandsExchange, amqptest.CalleeID, true, false, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := dc.WaitContext(context.Background()); !ok || err != nil {
+		t.Fatalf("publish to %s: nacked (%v)", wire.CommandsExchange, err)
+	}
 }
 
 // waitDepth waits (hang guard) until queue holds n messages.
@@ -152,14 +174,7 @@ func TestPoisonCommandDeadLettered(t *testing.T) {
 	if _, err := tamqp.DeclareCalleeTopology(conn, tamqp.TopologyOpts{CalleeID: callee, Quorum: true, DeliveryLimit: limit, DeadLetter: true}); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Publish(wire.CommandsExchange, callee, false, false, amqp091.Publishing{MessageId: "poison", Body: []byte("{")}); err != nil {
-		t.Fatal(err)
-	}
+	publishAsCaller(t, amqp091.Publishing{MessageId: "poison", Body: []byte("{")})
 	waitDepth(t, conn, q, 1)
 	deliveries := 0
 	for {
