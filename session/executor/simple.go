@@ -196,6 +196,8 @@ type leakPlan struct {
 	Measured    bool
 	Rows        []LogRow        `json:"rows"`
 	ExpectedOut *ExpectedOutput `json:"expected_output,omitempty"`
+	// Samples are the gauge readings of the hold, for the plot.
+	Samples []pressureSample `json:"samples,omitempty"`
 }
 
 // Plan reads the inputs with the declaration's defaults.
@@ -277,7 +279,9 @@ func (r *leakRecipe) Run(ctx context.Context, i int, env *Env) error {
 			r.plan.PumpDownS = round3(env.Clock.Now().Sub(t0).Seconds())
 		}
 	case 2:
+		r.onRead = r.sample("rate_of_rise")
 		r.plan.Rate, r.plan.P0, r.plan.P1, err = leakRate(ctx, &r.proc, n, "rate_of_rise", r.plan.Hold)
+		r.onRead = nil
 		r.plan.Measured = err == nil
 	case 3:
 		err = r.applyAll(ctx, envelope.SwitchAction(n.gate, true))
@@ -310,7 +314,39 @@ func (r *leakRecipe) Finish(ctx context.Context, env *Env) (*Result, error) {
 	if err := validateOutputs(r.capab, out, r.plan.ExpectedOut); err != nil {
 		return nil, err
 	}
-	return &Result{Outputs: out, Warnings: r.warns}, nil
+	res := &Result{Outputs: out, Warnings: r.warns}
+	if env.ArtifactDir != "" { // the engine always gives one
+		a, err := writeArtifact(env, leakSVGName, leakSVGFile, svgType,
+			leakSVG(r.plan.Samples, r.plan.P0, r.plan.P1, out["rate_of_rise_pa_per_min"].(float64), r.plan.MaxRate, out["passed"] == true))
+		if err != nil {
+			return nil, err
+		}
+		res.Artifacts = append(res.Artifacts, a)
+	}
+	return res, nil
+}
+
+// sample returns the read hook that collects the hold's gauge readings (one
+// per reading: a cached snapshot read twice counts once).
+func (r *leakRecipe) sample(stage string) func(string, envelope.Readings) {
+	var last time.Time
+	return func(st string, rd envelope.Readings) {
+		pa, ok := pressurePa(rd)
+		if st != stage || !ok || !rd.Pressure.At.After(last) {
+			return
+		}
+		last = rd.Pressure.At
+		r.plan.Samples = append(r.plan.Samples, pressureSample{Elapsed: round3(r.elapsed()), PressurePa: round3(pa)})
+		if n := len(r.plan.Samples); n > MaxLogRows { // a very long hold: halve the resolution
+			out := r.plan.Samples[:0:0]
+			for i, s := range r.plan.Samples {
+				if i%2 == 0 || i == n-1 {
+					out = append(out, s)
+				}
+			}
+			r.plan.Samples = out
+		}
+	}
 }
 
 func (r *leakRecipe) State() ([]byte, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -65,7 +66,9 @@ func TestFailureCodes(t *testing.T) {
 			if !errors.As(err, &f) || f.Code != tc.code || f.Step != tc.step {
 				t.Fatalf("err %v, want %s at %s", err, tc.code, tc.step)
 			}
-			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) != 1 {
+			// The partial growth log, and the profile so far once there is one.
+			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) < 1 || arts[0].Name != "partial_growth_log" ||
+				(len(arts) == 2) != (len(rec.(*cvdRecipe).rows) >= 2) || (len(arts) == 2 && arts[1].Type != svgType) {
 				t.Fatalf("partial artifacts %+v", arts)
 			}
 		})
@@ -187,9 +190,10 @@ func TestSmallExecutorsSim(t *testing.T) {
 	for _, tc := range []struct {
 		name, inputs string
 		passed       bool
+		max          float64
 	}{
-		{"pass at 10 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":10}`, true},
-		{"fail at 0.5 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":0.5}`, false},
+		{"pass at 10 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":10}`, true, 10},
+		{"fail at 0.5 Pa/min", `{"hold_seconds":60,"max_rate_of_rise_pa_per_min":0.5}`, false, 0.5},
 	} {
 		res, err := run(lc, tc.inputs)
 		if err != nil {
@@ -199,5 +203,15 @@ func TestSmallExecutorsSim(t *testing.T) {
 		if res.Outputs["passed"] != tc.passed {
 			t.Fatalf("%s: %+v", tc.name, res.Outputs)
 		}
+		if len(res.Artifacts) != 1 || res.Artifacts[0].Type != svgType {
+			t.Fatalf("%s: artifacts %+v", tc.name, res.Artifacts)
+		}
+		b, err := os.ReadFile(res.Artifacts[0].Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := readSVG(t, b)
+		doc.note(t, "verdict: "+leakVerdict(tc.passed, res.Outputs["rate_of_rise_pa_per_min"].(float64), tc.max))
+		doc.has(t, "gauge readings", 2) // a 60 s hold at scale 600 is 100 ms of wall time: a gauge read at 10 Hz
 	}
 }
