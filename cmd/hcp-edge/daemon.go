@@ -309,7 +309,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
 	case control.OpStatus:
-		st := statusOf(h.mon.Status())
+		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.status()
 		return st, nil
 	case control.OpReset:
@@ -360,7 +360,7 @@ func (h *handler) estop(ctx context.Context, operator string) safeReport {
 }
 
 // statusOf turns the monitor's status into the status reply.
-func statusOf(st envelope.MonitorStatus) statusResult {
+func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) statusResult {
 	r := st.Readings
 	out := statusResult{At: time.Now(), Latched: st.Latched, LatchReason: st.LatchReason, Healthy: st.Healthy,
 		Readings: map[string]string{}, Values: map[string]any{}, Relay: "unknown"}
@@ -401,10 +401,16 @@ func statusOf(st envelope.MonitorStatus) statusResult {
 		out.Relay = energised(l.On)
 	}
 	for _, m := range st.Margins {
-		out.Margins = append(out.Margins, marginView{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit, Margin: m.Headroom()})
+		out.Margins = append(out.Margins, marginView{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit,
+			Margin: m.Headroom(), Applies: m.Applies, Context: m.Context})
 	}
 	for _, t := range st.Trips {
-		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason})
+		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason, At: t.At})
+	}
+	out.Activity = env.Activity(r).String()
+	if n := len(st.Trips); st.Latched && n > 0 {
+		at := st.Trips[n-1].At
+		out.TripAt = &at
 	}
 	return out
 }
