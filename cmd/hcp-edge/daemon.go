@@ -98,8 +98,9 @@ func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
 // (sessions and audit log, one hash chain), token key, rig (relay built
 // de-energised), envelope, interlock, furnace watchdog, monitor, session
 // engine and its recovery, control socket, uplink, metrics endpoint
-// (agent.metrics_listen). Stop order: control socket (intake), metrics
-// endpoint, engine, monitor, shutdown policy, instruments, state file.
+// (agent.metrics_listen), dashboard (agent.dashboard_listen). Stop order:
+// control socket (intake), dashboard, metrics endpoint, engine, monitor,
+// shutdown policy, instruments, state file.
 func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger) (err error) {
 	t0 := time.Now()
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
@@ -247,6 +248,12 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
+	dash, err := startDashboard(f, h, log) // nil without agent.dashboard_listen (dashboard.go)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		_ = mx.close(context.Background())
+		return err
+	}
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
 		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "time_scale", f.Agent.TimeScale,
 		"capabilities", len(reg.All()), "recovered", len(recs), "startup", time.Since(t0))
@@ -263,6 +270,9 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	defer scancel()
 	up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
 	err = srv.Shutdown(sctx)
+	if dash != nil {
+		err = errors.Join(err, dash.Shutdown(sctx))
+	}
 	err = errors.Join(err, mx.close(sctx))
 	engClosed = true
 	err = errors.Join(err, eng.Close())

@@ -199,7 +199,7 @@ func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 	}
 	if env != nil {
 		for _, g := range slices.Sorted(maps.Keys(env.Config().Interlocks.Gases)) {
-			if _, flowed := gases[g]; !flowed {
+			if s, ok := gases[g]; !ok || slices.Max(s.Y) < flowOn(env) {
 				continue
 			}
 			q := env.Config().Interlocks.Gases[g].MaxPressure
@@ -210,14 +210,7 @@ func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 	}
 	f := plot.Figure{Title: title, XLabel: "process time (min)", Panels: []plot.Panel{temp, pres},
 		Spans: stepSpans(rows, toMin)}
-	thr := 1.0
-	if env != nil {
-		if q := env.Config().FlowOnThreshold; q.Unit != "" {
-			if v, err := sccmOf(q.Value, q.Unit); err == nil {
-				thr = v
-			}
-		}
-	}
+	thr := flowOn(env)
 	slices.Sort(order)
 	for _, g := range order {
 		s := gases[g]
@@ -235,6 +228,19 @@ func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 			n, toMin(rows[n-1].Elapsed-rows[0].Elapsed))}
 	}
 	return f.SVG()
+}
+
+// flowOn is the envelope's flow_on_threshold in sccm (1 without one): a
+// gas whose readings never reach it did not flow.
+func flowOn(env *envelope.Envelope) float64 {
+	if env != nil {
+		if q := env.Config().FlowOnThreshold; q.Unit != "" {
+			if v, err := sccmOf(q.Value, q.Unit); err == nil {
+				return v
+			}
+		}
+	}
+	return 1
 }
 
 func deref(v *float64) float64 {

@@ -67,7 +67,7 @@ var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#
 
 const (
 	marginL   = 78
-	marginR   = 190 // legend
+	marginR   = 250 // legend
 	titleH    = 28
 	noteH     = 17
 	panelGap  = 26
@@ -274,7 +274,11 @@ func (f Figure) panel(b *bytes.Buffer, p Panel, idx, top, ph int, sx func(float6
 		}
 		fmt.Fprintf(b, `<line class="rule" data-rule="%s" data-value="%s" x1="%d" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 4"><title>%s</title></line>`+"\n",
 			esc(r.Label), strconv.FormatFloat(r.Y, 'g', -1, 64), marginL, num(y), num(marginL+plotW), num(y), c, esc(r.Label))
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" font-size="10" fill="%s">%s</text>`+"\n", num(marginL+plotW-4), num(y-3), c, esc(r.Label))
+		ty := y - 3
+		if ty-float64(top) < 11 { // at the top edge: label under the line
+			ty = y + 11
+		}
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" font-size="10" fill="%s">%s</text>`+"\n", num(marginL+plotW-4), num(ty), c, esc(r.Label))
 	}
 	for i, s := range p.Series {
 		c := s.Color
