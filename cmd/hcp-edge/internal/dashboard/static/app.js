@@ -80,7 +80,11 @@
       var span = m.max - m.min, cls, word;
       if (!m.applies) { cls = "state-na"; word = "n/a"; }
       else if (m.margin < 0) { cls = "state-bad"; word = "OUTSIDE " + fmt(m.margin); }
-      else if (span > 0 && m.margin < 0.1 * span) { cls = "state-warn"; word = "near " + fmt(m.margin); }
+      // Near a limit: within 10 % of the span below the max, or above a
+      // min that is not zero (a flow or a setpoint at 0 is at rest, not near a limit).
+      else if (span > 0 && (m.max - m.value < 0.1 * span || (m.min > 0 && m.value - m.min < 0.1 * span))) {
+        cls = "state-warn"; word = "near " + fmt(m.margin);
+      }
       else { cls = "state-ok"; word = fmt(m.margin); }
       var pos = span > 0 ? Math.max(0, Math.min(1, (m.value - m.min) / span)) : 0;
       return [
