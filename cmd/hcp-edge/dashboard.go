@@ -15,6 +15,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -34,7 +35,8 @@ func startDashboard(f rigconfig.File, h *handler, log *slog.Logger) (*dashboard.
 		return nil, nil
 	}
 	log = log.With("component", "dashboard")
-	srv, err := dashboard.Serve(f.Agent.DashboardListen, &dashSource{h: h, plots: map[string]dashPlots{}},
+	src := &dashSource{mon: h.mon, view: h.il.View(), up: h.up, sess: h.sess, plots: map[string]dashPlots{}}
+	srv, err := dashboard.Serve(f.Agent.DashboardListen, src,
 		dashboard.Opts{AllowLAN: f.Agent.DashboardAllowLAN, Logger: log})
 	if err != nil {
 		return nil, err
@@ -46,8 +48,12 @@ func startDashboard(f rigconfig.File, h *handler, log *slog.Logger) (*dashboard.
 // dashSource is the daemon's dashboard.Source: the monitor's status, the
 // sessions, the audit log's tail, and the SVG plots of finished sessions.
 // It only reads (a plot of a T2 session is a data access, recorded).
+// It holds the interlock's read-only View, never the Interlock.
 type dashSource struct {
-	h     *handler
+	mon   *envelope.Monitor
+	view  *envelope.View
+	up    *uplink // nil without a broker
+	sess  *sessions
 	mu    sync.Mutex
 	plots map[string]dashPlots // terminal session -> its plots (a final message never changes)
 }
@@ -91,10 +97,10 @@ type dashSnapshot struct {
 
 // Snapshot reads the status, the newest sessions and the audit log's tail.
 func (d *dashSource) Snapshot(ctx context.Context) (any, error) {
-	st := statusOf(d.h.mon.Status(), d.h.il.View().Envelope())
-	st.Uplink = d.h.up.status()
+	st := statusOf(d.mon.Status(), d.view.Envelope())
+	st.Uplink = d.up.status()
 	snap := dashSnapshot{At: time.Now().UTC(), Version: version, Status: st, Sessions: []dashSession{}, Audit: []dashAuditEntry{}}
-	all, err := d.h.sess.list(ctx, true)
+	all, err := d.sess.list(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
@@ -110,7 +116,7 @@ func (d *dashSource) Snapshot(ctx context.Context) (any, error) {
 		}
 		snap.Sessions = append(snap.Sessions, ds)
 	}
-	tail, err := d.h.sess.st.Audit().Tail(ctx, dashAudit)
+	tail, err := d.sess.st.Audit().Tail(ctx, dashAudit)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
@@ -144,7 +150,7 @@ func (d *dashSource) plotsOf(sid string) dashPlots {
 }
 
 func (d *dashSource) readPlots(sid string) dashPlots {
-	fin, err := d.h.sess.hub.final(sid)
+	fin, err := d.sess.hub.final(sid)
 	if err != nil {
 		return dashPlots{note: "no recorded result"}
 	}
@@ -172,7 +178,7 @@ func (d *dashSource) readPlots(sid string) dashPlots {
 	}
 	if len(out.list) > 0 {
 		v := artifactView{SessionID: sid}
-		if err := d.h.sess.sealing(&v); err == nil && v.Sealed {
+		if err := d.sess.sealing(&v); err == nil && v.Sealed {
 			return dashPlots{note: fmt.Sprintf("%d plot(s) sealed at rest (%s): fetch with hcp-edge artifact get", len(out.list), v.DataClass)}
 		}
 	}
@@ -187,7 +193,7 @@ const svgMIME = "image/svg+xml"
 // T2 session in the audit log (refused when that fails).
 func (d *dashSource) Plot(ctx context.Context, sid, file, viewer string) ([]byte, error) {
 	uri := "hcp://" + sid + "/artifacts/" + file
-	a, err := d.h.sess.artifact(uri)
+	a, err := d.sess.artifact(uri)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", dashboard.ErrNoPlot, err)
 	}
@@ -202,7 +208,7 @@ func (d *dashSource) Plot(ctx context.Context, sid, file, viewer string) ([]byte
 	if int64(len(b)) != a.SizeBytes || "sha256:"+hex.EncodeToString(sum[:]) != a.Checksum {
 		return nil, errors.New(a.Path + " does not match the checksum its session recorded")
 	}
-	if err := recordAccess(ctx, d.h.sess.st, sid, "dashboard_plot", uri, accessor{Operator: "dashboard viewer", Via: viewer}); err != nil {
+	if err := recordAccess(ctx, d.sess.st, sid, "dashboard_plot", uri, accessor{Operator: "dashboard viewer", Via: viewer}); err != nil {
 		return nil, fmt.Errorf("the access could not be recorded in the audit log, so it is refused: %w", err)
 	}
 	return b, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -263,6 +264,7 @@ func (f Figure) panel(b *bytes.Buffer, p Panel, idx, top, ph int, sx func(float6
 	fmt.Fprintf(b, `<text class="ylabel" transform="translate(16,%d) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+ph/2, esc(p.YLabel))
 	fmt.Fprintf(b, `<g clip-path="url(#%s-clip)">`+"\n", id)
 	legend := []struct{ name, color, dash string }{}
+	var labels []float64 // y of the rule labels drawn
 	for _, r := range p.Rules {
 		y, ok := sy(r.Y)
 		if !ok {
@@ -278,6 +280,10 @@ func (f Figure) panel(b *bytes.Buffer, p Panel, idx, top, ph int, sx func(float6
 		if ty-float64(top) < 11 { // at the top edge: label under the line
 			ty = y + 11
 		}
+		for slices.ContainsFunc(labels, func(u float64) bool { return math.Abs(u-ty) < 11 }) {
+			ty += 11 // two limits close together: stack their labels
+		}
+		labels = append(labels, ty)
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" font-size="10" fill="%s">%s</text>`+"\n", num(marginL+plotW-4), num(ty), c, esc(r.Label))
 	}
 	for i, s := range p.Series {
