@@ -55,6 +55,7 @@ const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	idleTimeout       = 60 * time.Second
+	writeTimeout      = 30 * time.Second // every response but the event stream
 	maxHeaderBytes    = 16 << 10
 	snapshotTimeout   = 5 * time.Second
 )
@@ -150,6 +151,9 @@ func (s *Server) routes() http.Handler {
 			h.Set("Allow", "GET, HEAD")
 			http.Error(w, "read-only dashboard: "+r.Method+" is not allowed", http.StatusMethodNotAllowed)
 			return
+		}
+		if r.URL.Path != "/api/events" { // the stream sets its own deadline per event
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 		}
 		mux.ServeHTTP(w, r)
 	})
