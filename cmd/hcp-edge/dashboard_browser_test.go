@@ -131,10 +131,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the rig, the daemon and Chromium")
 	}
+	ctx := browser(t) // first: skips (or fails under HCP_REQUIRE_PEERS=1) without chromium
+	shots := screenshotDir(t)
 	e := newEnv(t, nil)
 	base := withDashboard(t, e)
-	ctx := browser(t)
-	shots := screenshotDir(t)
 	e.start()
 
 	nctx, ncancel := context.WithTimeout(ctx, hangGuard)
