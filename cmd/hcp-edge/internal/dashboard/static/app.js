@@ -137,6 +137,12 @@
     var box = $("sessions");
     if (!list || list.length === 0) return;
     if (box.firstElementChild && box.firstElementChild.tagName === "P") box.replaceChildren();
+    var ids = {};
+    list.forEach(function (s) { ids[s.session_id] = true; });
+    Array.prototype.slice.call(box.children).forEach(function (d) { // older than the list: gone
+      var id = d.getAttribute("data-session");
+      if (id && !ids[id]) { box.removeChild(d); delete shown[id]; }
+    });
     list.forEach(function (s) {
       var key = s.state + "|" + JSON.stringify(s.progress || null) + "|" + (s.plots || []).length;
       var div = box.querySelector('[data-session="' + CSS.escape(s.session_id) + '"]');
