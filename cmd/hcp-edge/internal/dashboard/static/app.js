@@ -182,7 +182,12 @@
       } else if (s.plots_note) {
         fresh.appendChild(el("div", "sub", s.plots_note));
       }
-      if (div) box.replaceChild(fresh, div); else box.insertBefore(fresh, box.firstChild);
+      if (div) box.replaceChild(fresh, div); else box.appendChild(fresh);
+    });
+    // Newest first, as listed (moving a node keeps its images).
+    list.forEach(function (s) {
+      var d = box.querySelector('[data-session="' + CSS.escape(s.session_id) + '"]');
+      if (d && d !== box.lastElementChild) box.appendChild(d);
     });
   }
 
