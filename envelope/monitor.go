@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,12 +50,61 @@ func DefaultMonitorOpts() MonitorOpts {
 }
 
 // Margin is one limited channel's latest value against its hard limits, in
-// the envelope's configured unit.
+// the envelope's configured unit, with the context that says whether the
+// limit applies to the rig as it is now.
 type Margin struct {
 	Channel  string
 	Value    float64
 	Min, Max float64
 	Unit     string
+	// Applies is false where the limit does not bind in the rig's present
+	// activity: the over_pressure threshold of an idle chamber (it holds only
+	// in process), the ramp-rate limits with the heater off. A margin that
+	// does not apply is no violation, whatever its sign.
+	Applies bool
+	// Context says why, in words for a technician ("idle: over_pressure
+	// applies only in process").
+	Context string
+}
+
+// Activity is what the rig is doing, read from a snapshot the way the trip
+// rules read it (EvaluateTrips): the gases in use (flow at or above
+// flow_on_threshold, or line valve open) and the heater.
+type Activity struct {
+	GasesInUse []string
+	Heater     bool
+}
+
+// InProcess reports a gas in use or the heater enabled: the state in which
+// over_pressure applies.
+func (a Activity) InProcess() bool { return a.Heater || len(a.GasesInUse) > 0 }
+
+// String is "idle" or "in process (H2S, heater)".
+func (a Activity) String() string {
+	if !a.InProcess() {
+		return "idle"
+	}
+	parts := slices.Clone(a.GasesInUse)
+	if a.Heater {
+		parts = append(parts, "heater")
+	}
+	return "in process (" + strings.Join(parts, ", ") + ")"
+}
+
+// Activity reads the rig's activity from r (readings older than the comms
+// timeout count as not in use, as in EvaluateTrips).
+func (e *Envelope) Activity(r Readings) Activity {
+	alive := func(at time.Time) bool { return !at.IsZero() && r.At.Sub(at) <= e.commsTimeout }
+	var a Activity
+	for _, g := range e.spec.Gases {
+		f, fok := r.Flows[g.Gas]
+		v, vok := r.Switches[g.Valve]
+		if (fok && alive(f.At) && device.Finite(float64(f.Flow)) && f.Flow >= e.flowOn) || (vok && alive(v.At) && v.On) {
+			a.GasesInUse = append(a.GasesInUse, g.Gas)
+		}
+	}
+	a.Heater = alive(r.Furnace.At) && r.Furnace.HeaterEnabled
+	return a
 }
 
 // Headroom is the distance from Value to the nearer limit (negative outside).
@@ -632,12 +682,34 @@ func (m *Monitor) Status() MonitorStatus {
 // flow setpoint. (The spectrometer integration has no reading.)
 func (e *Envelope) Margins(r Readings) []Margin {
 	var out []Margin
+	act := e.Activity(r)
 	add := func(l *limit, v float64) {
 		if l == nil || !device.Finite(v) {
 			return
 		}
-		out = append(out, Margin{Channel: l.channel, Value: display(l.kind, v, l.unit), Min: display(l.kind, l.min, l.unit),
-			Max: display(l.kind, l.max, l.unit), Unit: l.unit})
+		m := Margin{Channel: l.channel, Value: display(l.kind, v, l.unit), Min: display(l.kind, l.min, l.unit),
+			Max: display(l.kind, l.max, l.unit), Unit: l.unit, Applies: true}
+		switch l.channel {
+		case ChannelPressure:
+			if m.Applies = act.InProcess(); m.Applies {
+				m.Context = act.String() + ": over_pressure applies"
+			} else {
+				m.Context = "idle: over_pressure applies only in process (a gas in use or the heater on); a vented chamber at atmosphere is normal"
+			}
+		case ChannelRampRate:
+			if m.Applies = act.Heater; !m.Applies {
+				m.Context = "heater off: the limits bound what the agent writes; the controller's 0 means no ramp"
+			}
+		case ChannelSetpoint:
+			m.Context = "limits bound what the agent writes"
+		case ChannelTemperature:
+			m.Context = "over_temperature trip threshold, always in force"
+		default:
+			if strings.HasPrefix(l.channel, "flow.") {
+				m.Context = "setpoint; limits bound what the agent writes"
+			}
+		}
+		out = append(out, m)
 	}
 	if f := r.Furnace; e.fresh(f.At, r) {
 		if f.Alarms&device.AlarmSensorBreak == 0 {

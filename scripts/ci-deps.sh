@@ -8,10 +8,14 @@
 # cannot run (a Recommends left out by --no-install-recommends, say) is caught here, not as a
 # confusing test failure twenty minutes later.
 #
+# chromium (Debian's browser; the dashboard test drives it headless over the DevTools protocol
+# with chromedp, so chromium-driver is not needed) and fonts-dejavu-core (the screenshots need a
+# font; chromium only recommends one).
+#
 # python3-pymodbus 3.0 (Debian 12) needs python3-serial-asyncio (and with it python3-serial) for
 # `import pymodbus.server`; it is only a Recommends of the package, so it is listed explicitly.
 set -euo pipefail
-pkgs=(mbpoll python3-pymodbus python3-serial python3-serial-asyncio socat qemu-user-static python3-pika)
+pkgs=(mbpoll python3-pymodbus python3-serial python3-serial-asyncio socat qemu-user-static python3-pika chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,6 +55,16 @@ probe mbpoll                   "mbpoll -h"                         mbpoll -h
 probe socat                    "socat -V"                          socat -V
 probe qemu-user-static         "qemu-arm-static --version"         qemu-arm-static --version
 probe qemu-user-static         "qemu-aarch64-static --version"     qemu-aarch64-static --version
+# The flags the dashboard test starts it with (no sandbox as root, no background networking on
+# a closed network, a fresh profile); it must render a page headless.
+chromium_probe() {
+  local prof; prof=$(mktemp -d)
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage \
+    --user-data-dir="$prof" --dump-dom 'data:text/html,<p id=probe>chromium-ok</p>' 2>/dev/null | grep -q chromium-ok
+  local rc=$?; rm -rf "$prof"; return $rc
+}
+probe chromium                 "chromium --headless --dump-dom"    chromium_probe
 if [ "$failed" != 0 ]; then
   echo "ci-deps: a peer does not work; see the lines above" >&2
   exit 1

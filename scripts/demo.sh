@@ -129,6 +129,18 @@ step "an artifact, fetched and verified against its sha256: hcp-edge artifact ge
 "$BIN/hcp-edge" artifact get "$uri" -o "$dir/growth_log.csv"
 head -n 3 "$dir/growth_log.csv"
 
+# The run's two plots (plain SVG artifacts), kept after the demo under build/demo/.
+plots_dir=build/demo
+mkdir -p "$plots_dir"
+plots=()
+for name in raman_spectrum.svg process_profile.svg; do
+  puri=$(grep -o "hcp://[^\"]*/artifacts/$name" "$dir/final.json" | head -n 1)
+  [ -n "$puri" ] || { echo "demo: the final message lists no $name"; exit 1; }
+  "$BIN/hcp-edge" artifact get "$puri" -o "$plots_dir/$name" >/dev/null
+  head -c 200 "$plots_dir/$name" | grep -q '<svg' || { echo "demo: $plots_dir/$name is not an SVG"; exit 1; }
+  plots+=("$plots_dir/$name")
+done
+
 step "stopping the agent (SIGTERM: outputs to the safe state, state file closed)"
 kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=""
 tail -3 "$dir/agent.log"
@@ -137,3 +149,5 @@ step "what reached the firmware (rig-sim status): the writes it received"
 "$BIN/rig-sim" status --dir "$dir" >"$dir/out.txt"; tail -n 12 "$dir/out.txt"
 
 printf '\ndemo: ok in %ss\n' "$SECONDS"
+printf 'the MoS2 run'"'"'s plots (open in a browser):\n'
+for p in "${plots[@]}"; do printf '  %s\n' "$(realpath "$p")"; done

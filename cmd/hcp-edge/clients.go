@@ -99,9 +99,16 @@ func printStatus(w io.Writer, st statusResult) {
 	fmt.Fprintln(w, st.Uplink.line()) // uplink.go
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tVALUE\tMIN\tMAX\tUNIT\tMARGIN")
+	if st.Activity != "" {
+		fmt.Fprintf(w, "rig: %s\n\n", st.Activity)
+	}
+	fmt.Fprintln(tw, "CHANNEL\tVALUE\tMIN\tMAX\tUNIT\tMARGIN\tCONTEXT")
 	for _, m := range st.Margins {
-		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%s\t%.4g\n", m.Channel, m.Value, m.Min, m.Max, m.Unit, m.Margin)
+		margin := fmt.Sprintf("%.4g", m.Margin)
+		if !m.Applies {
+			margin = "n/a" // the limit does not bind now: no violation, whatever the sign
+		}
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%.4g\t%s\t%s\t%s\n", m.Channel, m.Value, m.Min, m.Max, m.Unit, margin, m.Context)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
@@ -125,7 +132,7 @@ func printStatus(w io.Writer, st statusResult) {
 	if len(st.Trips) > 0 {
 		fmt.Fprintln(w, "\ntrips since start (newest last):")
 		for _, t := range st.Trips {
-			fmt.Fprintf(w, "  %s → %s on %s: %s\n", t.Trip, t.Procedure, t.Channel, t.Reason)
+			fmt.Fprintf(w, "  %s %s → %s on %s: %s\n", t.At.Local().Format("2006-01-02 15:04:05"), t.Trip, t.Procedure, t.Channel, t.Reason)
 		}
 	}
 }

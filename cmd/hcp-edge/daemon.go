@@ -98,8 +98,9 @@ func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
 // (sessions and audit log, one hash chain), token key, rig (relay built
 // de-energised), envelope, interlock, furnace watchdog, monitor, session
 // engine and its recovery, control socket, uplink, metrics endpoint
-// (agent.metrics_listen). Stop order: control socket (intake), metrics
-// endpoint, engine, monitor, shutdown policy, instruments, state file.
+// (agent.metrics_listen), dashboard (agent.dashboard_listen). Stop order:
+// control socket (intake), dashboard, metrics endpoint, engine, monitor,
+// shutdown policy, instruments, state file.
 func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger) (err error) {
 	t0 := time.Now()
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
@@ -253,6 +254,12 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
+	dash, err := startDashboard(f, h, log) // nil without agent.dashboard_listen (dashboard.go)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		_ = mx.close(context.Background())
+		return err
+	}
 	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
 		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "time_scale", f.Agent.TimeScale,
 		"capabilities", len(reg.All()), "recovered", len(recs), "startup", time.Since(t0))
@@ -269,6 +276,9 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	defer scancel()
 	up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
 	err = srv.Shutdown(sctx)
+	if dash != nil {
+		err = errors.Join(err, dash.Shutdown(sctx))
+	}
 	err = errors.Join(err, mx.close(sctx))
 	engClosed = true
 	err = errors.Join(err, eng.Close())
@@ -315,7 +325,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
 	case control.OpStatus:
-		st := statusOf(h.mon.Status())
+		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.status()
 		return st, nil
 	case control.OpReset:
@@ -366,7 +376,7 @@ func (h *handler) estop(ctx context.Context, operator string) safeReport {
 }
 
 // statusOf turns the monitor's status into the status reply.
-func statusOf(st envelope.MonitorStatus) statusResult {
+func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) statusResult {
 	r := st.Readings
 	out := statusResult{At: time.Now(), Latched: st.Latched, LatchReason: st.LatchReason, Healthy: st.Healthy,
 		Readings: map[string]string{}, Values: map[string]any{}, Relay: "unknown"}
@@ -407,10 +417,16 @@ func statusOf(st envelope.MonitorStatus) statusResult {
 		out.Relay = energised(l.On)
 	}
 	for _, m := range st.Margins {
-		out.Margins = append(out.Margins, marginView{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit, Margin: m.Headroom()})
+		out.Margins = append(out.Margins, marginView{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit,
+			Margin: m.Headroom(), Applies: m.Applies, Context: m.Context})
 	}
 	for _, t := range st.Trips {
-		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason})
+		out.Trips = append(out.Trips, tripView{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason, At: t.At})
+	}
+	out.Activity = env.Activity(r).String()
+	if n := len(st.Trips); st.Latched && n > 0 {
+		at := st.Trips[n-1].At
+		out.TripAt = &at
 	}
 	return out
 }

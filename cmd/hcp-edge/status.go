@@ -9,6 +9,8 @@ type statusResult struct {
 	Latched     bool              `json:"latched"`
 	LatchReason string            `json:"latch_reason,omitempty"`
 	Relay       string            `json:"relay"`
+	Activity    string            `json:"activity"`          // "idle" or "in process (gases, heater)"
+	TripAt      *time.Time        `json:"trip_at,omitempty"` // when the newest trip fired, while latched
 	Readings    map[string]string `json:"readings"`
 	Values      map[string]any    `json:"values"`
 	Margins     []marginView      `json:"margins"`
@@ -26,12 +28,18 @@ type marginView struct {
 	Max     float64 `json:"max"`
 	Unit    string  `json:"unit"`
 	Margin  float64 `json:"margin"`
+	// Applies is false where the limit does not bind now (over_pressure of
+	// an idle chamber, the ramp rate with the heater off): a negative
+	// margin there is no violation. Context says why.
+	Applies bool   `json:"applies"`
+	Context string `json:"context,omitempty"`
 }
 
 // tripView is one trip event.
 type tripView struct {
-	Trip      string `json:"trip"`
-	Procedure string `json:"procedure"`
-	Channel   string `json:"channel"`
-	Reason    string `json:"reason"`
+	Trip      string    `json:"trip"`
+	Procedure string    `json:"procedure"`
+	Channel   string    `json:"channel"`
+	Reason    string    `json:"reason"`
+	At        time.Time `json:"at"` // when the monitor found the condition
 }

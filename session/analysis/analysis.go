@@ -68,12 +68,37 @@ type Result struct {
 	Bulk       bool    `json:"bulk"`
 	Confidence float64 `json:"confidence"` // in [0,1]
 
+	// Baseline is the fitted linear baseline (zero when Found is false).
+	Baseline Baseline `json:"baseline"`
+
 	RSquared    float64 `json:"r_squared"`    // of the fit over the window
 	FitResidual float64 `json:"fit_residual"` // RMS residual / strongest peak amplitude
 	Noise       float64 `json:"noise"`        // estimated noise level, counts
 	SNR         float64 `json:"snr"`          // weaker peak amplitude / noise
 	Points      int     `json:"points"`       // points fitted
 }
+
+// Baseline is the fitted straight baseline y = Offset + Slope·(x − Center).
+type Baseline struct {
+	Center float64 `json:"center_cm1"`
+	Offset float64 `json:"offset"`
+	Slope  float64 `json:"slope_per_cm1"`
+}
+
+// At is the baseline at shift x (cm⁻¹).
+func (b Baseline) At(x float64) float64 { return b.Offset + b.Slope*(x-b.Center) }
+
+// At is the peak's fitted Lorentzian at shift x (cm⁻¹), above the baseline.
+func (p Peak) At(x float64) float64 {
+	if !(p.FWHM > 0) {
+		return 0
+	}
+	return p.Amplitude * lorentz(x, p.Position, p.FWHM/2)
+}
+
+// Model is the fitted model at shift x: baseline plus both peaks. It is
+// meaningful only when Found is true.
+func (r Result) Model(x float64) float64 { return r.Baseline.At(x) + r.E2g.At(x) + r.A1g.At(x) }
 
 // Band is the distance range of one layer class.
 type Band struct {
@@ -243,7 +268,8 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 		return Peak{Position: p[3+3*k], PositionErr: sd(3 + 3*k), FWHM: 2 * p[4+3*k], FWHMErr: 2 * sd(4+3*k),
 			Amplitude: p[2+3*k], AmplitudeErr: sd(2 + 3*k)}
 	}
-	r := Result{Found: true, E2g: peak(0), A1g: peak(1), Noise: noise, Points: n}
+	r := Result{Found: true, E2g: peak(0), A1g: peak(1), Noise: noise, Points: n,
+		Baseline: Baseline{Center: xc, Offset: p[0], Slope: p[1]}}
 	if r.E2g.Amplitude < opts.DetectSNR*noise || r.A1g.Amplitude < opts.DetectSNR*noise ||
 		r.E2g.FWHM > 20 || r.A1g.FWHM > 20 || r.A1g.Position <= r.E2g.Position {
 		return Result{Reason: fmt.Sprintf("no MoS2 found: the fitted peaks are not MoS2 bands (E2g %.1f cm⁻¹ FWHM %.1f, A1g %.1f cm⁻¹ FWHM %.1f)",

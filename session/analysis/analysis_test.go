@@ -265,3 +265,25 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+// TestModelMatchesFit checks that Result.Model reproduces the fitted curve:
+// on a noiseless two-Lorentzian spectrum it returns the spectrum itself.
+func TestModelMatchesFit(t *testing.T) {
+	var xs, ys []float64
+	for x := 340.0; x <= 450; x += 0.5 {
+		y := 100 + 0.2*(x-395) + 1000/(1+((x-385)/2.5)*((x-385)/2.5)) + 1200/(1+((x-404)/3)*((x-404)/3))
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	r, err := AnalyzeWith(xs, ys, DefaultOpts())
+	if err != nil || !r.Found {
+		t.Fatalf("analysis: %v %+v", err, r)
+	}
+	for i, x := range xs {
+		if x < WindowLo || x > WindowHi {
+			continue
+		}
+		if d := math.Abs(r.Model(x) - ys[i]); d > 1 {
+			t.Fatalf("Model(%g) = %g, spectrum %g", x, r.Model(x), ys[i])
+		}
+	}
+}

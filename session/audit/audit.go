@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -229,6 +230,35 @@ func (l *Log) Head() (uint64, [32]byte, error) {
 		return err
 	})
 	return h.Seq, h.Hash, err
+}
+
+// Tail returns the newest n entries (fewer when the log is shorter), oldest
+// first, in one read transaction. It reads n entries, however long the log.
+func (l *Log) Tail(ctx context.Context, n int) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("audit: tail: %w", err)
+	}
+	var out []Entry
+	err := l.db.View(func(tx *bolt.Tx) error {
+		entries, _, _, err := buckets(tx)
+		if err != nil {
+			return err
+		}
+		c := entries.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+			e, err := decode(k, v)
+			if err != nil {
+				return &ChainError{Reason: fmt.Sprintf("entry under key %x: %v", k, err)}
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 func decode(k, v []byte) (Entry, error) {

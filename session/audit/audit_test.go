@@ -362,3 +362,36 @@ func TestInterlockAdapter(t *testing.T) {
 		t.Fatalf("Verify = %d, %v", n, err)
 	}
 }
+
+// TestTail: the newest n entries, oldest first; all of a shorter log.
+func TestTail(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "a.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	l, err := Open(db, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if got, err := l.Tail(ctx, 5); err != nil || len(got) != 0 {
+		t.Fatalf("empty log: %v %v", got, err)
+	}
+	for i := range 7 {
+		if _, err := l.Append(ctx, Entry{Kind: KindTransition, SessionID: fmt.Sprint("s", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		n     int
+		first uint64
+		len   int
+	}{{"newest three", 3, 5, 3}, {"more than the log", 50, 1, 7}, {"none", 0, 0, 0}} {
+		got, err := l.Tail(ctx, tt.n)
+		if err != nil || len(got) != tt.len || (tt.len > 0 && (got[0].Seq != tt.first || got[len(got)-1].Seq != 7)) {
+			t.Fatalf("%s: %+v %v", tt.name, got, err)
+		}
+	}
+}

@@ -860,7 +860,7 @@ func (r *cvdRecipe) artifacts(env *Env, partial bool) ([]Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(arts, a), nil
+	return r.plots(env, append(arts, a), partial) // plots.go
 }
 
 // Partial returns what the run produced before it failed.

@@ -112,9 +112,10 @@ func checkOutputs(t *testing.T, run e2eRun) {
 	if err := validateOutputs(resolve(t, CVDName), run.res.Outputs, seedExpected); err != nil {
 		t.Fatalf("outputs invalid: %v", err)
 	}
-	if len(run.res.Artifacts) != 2 {
+	if len(run.res.Artifacts) != 4 { // spectrum, growth log, their two plots
 		t.Fatalf("artifacts %+v", run.res.Artifacts)
 	}
+	checkCVDPlots(t, run.res)
 	for _, a := range run.res.Artifacts {
 		data, err := os.ReadFile(a.Path)
 		if err != nil {

@@ -78,8 +78,12 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
-				res, err := Execute(ctx, rec, &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
-					Checkpoints: &memCkpt{}, SessionID: "s"}, 0)
+				env := &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
+					Checkpoints: &memCkpt{}, SessionID: "s"}
+				if i == 0 { // the first run of each case also draws its plot
+					env.ArtifactDir = t.TempDir()
+				}
+				res, err := Execute(ctx, rec, env, 0)
 				cancel()
 				if err != nil {
 					wrong++
@@ -91,6 +95,9 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 				}
 				rate := res.Outputs["rate_of_rise_pa_per_min"].(float64)
 				lo, hi, sum = math.Min(lo, rate), math.Max(hi, rate), sum+rate
+				if i == 0 {
+					checkLeakPlot(t, res, tc.passed, rate, 10)
+				}
 				if res.Outputs["passed"] != tc.passed {
 					wrong++
 					t.Errorf("run %d: passed=%v at %.3f Pa/min (outputs %v)", i, res.Outputs["passed"], rate, res.Outputs)
@@ -100,6 +107,22 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 				runs-wrong, runs, tc.passed, lo, sum/float64(runs), hi, (time.Since(start) / time.Duration(runs)).Round(time.Millisecond))
 		})
 	}
+}
+
+// checkLeakPlot checks a leak check's one artifact: the pressure-rise SVG
+// with its verdict and the gauge readings of the hold.
+func checkLeakPlot(t *testing.T, res *Result, passed bool, rate, maxRate float64) {
+	t.Helper()
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Type != svgType {
+		t.Fatalf("artifacts %+v", res.Artifacts)
+	}
+	b, err := os.ReadFile(res.Artifacts[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := readSVG(t, b)
+	doc.note(t, "verdict: "+leakVerdict(passed, rate, maxRate))
+	doc.has(t, "gauge readings", 2)
 }
 
 // mangledRig passes every snapshot of its Rig through mangle, which sees

@@ -25,6 +25,7 @@ type LogRow struct {
 	Elapsed      float64            `json:"elapsed_seconds"` // process seconds since the run started
 	Stage        string             `json:"stage"`
 	TemperatureC *float64           `json:"temperature_c,omitempty"`
+	SetpointC    *float64           `json:"setpoint_c,omitempty"` // the furnace's target setpoint
 	PressurePa   *float64           `json:"pressure_pa,omitempty"`
 	Flows        map[string]float64 `json:"flows_sccm,omitempty"`
 }
@@ -39,6 +40,9 @@ type proc struct {
 	lastRow time.Time
 	warns   []string
 	logged  int // rows already stored in a checkpoint (journaled recipes)
+	// onRead, when set, sees every snapshot read takes (a leak check
+	// collects its pressure samples for the plot through it).
+	onRead func(stage string, r envelope.Readings)
 }
 
 func (p *proc) journalMark() *int { return &p.logged }
@@ -80,6 +84,10 @@ func (p *proc) row(stage string, r envelope.Readings) LogRow {
 	if f := r.Furnace; !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
 		v := round3(f.ProcessValue.Celsius())
 		lr.TemperatureC = &v
+	}
+	if f := r.Furnace; !f.At.IsZero() && device.Finite(float64(f.Setpoint)) {
+		v := round3(f.Setpoint.Celsius())
+		lr.SetpointC = &v
 	}
 	if pr := r.Pressure; !pr.At.IsZero() && device.Finite(float64(pr.Pressure)) && pr.Pressure >= 0 &&
 		(pr.Status == device.GaugeOK || pr.Status == device.GaugeUnderrange || pr.Status == device.GaugeOverrange) {
@@ -127,6 +135,9 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // and fails on a latched interlock.
 func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Readings, error) {
 	r := p.env.Rig.Readings(ctx)
+	if p.onRead != nil {
+		p.onRead(stage, r)
+	}
 	if force || p.lastRow.IsZero() || p.env.Clock.Now().Sub(p.lastRow) >= p.env.LogEvery {
 		p.row(stage, r)
 	}

@@ -196,6 +196,8 @@ type leakPlan struct {
 	Measured    bool
 	Rows        []LogRow        `json:"rows"`
 	ExpectedOut *ExpectedOutput `json:"expected_output,omitempty"`
+	// Samples are the gauge readings of the hold, for the plot.
+	Samples []pressureSample `json:"samples,omitempty"`
 }
 
 // Plan reads the inputs with the declaration's defaults.
@@ -278,7 +280,10 @@ func (r *leakRecipe) Run(ctx context.Context, i int, env *Env) error {
 		}
 	case 2:
 		var m leakMeasure
-		if m, err = leakRate(ctx, &r.proc, n, "rate_of_rise", r.plan.Hold); err == nil {
+		r.onRead = r.sample("rate_of_rise")
+		m, err = leakRate(ctx, &r.proc, n, "rate_of_rise", r.plan.Hold)
+		r.onRead = nil
+		if err == nil {
 			r.plan.Rate, r.plan.P0, r.plan.P1, r.plan.Measured = m.Rate, m.P0, m.P1, true
 			r.log(ctx, "info", "rate of rise", m.details())
 		}
@@ -313,7 +318,39 @@ func (r *leakRecipe) Finish(ctx context.Context, env *Env) (*Result, error) {
 	if err := validateOutputs(r.capab, out, r.plan.ExpectedOut); err != nil {
 		return nil, err
 	}
-	return &Result{Outputs: out, Warnings: r.warns}, nil
+	res := &Result{Outputs: out, Warnings: r.warns}
+	if env.ArtifactDir != "" { // the engine always gives one
+		a, err := writeArtifact(env, leakSVGName, leakSVGFile, svgType,
+			leakSVG(r.plan.Samples, r.plan.P0, r.plan.P1, out["rate_of_rise_pa_per_min"].(float64), r.plan.MaxRate, out["passed"] == true))
+		if err != nil {
+			return nil, err
+		}
+		res.Artifacts = append(res.Artifacts, a)
+	}
+	return res, nil
+}
+
+// sample returns the read hook that collects the hold's gauge readings (one
+// per reading: a cached snapshot read twice counts once).
+func (r *leakRecipe) sample(stage string) func(string, envelope.Readings) {
+	var last time.Time
+	return func(st string, rd envelope.Readings) {
+		pa, ok := pressurePa(rd)
+		if st != stage || !ok || !rd.Pressure.At.After(last) {
+			return
+		}
+		last = rd.Pressure.At
+		r.plan.Samples = append(r.plan.Samples, pressureSample{Elapsed: round3(r.elapsed()), PressurePa: round3(pa)})
+		if n := len(r.plan.Samples); n > MaxLogRows { // a very long hold: halve the resolution
+			out := r.plan.Samples[:0:0]
+			for i, s := range r.plan.Samples {
+				if i%2 == 0 || i == n-1 {
+					out = append(out, s)
+				}
+			}
+			r.plan.Samples = out
+		}
+	}
 }
 
 func (r *leakRecipe) State() ([]byte, error) {

@@ -65,7 +65,9 @@ func TestFailureCodes(t *testing.T) {
 			if !errors.As(err, &f) || f.Code != tc.code || f.Step != tc.step {
 				t.Fatalf("err %v, want %s at %s", err, tc.code, tc.step)
 			}
-			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) != 1 {
+			// The partial growth log, and the profile so far once there is one.
+			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) < 1 || arts[0].Name != "partial_growth_log" ||
+				(len(arts) == 2) != (len(rec.(*cvdRecipe).rows) >= 2) || (len(arts) == 2 && arts[1].Type != svgType) {
 				t.Fatalf("partial artifacts %+v", arts)
 			}
 		})

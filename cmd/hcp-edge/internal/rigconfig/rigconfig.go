@@ -126,6 +126,16 @@ type Agent struct {
 	// endpoint (GET /metrics), e.g. "127.0.0.1:9464". Empty (the default):
 	// no endpoint. Only loopback addresses are accepted.
 	MetricsListen string `yaml:"metrics_listen"`
+	// DashboardListen is the host:port of the read-only dashboard (a web
+	// page of readings, margins, trips, sessions and their plots, the audit
+	// log's tail; docs/DASHBOARD.md), e.g. "127.0.0.1:9465". Empty (the
+	// default): no dashboard, nothing runs. Loopback only unless
+	// DashboardAllowLAN.
+	DashboardListen string `yaml:"dashboard_listen"`
+	// DashboardAllowLAN accepts a DashboardListen beyond loopback: a LAN
+	// address, which belongs behind the site's firewall (the page has no
+	// authentication; it only reads).
+	DashboardAllowLAN bool `yaml:"dashboard_allow_lan"`
 	// AtRestKeyFile holds the 32-byte AES-256 key (64 hex digits) that
 	// encrypts the artifacts and checkpoint payloads of T3/T4 sessions at
 	// rest (AES-GCM). The file must be mode 0600 or stricter. Empty (the
@@ -236,6 +246,19 @@ func (f File) Validate() error {
 		if err := CheckLoopback(l); err != nil {
 			bad("agent.metrics_listen", "%v", err)
 		}
+	}
+	if l := f.Agent.DashboardListen; l != "" {
+		if f.Agent.DashboardAllowLAN {
+			if _, port, err := net.SplitHostPort(l); err != nil {
+				bad("agent.dashboard_listen", "%q: want host:port: %v", l, err)
+			} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+				bad("agent.dashboard_listen", "%q: port %q is not 1..65535", l, port)
+			}
+		} else if err := CheckLoopback(l); err != nil {
+			bad("agent.dashboard_listen", "%v (a LAN address needs agent.dashboard_allow_lan: true, behind the site's firewall)", err)
+		}
+	} else if f.Agent.DashboardAllowLAN {
+		bad("agent.dashboard_allow_lan", "true without agent.dashboard_listen")
 	}
 	if _, err := gate.New(f.Gate, emptyRegistry, nopRecorder{}, gate.Opts{}); err != nil {
 		for _, e := range unjoin(err) {

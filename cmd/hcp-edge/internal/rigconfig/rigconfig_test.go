@@ -152,3 +152,29 @@ func TestParseRefusesAgentAndMonitor(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboardListen: loopback by default; a LAN address only with
+// dashboard_allow_lan; allow_lan alone is a mistake.
+func TestDashboardListen(t *testing.T) {
+	base := string(configs.SimYAML)
+	tests := []struct {
+		name, agent, want string
+	}{
+		{"off", "", ""},
+		{"loopback", "  dashboard_listen: 127.0.0.1:9465\n", ""},
+		{"localhost", "  dashboard_listen: localhost:9465\n", ""},
+		{"LAN without allow", "  dashboard_listen: 0.0.0.0:9465\n", "agent.dashboard_listen"},
+		{"LAN allowed", "  dashboard_listen: 192.0.2.10:9465\n  dashboard_allow_lan: true\n", ""},
+		{"bad port", "  dashboard_listen: 127.0.0.1:0\n", "agent.dashboard_listen"},
+		{"bad port LAN", "  dashboard_listen: 192.0.2.10:99999\n  dashboard_allow_lan: true\n", "agent.dashboard_listen"},
+		{"allow without listen", "  dashboard_allow_lan: true\n", "agent.dashboard_allow_lan"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(strings.Replace(base, "\nagent:\n", "\nagent:\n"+tt.agent, 1)))
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

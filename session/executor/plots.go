@@ -1,0 +1,319 @@
+package executor
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"github.com/hcp-edge/hcp-edge/session/plot"
+)
+
+// The plot artifacts (plain SVG, session/plot).
+const (
+	svgType          = "image/svg+xml"
+	ramanSVGFile     = "raman_spectrum.svg"
+	profileSVGFile   = "process_profile.svg"
+	profilePartial   = "process_profile_partial.svg"
+	leakSVGFile      = "leak_check.svg"
+	ramanSVGName     = "raman_plot"
+	profileSVGName   = "process_profile_plot"
+	profilePartialNm = "partial_process_profile_plot"
+	leakSVGName      = "leak_check_plot"
+)
+
+// LayerVerdict is the one-line verdict of a Raman analysis that the Raman
+// plot prints: found or not, the layer count (or bulk), the distance.
+func LayerVerdict(a analysis.Result) string {
+	switch {
+	case !a.Found:
+		return "no MoS2 found: " + a.Reason
+	case a.LayerCount == 0:
+		return fmt.Sprintf("layer count unknown: distance %.2f cm⁻¹ outside every band", a.Distance)
+	case a.Bulk:
+		return fmt.Sprintf("bulk MoS2 (4 or more layers), confidence %.2f", a.Confidence)
+	case a.LayerCount == 1:
+		return fmt.Sprintf("monolayer MoS2 (1 layer), confidence %.2f", a.Confidence)
+	}
+	return fmt.Sprintf("%d-layer MoS2 (%d layers), confidence %.2f", a.LayerCount, a.LayerCount, a.Confidence)
+}
+
+// ramanSVG draws the spectrum, the fitted model and both peaks, with the
+// peak positions, their distance and the verdict.
+func ramanSVG(sp device.Spectrum, a analysis.Result) []byte {
+	var xs, ys []float64
+	for i := range min(len(sp.Shift), len(sp.Counts)) {
+		if x := sp.Shift[i]; x >= analysis.WindowLo-30 && x <= analysis.WindowHi+30 {
+			xs, ys = append(xs, x), append(ys, sp.Counts[i])
+		}
+	}
+	xs, ys = sortPairs(xs, ys)
+	p := plot.Panel{YLabel: "intensity (counts)", Height: 320,
+		Series: []plot.Series{{Name: "spectrum", X: xs, Y: ys, Color: "#7f7f7f", Markers: true, NoLine: true}}}
+	notes := []string{"verdict: " + LayerVerdict(a)}
+	if a.Found {
+		var fx, fy, ex, ey, ax, ay []float64
+		for x := analysis.WindowLo; x <= analysis.WindowHi; x += 0.25 {
+			base := a.Baseline.At(x)
+			fx, fy = append(fx, x), append(fy, a.Model(x))
+			ex, ey = append(ex, x), append(ey, base+a.E2g.At(x))
+			ax, ay = append(ax, x), append(ay, base+a.A1g.At(x))
+		}
+		p.Series = append(p.Series,
+			plot.Series{Name: "fit (baseline + 2 Lorentzians)", X: fx, Y: fy, Color: "#000000"},
+			plot.Series{Name: fmt.Sprintf("E2g %.2f cm⁻¹", a.E2g.Position), X: ex, Y: ey, Color: "#1f77b4", Dashed: true},
+			plot.Series{Name: fmt.Sprintf("A1g %.2f cm⁻¹", a.A1g.Position), X: ax, Y: ay, Color: "#d62728", Dashed: true})
+		top := math.Max(a.Model(a.E2g.Position), a.Model(a.A1g.Position))
+		p.Segments = []plot.Segment{{Name: fmt.Sprintf("distance %.2f ± %.2f cm⁻¹", a.Distance, a.DistanceErr),
+			X0: a.E2g.Position, Y0: top * 1.04, X1: a.A1g.Position, Y1: top * 1.04, Color: "#2ca02c"}}
+		notes = append(notes,
+			fmt.Sprintf("E2g %.2f ± %.2f cm⁻¹ (FWHM %.1f), A1g %.2f ± %.2f cm⁻¹ (FWHM %.1f)",
+				a.E2g.Position, a.E2g.PositionErr, a.E2g.FWHM, a.A1g.Position, a.A1g.PositionErr, a.A1g.FWHM),
+			fmt.Sprintf("A1g − E2g distance %.2f ± %.2f cm⁻¹; R² %.3f, SNR %.0f (Lee et al. 2010 layer bands)",
+				a.Distance, a.DistanceErr, a.RSquared, a.SNR))
+	}
+	f := plot.Figure{Title: "Raman spectrum and fitted MoS2 peaks", Notes: notes, XLabel: "Raman shift (cm⁻¹)",
+		Panels: []plot.Panel{p}}
+	if !sp.At.IsZero() {
+		f.Notes = append(f.Notes, fmt.Sprintf("acquired %s, integration %v", sp.At.UTC().Format(time.RFC3339), sp.Integration))
+	}
+	return f.SVG()
+}
+
+func sortPairs(x, y []float64) ([]float64, []float64) {
+	idx := make([]int, min(len(x), len(y)))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case x[a] < x[b]:
+			return -1
+		case x[a] > x[b]:
+			return 1
+		}
+		return 0
+	})
+	xs, ys := make([]float64, len(idx)), make([]float64, len(idx))
+	for k, i := range idx {
+		xs[k], ys[k] = x[i], y[i]
+	}
+	return xs, ys
+}
+
+// stepSpans turns the rows' stages into shaded spans, one per run of rows
+// with the same stage.
+func stepSpans(rows []LogRow, toX func(float64) float64) []plot.Span {
+	var out []plot.Span
+	for i, r := range rows {
+		if i > 0 && rows[i-1].Stage == r.Stage {
+			out[len(out)-1].X1 = toX(r.Elapsed)
+			continue
+		}
+		if len(out) > 0 {
+			out[len(out)-1].X1 = toX(r.Elapsed)
+		}
+		out = append(out, plot.Span{X0: toX(r.Elapsed), X1: toX(r.Elapsed), Label: r.Stage})
+	}
+	return out
+}
+
+// limitOf is a channel's max from the envelope in unit conv converts it to.
+func limitOf(env *envelope.Envelope, ch string, conv func(v float64, unit string) (float64, error)) (float64, bool) {
+	if env == nil {
+		return 0, false
+	}
+	p, ok := env.Config().Parameters[ch]
+	if !ok || p.Max == nil {
+		return 0, false
+	}
+	v, err := conv(*p.Max, p.Unit)
+	return v, err == nil && device.Finite(v)
+}
+
+func celsiusOf(v float64, unit string) (float64, error) {
+	t, err := device.TemperatureIn(v, unit)
+	return t.Celsius(), err
+}
+
+func mbarOf(v float64, unit string) (float64, error) {
+	p, err := device.PressureIn(v, unit)
+	return p.Millibar(), err
+}
+
+func sccmOf(v float64, unit string) (float64, error) {
+	f, err := device.FlowIn(v, unit)
+	return f.SCCM(), err
+}
+
+// profileSVG draws a run's process profile from its growth-log rows:
+// furnace temperature and setpoint, chamber pressure, each gas that flowed,
+// with the envelope's limits and the recipe's steps shaded.
+func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
+	toMin := func(s float64) float64 { return s / 60 }
+	var t, pv, sp, pt, pr []float64
+	gases := map[string]*plot.Series{}
+	var order []string
+	for _, r := range rows {
+		x := toMin(r.Elapsed)
+		t = append(t, x)
+		pv = append(pv, deref(r.TemperatureC))
+		sp = append(sp, deref(r.SetpointC))
+		if r.PressurePa != nil {
+			pt, pr = append(pt, x), append(pr, *r.PressurePa/100)
+		}
+		for g, v := range r.Flows {
+			s, ok := gases[g]
+			if !ok {
+				s = &plot.Series{Name: "flow " + g}
+				gases[g] = s
+				order = append(order, g)
+			}
+			s.X, s.Y = append(s.X, x), append(s.Y, v)
+		}
+	}
+	temp := plot.Panel{YLabel: "temperature (°C)", Series: []plot.Series{
+		{Name: "furnace temperature", X: t, Y: pv, Color: "#d62728"},
+		{Name: "setpoint", X: t, Y: sp, Color: "#1f77b4", Dashed: true}}}
+	if v, ok := limitOf(env, envelope.ChannelTemperature, celsiusOf); ok {
+		temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("over_temperature trip %.0f °C", v)})
+	}
+	if v, ok := limitOf(env, envelope.ChannelSetpoint, celsiusOf); ok {
+		temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("setpoint max %.0f °C", v), Color: "#ff7f0e"})
+	}
+	if env != nil {
+		if vent := env.Config().Vent; vent != nil && vent.MaxTemperature.Unit != "" {
+			if v, err := celsiusOf(vent.MaxTemperature.Value, vent.MaxTemperature.Unit); err == nil {
+				temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("vent only below %.0f °C", v), Color: "#7f7f7f"})
+			}
+		}
+	}
+	pres := plot.Panel{YLabel: "chamber pressure (mbar)", LogY: true,
+		Series: []plot.Series{{Name: "chamber pressure", X: pt, Y: pr, Color: "#2ca02c"}}}
+	if v, ok := limitOf(env, envelope.ChannelPressure, mbarOf); ok {
+		pres.Rules = append(pres.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("over_pressure %.0f mbar (in process)", v)})
+	}
+	if env != nil {
+		for _, g := range slices.Sorted(maps.Keys(env.Config().Interlocks.Gases)) {
+			if s, ok := gases[g]; !ok || slices.Max(s.Y) < flowOn(env) {
+				continue
+			}
+			q := env.Config().Interlocks.Gases[g].MaxPressure
+			if v, err := mbarOf(q.Value, q.Unit); err == nil && q.Unit != "" {
+				pres.Rules = append(pres.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("%s only below %g mbar", g, v), Color: "#ff7f0e"})
+			}
+		}
+	}
+	f := plot.Figure{Title: title, XLabel: "process time (min)", Panels: []plot.Panel{temp, pres},
+		Spans: stepSpans(rows, toMin)}
+	thr := flowOn(env)
+	slices.Sort(order)
+	for _, g := range order {
+		s := gases[g]
+		if slices.Max(s.Y) < thr { // never flowed: no panel
+			continue
+		}
+		p := plot.Panel{YLabel: g + " flow (sccm)", Height: 130, Series: []plot.Series{*s}}
+		if v, ok := limitOf(env, envelope.FlowChannel(g), sccmOf); ok {
+			p.Rules = []plot.Rule{{Y: v, Label: fmt.Sprintf("%s max %g sccm", g, v)}}
+		}
+		f.Panels = append(f.Panels, p)
+	}
+	if n := len(rows); n > 0 {
+		f.Notes = []string{fmt.Sprintf("%d samples over %.1f min of process time; shaded: the recipe's steps; dashed red: the envelope's limits",
+			n, toMin(rows[n-1].Elapsed-rows[0].Elapsed))}
+	}
+	return f.SVG()
+}
+
+// flowOn is the envelope's flow_on_threshold in sccm (1 without one): a
+// gas whose readings never reach it did not flow.
+func flowOn(env *envelope.Envelope) float64 {
+	if env != nil {
+		if q := env.Config().FlowOnThreshold; q.Unit != "" {
+			if v, err := sccmOf(q.Value, q.Unit); err == nil {
+				return v
+			}
+		}
+	}
+	return 1
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
+// pressureSample is one gauge reading taken during a leak check's hold.
+type pressureSample struct {
+	Elapsed    float64 `json:"elapsed_seconds"`
+	PressurePa float64 `json:"pressure_pa"`
+}
+
+// leakVerdict is the leak check's verdict line, as the plot prints it.
+func leakVerdict(passed bool, rate, maxRate float64) string {
+	if passed {
+		return fmt.Sprintf("PASSED: rate of rise %.3g Pa/min ≤ threshold %g Pa/min", rate, maxRate)
+	}
+	return fmt.Sprintf("FAILED: rate of rise %.3g Pa/min > threshold %g Pa/min", rate, maxRate)
+}
+
+// leakSVG draws the pressure readings of the isolated chamber, the line of
+// the measured rate of rise from p0 to p1 over the hold, and the line the
+// threshold would allow from the same start.
+func leakSVG(samples []pressureSample, p0, p1, rate, maxRate float64, passed bool) []byte {
+	var xs, ys []float64
+	for _, s := range samples {
+		xs, ys = append(xs, s.Elapsed), append(ys, s.PressurePa)
+	}
+	p := plot.Panel{YLabel: "chamber pressure (Pa)", Height: 300,
+		Series: []plot.Series{{Name: "gauge readings (isolated)", X: xs, Y: ys, Color: "#2ca02c", Markers: true}}}
+	if len(xs) > 0 {
+		t0, t1 := xs[0], xs[len(xs)-1]
+		mins := (t1 - t0) / 60
+		p.Segments = []plot.Segment{
+			{Name: fmt.Sprintf("measured rate %.3g Pa/min", rate), X0: t0, Y0: p0, X1: t1, Y1: p0 + rate*mins, Color: "#1f77b4"},
+			{Name: fmt.Sprintf("threshold %g Pa/min", maxRate), X0: t0, Y0: p0, X1: t1, Y1: p0 + maxRate*mins, Color: "#d62728", Dashed: true},
+		}
+	}
+	f := plot.Figure{Title: "Leak check: pressure rise of the isolated chamber", XLabel: "process time (s)",
+		Notes: []string{"verdict: " + leakVerdict(passed, rate, maxRate),
+			fmt.Sprintf("pressure %.4g Pa at isolation, %.4g Pa at the end of the hold (%d readings)", p0, p1, len(samples))},
+		Panels: []plot.Panel{p}}
+	return f.SVG()
+}
+
+// plots adds the synthesis's SVG artifacts to arts: the Raman spectrum with
+// its fit (once analysed) and the process profile (partial: the profile so
+// far, when there is one).
+func (r *cvdRecipe) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
+	var envl *envelope.Envelope
+	if env.Rig != nil {
+		envl = env.Rig.Envelope()
+	}
+	if sp, a := r.plan.Spectrum, r.plan.Analysis; sp != nil && a != nil && !partial {
+		art, err := writeArtifact(env, ramanSVGName, ramanSVGFile, svgType, ramanSVG(*sp, *a))
+		if err != nil {
+			return nil, err
+		}
+		arts = append(arts, art)
+	}
+	name, file, title := profileSVGName, profileSVGFile, "Process profile: "+CVDName
+	if partial {
+		name, file, title = profilePartialNm, profilePartial, "Process profile until the failure: "+CVDName
+	}
+	if len(r.rows) < 2 {
+		return arts, nil
+	}
+	art, err := writeArtifact(env, name, file, svgType, profileSVG(title, r.rows, envl))
+	if err != nil {
+		return nil, err
+	}
+	return append(arts, art), nil
+}
