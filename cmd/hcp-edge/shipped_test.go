@@ -32,10 +32,6 @@ import (
 // shippedConfig is the configuration file the agent ships with.
 const shippedConfig = "../../configs/sim.yaml"
 
-// shippedCaller is the caller id sim.yaml maps the broker login
-// harness-alpha-001 to.
-const shippedCaller = amqptest.AlphaUser
-
 var (
 	rigSimOnce sync.Once
 	rigSimBin  string
