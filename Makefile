@@ -9,7 +9,7 @@ BIN       := bin
 CMDS      := hcp-edge rig-sim
 STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
-TEST_TIMEOUT ?= 10m
+TEST_TIMEOUT ?= 20m
 
 .PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench clean dist verify-dist
 

@@ -59,7 +59,28 @@ type rigSimProc struct {
 	t    *testing.T
 	bin  string
 	dir  string
-	logs *bytes.Buffer
+	logs *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer that a process's output goroutine writes
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is what was written so far.
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startRigSim runs rig-sim with its defaults (the Modbus TCP address and the
@@ -71,7 +92,7 @@ func startRigSim(t *testing.T) *rigSimProc {
 	r := &rigSimProc{t: t, bin: buildRigSim(t), dir: t.TempDir()}
 	deadline := time.Now().Add(brokerLongGuard)
 	for {
-		r.logs = &bytes.Buffer{}
+		r.logs = &lockedBuffer{}
 		cmd := exec.Command(r.bin, "run", "--dir", r.dir)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
 		if err := cmd.Start(); err != nil {

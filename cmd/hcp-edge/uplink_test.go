@@ -221,7 +221,9 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	if len(urls) == 0 {
 		urls = []string{amqptest.AlphaURL()}
 	}
-	opts := caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID,
+	// The callee logs in as hcp-edge whatever its callee id: the client
+	// trusts only events published with that user_id.
+	opts := caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID, CalleeUser: amqptest.EdgeUser,
 		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if b.stopTap != nil { // the client takes over the queue and feeds the tap
