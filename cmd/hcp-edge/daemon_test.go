@@ -477,12 +477,6 @@ func TestDeadAgentDropsHeater(t *testing.T) {
 	}
 	// Dead: SIGKILL, no shutdown path runs; the controller must drop the
 	// heater by itself within its watchdog timeout.
-	var lastKick time.Time
-	for _, w := range e.p.Writes(0) {
-		if w.Device == "furnace" {
-			lastKick = w.At
-		}
-	}
 	if err := e.daemon.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -500,14 +494,21 @@ func TestDeadAgentDropsHeater(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	dropped := time.Now()
-	for _, w := range e.p.Writes(0) {
-		if w.Device == "furnace" && w.At.After(lastKick) && w.At.Before(killed) {
-			lastKick = w.At
-		}
+	// The firmware's own record of the expiry, on its clock: not early (the
+	// timeout had run out since the last kick), and at its first check past
+	// the deadline (the check before it was still within the timeout) —
+	// whenever this test got to look, however busy the machine.
+	trip := e.p.Snapshot().Furnace.WatchdogTrip
+	t.Logf("dead agent: heater dropped %v after the last kick (previous check at %v; seen by the test %v after SIGKILL; watchdog %v)",
+		trip.ExpiredAt.Sub(trip.LastKick).Round(time.Millisecond), trip.CheckedBefore.Sub(trip.LastKick).Round(time.Millisecond),
+		dropped.Sub(killed).Round(time.Millisecond), watchdog)
+	if trip.ExpiredAt.IsZero() || trip.LastKick.After(killed) {
+		t.Fatalf("watchdog trip %+v: not after the kill at %v", trip, killed)
 	}
-	t.Logf("dead agent: heater dropped %v after SIGKILL, %v after the last furnace write (watchdog %v)",
-		dropped.Sub(killed).Round(time.Millisecond), dropped.Sub(lastKick).Round(time.Millisecond), watchdog)
-	if d := dropped.Sub(lastKick); d > watchdog+250*time.Millisecond {
-		t.Errorf("heater dropped %v after the last write: beyond the %v watchdog (plus a 250 ms polling allowance)", d, watchdog)
+	if d := trip.ExpiredAt.Sub(trip.LastKick); d < watchdog {
+		t.Errorf("heater dropped %v after the last kick: before the %v watchdog ran out", d, watchdog)
+	}
+	if d := trip.CheckedBefore.Sub(trip.LastKick); d >= watchdog {
+		t.Errorf("the firmware checked %v after the last kick without dropping the heater: past the %v watchdog", d, watchdog)
 	}
 }

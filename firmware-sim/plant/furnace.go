@@ -118,12 +118,27 @@ func (p *Plant) checkWatchdogLocked() {
 	if p.wdTimeoutMs == 0 || !p.heaterOn {
 		return
 	}
-	if p.now().Sub(p.lastKick) >= time.Duration(p.wdTimeoutMs)*time.Millisecond {
+	now := p.now()
+	if now.Sub(p.lastKick) >= time.Duration(p.wdTimeoutMs)*time.Millisecond {
 		p.heaterOn = false
 		p.wdExpired = true
 		p.outPct = 0
 		p.integ = 0
+		p.wdTrip = WatchdogTrip{LastKick: p.lastKick, CheckedBefore: p.wdChecked, ExpiredAt: now}
+		return
 	}
+	p.wdChecked = now
+}
+
+// WatchdogTrip is when the furnace's comms watchdog last dropped the heater,
+// by the plant's own clock: the last kick, the previous check (still within
+// the timeout) and the check that found it expired. A firmware that drops at
+// its first check past the deadline has CheckedBefore − LastKick < timeout ≤
+// ExpiredAt − LastKick, however busy the machine.
+type WatchdogTrip struct {
+	LastKick      time.Time `json:"last_kick"`
+	CheckedBefore time.Time `json:"checked_before"`
+	ExpiredAt     time.Time `json:"expired_at"`
 }
 
 func clampInt16(v float64) int16 {

@@ -93,6 +93,8 @@ type Plant struct {
 	outPct      float64
 	integ       float64
 	lastKick    time.Time
+	wdChecked   time.Time    // the last watchdog check that found it within its timeout
+	wdTrip      WatchdogTrip // the last expiry
 	wdExpired   bool
 
 	// chamber

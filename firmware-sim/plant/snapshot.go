@@ -18,9 +18,11 @@ type FurnaceSnapshot struct {
 	OutputPct         float64  `json:"output_pct"`
 	WatchdogTimeoutMs uint16   `json:"watchdog_timeout_ms"`
 	WatchdogExpired   bool     `json:"watchdog_expired"`
-	AlarmLimitC       float64  `json:"alarm_limit_c"`
-	InputRegisters    []uint16 `json:"input_registers"`
-	HoldingRegisters  []uint16 `json:"holding_registers"`
+	// WatchdogTrip is the last expiry's timing (zero before the first).
+	WatchdogTrip     WatchdogTrip `json:"watchdog_trip"`
+	AlarmLimitC      float64      `json:"alarm_limit_c"`
+	InputRegisters   []uint16     `json:"input_registers"`
+	HoldingRegisters []uint16     `json:"holding_registers"`
 }
 
 // MFCSnapshot is one mass-flow controller.
@@ -94,6 +96,7 @@ func (p *Plant) Snapshot() Snapshot {
 	f.OutputPct = p.outPct
 	f.WatchdogTimeoutMs = p.wdTimeoutMs
 	f.WatchdogExpired = p.wdExpired
+	f.WatchdogTrip = p.wdTrip
 	f.AlarmLimitC = float64(p.alarmLimit) / 10
 	for i := 0; i < NumInputRegs; i++ {
 		f.InputRegisters = append(f.InputRegisters, p.inputRegLocked(i))
