@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"

@@ -398,27 +398,9 @@ func (e *Engine) ReadAccess(ctx context.Context, sid, operator, access, object, 
 		if !NeedsAccessApproval(sess.DataClass) {
 			return nil
 		}
-		if operator == "" {
-			return fmt.Errorf("%w: reading %s of a %s session needs the reader's name (--operator NAME)", ErrAccessRequired, object, sess.DataClass)
-		}
 		r, err := w.Access(sid)
-		if errors.Is(err, store.ErrNoAccess) {
-			return fmt.Errorf("%w: session %s (%s) has no access request: its results are held from its end until an operator approves them",
-				ErrAccessRequired, sid, sess.DataClass)
-		}
-		if err != nil {
-			return fmt.Errorf("engine: %w", err)
-		}
-		now := e.cfg.Now()
-		switch {
-		case r.State == store.AccessPending:
-			return fmt.Errorf("%w: session %s (%s): access request %s waits for a decision: hcp-edge access approve %s --operator NAME",
-				ErrAccessRequired, sid, sess.DataClass, r.ID, r.ID)
-		case r.State == store.AccessDenied:
-			return fmt.Errorf("%w: session %s (%s): access request %s was denied by %s", ErrAccessDenied, sid, sess.DataClass, r.ID, orTimeout(r.Operator))
-		case !now.Before(r.ValidUntil):
-			return fmt.Errorf("%w: session %s (%s): the approval of %s by %s ended at %s: renew it with hcp-edge access approve %s --operator NAME [--for DURATION]",
-				ErrAccessExpired, sid, sess.DataClass, r.ID, r.Operator, r.ValidUntil.UTC().Format(time.RFC3339), r.ID)
+		if err := e.readable(sess, r, err, operator, object); err != nil {
+			return err
 		}
 		b, err := json.Marshal(readAudit{Operator: operator, Access: access, Object: object, Via: via, DataClass: sess.DataClass,
 			AccessID: r.ID, ApprovedBy: r.Operator, ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)})
@@ -428,6 +410,46 @@ func (e *Engine) ReadAccess(ctx context.Context, sid, operator, access, object, 
 		_, err = w.Audit(ctx, audit.Entry{SessionID: sid, Kind: audit.KindDataAccess, Detail: string(b)})
 		return err
 	})
+}
+
+// CheckRead is ReadAccess's check without the read: nil when operator may
+// read T4 session sid's data now (or the session needs no access
+// approval), the refusal otherwise. It writes nothing; the read itself
+// still goes through ReadAccess.
+func (e *Engine) CheckRead(ctx context.Context, sid, operator, object string) error {
+	sess, err := e.cfg.Store.Session(ctx, sid)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if !NeedsAccessApproval(sess.DataClass) {
+		return nil
+	}
+	r, err := e.cfg.Store.Access(ctx, sid)
+	return e.readable(sess, r, err, operator, object)
+}
+
+// readable judges a read of sess's data against its access request r
+// (rerr: the error looking it up).
+func (e *Engine) readable(sess store.Session, r store.AccessRequest, rerr error, operator, object string) error {
+	sid := sess.ID
+	switch {
+	case operator == "":
+		return fmt.Errorf("%w: reading %s of a %s session needs the reader's name (--operator NAME)", ErrAccessRequired, object, sess.DataClass)
+	case errors.Is(rerr, store.ErrNoAccess):
+		return fmt.Errorf("%w: session %s (%s) has no access request: its results are held from its end until an operator approves them",
+			ErrAccessRequired, sid, sess.DataClass)
+	case rerr != nil:
+		return fmt.Errorf("engine: %w", rerr)
+	case r.State == store.AccessPending:
+		return fmt.Errorf("%w: session %s (%s): access request %s waits for a decision: hcp-edge access approve %s --operator NAME",
+			ErrAccessRequired, sid, sess.DataClass, r.ID, r.ID)
+	case r.State == store.AccessDenied:
+		return fmt.Errorf("%w: session %s (%s): access request %s was denied by %s", ErrAccessDenied, sid, sess.DataClass, r.ID, orTimeout(r.Operator))
+	case !e.cfg.Now().Before(r.ValidUntil):
+		return fmt.Errorf("%w: session %s (%s): the approval of %s by %s ended at %s: renew it with hcp-edge access approve %s --operator NAME [--for DURATION]",
+			ErrAccessExpired, sid, sess.DataClass, r.ID, r.Operator, r.ValidUntil.UTC().Format(time.RFC3339), r.ID)
+	}
+	return nil
 }
 
 // armAccess arms the expiry of pending request r: when it passes, the

@@ -220,16 +220,17 @@ func TestAccessDenyAndExpiry(t *testing.T) {
 	h2 := accessHarness(t, "", &skewClock{}, func(c *Config) { c.AccessTimeout = 300 * time.Millisecond })
 	sid3, r3 := heldT4(t, h2)
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if got, _ := h2.st.Access(ctx, r3.ID); got.State == store.AccessDenied {
+	var fin []*wire.Envelope
+	for { // the message reaches Out after the commit
+		got, _ := h2.st.Access(ctx, r3.ID)
+		if fin = ofType(h2.out.of(sid3, nil), wire.TypeTaskFailed); got.State == store.AccessDenied && len(fin) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the expired request was not denied")
+			t.Fatalf("the expired request was not denied: %+v", got)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	fin := ofType(h2.out.of(sid3, nil), wire.TypeTaskFailed)
 	if len(fin) != 1 {
 		t.Fatalf("%d task_failed after expiry", len(fin))
 	}
