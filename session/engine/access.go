@@ -12,6 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -49,6 +50,15 @@ var (
 	// ErrAccessDenied: the session's access request was denied.
 	ErrAccessDenied = errors.New("engine: access to the session's data was denied")
 )
+
+// withheldResult is the data of a T4 session's intermediate_result event:
+// its result_type and is_partial, with data replaced by a note (the values
+// are in the final message, held for the access decision).
+func withheldResult(data any) executor.IntermediateResult {
+	ir, _ := data.(executor.IntermediateResult)
+	return executor.IntermediateResult{ResultType: ir.ResultType, IsPartial: ir.IsPartial,
+		Data: map[string]any{"withheld": true, "reason": "T4 data: released only with the session's results, after an operator's access approval"}}
+}
 
 // accessData is the data of an access_pending event.
 type accessData struct {

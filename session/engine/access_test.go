@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -261,5 +262,52 @@ func TestAccessHeldAcrossRestart(t *testing.T) {
 	}
 	if n := len(ofType(h2.out.of(sid, nil), wire.TypeTaskCompleted)); n != 1 {
 		t.Fatalf("%d task_completed after approval across the restart", n)
+	}
+}
+
+// resultExec is slowExec whose steps each emit an intermediate_result.
+type resultExec struct{ slowExec }
+
+func (x *resultExec) Plan(executor.Task) (executor.Recipe, error) {
+	return &resultRecipe{slowRecipe{x: &x.slowExec}}, nil
+}
+
+type resultRecipe struct{ slowRecipe }
+
+func (r *resultRecipe) Run(ctx context.Context, i int, env *executor.Env) error {
+	if err := env.Sink.Emit(ctx, lifecycle.EventIntermediateResult, executor.IntermediateResult{ResultType: "raman_analysis",
+		Data: map[string]any{"layer_count": 1, "mark": secretMark}}); err != nil {
+		return err
+	}
+	return r.slowRecipe.Run(ctx, i, env)
+}
+
+// TestAccessWithholdsIntermediateResults: a T4 session's
+// intermediate_result events name the result type but carry none of its
+// values; a T3 session's carry them.
+func TestAccessWithholdsIntermediateResults(t *testing.T) {
+	key := atRestKey(t, keyHexA)
+	h := newHarness(t, "", &fakeRig{env: testEnvelope(t)}, 1, []executor.Executor{&resultExec{slowExec{name: "leak-check", steps: 1, d: time.Millisecond}}},
+		func(c *Config) {
+			c.Trips = func(context.Context) []string { return nil }
+			protect(fullProtection, key)(c)
+		})
+	for _, class := range []string{"T3", "T4"} {
+		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, `{"data_classification":"`+class+`"}`))
+		h.waitState(t, res.SessionID, lifecycle.Completed)
+		var found bool
+		for _, ev := range events(t, h.out.of(res.SessionID, res.Replies)) {
+			if ev.EventType != string(lifecycle.EventIntermediateResult) {
+				continue
+			}
+			found = true
+			leaks := strings.Contains(string(ev.Data), secretMark)
+			if leaks != (class == "T3") || !strings.Contains(string(ev.Data), "raman_analysis") {
+				t.Fatalf("%s intermediate_result %s", class, ev.Data)
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no intermediate_result", class)
+		}
 	}
 }

@@ -244,6 +244,11 @@ type sink struct {
 func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
+	if t == lifecycle.EventIntermediateResult && NeedsAccessApproval(s.l.sess.DataClass) {
+		// A T4 session's results reach its caller only with an access
+		// approval: the event says a result exists, not what it is.
+		data = withheldResult(data)
+	}
 	if t == lifecycle.EventWarning {
 		if w, ok := data.(executor.Warning); ok {
 			s.l.warnings = append(s.l.warnings, w.Message)
