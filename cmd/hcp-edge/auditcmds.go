@@ -19,6 +19,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/store"
 )
@@ -249,10 +250,33 @@ func (s *sessions) auditOp(ctx context.Context, req control.Request) (any, error
 }
 
 // artifactAudited is artifact with the access recorded for a T2+ session.
+//
+// A T4 session's artifact needs an unexpired access approval (hcp-edge
+// access approve): checked first, so that a refusal names what to run, and
+// again in the transaction that audits the read.
 func (s *sessions) artifactAudited(ctx context.Context, req control.Request) (any, error) {
+	if sid, _, err := parseArtifactURI(req.URI); err == nil {
+		if sess, err := s.st.Session(ctx, sid); err == nil && engine.NeedsAccessApproval(sess.DataClass) {
+			if s.eng == nil {
+				return nil, fmt.Errorf("session %s is %s and no session engine runs to check its access approval", sid, sess.DataClass)
+			}
+			if err := s.eng.CheckRead(ctx, sid, req.Operator, req.URI); err != nil {
+				return nil, err
+			}
+		}
+	}
 	a, err := s.artifact(req.URI)
 	if err != nil {
 		return nil, err
+	}
+	if engine.NeedsAccessApproval(a.DataClass) {
+		if s.eng == nil {
+			return nil, fmt.Errorf("session %s is %s and no session engine runs to check its access approval", a.SessionID, a.DataClass)
+		}
+		if err := s.eng.ReadAccess(ctx, a.SessionID, req.Operator, "artifact_get", a.URI, "control socket"); err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	if err := recordAccess(ctx, s.st, a.SessionID, "artifact_get", a.URI, accessor{Operator: req.Operator, Via: "control socket"}); err != nil {
 		return nil, fmt.Errorf("the access could not be recorded in the audit log, so it is refused: %w", err)

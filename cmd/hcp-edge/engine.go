@@ -144,6 +144,7 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
 		GateRecorder: wrap, Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
+		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
 		Logger: log.With("component", "engine")})
 }
 
@@ -610,6 +611,8 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 		return s.list(ctx, req.All)
 	case control.OpArtifact:
 		return s.artifactAudited(ctx, req)
+	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+		return s.access(ctx, req)
 	}
 	if err := needID(); err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ func TestHelpExitsZero(t *testing.T) {
 	verbs := [][]string{
 		{}, {"run"}, {"estop"}, {"status"}, {"reset"}, {"arm"}, {"submit"},
 		{"approve"}, {"deny"}, {"abort"}, {"pause"}, {"resume"}, {"sessions"},
-		{"artifact"}, {"artifact", "get"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
+		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
 		{"broker"}, {"broker", "provision"},
 	}
@@ -31,7 +31,9 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"status", "--no-such-flag"}, {"status", "extra"}, {"estop", "--json=maybe"},
-		{"sessions", "x"}, {"audit", "verify", "x"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
+		{"sessions", "x"}, {"audit", "verify", "x"}, {"access"}, {"access", "nonsense"}, {"access", "list", "x"},
+		{"access", "approve", "acc-1"}, {"access", "approve", "--operator", "olga"}, {"access", "approve", "acc-1", "--operator", "olga", "--for", "soon"},
+		{"access", "deny", "acc-1", "--operator", "olga"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {

@@ -24,6 +24,9 @@
 //	                                      decide or steer a session (operator recorded)
 //	hcp-edge sessions [--all] [--json]    sessions with state, capability, caller, progress
 //	hcp-edge artifact get URI [-o FILE]   copy an artifact, verified against its recorded sha256
+//	                                      (a T4 session's: only with an unexpired access approval)
+//	hcp-edge access list|approve|deny ID --operator NAME [--for D] [--reason TEXT]
+//	                                      decide access to a T4 session's held results (audited)
 //	hcp-edge audit verify [--json] [--state-dir DIR]
 //	                                      check the audit log's hash chain (through the daemon, or
 //	                                      the state file read-only when it is down); exit 1 broken
@@ -97,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return sessionsCmd(ctx, args[1:], stdout, stderr)
 	case "artifact":
 		return artifactCmd(ctx, args[1:], stdout, stderr)
+	case "access":
+		return accessCmd(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return auditCmd(ctx, args[1:], stdout, stderr)
 	case "envelope":
@@ -133,6 +138,8 @@ commands:
   resume    resume a paused session: resume ID --operator NAME
   sessions  the sessions, their state, capability, caller and progress (--all: closed ones too)
   artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
+  access    access list | approve ID --operator NAME [--for D] | deny ID --operator NAME --reason TEXT:
+            decide access to a T4 session's held results
   audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle
   envelope  envelope coverage: every writable channel and the rule that bounds it
   broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
@@ -151,6 +158,7 @@ examples:
   hcp-edge submit configs/examples/mos2-task.json --watch
   hcp-edge sessions
   hcp-edge approve apr-1a2b3c4d --operator alice
+  hcp-edge access approve acc-1a2b3c4d --operator alice --for 2h
   hcp-edge artifact get hcp://SESSION/artifacts/raman_spectrum.json -o spectrum.json
   hcp-edge audit verify
   hcp-edge audit replay SESSION

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -263,6 +264,11 @@ func summarize(env *wire.Envelope) string {
 				parts = append(parts, fmt.Sprintf("approval_id=%v (hcp-edge approve %v --operator NAME)", det["approval_id"], det["approval_id"]))
 			}
 		}
+		if ev.EventType == engine.EventAccessPending {
+			if det, ok := d["details"].(map[string]any); ok {
+				parts = append(parts, fmt.Sprintf("access_id=%v (hcp-edge access approve %v --operator NAME)", det["access_id"], det["access_id"]))
+			}
+		}
 		return fmt.Sprintf("#%d %s %s", ev.Sequence, ev.EventType, strings.Join(parts, " "))
 	case wire.TypeTaskAccepted:
 		a, _ := env.TaskAccepted()
@@ -435,13 +441,18 @@ standard output. The state directory must be readable by the caller (run as the 
 or a member of its group). For a session classified T2 or above the daemon records the access
 in the audit log (kind data_access) with the operator (--operator, default the login name).
 
+The artifacts of a session classified T4 are read only with an unexpired access approval of
+the session (hcp-edge access approve ID --operator NAME [--for DURATION]); without one the daemon
+refuses and names the command to run, and each approved read is audited with the approval.
+
 The artifacts of a session classified T3 or T4 are encrypted at rest (AES-256-GCM): they are
 decrypted with the daemon's at-rest key (agent.at_rest_key_file, which the daemon names; it is
 readable by the daemon's user only) or the key file given with --key, and the plaintext is
 verified against the recorded size and sha256. The copy is written with mode 0600.
 
 exit codes: 0 copied and verified; 1 unknown artifact, checksum mismatch, at-rest key missing,
-unreadable or wrong, or the daemon is down; 2 usage.
+unreadable or wrong, a T4 session without an unexpired access approval, or the daemon is down;
+2 usage.
 
 examples:
   hcp-edge artifact get hcp://0b6f...e1/artifacts/raman_spectrum.json

@@ -26,6 +26,7 @@ const (
 	PurposeCheckpoint = "checkpoint" // a checkpoint payload; Name is the checkpoint id
 	PurposeArtifact   = "artifact"   // an artifact file; Name is its file name
 	PurposeResult     = "result"     // a session's final message kept by the agent; Name is its type
+	PurposeHeld       = "held"       // a T4 session's final message held for an access decision; Name is the access id
 )
 
 // Binding is what a sealed blob is bound to: it opens only with the same
@@ -52,6 +53,13 @@ func ArtifactBinding(sessionID, name string) Binding {
 // (task_completed, task_failed) to its session.
 func ResultBinding(sessionID string) Binding {
 	return Binding{SessionID: sessionID, Purpose: PurposeResult, Name: "final"}
+}
+
+// HeldBinding binds the final message a T4 session holds in the state file
+// until an operator decides its access request to its session and the
+// request's id.
+func HeldBinding(sessionID, accessID string) Binding {
+	return Binding{SessionID: sessionID, Purpose: PurposeHeld, Name: accessID}
 }
 
 func (b Binding) check() error {

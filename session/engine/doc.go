@@ -55,6 +55,22 @@
 // last_checkpoint and partial outputs after the recipe's cleanup (or
 // SafeState). A pending approval waits again; ABORTING finishes.
 //
+// # T4 access approval
+//
+// L3 asks T4 data for an access approval. When a T4 session ends with
+// task_completed or task_failed, that message is not sent: the terminal
+// transition's transaction stores it, sealed under the at-rest key, in a
+// store.AccessRequest, with an access_pending event (stored as a warning,
+// like approval_pending, and carrying no result data) before state_changed,
+// and the request's audit entry. ApproveAccess puts the held message in
+// the outbox with the audited decision in one transaction and opens the
+// session's data to local reads (ReadAccess, CheckRead) until the
+// approval's end; DenyAccess, or the request's expiry (an engine-owned
+// timer, re-armed by Recover), sends task_failed access_denied without the
+// data instead. Exactly one final message per session either way. The
+// values of a T4 session's intermediate_result events are withheld.
+// docs/PROTOCOL-NOTES.md records the decisions.
+//
 // # Where the spec is silent
 //
 // approval_pending is not one of L2's nine event types: it is stored as a

@@ -75,6 +75,17 @@ type Config struct {
 	TimeScale float64
 	// ApprovalTimeout rejects a session nobody approved in time (default 1 h).
 	ApprovalTimeout time.Duration
+	// AccessTimeout denies the access request of a T4 session nobody
+	// decided in time (default 24 h): its caller gets task_failed
+	// access_denied.
+	AccessTimeout time.Duration
+	// AccessApprovalFor is how long an access approval opens a T4
+	// session's data to local reads when the operator gives no duration
+	// (default 24 h).
+	AccessApprovalFor time.Duration
+	// AccessApprovers, when set, are the only operators who may approve or
+	// deny access requests.
+	AccessApprovers []string
 	// RecoveryGrace is the longest outage after which a session still
 	// resumes from its checkpoint (default 5 min, wall time).
 	RecoveryGrace time.Duration
@@ -103,8 +114,12 @@ type Engine struct {
 	mu       sync.Mutex
 	live     map[string]*live  // session id → live session (non-terminal)
 	approval map[string]string // approval id → session id
-	closed   bool
-	wg       sync.WaitGroup
+	// accessTimers are the expiry timers of the pending access requests
+	// (access id → timer); each holds one count of wg until it fires or
+	// is stopped.
+	accessTimers map[string]*time.Timer
+	closed       bool
+	wg           sync.WaitGroup
 }
 
 // New checks cfg and returns an Engine. Call Recover before serving.
@@ -127,6 +142,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = time.Hour
 	}
+	if cfg.AccessTimeout <= 0 {
+		cfg.AccessTimeout = 24 * time.Hour
+	}
+	if cfg.AccessApprovalFor <= 0 {
+		cfg.AccessApprovalFor = 24 * time.Hour
+	}
 	if cfg.RecoveryGrace <= 0 {
 		cfg.RecoveryGrace = 5 * time.Minute
 	}
@@ -144,7 +165,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e := &Engine{cfg: cfg, execs: map[string]executor.Executor{}, clock: clock, log: cfg.Logger,
-		live: map[string]*live{}, approval: map[string]string{}}
+		live: map[string]*live{}, approval: map[string]string{}, accessTimers: map[string]*time.Timer{}}
 	for _, x := range cfg.Executors {
 		if _, dup := e.execs[x.Capability()]; dup {
 			return nil, fmt.Errorf("engine: two executors for %s", x.Capability())
@@ -161,6 +182,7 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	e.closed = true
+	e.stopAccessTimersLocked()
 	ls := make([]*live, 0, len(e.live))
 	for _, l := range e.live {
 		ls = append(ls, l)

@@ -122,7 +122,9 @@ type Recovery struct {
 
 // Recover takes up every non-terminal session of the store (call it once,
 // after the interlock is up and before serving): each resumes, waits, or
-// ends, as Decide says. Failing sessions get their recipe's cleanup.
+// ends, as Decide says. Failing sessions get their recipe's cleanup. The
+// pending access requests of T4 sessions keep holding their results; their
+// expiry is armed again.
 func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 	sessions, err := e.cfg.Store.Sessions(ctx, true)
 	if err != nil {
@@ -178,6 +180,11 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		r := Recovery{SessionID: sess.ID, From: sess.State, Decision: d}
 		r.Err = e.apply(ctx, l, d, cp, rerr)
 		out = append(out, r)
+	}
+	// After the sessions: one that recovery just ended may hold its
+	// results already.
+	if err := e.recoverAccess(ctx); err != nil {
+		return out, err
 	}
 	return out, nil
 }

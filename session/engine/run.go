@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,8 +186,21 @@ func (e *Engine) transitionLocked(l *live, c store.Change, final ...*wire.Envelo
 // is revoked before the transaction commits: nobody hears it closed while
 // the token still works (a commit that then fails leaves a session whose
 // token is refused, the safe side).
+//
+// A T4 session's task_completed or task_failed is not sent: it is held,
+// sealed, in an access request created in the same transaction, the
+// access_pending event (no result data) goes before the terminal
+// state_changed, and the request's expiry is armed once it commits
+// (access.go).
 func (e *Engine) transitionsLocked(l *live, cs []store.Change, final ...*wire.Envelope) error {
 	var sess store.Session
+	var acc *store.AccessRequest
+	if len(cs) > 0 && e.holds(l, final) {
+		r := e.newAccess(l, final)
+		acc = &r
+		last := &cs[len(cs)-1]
+		last.Before = append(slices.Clip(last.Before), accessPending(r))
+	}
 	err := e.step(l, func(w *store.Tx) error {
 		for _, c := range cs {
 			s, evs, err := w.Transition(l.id, c)
@@ -205,12 +219,19 @@ func (e *Engine) transitionsLocked(l *live, cs []store.Change, final ...*wire.En
 				return err
 			}
 		}
+		if acc != nil {
+			return e.holdTx(w, *acc, final)
+		}
 		return e.send(w, l, final...)
 	})
 	if err != nil {
 		return err
 	}
 	l.sess, l.state = sess, sess.State
+	if acc != nil {
+		e.log.Info("results held for access approval", "session", l.id, "access_id", acc.ID, "held", acc.FinalType)
+		e.armAccess(*acc)
+	}
 	return nil
 }
 
@@ -223,6 +244,11 @@ type sink struct {
 func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
+	if t == lifecycle.EventIntermediateResult && NeedsAccessApproval(s.l.sess.DataClass) {
+		// A T4 session's results reach its caller only with an access
+		// approval: the event says a result exists, not what it is.
+		data = withheldResult(data)
+	}
 	if t == lifecycle.EventWarning {
 		if w, ok := data.(executor.Warning); ok {
 			s.l.warnings = append(s.l.warnings, w.Message)

@@ -57,8 +57,8 @@ func wireEventType(ev store.Event) string {
 		var w struct {
 			Code string `json:"code"`
 		}
-		if json.Unmarshal(ev.Data, &w) == nil && w.Code == EventApprovalPending {
-			return EventApprovalPending
+		if json.Unmarshal(ev.Data, &w) == nil && (w.Code == EventApprovalPending || w.Code == EventAccessPending) {
+			return w.Code
 		}
 	}
 	return string(ev.Type)

@@ -27,7 +27,9 @@
 // Send queues the step's outbound messages through the Queue (the outbox,
 // in the same file) inside it, so a state change and its messages commit
 // together. The "active" bucket indexes the non-terminal sessions for the
-// gate's concurrency rules. docs/STATE.md describes the whole file.
+// gate's concurrency rules. The "access" and "access_sessions" buckets hold
+// the access requests of T4 sessions (AccessRequest: JSON records, one per
+// session; the held message in them is sealed by the engine). docs/STATE.md describes the whole file.
 //
 // Check verifies the file at start: bbolt's page check, the audit chain,
 // and for each session consecutive events whose transitions lead to the

@@ -13,6 +13,9 @@ var (
 	ErrExists = errors.New("session already exists")
 	// ErrBadID is an empty or over-long session id.
 	ErrBadID = errors.New("bad session id")
+	// ErrNoAccess is an unknown access request (neither an access id nor
+	// the id of a session that has one).
+	ErrNoAccess = errors.New("no such access request")
 	// ErrCorrupt is matched by every *CorruptError.
 	ErrCorrupt = errors.New("state file inconsistent")
 )

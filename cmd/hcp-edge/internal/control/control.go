@@ -40,12 +40,16 @@ const (
 	OpSessions = "sessions" // {all}
 	OpArtifact = "artifact" // {uri, operator}
 
+	OpAccessList    = "access_list"    // {all}: the access requests of T4 sessions (pending; all: decided too)
+	OpAccessApprove = "access_approve" // {id, operator, for}: release a T4 session's held results
+	OpAccessDeny    = "access_deny"    // {id, operator, reason}: deny them (task_failed access_denied)
+
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAuditVerify, OpAuditReplay}
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay}
 
 // Stages of a reply line.
 const (
@@ -75,6 +79,7 @@ type Request struct {
 	Watch    bool            `json:"watch,omitempty"`  // stream the operation's progress (StreamHandler)
 	All      bool            `json:"all,omitempty"`    // sessions: closed ones too
 	URI      string          `json:"uri,omitempty"`    // artifact
+	For      string          `json:"for,omitempty"`    // access_approve: how long local reads stay open (a Go duration)
 }
 
 // Reply is one reply line.

@@ -120,6 +120,18 @@ type Agent struct {
 	// RecoveryGrace is the longest outage after which a session still
 	// resumes from its checkpoint at start (default 5m).
 	RecoveryGrace time.Duration `yaml:"recovery_grace"`
+	// AccessTimeout denies the access request of a T4 session that no
+	// operator decided in time: its caller gets task_failed access_denied
+	// (default 24h).
+	AccessTimeout time.Duration `yaml:"access_timeout"`
+	// AccessApprovalFor is how long an access approval opens a T4
+	// session's data to local reads when `hcp-edge access approve` has no
+	// --for (default 24h).
+	AccessApprovalFor time.Duration `yaml:"access_approval_for"`
+	// AccessApprovers, when set, are the only operator names that may
+	// approve or deny access to a T4 session's results. Empty: any
+	// operator who can reach the control socket.
+	AccessApprovers []string `yaml:"access_approvers"`
 	// AMQP is the uplink to the HCP broker (amqp.go); no URL, no uplink.
 	AMQP AMQP `yaml:"amqp"`
 	// MetricsListen is the loopback host:port of the Prometheus metrics
@@ -185,6 +197,12 @@ func (f *File) Defaults() {
 	if a.RecoveryGrace == 0 {
 		a.RecoveryGrace = 5 * time.Minute
 	}
+	if a.AccessTimeout == 0 {
+		a.AccessTimeout = 24 * time.Hour
+	}
+	if a.AccessApprovalFor == 0 {
+		a.AccessApprovalFor = 24 * time.Hour
+	}
 	a.AMQP.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
@@ -240,6 +258,17 @@ func (f File) Validate() error {
 	}
 	if f.Agent.RecoveryGrace < 0 {
 		bad("agent.recovery_grace", "%v is negative", f.Agent.RecoveryGrace)
+	}
+	if f.Agent.AccessTimeout < time.Second {
+		bad("agent.access_timeout", "%v is shorter than 1s", f.Agent.AccessTimeout)
+	}
+	if f.Agent.AccessApprovalFor < time.Second {
+		bad("agent.access_approval_for", "%v is shorter than 1s", f.Agent.AccessApprovalFor)
+	}
+	for i, name := range f.Agent.AccessApprovers {
+		if strings.TrimSpace(name) == "" || strings.TrimSpace(name) != name {
+			bad(fmt.Sprintf("agent.access_approvers[%d]", i), "%q: an operator name, without surrounding spaces", name)
+		}
 	}
 	f.Agent.AMQP.validate(bad)
 	if l := f.Agent.MetricsListen; l != "" {
