@@ -126,6 +126,10 @@ type Interlock struct {
 	latchReason string
 	inflight    context.CancelFunc
 	done        chan struct{}
+	// observe, when set (by the monitor), gets every fresh snapshot the
+	// interlock takes for its own decisions (Reset, Arm, the view): the
+	// monitor's cache is then never older than what a decision saw.
+	observe func(Readings)
 }
 
 type instrumentRole int
@@ -517,9 +521,9 @@ func (il *Interlock) snapshot(ctx context.Context) Readings {
 	}
 	for name, sw := range il.rig.Switches {
 		read("switch."+name, func(ctx context.Context) error {
+			at := il.opts.Clock() // the value is no older than the read's start
 			on, err := sw.State(ctx)
 			if err == nil {
-				at := il.opts.Clock()
 				mu.Lock()
 				r.Switches[name] = Level{On: on, At: at}
 				mu.Unlock()
@@ -529,9 +533,9 @@ func (il *Interlock) snapshot(ctx context.Context) Readings {
 	}
 	for name, in := range il.rig.Inputs {
 		read("input."+name, func(ctx context.Context) error {
+			at := il.opts.Clock() // the value is no older than the read's start
 			on, err := in.Read(ctx)
 			if err == nil {
-				at := il.opts.Clock()
 				mu.Lock()
 				r.Inputs[name] = Level{On: on, At: at}
 				mu.Unlock()
@@ -549,7 +553,11 @@ func (il *Interlock) poll(ctx context.Context) Readings {
 	r := il.snapshot(ctx)
 	il.mu.Lock()
 	il.env.Observe(il.state, r)
+	observe := il.observe
 	il.mu.Unlock()
+	if observe != nil {
+		observe(r)
+	}
 	return r
 }
 

@@ -191,6 +191,9 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 	for _, p := range m.pollers() {
 		m.names = append(m.names, p.name)
 	}
+	il.mu.Lock()
+	il.observe = m.merge
+	il.mu.Unlock()
 	sort.Strings(m.names)
 	m.unread, m.ready = len(m.names), make(chan struct{})
 	if m.unread == 0 {
@@ -228,7 +231,9 @@ func (m *Monitor) pollers() []poller {
 		st, err := m.il.furnaceStatus(ctx)
 		if err == nil {
 			m.mu.Lock()
-			m.r.Furnace = st
+			if !st.At.Before(m.r.Furnace.At) {
+				m.r.Furnace = st
+			}
 			m.mu.Unlock()
 		}
 		return err
@@ -237,7 +242,9 @@ func (m *Monitor) pollers() []poller {
 		p, err := rig.Gauge.ReadPressure(ctx)
 		if err == nil || errors.Is(err, device.ErrSensor) {
 			m.mu.Lock()
-			m.r.Pressure = p // the gauge answered: comms are fine, the status tells the rest
+			if !p.At.Before(m.r.Pressure.At) {
+				m.r.Pressure = p // the gauge answered: comms are fine, the status tells the rest
+			}
 			m.mu.Unlock()
 			return nil
 		}
@@ -248,7 +255,9 @@ func (m *Monitor) pollers() []poller {
 			st, err := fc.ReadFlow(ctx)
 			if err == nil {
 				m.mu.Lock()
-				m.r.Flows[gas] = st
+				if !st.At.Before(m.r.Flows[gas].At) {
+					m.r.Flows[gas] = st
+				}
 				m.mu.Unlock()
 			}
 			return err
@@ -256,11 +265,11 @@ func (m *Monitor) pollers() []poller {
 	}
 	for name, sw := range rig.Switches {
 		ps = append(ps, poller{SwitchChannel(name), m.opts.OtherEvery, func(ctx context.Context) error {
+			at := m.opts.Clock() // the value is no older than the read's start
 			on, err := sw.State(ctx)
 			if err == nil {
-				at := m.opts.Clock()
 				m.mu.Lock()
-				m.r.Switches[name] = Level{On: on, At: at}
+				m.r.Switches[name] = newerLevel(m.r.Switches[name], Level{On: on, At: at})
 				m.mu.Unlock()
 			}
 			return err
@@ -268,11 +277,11 @@ func (m *Monitor) pollers() []poller {
 	}
 	for name, in := range rig.Inputs {
 		ps = append(ps, poller{"input." + name, m.opts.OtherEvery, func(ctx context.Context) error {
+			at := m.opts.Clock() // the value is no older than the read's start
 			on, err := in.Read(ctx)
 			if err == nil {
-				at := m.opts.Clock()
 				m.mu.Lock()
-				m.r.Inputs[name] = Level{On: on, At: at}
+				m.r.Inputs[name] = newerLevel(m.r.Inputs[name], Level{On: on, At: at})
 				m.mu.Unlock()
 			}
 			return err
@@ -453,6 +462,42 @@ func (m *Monitor) Readings() Readings {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.readingsLocked()
+}
+
+// newerLevel is whichever of two readings of one input was taken later: a
+// slow read that began before another must not overwrite it.
+func newerLevel(have, got Level) Level {
+	if got.At.Before(have.At) {
+		return have
+	}
+	return got
+}
+
+// merge takes a snapshot the interlock read for a decision of its own (a
+// reset, an arm) into the cache, part by part where it is newer, so that the
+// evaluator never judges readings older than that decision saw: a reset
+// verified on a clear leak input must not be undone by the poller's earlier
+// read of the leak finishing late.
+func (m *Monitor) merge(r Readings) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !r.Furnace.At.IsZero() && !r.Furnace.At.Before(m.r.Furnace.At) {
+		m.r.Furnace = r.Furnace
+	}
+	if !r.Pressure.At.IsZero() && !r.Pressure.At.Before(m.r.Pressure.At) {
+		m.r.Pressure = r.Pressure
+	}
+	for gas, st := range r.Flows {
+		if !st.At.IsZero() && !st.At.Before(m.r.Flows[gas].At) {
+			m.r.Flows[gas] = st
+		}
+	}
+	for name, l := range r.Switches {
+		m.r.Switches[name] = newerLevel(m.r.Switches[name], l)
+	}
+	for name, l := range r.Inputs {
+		m.r.Inputs[name] = newerLevel(m.r.Inputs[name], l)
+	}
 }
 
 func (m *Monitor) readingsLocked() Readings {
