@@ -267,6 +267,9 @@ func runFleet(t *testing.T, n int) fleetRow {
 	}()
 	defer stopSampler()
 
+	for i := range envs { // each agent publishes as its own login
+		envs[0].calleeUsers = append(envs[0].calleeUsers, fleetUser(i+1))
+	}
 	c := envs[0].client(nil)
 	var lat latencies
 	cpu := func() (broker, agents, driver float64) {

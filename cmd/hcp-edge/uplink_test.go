@@ -52,6 +52,9 @@ type brokerEnv struct {
 	callerID string
 	taps     chan amqp091.Delivery // tap's channel
 	stopTap  func()                // hands the caller's queue from tap to the client
+	// calleeUsers are further logins the caller client trusts as callees
+	// (the fleet's agents each log in as a user of their own).
+	calleeUsers []string
 	// callerURLs are the caller client's endpoints (harness-alpha-001's
 	// login); nil: amqptest.AlphaURL().
 	callerURLs []string
@@ -223,7 +226,7 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	}
 	// The callee logs in as hcp-edge whatever its callee id: the client
 	// trusts only events published with that user_id.
-	opts := caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID, CalleeUser: amqptest.EdgeUser,
+	opts := caller.Opts{URL: urls[0], URLs: urls[1:], CallerID: b.callerID, CalleeID: b.calleeID, CalleeUser: amqptest.EdgeUser, CalleeUsers: b.calleeUsers,
 		ResubmitInterval: 3 * time.Second, Unclaimed: unclaimed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if b.stopTap != nil { // the client takes over the queue and feeds the tap

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +41,12 @@ type Opts struct {
 	// Default: CalleeID (the convention of scripts/broker.sh and
 	// `hcp-edge broker provision` examples: the callee logs in as its id).
 	CalleeUser string
-	Prefetch   int // default 10 (L1's recommendation)
+	// CalleeUsers are further broker logins trusted as callees: a client
+	// that drives several callees (SubmitTo), each logged in as a user of its
+	// own. Any of them may publish any event onto the caller's queue, so list
+	// only agents the caller trusts alike.
+	CalleeUsers []string
+	Prefetch    int // default 10 (L1's recommendation)
 	// MessageTTL and MaxLength of hcp.evt.{caller_id} (defaults 24 h and
 	// 100,000, drop-head, as L1 recommends). They must match an existing queue.
 	MessageTTL time.Duration
@@ -508,7 +514,7 @@ func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
 	// Only the callee publishes onto hcp.events on a provisioned broker, but
 	// a broker with broader grants (or another exchange bound to the queue)
 	// could carry anyone's message: trust none but the callee's login.
-	if d.UserId != c.opts.CalleeUser {
+	if d.UserId != c.opts.CalleeUser && !slices.Contains(c.opts.CalleeUsers, d.UserId) {
 		c.forged.Add(1)
 		c.log.Warn("caller: delivery not published by the callee dropped", "publisher", publisher(d.UserId),
 			"want", c.opts.CalleeUser, "routing_key", d.RoutingKey, "exchange", d.Exchange, "type", d.Type, "message_id", d.MessageId)
