@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hcp-edge/hcp-edge/session/executor"
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -102,6 +103,7 @@ func TestBrokerIsolation(t *testing.T) {
 
 	alphaQ, cmdQ := wire.EventQueuePrefix+amqptest.AlphaID, wire.CommandQueuePrefix+amqptest.CalleeID
 	betaQ := wire.EventQueuePrefix + amqptest.BetaID
+	dlq, _ := tamqp.DeadLetterQueue(amqptest.CalleeID)
 	// beta's own queue, as its client would declare it: the base for binds.
 	t.Cleanup(func() {
 		if ch, err := beta.Channel(); err == nil {
@@ -172,6 +174,12 @@ func TestBrokerIsolation(t *testing.T) {
 		{"queue.purge of the callee's command queue", purge(cmdQ), refused},
 		{"queue.delete of the callee's command queue", del(cmdQ), refused},
 		{"queue.declare (active) of the callee's command queue", declare(cmdQ, false), refused},
+		// The dead-letter queue keeps poison commands: other callers' submits.
+		{"basic.get on the callee's dead-letter queue", get(dlq), refused},
+		{"basic.consume on the callee's dead-letter queue", consume(dlq), refused},
+		{"queue.purge of the callee's dead-letter queue", purge(dlq), refused},
+		{"queue.delete of the callee's dead-letter queue", del(dlq), refused},
+		{"queue.bind own queue to hcp.dlx with the callee's key (read dead-lettered commands)", bind(betaQ, amqptest.CalleeID, tamqp.DeadLetterExchange), refused},
 		{"queue.bind own queue to hcp.events with alpha's key harness-alpha-001.#", bind(betaQ, amqptest.AlphaID+".#", wire.EventsExchange), refused},
 		{"queue.bind own queue to hcp.events with alpha's completions harness-alpha-001.*.task_completed", bind(betaQ, amqptest.AlphaID+".*.task_completed", wire.EventsExchange), refused},
 		{"queue.bind own queue to hcp.events with #", bind(betaQ, "#", wire.EventsExchange), refused},
