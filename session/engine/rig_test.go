@@ -91,7 +91,8 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 	})
 	bus := func() *modbus.Bus {
 		o := modbus.DefaultOpts()
-		o.Transport, o.Address, o.Timeout, o.Retries = modbus.TransportTCP, r.ModbusAddr().String(), 250*time.Millisecond, 1
+		// The drivers' own timeouts, as the agent ships them.
+		o.Transport, o.Address, o.Retries = modbus.TransportTCP, r.ModbusAddr().String(), 1
 		mb, err := modbus.New(o)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +131,7 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 		fs       float64
 	}{{"Ar", "mfc-ar", 'A', 500}, {"H2", "mfc-h2", 'B', 200}, {"H2S", "mfc-h2s", 'C', 50}} {
 		o := alicat.DefaultOpts()
-		o.Name, o.UnitID, o.Gas, o.FullScale, o.Timeout = g.dev, g.id, g.gas, device.SCCM(g.fs), 250*time.Millisecond
+		o.Name, o.UnitID, o.Gas, o.FullScale = g.dev, g.id, g.gas, device.SCCM(g.fs)
 		mfc, err := alicat.Open(filepath.Join(r.Dir(), g.dev), o)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +140,6 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 		er.Flows[g.gas] = mfc
 	}
 	gopts := tpg.DefaultOpts()
-	gopts.Timeout = 250 * time.Millisecond
 	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), gopts)
 	if err != nil {
 		t.Fatal(err)
