@@ -84,8 +84,9 @@
 //
 // # Caveats
 //
-// The store and the outbox are separate transactions: an event stored but
-// not yet handed to Outbound when the process dies is not sent again (the
-// caller sees a gap). Shutdown (Close) cancels runs, whose recipes clean
-// up, and leaves them RUNNING for the next Recover.
+// An event and its outbox entry commit in one transaction of the state file
+// (store.Queue), so a crash never leaves one without the other
+// (docs/STATE.md); the local watchers' copy (Outbound) is not the durable
+// one. Shutdown (Close) cancels runs, whose recipes clean up, and leaves
+// them RUNNING for the next Recover.
 package engine
