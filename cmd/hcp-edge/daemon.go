@@ -103,6 +103,7 @@ func newLogger(w io.Writer, a rigconfig.Agent) *slog.Logger {
 // shutdown policy, instruments, state file.
 func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger) (err error) {
 	t0 := time.Now()
+	defer startDebugPprof(log)() // only with -tags pprof (docs/FOOTPRINT.md)
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
 		// go.bug.st/serial reads block an OS thread (and its P) in select(2);
 		// on a 2-core host that delayed the monitor's furnace poll and trip
