@@ -28,8 +28,11 @@ t1=$(date +%s%N)
 echo "start-up (exec to control socket answering): $(( (t1 - t0) / 1000000 )) ms"
 
 sleep 3
-c0=$(cpu_ticks "$agent_pid"); sleep 10; c1=$(cpu_ticks "$agent_pid")
-echo "idle: RSS $(( $(rss_kb "$agent_pid") / 1024 )) MiB, CPU $(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.1f", 100 * t / hz / 10}') % of one core over 10 s (furnace 20 Hz, others 10 Hz)"
+IDLE_S=${IDLE_S:-10}
+c0=$(cpu_ticks "$agent_pid"); sleep "$IDLE_S"; c1=$(cpu_ticks "$agent_pid")
+idle_rss=$(rss_kb "$agent_pid")
+idle_cpu=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v s="$IDLE_S" 'BEGIN {printf "%.2f", 100 * t / hz / s}')
+echo "idle: RSS $(( idle_rss / 1024 )) MiB, CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz)"
 
 "$BIN/hcp-edge" arm --operator measure >/dev/null
 "$BIN/hcp-edge" submit configs/examples/mos2-task.json >"$dir/submit.json" 2>&1 || true
@@ -40,6 +43,8 @@ while "$BIN/hcp-edge" sessions --json | grep -q '"RUNNING"\|"PENDING"'; do
   r=$(rss_kb "$agent_pid"); [ "$r" -gt "$peak" ] && peak=$r; sleep 0.2
 done
 echo "during the MoS2 task ($(( $(date +%s) - ts )) s at time scale 300): peak RSS $(( peak / 1024 )) MiB"
+# One machine-readable line for scripts/bench.sh.
+echo "kv rss_idle_kib=$idle_rss cpu_idle_pct=$idle_cpu rss_peak_kib=$peak"
 "$BIN/hcp-edge" sessions --all >"$dir/sessions.txt"; tail -n 1 "$dir/sessions.txt"
 
 if [ -d dist ]; then
