@@ -31,10 +31,12 @@ fi
 
 # 2. The agent: RSS idle, peak RSS during the MoS2 task, idle CPU (scripts/measure-agent.sh).
 if ! skip agent; then
-  echo "== agent: scripts/measure-agent.sh x $RUNS" >&2
-  make -s build >/dev/null
+  echo "== agent: scripts/measure-agent.sh x $RUNS (static linux/$("$GO" env GOARCH) build)" >&2
+  # Static, stripped, as `make dist` builds linux/amd64 (what ships; `make build` links libc).
+  mkdir -p "$tmp/bin"
+  CGO_ENABLED=0 "$GO" build -trimpath -ldflags '-s -w -X main.version=bench' -o "$tmp/bin/" ./cmd/...
   for ((i = 0; i < RUNS; i++)); do
-    bash scripts/measure-agent.sh 2>&1 | tee -a "$tmp/agent.txt" | sed 's/^/   /' >&2
+    BIN=$tmp/bin bash scripts/measure-agent.sh 2>&1 | tee -a "$tmp/agent.txt" | sed 's/^/   /' >&2
   done
   kv() { awk -v k="$1" '/^kv / {for (i = 2; i <= NF; i++) {split($i, a, "="); if (a[1] == k) print a[2]}}' "$tmp/agent.txt" | median; }
   ri=$(kv rss_idle_kib); rp=$(kv rss_peak_kib); ci=$(kv cpu_idle_pct)
