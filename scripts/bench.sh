@@ -62,10 +62,10 @@ fi
 
 # 4. The outbox with publisher confirms against bare amqp091-go with confirms, same run.
 if ! skip outbox; then
-  echo "== outbox: go test -bench 'BenchmarkOutboxVsBare(Concurrent)?$' -count=$RUNS ./transport/amqp/" >&2
-  "$GO" test -run '^$' -bench 'BenchmarkOutboxVsBare(Concurrent)?$' -benchtime=1x -count="$RUNS" ./transport/amqp/ 2>&1 | tee "$tmp/outbox.txt" | sed 's/^/   /' >&2 || true
+  echo "== outbox: go test -bench 'BenchmarkOutboxVsBare(Concurrent|Pipelined)?$' -count=$RUNS ./transport/amqp/" >&2
+  "$GO" test -run '^$' -bench 'BenchmarkOutboxVsBare(Concurrent|Pipelined)?$' -benchtime=1x -count="$RUNS" ./transport/amqp/ 2>&1 | tee "$tmp/outbox.txt" | sed 's/^/   /' >&2 || true
   metric() { awk -v b="$1" -v u="$2" '$1 ~ "^"b"-[0-9]+$" {for (i = 2; i < NF; i++) if ($(i+1) == u) print $i}' "$tmp/outbox.txt" | median; }
-  for b in "BenchmarkOutboxVsBare:1 producer" "BenchmarkOutboxVsBareConcurrent:4 producers"; do
+  for b in "BenchmarkOutboxVsBare:1 producer" "BenchmarkOutboxVsBarePipelined:1 producer, pipelined" "BenchmarkOutboxVsBareConcurrent:4 producers"; do
     name=${b%%:*}; who=${b#*:}
     goal=">= 0.5x"; [ "$who" = "4 producers" ] && goal=">= 0.8x"
     if grep -q "^$name-" "$tmp/outbox.txt"; then
