@@ -11,7 +11,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus size clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -75,8 +75,14 @@ layers: ## imports point down only (DESIGN.md §2)
 	@checker=../shared/tools/check-layers; \
 	if [ -x "$$checker" ]; then "$$checker"; else echo "layers: $$checker not found, skipped (it lives beside the project)"; fi
 
-bench: ## benchmarks, including the Modbus TCP ratio against mbpoll
+bench: ## ONE table: binary size, RSS, idle CPU, Modbus vs mbpoll, outbox vs bare amqp091-go; medians of RUNS (5); not in ci (docs/FOOTPRINT.md)
+	bash scripts/bench.sh
+
+bench-modbus: ## the Modbus TCP round trips against mbpoll alone, in detail
 	bash scripts/bench-modbus.sh
+
+size: ## where the bytes of the armv7 binary go, by module (BY=package for packages)
+	bash scripts/size-breakdown.sh
 
 clean:
 	rm -rf $(BIN)

@@ -18,18 +18,30 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
-"$BIN/rig-sim" run --dir "$dir" >"$dir/sim.log" 2>&1 & sim_pid=$!
+# A free port for the simulator's Modbus TCP server (another rig-sim on this machine may hold
+# the default 5020), and the shipped sim configuration pointed at it.
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+sed "s/127\.0\.0\.1:5020/127.0.0.1:$port/" configs/sim.yaml >"$dir/sim.yaml"
+"$BIN/rig-sim" run --dir "$dir" --modbus-addr "127.0.0.1:$port" >"$dir/sim.log" 2>&1 & sim_pid=$!
 for _ in $(seq 100); do [ -S "$dir/control.sock" ] && break; sleep 0.05; done
 
 t0=$(date +%s%N)
-"$BIN/hcp-edge" run >"$dir/agent.log" 2>&1 & agent_pid=$!
-until "$BIN/hcp-edge" status --json >/dev/null 2>&1; do sleep 0.005; done
+"$BIN/hcp-edge" run --config "$dir/sim.yaml" >"$dir/agent.log" 2>&1 & agent_pid=$!
+until "$BIN/hcp-edge" status --json >/dev/null 2>&1; do
+  if ! kill -0 "$agent_pid" 2>/dev/null || [ $(( $(date +%s%N) - t0 )) -gt 30000000000 ]; then
+    echo "measure-agent: the agent did not come up:" >&2; tail -n 5 "$dir/agent.log" "$dir/sim.log" >&2; exit 1
+  fi
+  sleep 0.005
+done
 t1=$(date +%s%N)
 echo "start-up (exec to control socket answering): $(( (t1 - t0) / 1000000 )) ms"
 
 sleep 3
-c0=$(cpu_ticks "$agent_pid"); sleep 10; c1=$(cpu_ticks "$agent_pid")
-echo "idle: RSS $(( $(rss_kb "$agent_pid") / 1024 )) MiB, CPU $(awk -v t=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.1f", 100 * t / hz / 10}') % of one core over 10 s (furnace 20 Hz, others 10 Hz)"
+IDLE_S=${IDLE_S:-10}
+c0=$(cpu_ticks "$agent_pid"); sleep "$IDLE_S"; c1=$(cpu_ticks "$agent_pid")
+idle_rss=$(rss_kb "$agent_pid")
+idle_cpu=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v s="$IDLE_S" 'BEGIN {printf "%.2f", 100 * t / hz / s}')
+echo "idle: RSS $(( idle_rss / 1024 )) MiB, CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz)"
 
 "$BIN/hcp-edge" arm --operator measure >/dev/null
 "$BIN/hcp-edge" submit configs/examples/mos2-task.json >"$dir/submit.json" 2>&1 || true
@@ -37,9 +49,12 @@ id=$("$BIN/hcp-edge" sessions --json | python3 -c 'import json,sys; s=json.load(
 "$BIN/hcp-edge" approve "$id" --operator measure >/dev/null
 peak=0; ts=$(date +%s)
 while "$BIN/hcp-edge" sessions --json | grep -q '"RUNNING"\|"PENDING"'; do
+  [ $(( $(date +%s) - ts )) -lt 600 ] || { echo "measure-agent: the MoS2 task did not end in 600 s" >&2; exit 1; }
   r=$(rss_kb "$agent_pid"); [ "$r" -gt "$peak" ] && peak=$r; sleep 0.2
 done
 echo "during the MoS2 task ($(( $(date +%s) - ts )) s at time scale 300): peak RSS $(( peak / 1024 )) MiB"
+# One machine-readable line for scripts/bench.sh.
+echo "kv rss_idle_kib=$idle_rss cpu_idle_pct=$idle_cpu rss_peak_kib=$peak"
 "$BIN/hcp-edge" sessions --all >"$dir/sessions.txt"; tail -n 1 "$dir/sessions.txt"
 
 if [ -d dist ]; then

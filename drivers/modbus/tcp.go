@@ -49,17 +49,47 @@ func (t *tcpTransport) Send(req []byte) ([]byte, error) {
 		return nil, &ioError{ctxErr(ctx, fmt.Errorf("write: %w", err))}
 	}
 	var buf [tcpHeaderLen + tcpMaxPDU]byte
-	if _, err := io.ReadFull(c, buf[:tcpHeaderLen]); err != nil {
-		return nil, &ioError{ctxErr(ctx, fmt.Errorf("read MBAP header: %w", err))}
-	}
-	n, err := MBAPLength(buf[:tcpHeaderLen])
+	n, err := readFrame(c, &buf)
 	if err != nil {
-		return nil, &ioError{err}
-	}
-	if _, err := io.ReadFull(c, buf[tcpHeaderLen:n]); err != nil {
-		return nil, &ioError{ctxErr(ctx, fmt.Errorf("read PDU: %w", err))}
+		return nil, &ioError{ctxErr(ctx, err)}
 	}
 	return append([]byte(nil), buf[:n]...), nil
+}
+
+// readFrame reads one MBAP frame into buf and returns its length. It reads
+// whatever has arrived rather than the header and then the rest, so that a
+// reply that arrived in one segment (the usual case) costs one read(2), not
+// two. Only one transaction is ever in flight on the connection, so anything
+// past the frame can only be a late reply to an abandoned request: it is
+// dropped with the buffer (and the transaction id check catches what it
+// would have confused).
+func readFrame(r io.Reader, buf *[tcpHeaderLen + tcpMaxPDU]byte) (int, error) {
+	got, n := 0, 0 // bytes read; frame length once the header is in
+	for {
+		k, err := r.Read(buf[got:])
+		got += k
+		if n == 0 && got >= tcpHeaderLen {
+			var herr error
+			if n, herr = MBAPLength(buf[:tcpHeaderLen]); herr != nil {
+				return 0, herr
+			}
+		}
+		if n > 0 && got >= n {
+			return n, nil
+		}
+		if err == nil && k == 0 {
+			err = io.ErrNoProgress
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && got > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			if n == 0 {
+				return 0, fmt.Errorf("read MBAP header: %w", err)
+			}
+			return 0, fmt.Errorf("read PDU: %w", err)
+		}
+	}
 }
 
 // MBAPLength returns the total length of the Modbus TCP frame whose 7-byte

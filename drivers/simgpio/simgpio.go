@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -68,7 +67,7 @@ func DefaultOpts() Opts {
 // safe for concurrent use. Close ends calls in progress (long polls included).
 type Client struct {
 	opts   Opts
-	http   *http.Client
+	pool   *conns          // connections to opts.Socket (conn.go)
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 }
@@ -78,18 +77,7 @@ func New(opts Opts) (*Client, error) {
 	if opts.Socket == "" || opts.Timeout <= 0 || opts.MaxPoll <= 0 {
 		return nil, fmt.Errorf("simgpio: Socket, Timeout > 0 and MaxPoll > 0 are required: %w", device.ErrOutOfRange)
 	}
-	sock := opts.Socket
-	var d net.Dialer
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", sock)
-		},
-		MaxIdleConns:        8,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 8,
-	}
-	c := &Client{opts: opts, http: &http.Client{Transport: tr}}
+	c := &Client{opts: opts, pool: &conns{sock: opts.Socket}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -97,7 +85,7 @@ func New(opts Opts) (*Client, error) {
 // Close ends calls in progress and refuses later ones with device.ErrClosed.
 func (c *Client) Close() error {
 	c.cancel()
-	c.http.CloseIdleConnections()
+	c.pool.close()
 	return nil
 }
 
@@ -157,17 +145,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, extra
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	code, status, b, err := c.pool.roundTrip(req)
 	if err != nil {
 		return nil, c.classify(ctx, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, c.classify(ctx, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%s %s: %s %q: %w", method, path, resp.Status, bytes.TrimSpace(truncate(b)), device.ErrRejected)
+	if code/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s %q: %w", method, path, status, bytes.TrimSpace(truncate(b)), device.ErrRejected)
 	}
 	return b, nil
 }

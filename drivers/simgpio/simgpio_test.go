@@ -430,3 +430,61 @@ func FuzzParseLevel(f *testing.F) {
 		}
 	})
 }
+
+// TestClientReusesConnections: sequential calls share one connection to the
+// socket, and a reply that closes its connection is not reused.
+func TestClientReusesConnections(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		close     bool
+		wantConns func(n int) bool
+	}{
+		{"keep-alive", false, func(n int) bool { return n == 1 }},
+		{"connection close", true, func(n int) bool { return n == 20 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := newFakeSim()
+			var h http.Handler = sim
+			if tt.close {
+				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Connection", "close")
+					sim.ServeHTTP(w, r)
+				})
+			}
+			dir, err := os.MkdirTemp("", "simgpio")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			sock := filepath.Join(dir, "control.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			conns := 0
+			srv := httptest.NewUnstartedServer(h)
+			srv.Listener = l
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			c := newClient(t, sock)
+			for range 20 {
+				if _, err := c.Level(testCtx(t), EStop); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !tt.wantConns(conns) {
+				t.Fatalf("%d connections for 20 sequential calls", conns)
+			}
+		})
+	}
+}

@@ -198,6 +198,69 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
 }
 
+// BenchmarkOutboxVsBarePipelined: BenchmarkOutboxVsBare with the one
+// producer pipelining as the bare publisher does (a window of 256
+// AppendAsyncs in flight, each message reported stored only when its Wait
+// returns, after its commit): what group commit gives a single producer that
+// need not wait for each message before producing the next.
+func BenchmarkOutboxVsBarePipelined(b *testing.B) {
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := amqptest.AlphaID
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughPipelined(b, conn, ob, ms, 256)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+}
+
+// throughPipelined is through with up to window AppendAsyncs in flight.
+func throughPipelined(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, window int) time.Duration {
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
+	defer func() { cancel(); wg.Wait() }()
+	start := time.Now()
+	var q []*outbox.Pending
+	for _, m := range ms {
+		if len(q) == window {
+			if _, err := q[0].Wait(); err != nil {
+				b.Fatal(err)
+			}
+			q = q[1:]
+		}
+		p, err := ob.AppendAsync(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q = append(q, p)
+	}
+	for _, p := range q {
+		if _, err := p.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitEmpty(b, ob)
+	return time.Since(start)
+}
+
 // BenchmarkOutboxVsBareConcurrent: BenchmarkOutboxVsBare with 4 producers
 // appending at once (several sessions), whose Appends share commits.
 func BenchmarkOutboxVsBareConcurrent(b *testing.B) {

@@ -76,36 +76,63 @@ type result struct {
 // transaction holding m has committed (fsynced); concurrent Appends, Deletes
 // and DeleteLater keys share that commit. A Telemetry message past the bound
 // drops the oldest waiting Telemetry message in the same transaction.
-// Protocol messages are never dropped.
+// Protocol messages are never dropped. Append is AppendAsync and Wait.
 func (ob *Outbox) Append(m Message) (uint64, error) {
+	p, err := ob.AppendAsync(m)
+	if err != nil {
+		return 0, err
+	}
+	return p.Wait()
+}
+
+// Pending is an Append in flight (AppendAsync). Its message is stored only
+// once Wait has returned its key without error.
+type Pending struct{ r *appendReq }
+
+// Wait blocks until the transaction holding the message has committed
+// (fsynced) or failed, and returns the message's key or the error. It may be
+// called more than once, from any goroutine.
+func (p *Pending) Wait() (uint64, error) {
+	<-p.r.done
+	if p.r.err != nil {
+		return 0, fmt.Errorf("outbox: append: %w", p.r.err)
+	}
+	return p.r.key, nil
+}
+
+// Done is closed when Wait would no longer block.
+func (p *Pending) Done() <-chan struct{} { return p.r.done }
+
+// AppendAsync queues m for the committer and returns at once, after the
+// checks Append makes. It lets one producer pipeline: several messages in
+// flight share one commit, as concurrent Appends do. Nothing is stored
+// until the Pending's Wait says so, and messages queued by one goroutine are
+// committed in the order it queued them (keys increase in that order).
+func (ob *Outbox) AppendAsync(m Message) (*Pending, error) {
 	if m.Class != Protocol && m.Class != Telemetry {
-		return 0, fmt.Errorf("%w: class %d", ErrInvalid, m.Class)
+		return nil, fmt.Errorf("%w: class %d", ErrInvalid, m.Class)
 	}
 	if m.Exchange == "" || m.MessageID == "" || len(m.Body) == 0 {
-		return 0, fmt.Errorf("%w: exchange, message id and body are required", ErrInvalid)
+		return nil, fmt.Errorf("%w: exchange, message id and body are required", ErrInvalid)
 	}
 	if m.CreatedUnixNano == 0 {
 		m.CreatedUnixNano = ob.opts.Now().UnixNano()
 	}
 	rec, err := m.MarshalMsg(nil)
 	if err != nil {
-		return 0, fmt.Errorf("outbox: encode: %w", err)
+		return nil, fmt.Errorf("outbox: encode: %w", err)
 	}
 	r := &appendReq{class: m.Class, rec: rec, done: make(chan struct{})}
 	ob.mu.Lock()
 	if ob.closed.Load() {
 		ob.mu.Unlock()
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
 	ob.appends = append(ob.appends, r)
 	ob.lastAppend = time.Now()
 	ob.mu.Unlock()
 	ob.signal()
-	<-r.done
-	if r.err != nil {
-		return 0, fmt.Errorf("outbox: append: %w", r.err)
-	}
-	return r.key, nil
+	return &Pending{r: r}, nil
 }
 
 // Delete removes confirmed messages and returns once their removal has

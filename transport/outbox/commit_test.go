@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func sessionMsg(class Class, i int, sid string) Message {
@@ -280,4 +282,67 @@ func TestCloseWhileAppending(t *testing.T) {
 			t.Fatalf("acknowledged key %d lost at Close", k)
 		}
 	}
+}
+
+// TestAppendAsyncPipelines: one producer with many AppendAsyncs in flight
+// shares commits, gets keys in the order it queued, and every message whose
+// Wait returned is there after a reopen; refusals are the same as Append's.
+func TestAppendAsyncPipelines(t *testing.T) {
+	ob, path := openTest(t, Opts{})
+	tx0 := txID(t, ob)
+	const n = 200
+	ps := make([]*Pending, n)
+	for i := range ps {
+		p, err := ob.AppendAsync(msg(Protocol, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+	}
+	var last uint64
+	for i, p := range ps {
+		<-p.Done()
+		k, err := p.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k <= last {
+			t.Fatalf("message %d: key %d after %d: not in queued order", i, k, last)
+		}
+		last = k
+	}
+	if commits := txID(t, ob) - tx0; commits >= n {
+		t.Errorf("%d commits for %d pipelined appends: nothing shared", commits, n)
+	}
+	if _, err := ob.AppendAsync(Message{Class: Protocol}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("invalid message: %v", err)
+	}
+	ob.Close()
+	if _, err := ob.AppendAsync(msg(Protocol, 0)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+	ob, err := Open(path, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	es, err := ob.Peek(n + 1)
+	if err != nil || len(es) != n {
+		t.Fatalf("after reopen: %d messages, %v; want %d", len(es), err, n)
+	}
+	for i, e := range es {
+		if e.Message.MessageID != msg(Protocol, i).MessageID {
+			t.Fatalf("message %d is %s, want %s", i, e.Message.MessageID, msg(Protocol, i).MessageID)
+		}
+	}
+}
+
+// txID is the id of the last committed transaction of ob's file.
+func txID(t *testing.T, ob *Outbox) int {
+	t.Helper()
+	var id int
+	if err := ob.DB().View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

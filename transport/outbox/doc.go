@@ -10,7 +10,10 @@
 // bbolt transaction holding the message has committed (fsynced). Keys come
 // from the bucket's sequence: they increase strictly with every Append,
 // survive restarts and are never reused, so the key order is the publishing
-// order. Peek and PeekAfter read the oldest messages in key order (a
+// order. AppendAsync queues a message and returns a Pending whose Wait
+// returns the key once it is stored: one producer may keep several in flight
+// and they share commits (BenchmarkOutboxVsBarePipelined in transport/amqp:
+// about 70 messages per commit with a window of 256). Peek and PeekAfter read the oldest messages in key order (a
 // pipelining publisher peeks past what it has in flight).
 //
 // Writes go through a committer goroutine that each Outbox owns (Close stops

@@ -1,7 +1,9 @@
-// Package metrics is hcp-edge's Prometheus side: a private registry (the Go
-// runtime and process collectors plus the agent's own families, all named
-// hcp_edge_*), the seams through which the daemon feeds it, and the
-// loopback-only HTTP server of GET /metrics.
+// Package metrics is hcp-edge's Prometheus side: the agent's own families
+// (all named hcp_edge_*) and a subset of the Go runtime and process
+// families, written in the Prometheus text format by the package itself
+// (expo.go: no client library, to keep the armv7 binary small), the seams
+// through which the daemon feeds it, and the loopback-only HTTP server of
+// GET /metrics.
 //
 // Two kinds of families:
 //

@@ -1,15 +1,15 @@
 package metrics
 
 import (
+	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
@@ -48,60 +48,58 @@ const (
 	scrapeTimeout      = 10 * time.Second
 )
 
-// Metrics is the agent's registry and its event families. Its methods are
-// safe for concurrent use.
+// Metrics is the agent's families and the Go runtime and process families
+// read at each scrape. Its methods are safe for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
-	poll     *prometheus.HistogramVec
-	pollErrs *prometheus.CounterVec
-	trips    *prometheus.CounterVec
-	gate     *prometheus.CounterVec
+	poll     *histogramVec
+	pollErrs *counterVec
+	trips    *counterVec
+	gate     *counterVec
+	scrapes  *counterVec   // promhttp_metric_handler_requests_total, by code
+	inFlight atomic.Int64  // scrapes being served
+	slots    chan struct{} // maxScrapesInFlight tokens
 
 	mu     sync.RWMutex
 	pollBy map[string]pollObs // poller name → its children, so that ObservePoll allocates nothing
 
 	watchMu sync.Mutex
-	watched bool
+	state   *State // set once by Watch
 }
 
 // pollObs are one poller's children of the poll families.
 type pollObs struct {
-	took prometheus.Observer
-	errs prometheus.Counter
+	took *histogram
+	errs *atomic.Uint64
 }
 
-// New returns the registry with the Go runtime and process collectors and
-// the event families, every known label combination of the counters
+// New returns the families, every known label combination of the counters
 // present at zero.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), pollBy: map[string]pollObs{}}
-	m.poll = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "monitor", Name: "poll_duration_seconds",
-		Help:    "How long each read of the trip monitor's pollers took, by instrument (the poller: furnace, gauge, flow.<gas>, switch.<name>, input.<name>); failed reads included.",
-		Buckets: PollBuckets,
-	}, []string{"instrument"})
-	m.pollErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "monitor", Name: "poll_errors_total",
-		Help: "Reads of the trip monitor's pollers that failed (timeout, link or protocol error), by instrument.",
-	}, []string{"instrument"})
-	m.trips = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "interlock", Name: "trips_total",
-		Help: "Emergency procedures the interlock ran, by cause: a trip kind (over_temperature, gas_leak_detected, over_pressure, comms_loss, estop: the monitor's trips) or safe_state (Interlock.SafeState: e-stop on the control socket, shutdown policy, engine fallback).",
-	}, []string{"cause"})
-	m.gate = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "gate", Name: "decisions_total",
-		Help: "L3 gate decisions recorded in the audit log, by decision (accepted, pending_approval, rejected) and reason_code (the rejection's code; none otherwise).",
-	}, []string{"decision", "reason_code"})
+	m := &Metrics{pollBy: map[string]pollObs{}, slots: make(chan struct{}, maxScrapesInFlight)}
+	m.poll = newHistogramVec(Namespace+"_monitor_poll_duration_seconds",
+		"How long each read of the trip monitor's pollers took, by instrument (the poller: furnace, gauge, flow.<gas>, switch.<name>, input.<name>); failed reads included.",
+		"instrument", PollBuckets)
+	m.pollErrs = newCounterVec(Namespace+"_monitor_poll_errors_total",
+		"Reads of the trip monitor's pollers that failed (timeout, link or protocol error), by instrument.", "instrument")
+	m.trips = newCounterVec(Namespace+"_interlock_trips_total",
+		"Emergency procedures the interlock ran, by cause: a trip kind (over_temperature, gas_leak_detected, over_pressure, comms_loss, estop: the monitor's trips) or safe_state (Interlock.SafeState: e-stop on the control socket, shutdown policy, engine fallback).",
+		"cause")
+	m.gate = newCounterVec(Namespace+"_gate_decisions_total",
+		"L3 gate decisions recorded in the audit log, by decision (accepted, pending_approval, rejected) and reason_code (the rejection's code; none otherwise).",
+		"decision", "reason_code")
+	m.scrapes = newCounterVec("promhttp_metric_handler_requests_total",
+		"Total number of scrapes by HTTP status code.", "code")
 	for _, t := range tripCauses() {
-		m.trips.WithLabelValues(t)
+		m.trips.with(t)
 	}
-	m.gate.WithLabelValues(string(gateAccepted), ReasonNone)
-	m.gate.WithLabelValues(string(gatePending), ReasonNone)
+	m.gate.with(string(gateAccepted), ReasonNone)
+	m.gate.with(string(gatePending), ReasonNone)
 	for _, c := range reasonCodes() {
-		m.gate.WithLabelValues(string(gateRejected), c)
+		m.gate.with(string(gateRejected), c)
 	}
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.poll, m.pollErrs, m.trips, m.gate)
+	for _, c := range []string{"200", "500", "503"} {
+		m.scrapes.with(c)
+	}
 	return m
 }
 
@@ -114,31 +112,64 @@ func tripCauses() []string {
 	return append(out, CauseSafeState)
 }
 
-// Gatherer is the registry, for tests and for a caller that serves it
-// another way.
-func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+// Write writes every family in the Prometheus text format (version 0.0.4)
+// to w: the agent's event families, the scrape-time State families whose
+// read succeeds (a failed read leaves its family out and is logged), the
+// handler's own, and the Go runtime and process families.
+func (m *Metrics) Write(w io.Writer, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ew := newExpoWriter(w)
+	m.poll.write(ew)
+	m.pollErrs.write(ew)
+	m.trips.write(ew)
+	m.gate.write(ew)
+	m.watchMu.Lock()
+	st := m.state
+	m.watchMu.Unlock()
+	if st != nil {
+		st.write(ew, log)
+	}
+	m.scrapes.write(ew)
+	ew.single("promhttp_metric_handler_requests_in_flight", "Current number of scrapes being served.", "gauge",
+		float64(m.inFlight.Load()))
+	writeRuntime(ew)
+	writeProcess(ew)
+	return ew.flush()
+}
 
-// Handler serves the registry in the Prometheus exposition formats: a
-// family that cannot be read is left out and logged, the others are
-// served; at most 4 scrapes at once, each within 10 s.
+// Handler serves the families in the Prometheus text format: a family
+// that cannot be read is left out and logged, the others are served; at
+// most 4 scrapes at once (503 beyond), each within 10 s.
 func (m *Metrics) Handler(log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:            promLogger{log},
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: maxScrapesInFlight,
-		Timeout:             scrapeTimeout,
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case m.slots <- struct{}{}:
+			defer func() { <-m.slots }()
+		default:
+			m.scrapes.with("503").Add(1)
+			http.Error(w, "too many scrapes in flight", http.StatusServiceUnavailable)
+			return
+		}
+		m.inFlight.Add(1)
+		defer m.inFlight.Add(-1)
+		var buf bytes.Buffer
+		if err := m.Write(&buf, log); err != nil {
+			m.scrapes.with("500").Add(1)
+			log.Warn("metrics scrape", "err", err)
+			http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		m.scrapes.with("200").Add(1)
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+		_, _ = w.Write(buf.Bytes())
 	})
-	return promhttp.InstrumentMetricHandler(m.reg, h)
-}
-
-// promLogger adapts slog to promhttp.Logger.
-type promLogger struct{ log *slog.Logger }
-
-func (l promLogger) Println(v ...any) {
-	l.log.Warn("metrics scrape", "err", slog.AnyValue(v))
+	return http.TimeoutHandler(h, scrapeTimeout, "metrics: scrape timed out")
 }
 
 // ObservePoll records one poll of the trip monitor; its signature is
@@ -153,7 +184,7 @@ func (m *Metrics) ObservePoll(name string, took time.Duration, err error) {
 	}
 	o.took.Observe(took.Seconds())
 	if err != nil {
-		o.errs.Inc()
+		o.errs.Add(1)
 	}
 }
 
@@ -163,7 +194,7 @@ func (m *Metrics) pollChildren(name string) pollObs {
 	if o, ok := m.pollBy[name]; ok {
 		return o
 	}
-	o := pollObs{took: m.poll.WithLabelValues(name), errs: m.pollErrs.WithLabelValues(name)}
+	o := pollObs{took: m.poll.with(name), errs: m.pollErrs.with(name)}
 	m.pollBy[name] = o
 	return o
 }
@@ -173,5 +204,5 @@ func (m *Metrics) countTrip(cause string) {
 	if !slices.Contains(tripCauses(), cause) {
 		cause = CauseOther
 	}
-	m.trips.WithLabelValues(cause).Inc()
+	m.trips.with(cause).Add(1)
 }

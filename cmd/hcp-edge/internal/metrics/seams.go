@@ -90,5 +90,5 @@ func (m *Metrics) countGate(detail string) {
 	default:
 		decision, reason = ReasonOther, ReasonOther
 	}
-	m.gate.WithLabelValues(decision, reason).Inc()
+	m.gate.with(decision, reason).Add(1)
 }

@@ -3,9 +3,8 @@ package metrics
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
@@ -37,89 +36,46 @@ type Uplink struct {
 // StateTimeout bounds the reads of State at one scrape.
 const StateTimeout = 5 * time.Second
 
-// Watch registers the scrape-time families read from s. It may be called
-// once.
+// Watch adds the scrape-time families read from s. It may be called once.
 func (m *Metrics) Watch(s State) error {
 	m.watchMu.Lock()
 	defer m.watchMu.Unlock()
-	if m.watched {
+	if m.state != nil {
 		return errors.New("metrics: Watch called twice")
 	}
-	if err := m.reg.Register(newStateCollector(s)); err != nil {
-		return err
-	}
-	m.watched = true
+	m.state = &s
 	return nil
 }
 
-// stateCollector turns a State into const metrics at every scrape.
-type stateCollector struct {
-	s                              State
-	latched, sessions              *prometheus.Desc
-	connected, blocked, reconnects *prometheus.Desc
-	backlog, telemetry, oldest     *prometheus.Desc
-}
-
-func newStateCollector(s State) *stateCollector {
-	d := func(sub, name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, sub, name), help, labels, nil)
+// write writes the families of s whose read succeeds.
+func (s *State) write(w *expoWriter, log *slog.Logger) {
+	if s.Latched != nil {
+		w.single(Namespace+"_interlock_latched", "1 while the interlock is latched (by a trip or an e-stop; only an operator's reset clears it), else 0.",
+			"gauge", b2f(s.Latched()))
 	}
-	return &stateCollector{s: s,
-		latched: d("interlock", "latched", "1 while the interlock is latched (by a trip or an e-stop; only an operator's reset clears it), else 0."),
-		sessions: d("", "sessions", "Sessions in the state file by L2 state (PENDING, RUNNING, PAUSED, ABORTING and the terminal REJECTED, ABORTED, COMPLETED, FAILED: a closed session stays in the state file).",
-			"state"),
-		connected:  d("broker", "connected", "1 while the uplink is connected to the broker (topology declared), else 0."),
-		blocked:    d("broker", "blocked", "1 while the broker blocks the uplink's publishing (a resource alarm), else 0."),
-		reconnects: d("broker", "reconnects_total", "Successful connections to the broker after the first since the agent started."),
-		backlog:    d("outbox", "messages", "Messages waiting in the uplink's durable outbox (every class)."),
-		telemetry:  d("outbox", "telemetry_messages", "Messages waiting in the uplink's outbox that are telemetry (dropped first when the bound is reached)."),
-		oldest:     d("outbox", "oldest_message_age_seconds", "Age of the oldest message waiting in the uplink's outbox; 0 when it is empty."),
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	if c.s.Latched != nil {
-		ch <- c.latched
-	}
-	if c.s.Sessions != nil {
-		ch <- c.sessions
-	}
-	if c.s.Uplink != nil {
-		for _, d := range []*prometheus.Desc{c.connected, c.blocked, c.reconnects, c.backlog, c.telemetry, c.oldest} {
-			ch <- d
-		}
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	if c.s.Latched != nil {
-		gauge(c.latched, b2f(c.s.Latched()))
-	}
-	if c.s.Sessions != nil {
+	if s.Sessions != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), StateTimeout)
-		n, err := c.s.Sessions(ctx)
+		n, err := s.Sessions(ctx)
 		cancel()
 		if err != nil {
-			ch <- prometheus.NewInvalidMetric(c.sessions, err)
+			log.Warn("metrics scrape: sessions left out", "err", err)
 		} else {
+			name := Namespace + "_sessions"
+			w.header(name, "Sessions in the state file by L2 state (PENDING, RUNNING, PAUSED, ABORTING and the terminal REJECTED, ABORTED, COMPLETED, FAILED: a closed session stays in the state file).", "gauge")
+			labels := []string{"state"}
 			for _, st := range lifecycle.States() {
-				gauge(c.sessions, float64(n[st]), string(st))
+				w.sample(name, "", labels, []string{string(st)}, "", "", float64(n[st]))
 			}
 		}
 	}
-	if c.s.Uplink != nil {
-		u := c.s.Uplink()
-		gauge(c.connected, b2f(u.Connected))
-		gauge(c.blocked, b2f(u.Blocked))
-		ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(u.Reconnects))
-		gauge(c.backlog, float64(u.Backlog))
-		gauge(c.telemetry, float64(u.Telemetry))
-		gauge(c.oldest, u.OldestAge.Seconds())
+	if s.Uplink != nil {
+		u := s.Uplink()
+		w.single(Namespace+"_broker_connected", "1 while the uplink is connected to the broker (topology declared), else 0.", "gauge", b2f(u.Connected))
+		w.single(Namespace+"_broker_blocked", "1 while the broker blocks the uplink's publishing (a resource alarm), else 0.", "gauge", b2f(u.Blocked))
+		w.single(Namespace+"_broker_reconnects_total", "Successful connections to the broker after the first since the agent started.", "counter", float64(u.Reconnects))
+		w.single(Namespace+"_outbox_messages", "Messages waiting in the uplink's durable outbox (every class).", "gauge", float64(u.Backlog))
+		w.single(Namespace+"_outbox_telemetry_messages", "Messages waiting in the uplink's outbox that are telemetry (dropped first when the bound is reached).", "gauge", float64(u.Telemetry))
+		w.single(Namespace+"_outbox_oldest_message_age_seconds", "Age of the oldest message waiting in the uplink's outbox; 0 when it is empty.", "gauge", u.OldestAge.Seconds())
 	}
 }
 
