@@ -106,11 +106,23 @@ func (s GaugeStatus) String() string {
 	return "unknown"
 }
 
-// PressureReading is one reading of a pressure gauge.
+// PressureReading is one reading of a pressure gauge. The gauge measured it
+// somewhere between Sent and At: a measurement that depends on when (a rate
+// of rise) takes the end of that window that errs on the safe side.
 type PressureReading struct {
 	Pressure Pressure
 	Status   GaugeStatus
-	At       time.Time
+	At       time.Time // when the reply arrived: the reading is no newer
+	Sent     time.Time // when the request went out: the reading is no older (zero: unknown, take At)
+}
+
+// Requested is when the request for r went out (At when Sent is unknown):
+// the earliest instant the gauge can have measured it.
+func (r PressureReading) Requested() time.Time {
+	if r.Sent.IsZero() {
+		return r.At
+	}
+	return r.Sent
 }
 
 // PressureGauge is a vacuum gauge. Its Halt does nothing to the chamber (a gauge

@@ -145,13 +145,14 @@ func (g *Gauge) ReadPressure(ctx context.Context) (device.PressureReading, error
 			return device.PressureReading{}, err
 		}
 	}
+	sent := g.now()
 	data, err := g.query(ctx, "PR1")
 	if err != nil {
 		g.unitKnown = false
 		return device.PressureReading{}, fmt.Errorf("%s: read pressure: %w", g.opts.Name, err)
 	}
 	r, err := ParsePressure(data, g.unit)
-	r.At = g.now()
+	r.At, r.Sent = g.now(), sent
 	if err != nil {
 		if !errors.Is(err, device.ErrSensor) {
 			g.unitKnown = false

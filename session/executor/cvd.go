@@ -481,7 +481,9 @@ func pumpDown(ctx context.Context, p *proc, n rigNames, stage string, basePa flo
 	return err
 }
 
-func gaugeAt(rd envelope.Readings) time.Time   { return rd.Pressure.At }
+// gaugeAt is when a gauge reading can have been measured at the earliest:
+// "taken after" an action is judged by the request, not the reply.
+func gaugeAt(rd envelope.Readings) time.Time   { return rd.Pressure.Requested() }
 func furnaceAt(rd envelope.Readings) time.Time { return rd.Furnace.At }
 
 // leakMeasure is one rate-of-rise measurement: two gauge readings, both
@@ -489,7 +491,7 @@ func furnaceAt(rd envelope.Readings) time.Time { return rd.Furnace.At }
 type leakMeasure struct {
 	Rate     float64       // Pa/min of process time
 	P0, P1   float64       // Pa
-	T0, T1   time.Time     // the readings' own timestamps (the instruments' clock)
+	T0, T1   time.Time     // p0's reply and p1's request (the instruments' clock): the shortest interval
 	Interval time.Duration // T1 − T0 in process time
 }
 
@@ -523,9 +525,13 @@ func leakRate(ctx context.Context, p *proc, n rigNames, stage string, hold time.
 		return m, err
 	}
 	// The end of the hold by the readings' own clock: at least hold after p0.
+	// Each reading was measured somewhere between its request and its reply;
+	// the interval is taken at its shortest — from p0's reply to p1's request
+	// — so that a slow reply (a busy host, a slow line) can only overstate
+	// the rate, never hide a leak.
 	rd, err = p.waitFresh(ctx, stage, "a gauge reading a hold after p0", p.fresh(r1, m.T0, gaugeAt), bound,
 		func(rd envelope.Readings) (bool, error) {
-			return p.env.Clock.Process(rd.Pressure.At.Sub(m.T0)) >= hold, nil
+			return p.env.Clock.Process(rd.Pressure.Requested().Sub(m.T0)) >= hold, nil
 		})
 	if err != nil {
 		return m, err
@@ -533,7 +539,7 @@ func leakRate(ctx context.Context, p *proc, n rigNames, stage string, hold time.
 	if m.P1, err = leakPressure(rd, r1, false); err != nil {
 		return m, err
 	}
-	m.T1 = rd.Pressure.At
+	m.T1 = rd.Pressure.Requested()
 	m.Interval = p.env.Clock.Process(m.T1.Sub(m.T0))
 	if !m.T1.After(m.T0) || m.Interval <= 0 {
 		return m, &ReadingError{Reading: r1, Since: m.T0, Reason: fmt.Sprintf("out of order: taken at %s, not after p0",

@@ -188,6 +188,7 @@ func TestLeakRateRefusesStaleReadings(t *testing.T) {
 		{"second reading stamped before the first", func() func(*envelope.Readings) {
 			return afterFirst(func(r *envelope.Readings, first device.PressureReading) {
 				r.Pressure.At = first.At.Add(-time.Millisecond)
+				r.Pressure.Sent = r.Pressure.At.Add(-time.Millisecond)
 			})
 		}, "gauge p1"},
 		{"second reading invalid", func() func(*envelope.Readings) {
@@ -227,6 +228,40 @@ func TestLeakRateRefusesStaleReadings(t *testing.T) {
 			}
 		})
 	}
+	// A slow reply cannot hide a leak: every reply after p0 arrives 2 s late
+	// (a busy host; at this time scale, 2 s of wall time is 20 min of
+	// process time). The interval runs from p0's reply to p1's request, the
+	// shortest the readings allow, so the tight chamber's rate (3 Pa/min)
+	// is measured as it is, not diluted over the delay.
+	t.Run("slow replies after p0", func(t *testing.T) {
+		pumped := &proc{}
+		penv := &Env{Rig: base, Clock: clock, Sink: &memSink{}, Checkpoints: &memCkpt{}}
+		if err := penv.defaults(); err != nil {
+			t.Fatal(err)
+		}
+		pumped.begin(penv)
+		if err := pumpDown(context.Background(), pumped, n, "t", 20, 30*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		mr = &mangledRig{Rig: base}
+		mr.mangle = afterFirst(func(r *envelope.Readings, _ device.PressureReading) {
+			r.Pressure.At = r.Pressure.At.Add(2 * time.Second)
+		})
+		env := &Env{Rig: mr, Clock: clock, Sink: &memSink{}, Checkpoints: &memCkpt{}}
+		if err := env.defaults(); err != nil {
+			t.Fatal(err)
+		}
+		p := &proc{}
+		p.begin(env)
+		m, err := leakRate(context.Background(), p, n, "t", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("measurement %+v", m)
+		if m.Rate < 2 || m.Interval > 3*time.Minute {
+			t.Fatalf("rate %.3f Pa/min over %v: the late replies stretched the interval", m.Rate, m.Interval)
+		}
+	})
 }
 
 // TestFreshnessJudge: a reading counts only when taken after the action and
