@@ -290,9 +290,10 @@ func (b *bench) waitFor(what string, cond func() bool) {
 // apply runs a through the interlock and fails the test on an error.
 // apply runs a setup action, which must be accepted. A refusal for a stale
 // reading (the interlock's own fresh read of an instrument missed its
-// timeout on a busy machine: it refuses rather than guesses) is tried again
-// once the monitor has read every instrument anew, within the hang guard;
-// any other refusal fails the test at once. The actions a test is about go
+// timeout on a busy machine: it refuses rather than guesses), or a write the
+// device did not answer in time (device.ErrTimeout), is tried again once the
+// monitor has read every instrument anew, within the hang guard; any other
+// refusal fails the test at once. The actions a test is about go
 // through refused or the trip checks, never through this retry.
 func (b *bench) apply(a envelope.Action) {
 	b.t.Helper()
@@ -303,10 +304,11 @@ func (b *bench) apply(a envelope.Action) {
 		if err == nil {
 			return
 		}
-		if !errors.As(err, &v) || v.Rule != envelope.RuleStale || time.Now().After(deadline) {
+		stale := errors.As(err, &v) && v.Rule == envelope.RuleStale
+		if !stale && !errors.Is(err, device.ErrTimeout) || time.Now().After(deadline) {
 			b.t.Fatalf("apply %v: %v", a, err)
 		}
-		b.t.Logf("apply %v refused for a stale reading (%v): again after fresh readings", a, err)
+		b.t.Logf("apply %v: %v: again after fresh readings", a, err)
 		since := time.Now()
 		b.waitFor("fresh readings", func() bool { return readSince(b.m.Readings(), since) })
 	}
