@@ -44,8 +44,15 @@ type callee struct {
 
 func startCallee(t *testing.T, callerID string, events int, interval time.Duration) *callee {
 	t.Helper()
-	amqptest.Dial(t, amqptest.URL())
+	conn := amqptest.Dial(t, amqptest.URL())
 	c := &callee{id: amqptest.CalleeID}
+	// A fresh command queue: a test without a callee (the fake-callee tests)
+	// leaves its submits there, and a callee that found them would answer
+	// those first (TestEndToEnd failed on the second of -count=2).
+	if ch, err := conn.Channel(); err == nil {
+		_, _ = ch.QueueDelete(wire.CommandQueuePrefix+c.id, false, false, false)
+		_ = ch.Close()
+	}
 	db := openDB(t)
 	var err error
 	if c.ob, err = outbox.New(db, outbox.Opts{}); err != nil {
