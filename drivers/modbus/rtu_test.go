@@ -205,7 +205,9 @@ func TestRTUBadCRCIsChecksumErrorAndRetried(t *testing.T) {
 
 func TestRTUSilentUnitTimesOutAndLineRecovers(t *testing.T) {
 	_, path := startResponder(t, normal(rig()))
-	b := rtuBus(t, path, 150*time.Millisecond, 0)
+	// The shipped timeout (1 s), not a shorter one: the live unit's answer
+	// must not miss it on a busy machine (a 150 ms timeout did).
+	b := rtuBus(t, path, time.Second, 0)
 	ctx := ctxT(t)
 	_, err := b.ReadHoldingRegisters(ctx, 7, 0, 1) // unit 7 is not on the line
 	if !errors.Is(err, device.ErrTimeout) {
