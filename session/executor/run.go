@@ -147,13 +147,29 @@ func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Rea
 	return r, nil
 }
 
+// staleTries bounds how often one action refused for a stale reading is
+// tried again (see apply).
+const staleTries = 3
+
 // apply runs one action through the interlock. A rate-of-change refusal is
 // retried after the time the limit needs (process clock, at most 5 tries):
-// the envelope counts rates on its own clock.
+// the envelope counts rates on its own clock. A refusal for a stale reading
+// (an instrument that did not answer the interlock's snapshot in time) is
+// tried again at once, at most staleTries times in all: each try takes a new
+// snapshot of every instrument and is judged on it alone, so a retry never
+// acts on the reading that was refused, and an instrument that stays silent
+// still fails the step, with the last refusal.
 func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, error) {
+	stales := 0
 	for try := 0; ; try++ {
 		res, err := p.env.Rig.Apply(ctx, p.env.Token, a)
 		var v *envelope.Violation
+		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleStale && stales+1 < staleTries && ctx.Err() == nil {
+			stales++
+			p.log(ctx, "warn", "stale reading refused the action; trying again on a new snapshot",
+				map[string]any{"action": a.String(), "try": stales + 1, "reason": v.Error()})
+			continue
+		}
 		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleRate && try < 5 && v.Limit > 0 {
 			wait := time.Duration(math.Abs(v.Value-v.Limit)/v.Limit*float64(time.Minute)) + 10*time.Second
 			p.log(ctx, "warn", "rate of change refused; retrying", map[string]any{"action": a.String(), "wait_s": wait.Seconds()})

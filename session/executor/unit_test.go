@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -184,5 +185,56 @@ func TestSmallExecutorsSim(t *testing.T) {
 	}
 	if res.Outputs["interlock"].(map[string]any)["latched"] != false || res.Outputs["stale"] != nil {
 		t.Fatalf("status %+v", res.Outputs)
+	}
+}
+
+// staleRig refuses every action for a stale reading until it has refused
+// stale times, then executes.
+type staleRig struct {
+	fakeRig
+	stale, tries int
+	rule         envelope.Rule
+}
+
+func (s *staleRig) Apply(ctx context.Context, tok string, a envelope.Action) (envelope.Result, error) {
+	s.tries++
+	if s.tries <= s.stale {
+		return envelope.Result{}, &envelope.Violation{Rule: s.rule, Channel: a.Channel(), Reason: "no fresh reading"}
+	}
+	return s.fakeRig.Apply(ctx, tok, a)
+}
+
+// TestApplyRetriesStaleRefusals: a refusal for a stale reading is tried
+// again on a new snapshot, at most staleTries times in all; any other
+// refusal is not, and a rig that stays stale fails with the refusal.
+func TestApplyRetriesStaleRefusals(t *testing.T) {
+	env := loadEnvelope(t)
+	clock, _ := NewScaledClock(1e5)
+	for _, tc := range []struct {
+		name     string
+		stale    int
+		rule     envelope.Rule
+		tries    int
+		executed bool
+		wantRule envelope.Rule
+	}{
+		{"one stale refusal", 1, envelope.RuleStale, 2, true, ""},
+		{"stale until the last try", staleTries - 1, envelope.RuleStale, staleTries, true, ""},
+		{"stays stale", 10, envelope.RuleStale, staleTries, false, envelope.RuleStale},
+		{"a limit is not retried", 1, envelope.RuleMax, 1, false, envelope.RuleMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := &staleRig{fakeRig: fakeRig{env: env}, stale: tc.stale, rule: tc.rule}
+			sink := &memSink{}
+			p := &proc{env: &Env{Rig: rig, Clock: clock, Sink: sink, Checkpoints: &memCkpt{}, Logger: slog.New(slog.DiscardHandler)}}
+			_, err := p.apply(context.Background(), envelope.FlowAction("Ar", device.SCCM(10)))
+			if rig.tries != tc.tries || (len(rig.applied) == 1) != tc.executed {
+				t.Fatalf("tries %d (want %d), executed %v (want %v)", rig.tries, tc.tries, len(rig.applied) == 1, tc.executed)
+			}
+			var v *envelope.Violation
+			if tc.wantRule == "" && err != nil || tc.wantRule != "" && (!errors.As(err, &v) || v.Rule != tc.wantRule) {
+				t.Fatalf("err %v, want rule %q", err, tc.wantRule)
+			}
+		})
 	}
 }
