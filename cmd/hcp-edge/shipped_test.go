@@ -257,6 +257,7 @@ func TestShippedCapabilities(t *testing.T) {
 		all := r.finish(t, brokerLongGuard)
 		checkStream(t, all, r.sid)
 		checkCompleted(t, all[len(all)-1], r.ts)
+		checkGolden(t, goldenMoS2, all)
 	})
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
