@@ -160,13 +160,18 @@ func (m *MFC) checkSetpoint(fr Frame, want float64) error {
 }
 
 // Halt holds the valve closed (`<id>HC`), sets the setpoint to zero, and
-// confirms HLD and the zero setpoint in the reply. It tries the setpoint even
+// confirms HLD and the zero setpoint in the reply (a reply to the hold
+// without HLD is checked once more by a poll). It tries the setpoint even
 // when the hold failed.
 func (m *MFC) Halt(ctx context.Context) error {
 	var errs []error
 	fr, err := m.command(ctx, "halt: hold valve closed", "HC")
 	if err == nil && !fr.Held() {
-		err = fmt.Errorf("%s: halt: reply to hold has no HLD: %w", m.opts.Name, device.ErrReadback)
+		// A frame without HLD may be a late answer to an earlier poll: the
+		// controller's own state, polled anew, decides.
+		if fr, err = m.command(ctx, "halt: poll after hold", ""); err == nil && !fr.Held() {
+			err = fmt.Errorf("%s: halt: reply to hold has no HLD: %w", m.opts.Name, device.ErrReadback)
+		}
 	}
 	errs = append(errs, err)
 	fr, err = m.command(ctx, "halt: setpoint 0", "S0.00")

@@ -265,8 +265,10 @@ func TestHaltNotConfirmed(t *testing.T) {
 	if !errors.Is(err, device.ErrReadback) {
 		t.Fatalf("err = %v, want ErrReadback", err)
 	}
-	if got := f.requests(); len(got) != 2 || got[1] != "CS0.00" {
-		t.Fatalf("halt did not still zero the setpoint: %q", got)
+	// The frame without HLD is checked by a poll (the fake still shows no
+	// hold), and the setpoint is zeroed all the same.
+	if got := f.requests(); strings.Join(got, ",") != "CHC,C,CS0.00" {
+		t.Fatalf("halt did not poll and still zero the setpoint: %q", got)
 	}
 }
 
@@ -413,4 +415,36 @@ func FuzzParseFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHaltChecksAFrameWithoutHLDByPolling: a reply to the hold without HLD
+// (a late poll frame, say) is checked by a fresh poll; only a controller
+// that still shows no hold fails the halt.
+func TestHaltChecksAFrameWithoutHLDByPolling(t *testing.T) {
+	noHLD := "C +014.70 +025.00 +000.00 +000.00 +005.00 H2S\r"
+	held := "C +014.70 +025.00 +000.00 +000.00 +005.00 H2S HLD\r"
+	for _, tc := range []struct {
+		name  string
+		poll  string
+		fails bool
+	}{{"held after all", held, false}, {"not held", noHLD, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := []serialtest.Exchange{
+				{Req: "CHC", Reply: noHLD},
+				{Req: "C", Reply: tc.poll},
+				{Req: "CS0.00", Reply: "C +014.70 +025.00 +000.00 +000.00 +000.00 H2S HLD\r"},
+			}
+			p := serialtest.NewPeer(t)
+			p.Serve(serialtest.SplitOn([]byte("\r")), serialtest.NewScript(t, rec).Handler)
+			m, err := alicat.Open(p.Path(), opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			err = m.Halt(context.Background())
+			if tc.fails != (err != nil) || (err != nil && !errors.Is(err, device.ErrReadback)) {
+				t.Fatalf("halt: %v (want failure %v)", err, tc.fails)
+			}
+		})
+	}
 }

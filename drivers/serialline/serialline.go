@@ -92,6 +92,10 @@ type Line struct {
 	opts Opts
 
 	txMu sync.Mutex // one transaction at a time
+	// late (under txMu): the last transaction ended before its reply came
+	// (timeout or cancellation), so the next one settles the line first.
+	late          bool
+	lateDiscarded int // bytes settle discarded (tests)
 
 	mu     sync.Mutex // guards port and closed
 	port   serial.Port
@@ -209,6 +213,12 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := p.ResetInputBuffer(); err != nil {
 		l.drop(p)
 		return l.ioErr("reset input", err)
+	}
+	if l.late {
+		if err := tx.settle(ctx); err != nil {
+			l.drop(p)
+			return err
+		}
 	}
 	err := fn(tx)
 	if tx.broken {
@@ -332,7 +342,43 @@ func (tx *Tx) frameTooLong(max int) error {
 	return fmt.Errorf("serialline %s: frame longer than %d bytes without its terminator: %w", tx.l.opts.Name, max, device.ErrFrame)
 }
 
+// settle runs before a transaction that follows one whose reply did not
+// come in time: that reply may still be on its way, and read as this
+// transaction's answer it would tell of another command (a poll's frame
+// taken for a hold's). It discards input until the line has been quiet for
+// settleQuiet (5 Poll intervals), for at most a quarter of ctx's time, so
+// the transaction itself keeps most of it; a line still talking then is
+// left to the transaction. Timeouts are rare, so the wait is too.
+func (tx *Tx) settle(ctx context.Context) error {
+	budget := tx.l.opts.Timeout / 4
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d) / 4
+	}
+	quiet := 5 * tx.l.opts.Poll
+	start := time.Now()
+	end, last := start.Add(budget), start
+	for now := start; now.Before(end); now = time.Now() {
+		if now.Sub(last) >= quiet {
+			tx.l.late = false
+			return nil
+		}
+		if err := tx.port.SetReadTimeout(min(tx.l.opts.Poll, end.Sub(now))); err != nil {
+			return tx.l.ioErr("set read timeout", err)
+		}
+		n, err := tx.port.Read(tx.chunk[:])
+		if err != nil {
+			return tx.l.ioErr("read", err)
+		}
+		if n > 0 {
+			tx.l.lateDiscarded += n
+			last = time.Now()
+		}
+	}
+	return nil
+}
+
 func (tx *Tx) timeout() error {
+	tx.l.late = true
 	if len(tx.buf) > 0 {
 		part := tx.buf
 		tx.buf = nil
@@ -345,6 +391,7 @@ func (tx *Tx) readErr(ctx context.Context, op string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return tx.timeout()
 	}
+	tx.l.late = true // cancelled while its reply may be on its way
 	return tx.l.ctxErr(ctx, op)
 }
 

@@ -259,3 +259,35 @@ func TestParseMode(t *testing.T) {
 		})
 	}
 }
+
+// TestLateReplyNotTakenForTheNext: a reply that comes after its
+// transaction timed out is discarded by the next transaction's settling,
+// not read as that transaction's answer.
+func TestLateReplyNotTakenForTheNext(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn(cr), func(req []byte) []byte {
+		if string(req) == "slow" {
+			time.Sleep(350 * time.Millisecond) // the asker gives up at 300 ms
+		}
+		return echo(req)
+	})
+	l := openLine(t, p)
+	if got, err := ask(context.Background(), l, "slow"); !errors.Is(err, device.ErrTimeout) {
+		t.Fatalf("slow = %q, %v; want a timeout", got, err)
+	}
+	// The next transaction starts at once; "re:slow" arrives about 50 ms
+	// into it, well inside the quarter of its 4 s that settling may take
+	// (however slow the machine, it comes either then or before the
+	// transaction starts, when the input reset drops it).
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	if got, err := ask(ctx, l, "fast"); err != nil || got != "re:fast" {
+		t.Fatalf("fast = %q, %v; want re:fast (the late reply was taken for it)", got, err)
+	}
+	// Settled: the line answers at once again.
+	start := time.Now()
+	if got, err := ask(context.Background(), l, "again"); err != nil || got != "re:again" {
+		t.Fatalf("again = %q, %v", got, err)
+	}
+	t.Logf("after settling, a transaction took %v", time.Since(start))
+}
