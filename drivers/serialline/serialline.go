@@ -345,20 +345,21 @@ func (tx *Tx) frameTooLong(max int) error {
 // settle runs before a transaction that follows one whose reply did not
 // come in time: that reply may still be on its way, and read as this
 // transaction's answer it would tell of another command (a poll's frame
-// taken for a hold's). It discards input until the line has been quiet for
-// settleQuiet (5 Poll intervals), for at most a quarter of ctx's time, so
-// the transaction itself keeps most of it; a line still talking then is
-// left to the transaction. Timeouts are rare, so the wait is too.
+// taken for a hold's). It discards input for up to a quarter of ctx's time
+// (the transaction keeps the rest): until a late reply has come and the
+// line has then been quiet for settleQuiet (5 Poll intervals), or, when
+// nothing comes, to the end of that quarter. Timeouts are rare, so the
+// wait is too. A line still talking at the end is left to the transaction.
 func (tx *Tx) settle(ctx context.Context) error {
 	budget := tx.l.opts.Timeout / 4
 	if d, ok := ctx.Deadline(); ok {
 		budget = time.Until(d) / 4
 	}
 	quiet := 5 * tx.l.opts.Poll
-	start := time.Now()
-	end, last := start.Add(budget), start
-	for now := start; now.Before(end); now = time.Now() {
-		if now.Sub(last) >= quiet {
+	end := time.Now().Add(budget)
+	var last time.Time // when the last discarded byte came
+	for now := time.Now(); now.Before(end); now = time.Now() {
+		if !last.IsZero() && now.Sub(last) >= quiet {
 			tx.l.late = false
 			return nil
 		}
@@ -374,6 +375,7 @@ func (tx *Tx) settle(ctx context.Context) error {
 			last = time.Now()
 		}
 	}
+	tx.l.late = !last.IsZero() // still talking at the end: settle again next time
 	return nil
 }
 
