@@ -55,7 +55,9 @@ type MFC struct {
 var _ device.FlowController = (*MFC)(nil)
 
 // New returns the controller with unit id opts.UnitID on line, which it shares
-// with any other driver on the same line and does not close.
+// with any other driver on the same line and does not close. Open the line
+// with serialline.Opts.Settle: a data frame does not say which command it
+// answers, so a late one must not be read as the next command's reply.
 func New(line *serialline.Line, opts Opts) (*MFC, error) {
 	if line == nil {
 		return nil, errors.New("alicat: nil line")
@@ -81,7 +83,9 @@ func New(line *serialline.Line, opts Opts) (*MFC, error) {
 // Open opens the serial port at path with opts.Line and returns the controller
 // on it; Close closes the port.
 func Open(path string, opts Opts) (*MFC, error) {
-	m, err := serialline.OpenFor(path, opts.Line, opts.Name, func(line *serialline.Line) (*MFC, error) {
+	lo := opts.Line
+	lo.Settle = true // a data frame does not say which command it answers
+	m, err := serialline.OpenFor(path, lo, opts.Name, func(line *serialline.Line) (*MFC, error) {
 		m, err := New(line, opts)
 		if err == nil {
 			m.ownLine = true

@@ -28,6 +28,13 @@ type Opts struct {
 	// Poll is the longest single wait on the port, so a cancelled context is
 	// noticed within about this long.
 	Poll time.Duration
+	// Settle makes the transaction after one whose reply did not come in
+	// time first discard a late reply (Tx.settle), at the cost of up to a
+	// quarter of its time. For protocols whose replies do not say which
+	// command they answer (an Alicat data frame answers a poll, a setpoint
+	// and a hold alike); a protocol that checks its own sequence (the TPG's
+	// ACK then ENQ) is better off without it.
+	Settle bool
 }
 
 // DefaultOpts returns 9600 8N1, a 1 s transaction timeout, 1024-byte frames
@@ -214,7 +221,7 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 		l.drop(p)
 		return l.ioErr("reset input", err)
 	}
-	if l.late {
+	if l.late && l.opts.Settle {
 		if err := tx.settle(ctx); err != nil {
 			l.drop(p)
 			return err

@@ -271,7 +271,13 @@ func TestLateReplyNotTakenForTheNext(t *testing.T) {
 		}
 		return echo(req)
 	})
-	l := openLine(t, p)
+	o := serialline.DefaultOpts()
+	o.Timeout, o.Settle = 300*time.Millisecond, true
+	l, err := serialline.Open(p.Path(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
 	if got, err := ask(context.Background(), l, "slow"); !errors.Is(err, device.ErrTimeout) {
 		t.Fatalf("slow = %q, %v; want a timeout", got, err)
 	}
