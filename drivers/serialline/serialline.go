@@ -382,7 +382,11 @@ func (tx *Tx) settle(ctx context.Context) error {
 			last = time.Now()
 		}
 	}
-	tx.l.late = !last.IsZero() // still talking at the end: settle again next time
+	// Settled once per timeout: a line still talking now is the
+	// transaction's to judge (a wrong frame fails it, and a timeout sets
+	// late again); settling again each time would only shorten every
+	// transaction on a slow line.
+	tx.l.late = false
 	return nil
 }
 
