@@ -178,15 +178,29 @@ type killer struct {
 	arClosed int             // times the operator closed the argon line between runs
 }
 
-// armRig arms the interlock (relay energised, read back); a latch left by
-// the restart (comms loss before the first readings) is reset first.
+// armRig arms the interlock (relay energised, read back). A latch left by
+// the restart (comms loss before the first readings) is reset first; on a
+// loaded machine an instrument may stay unread past the comms timeout after
+// the reset too, and the monitor latches again (as it must): the operator
+// resets and arms again until the hang guard.
 func (k *killer) armRig() {
 	k.t.Helper()
-	if r := k.e.cli("arm", "--operator", "tess"); r.code != 0 {
-		if !strings.Contains(r.stderr, "latched") {
-			k.t.Fatalf("arm: exit %d: %s", r.code, r.stderr)
+	deadline := time.Now().Add(hangGuard)
+	for try := 1; ; try++ {
+		r := k.e.cli("arm", "--operator", "tess")
+		if r.code == 0 {
+			break
 		}
-		k.e.mustCLI("reset", "--operator", "tess")
+		if !strings.Contains(r.stderr, "latched") || time.Now().After(deadline) {
+			k.t.Fatalf("arm (try %d): exit %d: %s", try, r.code, r.stderr)
+		}
+		if try > 1 {
+			k.t.Logf("arm try %d refused: %s", try, strings.TrimSpace(r.stderr))
+			time.Sleep(500 * time.Millisecond)
+		}
+		if r := k.e.cli("reset", "--operator", "tess"); r.code != 0 && time.Now().After(deadline) {
+			k.t.Fatalf("reset: exit %d: %s", r.code, r.stderr)
+		}
 	}
 	k.e.arm()
 }
