@@ -363,7 +363,7 @@ func (e *Engine) mayOwn(l *live, to string) error {
 // to both owners in one transaction, then makes To l's owner (l.mu held,
 // so every event before it went to From and every one after goes to To).
 func (e *Engine) transferLocked(ctx context.Context, l *live, rec store.Ownership) (store.Ownership, error) {
-	rec.At = e.cfg.Now()
+	rec.At = e.cfg.Now().UTC().Round(0) // as the chain stores it
 	var out store.Ownership
 	var sess store.Session
 	var sent []store.Message
