@@ -73,7 +73,8 @@ func (e *Engine) local() string {
 
 // RefusalCode is the task_rejected reason_code that answers a refused
 // hand-off or control command: not_found, session_ended, forbidden,
-// invalid_input; internal_error for anything else.
+// invalid_input, resource_unavailable (a session this agent does not run
+// now); internal_error for anything else (not a refusal: IsRefusal).
 func RefusalCode(err error) string {
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -84,6 +85,8 @@ func RefusalCode(err error) string {
 		return wire.ReasonForbidden
 	case errors.Is(err, ErrHandoffInvalid):
 		return wire.ReasonInvalidInput
+	case errors.Is(err, ErrState):
+		return "resource_unavailable"
 	}
 	return "internal_error"
 }
@@ -138,11 +141,10 @@ type ownershipRefusal struct {
 // RequestID is in the chain already returns that record.
 func (e *Engine) Handoff(ctx context.Context, req HandoffRequest) (store.Ownership, error) {
 	rec, err := e.handoff(ctx, req)
-	if err != nil {
+	if IsRefusal(err) {
 		e.refuseOwnership(ctx, req.SessionID, req.RequestID, ownershipRefusal{Decision: "handoff_refused", By: req.By, To: req.To}, err)
-		return store.Ownership{}, err
 	}
-	return rec, nil
+	return rec, err
 }
 
 func (e *Engine) handoff(ctx context.Context, req HandoffRequest) (store.Ownership, error) {
@@ -197,7 +199,7 @@ func (e *Engine) handoff(ctx context.Context, req HandoffRequest) (store.Ownersh
 // taken over already changes nothing (the refusal is audited).
 func (e *Engine) Takeover(ctx context.Context, id, operator, reason string) (store.Ownership, error) {
 	rec, err := e.takeover(ctx, id, operator, reason)
-	if err != nil {
+	if IsRefusal(err) {
 		e.refuseOwnership(ctx, id, "", ownershipRefusal{Decision: "takeover_refused", By: operator, To: e.local()}, err)
 	}
 	return rec, err
@@ -228,7 +230,7 @@ func (e *Engine) takeover(ctx context.Context, id, operator, reason string) (sto
 // unknown or ended changes nothing (audited).
 func (e *Engine) Handback(ctx context.Context, id, operator, reason string) (store.Ownership, error) {
 	rec, err := e.handback(ctx, id, operator, reason)
-	if err != nil {
+	if IsRefusal(err) {
 		e.refuseOwnership(ctx, id, "", ownershipRefusal{Decision: "handback_refused", By: operator}, err)
 	}
 	return rec, err
@@ -464,3 +466,8 @@ func auditSession(id string) string {
 	}
 	return id
 }
+
+// IsRefusal reports whether err is a refusal of an ownership request or a
+// control command (audited and, where the protocol allows, answered), as
+// opposed to a failure of the store.
+func IsRefusal(err error) bool { return err != nil && RefusalCode(err) != "internal_error" }
