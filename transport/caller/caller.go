@@ -644,7 +644,7 @@ func (c *Client) event(ctx context.Context, env *wire.Envelope, d amqp091.Delive
 	}
 	c.mu.Lock()
 	s := c.sessionLocked(*env.SessionID)
-	c.adoptLocked(s, env, ev.Sequence) // handed to this caller: its stream starts here (handoff.go)
+	c.adoptLocked(s, ev) // handed to this caller: its stream starts here (handoff.go)
 	switch {
 	case s.rec.Done || ev.Sequence <= s.rec.Last:
 		c.mu.Unlock()

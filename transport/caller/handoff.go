@@ -71,6 +71,12 @@ func (cs *controls) answer(env *wire.Envelope, d amqp091.Delivery) bool {
 		irt, _ := d.Headers[wire.HeaderInReplyTo].(string)
 		id, consumed = strings.ToLower(irt), true
 	case wire.TypeEvent:
+		cs.mu.Lock()
+		waiting := len(cs.m) > 0
+		cs.mu.Unlock()
+		if !waiting {
+			return false
+		}
 		if oc, ok := ownershipChange(env); ok {
 			id = oc.RequestID
 		}
@@ -97,7 +103,15 @@ func ownershipChange(env *wire.Envelope) (*wire.OwnershipChanged, bool) {
 		return nil, false
 	}
 	ev, err := env.Event()
-	if err != nil || ev.EventType != wire.EventOwnershipChanged {
+	if err != nil {
+		return nil, false
+	}
+	return ownershipOf(ev)
+}
+
+// ownershipOf decodes the data of an ownership_changed event.
+func ownershipOf(ev *wire.Event) (*wire.OwnershipChanged, bool) {
+	if ev.EventType != wire.EventOwnershipChanged {
 		return nil, false
 	}
 	var oc wire.OwnershipChanged
@@ -107,13 +121,17 @@ func ownershipChange(env *wire.Envelope) (*wire.OwnershipChanged, bool) {
 	return &oc, true
 }
 
-// adoptLocked starts s's stream at an ownership_changed event that makes
-// this client the session's owner (ev, the event of seq): the events
-// before it went to another owner, so they are no gap. Held deliveries
-// below it are acked and dropped. c.mu is held.
-func (c *Client) adoptLocked(s *session, env *wire.Envelope, seq uint64) {
-	oc, ok := ownershipChange(env)
-	if !ok || oc.To != c.opts.CallerID || s.rec.Done || seq <= s.rec.Last+1 {
+// adoptLocked starts s's stream at ev when it is an ownership_changed
+// event that makes this client the session's owner: the events before it
+// went to another owner, so they are no gap. Held deliveries below it are
+// acked and dropped. c.mu is held.
+func (c *Client) adoptLocked(s *session, ev *wire.Event) {
+	seq := ev.Sequence
+	if ev.EventType != wire.EventOwnershipChanged || s.rec.Done || seq <= s.rec.Last+1 {
+		return
+	}
+	oc, ok := ownershipOf(ev)
+	if !ok || oc.To != c.opts.CallerID {
 		return
 	}
 	c.log.Info("caller: session handed to this caller", "session_id", s.id, "from", oc.From, "via", oc.Via, "at_sequence", seq)
