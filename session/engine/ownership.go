@@ -403,7 +403,7 @@ func (e *Engine) transferLocked(ctx context.Context, l *live, rec store.Ownershi
 	if err != nil {
 		return store.Ownership{}, fmt.Errorf("engine: ownership of %s: %w", l.id, err)
 	}
-	l.caller, l.sess = rec.To, sess
+	l.caller, l.sess.CallerID = rec.To, sess.CallerID // not the whole record: the run reads its other fields unlocked
 	e.log.Warn("session owner changed", "session", l.id, "from", rec.From, "to", rec.To, "via", rec.Via, "by", rec.By)
 	for _, m := range sent {
 		e.fanOut(m.CallerID, []*wire.Envelope{m.Envelope})
