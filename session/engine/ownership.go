@@ -73,8 +73,9 @@ func (e *Engine) local() string {
 
 // RefusalCode is the task_rejected reason_code that answers a refused
 // hand-off or control command: not_found, session_ended, forbidden,
-// invalid_input, resource_unavailable (a session this agent does not run
-// now); internal_error for anything else (not a refusal: IsRefusal).
+// invalid_input, invalid_state (a session awaiting approval, or one this
+// agent does not run now); internal_error for anything else (not a
+// refusal: IsRefusal).
 func RefusalCode(err error) string {
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -86,7 +87,7 @@ func RefusalCode(err error) string {
 	case errors.Is(err, ErrHandoffInvalid):
 		return wire.ReasonInvalidInput
 	case errors.Is(err, ErrState):
-		return "resource_unavailable"
+		return wire.ReasonInvalidState
 	}
 	return "internal_error"
 }
@@ -329,10 +330,14 @@ func (e *Engine) liveOwned(ctx context.Context, id string) (*live, error) {
 	return nil, fmt.Errorf("%w: session %s (%s) is not running in this agent", ErrState, id, s.State)
 }
 
-// controllable refuses an ended or ending session (l.mu held).
+// controllable refuses an ended or ending session, and one awaiting its
+// approval (its task_accepted still goes to the submitter), l.mu held.
 func controllable(l *live) error {
-	if l.state.Terminal() || l.state == lifecycle.Aborting {
+	switch {
+	case l.state.Terminal() || l.state == lifecycle.Aborting:
 		return fmt.Errorf("%w: session %s is %s", ErrSessionEnded, l.id, l.state)
+	case l.state == lifecycle.Pending:
+		return fmt.Errorf("%w: session %s awaits its approval (PENDING); its owner may change once it runs", ErrState, l.id)
 	}
 	return nil
 }

@@ -367,3 +367,39 @@ func TestHandoffRecovered(t *testing.T) {
 	}
 	h2.storedSeqs(t, sid)
 }
+
+// TestHandoffPendingRefused: a session awaiting its approval keeps its
+// owner (its task_accepted belongs to the submitter); once approved, the
+// hand-off works, and the lower ceiling of the target is checked against
+// the assessed risk (R3: lowrisk, authorised up to R2, is refused).
+func TestHandoffPendingRefused(t *testing.T) {
+	ctx := context.Background()
+	h, _ := fakeHarnessAt(t, "", 400, 10*time.Millisecond, func(c *Config) {
+		handoffACL(c)
+		c.Handoff.Callers["lowrisk"] = gate.CallerACL{Capabilities: []string{"*"}, MaxRiskLevel: capability.R2, MaxDataClassification: gate.T4}
+	})
+	res, apr := pendingSubmit(t, h)
+	req := HandoffRequest{SessionID: res.SessionID, By: "harness-alpha-001", To: "pipeline-7", RequestID: "m-1"}
+	if _, err := h.e.Handoff(ctx, req); !errors.Is(err, ErrState) || RefusalCode(err) != wire.ReasonInvalidState {
+		t.Fatalf("hand-off while PENDING: %v", err)
+	}
+	if _, err := h.e.Takeover(ctx, res.SessionID, "ana", ""); !errors.Is(err, ErrState) {
+		t.Fatalf("takeover while PENDING: %v", err)
+	}
+	if err := h.e.Approve(ctx, apr, "olga"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(t, res.SessionID, lifecycle.Running)
+	req.To, req.RequestID = "lowrisk", "m-2"
+	if _, err := h.e.Handoff(ctx, req); !errors.Is(err, ErrHandoffTarget) || !strings.Contains(err.Error(), "R3") {
+		t.Fatalf("hand-off of an R3 session to an R2 caller: %v", err)
+	}
+	req.To, req.RequestID = "pipeline-7", "m-3"
+	if _, err := h.e.Handoff(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.Abort(ctx, res.SessionID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(t, res.SessionID, lifecycle.Aborted)
+}

@@ -27,6 +27,11 @@ const ReasonNotFound = "not_found"
 // is ending.
 const ReasonSessionEnded = "session_ended"
 
+// ReasonInvalidState is the reason_code of the task_rejected that answers
+// a session_handoff for a session whose state allows no change of owner
+// (PENDING: awaiting its approval).
+const ReasonInvalidState = "invalid_state"
+
 // MaxHandoffReason bounds SessionHandoff.Reason, in bytes.
 const MaxHandoffReason = 500
 
