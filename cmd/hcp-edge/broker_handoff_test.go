@@ -153,10 +153,12 @@ func TestBrokerHandoff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 
+	t0 := time.Now()
 	oc, err := run.c.Handoff(ctx, sid, amqptest.BetaID, "night shift")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("hand-off answered (ownership_changed on alpha's queue) in %v", time.Since(t0).Round(time.Millisecond))
 	if oc.From != amqptest.AlphaID || oc.To != amqptest.BetaID || oc.By != amqptest.AlphaID || oc.Via != "handoff" || oc.Index != 1 {
 		t.Fatalf("ownership_changed %+v", oc)
 	}
@@ -174,12 +176,13 @@ func TestBrokerHandoff(t *testing.T) {
 	}
 
 	// alpha may no longer abort; the session runs on.
+	t0 = time.Now()
 	err = run.c.Abort(ctx, sid, "alpha changes its mind", hangGuard)
 	var ref *caller.RefusedError
 	if !errors.As(err, &ref) || ref.Code != wire.ReasonForbidden || !strings.Contains(ref.Message, amqptest.BetaID) {
 		t.Fatalf("alpha's abort: %v", err)
 	}
-	t.Logf("alpha's abort refused: %s", ref.Message)
+	t.Logf("alpha's abort refused in %v: %s", time.Since(t0).Round(time.Millisecond), ref.Message)
 	more := until(t, btask, "an event after the refusal", func(m *wire.Envelope) bool {
 		ev, err := m.Event()
 		return err == nil && ev.EventType == wire.EventProgress
@@ -243,11 +246,12 @@ func TestBrokerHandoffRefused(t *testing.T) {
 	defer cancel()
 
 	var ref *caller.RefusedError
+	t0 := time.Now()
 	_, err := run.c.Handoff(ctx, sid, amqptest.BetaID, "")
 	if !errors.As(err, &ref) || ref.Code != wire.ReasonForbidden || !strings.Contains(ref.Message, "may not use cvd-material-synthesis") {
 		t.Fatalf("hand-off to the shipped beta: %v", err)
 	}
-	t.Logf("hand-off to beta refused: %s", ref.Message)
+	t.Logf("hand-off to beta refused in %v: %s", time.Since(t0).Round(time.Millisecond), ref.Message)
 	if _, err := run.c.Handoff(ctx, uuid.New(), amqptest.BetaID, ""); !errors.As(err, &ref) || ref.Code != wire.ReasonNotFound {
 		t.Fatalf("hand-off of an unknown session: %v", err)
 	}
