@@ -335,6 +335,8 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		return h.sess.handle(ctx, req, nil)
 	case control.OpAuditVerify, control.OpAuditReplay:
 		return h.sess.auditOp(ctx, req)
+	case control.OpTakeover, control.OpHandback, control.OpOwnership:
+		return h.sess.ownershipOp(ctx, req)
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
 	case control.OpStatus:

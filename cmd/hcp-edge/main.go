@@ -23,6 +23,9 @@
 //	hcp-edge approve|deny|abort|pause|resume ID [--operator NAME] [--reason TEXT]
 //	                                      decide or steer a session (operator recorded)
 //	hcp-edge sessions [--all] [--json]    sessions with state, capability, caller, progress
+//	hcp-edge takeover|handback ID --operator NAME [--reason TEXT]
+//	                                      the technician takes a session over / gives it back
+//	hcp-edge owner ID [--json]            a session's owner and ownership chain
 //	hcp-edge artifact get URI [-o FILE]   copy an artifact, verified against its recorded sha256
 //	                                      (a T4 session's: only with an unexpired access approval)
 //	hcp-edge access list|approve|deny ID --operator NAME [--for D] [--reason TEXT]
@@ -98,6 +101,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return sessionOpCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "sessions":
 		return sessionsCmd(ctx, args[1:], stdout, stderr)
+	case "takeover", "handback", "owner":
+		return ownershipCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "artifact":
 		return artifactCmd(ctx, args[1:], stdout, stderr)
 	case "access":
@@ -137,6 +142,9 @@ commands:
   pause     hold a running session at its next step: pause ID --operator NAME
   resume    resume a paused session: resume ID --operator NAME
   sessions  the sessions, their state, capability, caller and progress (--all: closed ones too)
+  takeover  take a session over at the rig: takeover ID --operator NAME (its harness loses control)
+  handback  give a taken-over session back to its harness: handback ID --operator NAME
+  owner     a session's owner and ownership chain: owner ID
   artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
   access    access list | approve ID --operator NAME [--for D] | deny ID --operator NAME --reason TEXT:
             decide access to a T4 session's held results

@@ -327,6 +327,8 @@ func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 		return u.submit(ctx, cmd)
 	case wire.TypeAbort:
 		return tamqp.Outcome{}, u.abort(ctx, cmd)
+	case wire.TypeSessionHandoff:
+		return u.handoff(ctx, cmd)
 	}
 	return tamqp.Outcome{}, fmt.Errorf("uplink: unexpected command %s", cmd.Envelope.Type)
 }
@@ -375,9 +377,7 @@ func (u *uplink) abort(ctx context.Context, cmd tamqp.Command) error {
 	case err != nil:
 		return err
 	case cmd.MappedCallerID == "" || s.CallerID != cmd.MappedCallerID:
-		u.log.Warn("abort refused: not the session's caller", "session", sid, "user", cmd.UserID,
-			"caller", cmd.MappedCallerID, "owner", s.CallerID)
-		return nil
+		return u.refuseControl(ctx, cmd, "abort") // handoff.go: audited; a former owner is answered
 	}
 	err = u.eng.Abort(ctx, sid, reason)
 	if errors.Is(err, engine.ErrNotFound) || errors.Is(err, engine.ErrState) {

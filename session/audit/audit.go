@@ -23,12 +23,13 @@ const (
 	KindInterlock  Kind = "interlock_decision" // a refusal, halt, trip, reset or arming
 	KindApproval   Kind = "approval"           // a human approval, denial or pause by an operator
 	KindDataAccess Kind = "data_access"        // an access to a T2+ session's data
+	KindOwnership  Kind = "ownership"          // a change of a session's owner, or a refused hand-off or control
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership:
 		return true
 	}
 	return false

@@ -71,6 +71,20 @@
 // values of a T4 session's intermediate_result events are withheld.
 // docs/PROTOCOL-NOTES.md records the decisions.
 //
+// # Ownership hand-off
+//
+// A session's owner (store.Session.CallerID) receives its messages and
+// may abort it. Handoff gives it to another caller the gate's ACL allows
+// (Config.Handoff), asked by the owner as the broker verified it;
+// Takeover makes the technician at the rig (caller "local") the owner and
+// Handback returns it. Each change is one transaction under the session's
+// lock: the new owner, the ownership_changed event queued for both owners,
+// the chain record and its audit entry; the session id and the run are
+// untouched. Refusals change nothing, are audited, and a broker request is
+// answered with task_rejected (RefusalCode). AuthorizeControl refuses the
+// control of a non-owner the same way. docs/PROTOCOL-NOTES.md has the
+// message shapes.
+//
 // # Where the spec is silent
 //
 // approval_pending is not one of L2's nine event types: it is stored as a

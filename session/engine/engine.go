@@ -86,6 +86,9 @@ type Config struct {
 	// AccessApprovers, when set, are the only operators who may approve or
 	// deny access requests.
 	AccessApprovers []string
+	// Handoff is who may own a session: the targets of a hand-off and the
+	// local technician's id (ownership.go).
+	Handoff HandoffConfig
 	// RecoveryGrace is the longest outage after which a session still
 	// resumes from its checkpoint (default 5 min, wall time).
 	RecoveryGrace time.Duration

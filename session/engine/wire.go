@@ -57,7 +57,7 @@ func wireEventType(ev store.Event) string {
 		var w struct {
 			Code string `json:"code"`
 		}
-		if json.Unmarshal(ev.Data, &w) == nil && (w.Code == EventApprovalPending || w.Code == EventAccessPending) {
+		if json.Unmarshal(ev.Data, &w) == nil && (w.Code == EventApprovalPending || w.Code == EventAccessPending || w.Code == wire.EventOwnershipChanged) {
 			return w.Code
 		}
 	}

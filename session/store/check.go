@@ -51,6 +51,9 @@ func (s *Store) Check(ctx context.Context) error {
 			if sess.ID != string(k) {
 				return &CorruptError{Session: string(k), Reason: fmt.Sprintf("record names %q", sess.ID)}
 			}
+			if err := checkOwnership(tx, sess); err != nil {
+				return err
+			}
 			return checkSession(tx, sess)
 		})
 	})

@@ -118,6 +118,7 @@ type Client struct {
 	closed   bool
 	pending  map[string]*Task // by task_submit message_id
 	sessions map[uuid.UUID]*session
+	ctl      controls // control commands waiting for an answer (handoff.go)
 
 	delivered, duplicates, reordered, skipped, invalid, resubmits, violations, forged atomic.Uint64
 	reusedQueue                                                                       atomic.Bool
@@ -537,6 +538,9 @@ func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
 		c.violations.Add(1)
 		c.log.Warn("caller: delivery deviates from L1", "routing_key", d.RoutingKey, "want", key, "delivery_mode", d.DeliveryMode, "content_encoding", d.ContentEncoding)
 	}
+	if c.ctl.answer(env, d) { // a refusal of a control command (handoff.go)
+		return d.Ack(false)
+	}
 	switch env.Type {
 	case wire.TypeTaskAccepted, wire.TypeTaskRejected:
 		return c.answer(ctx, env, d)
@@ -640,6 +644,7 @@ func (c *Client) event(ctx context.Context, env *wire.Envelope, d amqp091.Delive
 	}
 	c.mu.Lock()
 	s := c.sessionLocked(*env.SessionID)
+	c.adoptLocked(s, ev) // handed to this caller: its stream starts here (handoff.go)
 	switch {
 	case s.rec.Done || ev.Sequence <= s.rec.Last:
 		c.mu.Unlock()

@@ -16,6 +16,13 @@
 // to another callee than Opts.CalleeID: one caller drives a fleet of rigs by
 // callee_id over its one event queue.
 //
+// Handoff hands a session this caller owns to another caller with
+// hcp-edge's session_handoff and returns the ownership_changed record or a
+// *RefusedError; Abort sends an abort and returns the refusal hcp-edge
+// answers to a former owner. A session handed to this caller (Watch it,
+// or its messages go to Opts.Unclaimed) starts at the ownership_changed
+// event naming it: the sequence numbers before it are not a gap.
+//
 // Opts.URLs lists further broker endpoints (a cluster's nodes): the
 // Supervisor fails over between them as the agent's does. The event queue
 // is a quorum queue by default (no delivery limit), falling back to an

@@ -40,19 +40,24 @@ const (
 )
 
 // Types lists every L1 message type.
-var Types = []Type{TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed}
+var Types = []Type{TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
+	TypeSessionHandoff}
 
 // Valid reports whether t is an L1 message type.
 func (t Type) Valid() bool {
 	switch t {
 	case TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed:
 		return true
+	case TypeSessionHandoff: // hcp-edge's extension (handoff.go)
+		return true
 	}
 	return false
 }
 
 // IsCommand reports whether t travels on the command channel (caller → callee).
-func (t Type) IsCommand() bool { return t == TypeTaskSubmit || t == TypeAbort }
+func (t Type) IsCommand() bool {
+	return t == TypeTaskSubmit || t == TypeAbort || t == TypeSessionHandoff
+}
 
 // SessionRule says what session_id an envelope of this type must carry.
 type SessionRule int
@@ -71,7 +76,7 @@ func (t Type) SessionRule() SessionRule {
 		return SessionNull
 	case TypeTaskRejected:
 		return SessionOptional
-	case TypeAbort, TypeTaskAccepted, TypeEvent, TypeTaskCompleted, TypeTaskFailed:
+	case TypeAbort, TypeTaskAccepted, TypeEvent, TypeTaskCompleted, TypeTaskFailed, TypeSessionHandoff:
 		return SessionRequired
 	}
 	return 0

@@ -336,6 +336,8 @@ func newPayload(t Type) Payload {
 		return &TaskCompleted{}
 	case TypeTaskFailed:
 		return &TaskFailed{}
+	case TypeSessionHandoff:
+		return &SessionHandoff{}
 	}
 	return nil
 }

@@ -46,10 +46,15 @@ const (
 
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
+
+	OpTakeover  = "takeover"  // {id, operator, reason}: the technician becomes the session's owner
+	OpHandback  = "handback"  // {id, operator, reason}: back to the owner before the takeover
+	OpOwnership = "ownership" // {id}: the session's owner and ownership chain
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay}
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay,
+	OpTakeover, OpHandback, OpOwnership}
 
 // Stages of a reply line.
 const (
