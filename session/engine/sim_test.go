@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/token"
@@ -112,7 +113,18 @@ func TestSimSeedEndToEnd(t *testing.T) {
 		t.Fatalf("rig-status ended with %v", msgs[len(msgs)-1].Type)
 	}
 
-	h.waitState(t, res.SessionID, lifecycle.Completed)
+	// The synthesis ends completed; or, when the loaded machine stalled it
+	// at the simulator's time scale into clearly more H2S than planned
+	// (overgrown), failed on the caller's confidence threshold (between one
+	// layer and two the spectrum is ambiguous), as it must.
+	if st := h.waitTerminal(t, res.SessionID); st != lifecycle.Completed {
+		snap := b.p.Snapshot()
+		if st != lifecycle.Failed || !overgrown(snap) {
+			t.Fatalf("synthesis ended %s (plant layers %.3f, H2S %.2f× the plan)", st, snap.Layers, exposureRatio(snap))
+		}
+		t.Logf("failed as it must: the loaded machine gave the plant %.2f× the planned H2S (%.3f layers)", exposureRatio(snap), snap.Layers)
+		return
+	}
 	msgs := h.out.of(res.SessionID, res.Replies)
 	evs := events(t, msgs)
 	contiguous(t, evs)
@@ -128,8 +140,12 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	}
 	t.Logf("wall %v, %d events, layers %v, distance %v, confidence %v", time.Since(start), len(evs),
 		out["layer_count"], out["peak_distance"], out["confidence"])
-	if out["layer_count"] != 1.0 {
-		t.Fatalf("layer_count %v, want 1", out["layer_count"])
+	if snap := b.p.Snapshot(); out["layer_count"] != 1.0 {
+		if lc, _ := out["layer_count"].(float64); lc < 2 || !overgrown(snap) {
+			t.Fatalf("layer_count %v, want 1 (plant layers %.3f, H2S %.2f× the plan)", out["layer_count"], snap.Layers, exposureRatio(snap))
+		}
+		t.Logf("layer_count %v: the loaded machine gave the plant %.2f× the planned H2S (%.3f layers); the result reports what grew",
+			out["layer_count"], exposureRatio(snap), snap.Layers)
 	}
 	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: seedExpected.RequiredFields, Schema: seedExpected.Schema}); err != nil {
 		t.Fatal(err)
@@ -203,4 +219,37 @@ func TestSimAbortMidRun(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitTerminal waits for id to reach a terminal state and returns it.
+func (h *harness) waitTerminal(t testing.TB, id string) lifecycle.State {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := h.e.State(context.Background(), id)
+		if err == nil && st.Terminal() {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s in %s (%v), not ended", id, st, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// exposureRatio is the H2S the plant received over what the default recipe
+// plans (3 sccm for 15 min make about 0.9 layer at 725 °C; 1.27 still
+// reads as one).
+func exposureRatio(snap plant.Snapshot) float64 {
+	o := executor.DefaultCVDOpts()
+	return snap.H2SExposureSCCMs / (o.H2SFlowSCCM * o.DefaultGrowth.Seconds())
+}
+
+// overgrown reports a run the loaded machine made unfaithful: more than
+// 1.3× the planned H2S and more than 1.3 layers grown. At the simulator's
+// time scale (×600) a stall of a second between the growth hold's end and
+// the H2S valve closing is ten minutes of plant time. A run within 1.3× of
+// its plan that does not make a monolayer still fails.
+func overgrown(snap plant.Snapshot) bool {
+	return exposureRatio(snap) > 1.3 && snap.Layers > 1.3
 }
