@@ -408,7 +408,20 @@ func (fr *faultRig) run(ctx context.Context, row faultRow) faultResult {
 		return res
 	}
 	if row.setup != nil {
-		if err := row.setup(ctx); err != nil {
+		// The setup is the precondition, not what the row measures: a write
+		// that the short driver timeout gives up on (a loaded machine) is
+		// tried again until faultWait; any other error fails the row.
+		sctx, cancel := context.WithTimeout(ctx, faultWait)
+		var serr error
+		err := eventually(sctx, faultPoll, func() (bool, error) {
+			serr = row.setup(sctx)
+			return serr == nil || !errors.Is(serr, device.ErrTimeout), nil
+		})
+		cancel()
+		if err == nil {
+			err = serr
+		}
+		if err != nil {
 			return fail("setup: %v", err)
 		}
 	}
