@@ -40,7 +40,7 @@ func TestTrackerIntegratesGasOverIrregularSamples(t *testing.T) {
 	// 60 sccm for 1 s, then 120 sccm: the interval is charged at the larger
 	// rate of its ends (an upper bound), whatever its length.
 	tr.Observe(flows(0, map[string]float64{"Ar": 60}))
-	tr.Observe(flows(1, map[string]float64{"Ar": 60}))   // 1 s × 60 sccm = 1 scc
+	tr.Observe(flows(1, map[string]float64{"Ar": 60}))    // 1 s × 60 sccm = 1 scc
 	tr.Observe(flows(1.5, map[string]float64{"Ar": 120})) // 0.5 s × 120 = 1 scc
 	tr.Observe(flows(4.5, map[string]float64{"Ar": 0}))   // 3 s × 120 = 6 scc
 	near(t, "Ar", tr.Usage(at(4.5)).GasVolume["Ar"], 8)
