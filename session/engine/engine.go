@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -95,7 +96,14 @@ type Config struct {
 	// CheckpointEvery, PollEvery and LogEvery tune the executors (process
 	// time; executor defaults when zero).
 	CheckpointEvery, PollEvery, LogEvery time.Duration
-	Logger                               *slog.Logger
+	// Actions counts the actuator actions the interlock executes for each
+	// session (its Auditor wraps the interlock's): the actions budget. Nil:
+	// actions are not counted and that budget is not enforced.
+	Actions *budget.ActionCounter
+	// BudgetEvery is how often a running session's resource usage is
+	// updated and checked against its budgets (default 100 ms, wall time).
+	BudgetEvery time.Duration
+	Logger      *slog.Logger
 	// Now is the wall clock of envelopes and outage measurement (time.Now).
 	Now func() time.Time
 }
@@ -288,6 +296,14 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 			return res, fmt.Errorf("engine: %w", err)
 		}
 		return rejected("", env)
+	}
+	if _, err := budget.ParseTask(req.Envelope.Payload); err != nil { // constraints.budgets (budget.go)
+		rej := &wire.TaskRejected{ReasonCode: wire.ReasonInvalidInput, ReasonMessage: err.Error()}
+		env, err := wire.NewEnvelope(nil, rej, now)
+		if err != nil {
+			return res, fmt.Errorf("engine: %w", err)
+		}
+		return rejected(callerOf(sub), env)
 	}
 	sid := uuid.New()
 	running, busy, err := e.occupancy(w, sub.Capability)
