@@ -112,9 +112,14 @@ func (e *Engine) startBudget(ctx context.Context, l *live) (func(), error) {
 }
 
 // observe feeds b the rig's readings, the actions counted for l and the
-// process time since it started running.
+// process time since it started running. The readings are the whole rig's:
+// they are charged to sessions of capabilities that involve physical
+// resources only (the gate runs no two of those on shared equipment at
+// once); a read-only session (rig-status) is charged its actions and time.
 func (e *Engine) observe(ctx context.Context, l *live, b *budgetRun, since time.Time) {
-	b.tr.Observe(e.cfg.Rig.Readings(ctx))
+	if l.capab.Safety.InvolvesPhysicalResources {
+		b.tr.Observe(e.cfg.Rig.Readings(ctx))
+	}
 	if e.cfg.Actions != nil {
 		b.tr.SetActions(b.base + e.cfg.Actions.Executed(l.id) - b.counted)
 	}
