@@ -129,6 +129,7 @@ func printStatus(w io.Writer, st statusResult) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, h)
 	}
 	_ = tw.Flush()
+	printBudgets(w, st.Budgets) // status.go
 	if len(st.Trips) > 0 {
 		fmt.Fprintln(w, "\ntrips since start (newest last):")
 		for _, t := range st.Trips {

@@ -369,3 +369,20 @@ func FuzzValidateInput(f *testing.F) {
 		}
 	})
 }
+
+func TestShippedBudgets(t *testing.T) {
+	r := loadConfigs(t)
+	cvd, _ := r.Resolve("cvd-material-synthesis", "1.x")
+	lc, _ := r.Resolve("leak-check", "1.x")
+	rs, _ := r.Resolve("rig-status", "1.x")
+	if b := cvd.Budgets; b == nil || b.GasVolume["H2S"] <= 0 || b.HeaterFullPower == nil || b.MaxActions == nil {
+		t.Fatalf("cvd budgets %+v", cvd.Budgets)
+	}
+	// A leak check opens no reactive gas: its budget for them is far below the synthesis's.
+	if b := lc.Budgets; b == nil || b.GasVolume["H2S"] >= cvd.Budgets.GasVolume["H2S"] || b.MaxActions == nil {
+		t.Fatalf("leak-check budgets %+v", lc.Budgets)
+	}
+	if rs.Budgets != nil {
+		t.Fatalf("rig-status budgets %+v", rs.Budgets)
+	}
+}
