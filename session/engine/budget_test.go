@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -199,4 +200,103 @@ func TestSimBudgetActionsOverrunAborts(t *testing.T) {
 		t.Fatalf("budget %+v", ex)
 	}
 	rigSafe(t, b)
+}
+
+type nopAuditor struct{}
+
+func (nopAuditor) Record(context.Context, envelope.Entry) error { return nil }
+
+// executed records n actions the interlock executed for session sid on c's
+// audit stream.
+func executed(t *testing.T, c *budget.ActionCounter, sid string, n int) {
+	t.Helper()
+	a := c.Auditor(nopAuditor{})
+	for range n {
+		if err := a.Record(context.Background(), envelope.Entry{SessionID: sid, Action: &envelope.Action{},
+			Decision: envelope.DecisionExecuted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBudgetSurvivesRecovery: a session that used 6 of its 10 actions
+// before a restart resumes with those 6 counted (the checkpoint holds its
+// usage), and fails with budget_exceeded after 5 more — a fresh budget would
+// have let it finish.
+func TestBudgetSurvivesRecovery(t *testing.T) {
+	ctx := context.Background()
+	acts := budget.NewActionCounter()
+	h, _ := fakeHarness(t, 20, 20*time.Millisecond, func(c *Config) {
+		c.Actions, c.BudgetEvery = acts, 5*time.Millisecond
+	})
+	res := h.submit(t, "alpha", withTaskBudgets(t, submitEnv(t, "leak-check", leakInputs, ""), `{"max_actions":10}`))
+	if res.SessionID == "" {
+		t.Fatalf("replies %+v", res.Replies)
+	}
+	h.waitState(t, res.SessionID, lifecycle.Running)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // the monitor has started
+		if _, ok := h.e.Budgets(res.SessionID); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no budget monitor")
+		}
+	}
+	executed(t, acts, res.SessionID, 6)
+	// Wait for a checkpoint taken once the tracker has seen the 6.
+	deadline := time.Now().Add(10 * time.Second)
+	var seq uint64
+	for {
+		if r, ok := h.e.Budgets(res.SessionID); ok && seq == 0 {
+			for _, l := range r.Lines {
+				if l.Budget == budget.Actions && l.Used == 6 {
+					cp, _, _ := h.st.LastCheckpoint(ctx, res.SessionID)
+					seq = cp.Seq + 1
+				}
+			}
+		}
+		if cp, ok, _ := h.st.LastCheckpoint(ctx, res.SessionID); seq != 0 && ok && cp.Seq >= seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint after the actions")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	acts2 := budget.NewActionCounter() // a new process counts from nothing
+	h2, recs := restart(t, h, 20, 100*time.Millisecond, func(c *Config) {
+		c.Actions, c.BudgetEvery = acts2, 5*time.Millisecond
+	})
+	if len(recs) != 1 || recs[0].Decision.Action != ActResume {
+		t.Fatalf("recoveries %+v", recs)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r, ok := h2.e.Budgets(res.SessionID)
+		if ok && len(r.Lines) > 1 && r.Lines[1].Budget == budget.Actions {
+			if r.Lines[1].Used != 6 {
+				t.Fatalf("recovered with %v actions, want 6", r.Lines[1].Used)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no budget report after recovery")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	executed(t, acts2, res.SessionID, 5)
+	h2.waitState(t, res.SessionID, lifecycle.Failed)
+	msgs := h2.out.of(res.SessionID, nil)
+	tf, err := msgs[len(msgs)-1].TaskFailed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var det struct {
+		Budget *budget.ExceededError `json:"budget"`
+	}
+	if err := json.Unmarshal(tf.ErrorDetails, &det); err != nil || tf.ErrorCode != budget.Code || det.Budget == nil ||
+		det.Budget.Budget != budget.Actions || det.Budget.Used != 11 || det.Budget.Limit != 10 {
+		t.Fatalf("task_failed %s %s %s: %v", tf.ErrorCode, tf.ErrorMessage, tf.ErrorDetails, err)
+	}
+	h2.storedSeqs(t, res.SessionID)
 }
