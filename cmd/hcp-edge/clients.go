@@ -46,8 +46,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: hcp-edge status [--json] [--socket PATH] [--config FILE]
 
-Shows the daemon's latest readings, the envelope margins, any latched trip and the
-instruments' health.
+Shows the daemon's latest readings, the envelope margins, any latched trip, the
+instruments' health and each running session's budgets (used, limit, share).
 
 exit codes: 0 shown; 1 the daemon is down or failed; 2 usage.
 

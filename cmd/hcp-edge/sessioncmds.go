@@ -365,7 +365,8 @@ func sessionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(fs.Output(), `usage: hcp-edge sessions [--all] [--json] [--socket PATH] [--config FILE]
 
 Lists the sessions that are not closed (with --all, every session the state file holds): id,
-state, capability, caller, risk, progress, and the approval id of a session awaiting approval.
+state, capability, caller, risk, progress, the budget nearest its limit with the share used
+(--json: every budget, used and limit), and the approval id of a session awaiting approval.
 
 exit codes: 0 listed; 1 the daemon is down; 2 usage.
 
