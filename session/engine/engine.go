@@ -540,7 +540,8 @@ func (e *Engine) runWall(d time.Duration) time.Duration {
 	return max(e.clock.Wall(d), 5*time.Second)
 }
 
-// forget drops a closed session from the live set and revokes its token.
+// forget drops a closed session from the live set, revokes its token and
+// drops its action count.
 func (e *Engine) forget(l *live) {
 	e.mu.Lock()
 	delete(e.live, l.id)
@@ -549,6 +550,9 @@ func (e *Engine) forget(l *live) {
 	}
 	e.mu.Unlock()
 	e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
+	if e.cfg.Actions != nil {
+		e.cfg.Actions.Forget(l.id)
+	}
 }
 
 // artifactDir is where session id's artifacts live.

@@ -416,9 +416,6 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 		stopBudget()
 	}
 	e.finish(ctx, l, rec, env, res, err, e.clock.Now().Sub(start))
-	if e.cfg.Actions != nil && e.get(l.id) == nil {
-		e.cfg.Actions.Forget(l.id)
-	}
 }
 
 // finish records the end of a run.
