@@ -300,3 +300,22 @@ func TestBudgetSurvivesRecovery(t *testing.T) {
 	}
 	h2.storedSeqs(t, res.SessionID)
 }
+
+// TestSimBudgetHeaterEnergyOverrunAborts: a task allowed 60 s of heater at
+// full power is stopped while the furnace ramps (the controller's output,
+// read over Modbus, integrated), and its cleanup turns the heater off.
+func TestSimBudgetHeaterEnergyOverrunAborts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	h, b := simHarness(t)
+	env := withTaskBudgets(t, submitEnv(t, "cvd-material-synthesis", cvdInputs, `{"data_classification":"T2"}`),
+		`{"heater_full_power_s":60}`)
+	res := approveSubmit(t, h, env)
+	tf, ex, _ := budgetFailed(t, h, res)
+	t.Logf("%s: %s", tf.ErrorCode, tf.ErrorMessage)
+	if ex.Budget != budget.HeaterEnergy || ex.Limit != 60 || ex.Used <= 60 || ex.Unit != "full_power_s" {
+		t.Fatalf("budget %+v", ex)
+	}
+	rigSafe(t, b)
+}
