@@ -319,3 +319,42 @@ func TestSimBudgetHeaterEnergyOverrunAborts(t *testing.T) {
 	}
 	rigSafe(t, b)
 }
+
+// TestSimShippedBudgetsFit runs the seed's synthesis and a leak check on
+// the simulated rig under the shipped capability policies alone, logs what
+// each used, and checks that each used at most half of every budget with a
+// limit (the wall time is max_duration's): the policies leave the shipped
+// recipes room.
+func TestSimShippedBudgetsFit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end against the simulator")
+	}
+	h, _ := simHarness(t)
+	for _, tc := range []struct {
+		name string
+		run  func() Result
+	}{
+		{"cvd-material-synthesis", func() Result { return approveSubmit(t, h, seedEnv(t)) }},
+		{"leak-check", func() Result { return h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, "")) }},
+	} {
+		res := tc.run()
+		var last budget.Report
+		for {
+			if r, ok := h.e.Budgets(res.SessionID); ok {
+				last = r
+			}
+			if st, _ := h.e.State(context.Background(), res.SessionID); st.Terminal() {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		h.waitState(t, res.SessionID, lifecycle.Completed)
+		b, _ := json.Marshal(last)
+		t.Logf("%s used %s", tc.name, b)
+		for _, l := range last.Lines {
+			if l.Limit != nil && l.Budget != budget.WallTime && l.Used > *l.Limit/2 {
+				t.Errorf("%s: %s %s used %v of %v %s", tc.name, l.Budget, l.Gas, l.Used, *l.Limit, l.Unit)
+			}
+		}
+	}
+}
