@@ -46,8 +46,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: hcp-edge status [--json] [--socket PATH] [--config FILE]
 
-Shows the daemon's latest readings, the envelope margins, any latched trip and the
-instruments' health.
+Shows the daemon's latest readings, the envelope margins, any latched trip, the
+instruments' health and each running session's budgets (used, limit, share).
 
 exit codes: 0 shown; 1 the daemon is down or failed; 2 usage.
 
@@ -129,6 +129,7 @@ func printStatus(w io.Writer, st statusResult) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, h)
 	}
 	_ = tw.Flush()
+	printBudgets(w, st.Budgets) // status.go
 	if len(st.Trips) > 0 {
 		fmt.Fprintln(w, "\ntrips since start (newest last):")
 		for _, t := range st.Trips {

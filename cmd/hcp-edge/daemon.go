@@ -17,6 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
@@ -180,7 +181,8 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	}
 	iopts := envelope.DefaultInterlockOpts()
 	iopts.Logger = log
-	il, err := envelope.NewInterlock(env, rig, authz, mx.auditor(audit.Interlock{Log: alog}), iopts)
+	acts := budget.NewActionCounter() // the actions budget counts what the interlock executed (session/budget)
+	il, err := envelope.NewInterlock(env, rig, authz, acts.Auditor(mx.auditor(audit.Interlock{Log: alog})), iopts)
 	if err != nil {
 		return err
 	}
@@ -221,7 +223,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if up != nil {
 		st.SetQueue(up) // every step queues its messages in its own transaction
 	}
-	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, mon, hb, up, log)
+	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, mon, acts, hb, up, log)
 	if err != nil {
 		return err
 	}
@@ -342,6 +344,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.status()
+		st.Budgets = h.sess.budgets(ctx)
 		return st, nil
 	case control.OpReset:
 		if req.Operator == "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -129,10 +130,12 @@ type sessions struct {
 // the gate's recorder (the state file's audit log) and wrap what counts its
 // decisions (the metrics when they are on; the engine records each decision
 // in the transaction of its step, through wrap); key is the at-rest key
-// (nil: T3/T4 refused); out the local watchers; up the uplink (nil: none).
+// (nil: T3/T4 refused); acts counts the actions the interlock executes for
+// each session (the actions budget; its Auditor wraps the interlock's); out
+// the local watchers; up the uplink (nil: none).
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, mon *envelope.Monitor,
-	out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
 	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: protectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
@@ -145,7 +148,8 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 		GateRecorder: wrap, Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
-		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser}, Logger: log.With("component", "engine")})
+		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
+		Actions: acts, Logger: log.With("component", "engine")})
 }
 
 // loadAtRestKey loads the at-rest key of agent.at_rest_key_file; nil
@@ -475,8 +479,11 @@ type sessionView struct {
 	ApprovalID string        `json:"approval_id,omitempty"`
 	Operator   string        `json:"operator,omitempty"`
 	Progress   *progressView `json:"progress,omitempty"`
-	CreatedAt  time.Time     `json:"created_at"`
-	UpdatedAt  time.Time     `json:"updated_at"`
+	// Budgets is a running session's live resource usage against its
+	// budgets (session/budget).
+	Budgets   *budget.Report `json:"budgets,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
 }
 
 func (s *sessions) list(ctx context.Context, all bool) ([]sessionView, error) {
@@ -500,10 +507,30 @@ func (s *sessions) list(ctx context.Context, all bool) ([]sessionView, error) {
 		if p, ok := s.hub.progress(x.ID); ok && !x.State.Terminal() {
 			v.Progress = &p
 		}
+		if r, ok := s.eng.Budgets(x.ID); ok && !x.State.Terminal() {
+			v.Budgets = &r
+		}
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b sessionView) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
+}
+
+// budgets is every live session's resource usage against its budgets,
+// oldest first (status).
+func (s *sessions) budgets(ctx context.Context) []budgetView {
+	ss, err := s.st.Sessions(ctx, true)
+	if err != nil {
+		return nil
+	}
+	var out []budgetView
+	for _, x := range ss {
+		if r, ok := s.eng.Budgets(x.ID); ok {
+			out = append(out, budgetView{SessionID: x.ID, Capability: x.Capability, State: string(x.State), Report: r, created: x.CreatedAt})
+		}
+	}
+	slices.SortFunc(out, func(a, b budgetView) int { return a.created.Compare(b.created) })
+	return out
 }
 
 // artifactView is the reply to artifact: where the file is and what the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -364,7 +365,8 @@ func sessionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprint(fs.Output(), `usage: hcp-edge sessions [--all] [--json] [--socket PATH] [--config FILE]
 
 Lists the sessions that are not closed (with --all, every session the state file holds): id,
-state, capability, caller, risk, progress, and the approval id of a session awaiting approval.
+state, capability, caller, risk, progress, the budget nearest its limit with the share used
+(--json: every budget, used and limit), and the approval id of a session awaiting approval.
 
 exit codes: 0 listed; 1 the daemon is down; 2 usage.
 
@@ -405,7 +407,7 @@ flags:
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTATE\tCAPABILITY\tCALLER\tRISK\tPROGRESS\tAPPROVAL\tUPDATED")
+	fmt.Fprintln(tw, "SESSION\tSTATE\tCAPABILITY\tCALLER\tRISK\tPROGRESS\tBUDGET\tAPPROVAL\tUPDATED")
 	for _, s := range list {
 		prog := "-"
 		if p := s.Progress; p != nil {
@@ -418,11 +420,39 @@ flags:
 		if s.ApprovalID != "" {
 			apr = s.ApprovalID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s@%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.Capability, s.Version, s.Caller, s.Risk,
-			prog, apr, s.UpdatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s@%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.Capability, s.Version, s.Caller, s.Risk,
+			prog, budgetCell(s.Budgets), apr, s.UpdatedAt.Local().Format(time.DateTime))
 	}
 	_ = tw.Flush()
 	return exitOK
+}
+
+// budgetCell is the sessions column of a session's budgets: the budget
+// nearest its limit and the share used ("gas_volume.H2S 12%"); "-" without
+// a live report or a limit.
+func budgetCell(r *budget.Report) string {
+	if r == nil {
+		return "-"
+	}
+	if r.Exceeded != nil {
+		return "EXCEEDED " + string(r.Exceeded.Budget) + " " + r.Exceeded.Gas
+	}
+	best, share := "", -1.0
+	for _, l := range r.Lines {
+		if l.Limit == nil || *l.Limit <= 0 || l.Budget == budget.WallTime {
+			continue // the wall time is max_duration: the deadline enforces it
+		}
+		if f := l.Used / *l.Limit; f > share {
+			best, share = string(l.Budget), f
+			if l.Gas != "" {
+				best += "." + l.Gas
+			}
+		}
+	}
+	if share < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s %.0f%%", best, 100*share)
 }
 
 func artifactCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

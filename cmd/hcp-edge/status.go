@@ -1,6 +1,14 @@
 package main
 
-import "time"
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/session/budget"
+)
 
 // statusResult is the daemon's answer to status (its JSON is the --json
 // output).
@@ -17,6 +25,18 @@ type statusResult struct {
 	Trips       []tripView        `json:"trips"`
 	Healthy     map[string]bool   `json:"healthy"`
 	Uplink      *uplinkStatus     `json:"uplink,omitempty"` // the broker uplink, when configured
+	// Budgets is the live resource usage of every running session against
+	// its budgets.
+	Budgets []budgetView `json:"budgets,omitempty"`
+}
+
+// budgetView is one running session's usage against its budgets.
+type budgetView struct {
+	SessionID  string        `json:"session_id"`
+	Capability string        `json:"capability"`
+	State      string        `json:"state"`
+	Report     budget.Report `json:"report"`
+	created    time.Time
 }
 
 // marginView is one limited channel: its value, limits and the distance to
@@ -42,4 +62,35 @@ type tripView struct {
 	Channel   string    `json:"channel"`
 	Reason    string    `json:"reason"`
 	At        time.Time `json:"at"` // when the monitor found the condition
+}
+
+// printBudgets writes the budgets of status: per session, each budget's
+// usage, limit and share of it.
+func printBudgets(w io.Writer, bs []budgetView) {
+	if len(bs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tBUDGET\tUSED\tLIMIT\tUNIT\tSHARE")
+	for _, b := range bs {
+		for _, l := range b.Report.Lines {
+			name := string(l.Budget)
+			if l.Gas != "" {
+				name += "." + l.Gas
+			}
+			limit, share := "-", "-"
+			if l.Limit != nil {
+				limit = strconv.FormatFloat(*l.Limit, 'g', 6, 64)
+				if *l.Limit > 0 {
+					share = fmt.Sprintf("%.0f%%", 100*l.Used / *l.Limit)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.SessionID, name, strconv.FormatFloat(l.Used, 'g', 6, 64), limit, l.Unit, share)
+		}
+		if ex := b.Report.Exceeded; ex != nil {
+			fmt.Fprintf(tw, "%s\tEXCEEDED\t%s\t\t\t\n", b.SessionID, ex.Error())
+		}
+	}
+	_ = tw.Flush()
 }

@@ -74,6 +74,23 @@ type Constraints struct {
 	ConcurrentLimit int    `json:"concurrent_limit,omitempty"` // 0: not declared
 }
 
+// Budgets is a capability's resource policy (an hcp-edge extension of the
+// declaration, docs/PROTOCOL-NOTES.md "Resource budgets"): what one session
+// of it may consume at most. A task may ask for tighter budgets in its
+// constraints, never looser ones (session/budget). Its fields are those of
+// budget.Spec, which it converts to.
+type Budgets struct {
+	// GasVolume is the volume each gas may use, in standard cm³ (scc); a
+	// gas not listed has no budget, a gas listed with 0 may not flow.
+	GasVolume map[string]float64 `json:"gas_volume_scc,omitempty"`
+	// HeaterFullPower is the heater energy, in seconds at full output
+	// (kJ = this × the heater's rated power in kW).
+	HeaterFullPower *float64 `json:"heater_full_power_s,omitempty"`
+	// MaxActions is the number of actuator actions the interlock executes
+	// for the session.
+	MaxActions *int `json:"max_actions,omitempty"`
+}
+
 // Declaration is the JSON form of a capability declaration.
 type Declaration struct {
 	Name         string          `json:"name"`
@@ -83,6 +100,8 @@ type Declaration struct {
 	OutputSchema json.RawMessage `json:"output_schema"`
 	Safety       Safety          `json:"safety"`
 	Constraints  Constraints     `json:"constraints,omitzero"`
+	// Budgets is the resource policy; nil: none.
+	Budgets *Budgets `json:"budgets,omitempty"`
 }
 
 // Capability is a checked declaration with its compiled schemas.

@@ -235,6 +235,19 @@ func TestInvalidDeclarations(t *testing.T) {
 		{"empty duration", func(c map[string]any) { c["constraints"].(map[string]any)["max_duration"] = "PT" }},
 		{"duration too long", func(c map[string]any) { c["constraints"].(map[string]any)["max_duration"] = "P400D" }},
 		{"concurrent 0", func(c map[string]any) { c["constraints"].(map[string]any)["concurrent_limit"] = 0 }},
+		{"budgets unknown key", func(c map[string]any) { c["budgets"] = map[string]any{"gas_litres": 1} }},
+		{"budgets negative gas", func(c map[string]any) {
+			c["budgets"] = map[string]any{"gas_volume_scc": map[string]any{"H2S": -1}}
+		}},
+		{"budgets gas not a number", func(c map[string]any) {
+			c["budgets"] = map[string]any{"gas_volume_scc": map[string]any{"H2S": "lots"}}
+		}},
+		{"budgets empty gas name", func(c map[string]any) {
+			c["budgets"] = map[string]any{"gas_volume_scc": map[string]any{"": 1}}
+		}},
+		{"budgets zero energy", func(c map[string]any) { c["budgets"] = map[string]any{"heater_full_power_s": 0} }},
+		{"budgets fractional actions", func(c map[string]any) { c["budgets"] = map[string]any{"max_actions": 2.5} }},
+		{"budgets zero actions", func(c map[string]any) { c["budgets"] = map[string]any{"max_actions": 0} }},
 		{"input schema not object", func(c map[string]any) { c["input_schema"] = map[string]any{"type": "array"} }},
 		{"input schema broken", func(c map[string]any) {
 			c["input_schema"] = map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"minimum": "zero"}}}
@@ -355,4 +368,21 @@ func FuzzValidateInput(f *testing.F) {
 			t.Fatalf("accepted %q", in)
 		}
 	})
+}
+
+func TestShippedBudgets(t *testing.T) {
+	r := loadConfigs(t)
+	cvd, _ := r.Resolve("cvd-material-synthesis", "1.x")
+	lc, _ := r.Resolve("leak-check", "1.x")
+	rs, _ := r.Resolve("rig-status", "1.x")
+	if b := cvd.Budgets; b == nil || b.GasVolume["H2S"] <= 0 || b.HeaterFullPower == nil || b.MaxActions == nil {
+		t.Fatalf("cvd budgets %+v", cvd.Budgets)
+	}
+	// A leak check opens no reactive gas: its budget for them is far below the synthesis's.
+	if b := lc.Budgets; b == nil || b.GasVolume["H2S"] >= cvd.Budgets.GasVolume["H2S"] || b.MaxActions == nil {
+		t.Fatalf("leak-check budgets %+v", lc.Budgets)
+	}
+	if rs.Budgets != nil {
+		t.Fatalf("rig-status budgets %+v", rs.Budgets)
+	}
 }

@@ -85,6 +85,20 @@
 // control of a non-owner the same way. docs/PROTOCOL-NOTES.md has the
 // message shapes.
 //
+// # Resource budgets
+//
+// Each run has a budget monitor (budget.go, session/budget): the tighter of
+// the capability's budgets policy and the task's constraints.budgets (a
+// malformed one is rejected at submit with invalid_input), and its
+// max_duration. A goroutine owned by the run feeds a budget.Tracker with
+// Rig.Readings and Config.Actions every Config.BudgetEvery; an overrun
+// cancels the run with the *budget.ExceededError as its cause, the recipe
+// cleans up as after any failure, and the session fails with
+// budget_exceeded (error_details.budget). Progress events carry
+// data.budgets; each checkpoint carries the tracker's state, so a
+// recovered session does not start on a fresh budget; Budgets reports a
+// live session's usage.
+//
 // # Where the spec is silent
 //
 // approval_pending is not one of L2's nine event types: it is stored as a

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -98,7 +99,14 @@ type Config struct {
 	// CheckpointEvery, PollEvery and LogEvery tune the executors (process
 	// time; executor defaults when zero).
 	CheckpointEvery, PollEvery, LogEvery time.Duration
-	Logger                               *slog.Logger
+	// Actions counts the actuator actions the interlock executes for each
+	// session (its Auditor wraps the interlock's): the actions budget. Nil:
+	// actions are not counted and that budget is not enforced.
+	Actions *budget.ActionCounter
+	// BudgetEvery is how often a running session's resource usage is
+	// updated and checked against its budgets (default 100 ms, wall time).
+	BudgetEvery time.Duration
+	Logger      *slog.Logger
 	// Now is the wall clock of envelopes and outage measurement (time.Now).
 	Now func() time.Time
 }
@@ -291,6 +299,14 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 			return res, fmt.Errorf("engine: %w", err)
 		}
 		return rejected("", env)
+	}
+	if _, err := budget.ParseTask(req.Envelope.Payload); err != nil { // constraints.budgets (budget.go)
+		rej := &wire.TaskRejected{ReasonCode: wire.ReasonInvalidInput, ReasonMessage: err.Error()}
+		env, err := wire.NewEnvelope(nil, rej, now)
+		if err != nil {
+			return res, fmt.Errorf("engine: %w", err)
+		}
+		return rejected(callerOf(sub), env)
 	}
 	sid := uuid.New()
 	running, busy, err := e.occupancy(w, sub.Capability)
@@ -527,7 +543,8 @@ func (e *Engine) runWall(d time.Duration) time.Duration {
 	return max(e.clock.Wall(d), 5*time.Second)
 }
 
-// forget drops a closed session from the live set and revokes its token.
+// forget drops a closed session from the live set, revokes its token and
+// drops its action count.
 func (e *Engine) forget(l *live) {
 	e.mu.Lock()
 	delete(e.live, l.id)
@@ -536,6 +553,9 @@ func (e *Engine) forget(l *live) {
 	}
 	e.mu.Unlock()
 	e.cfg.Revocations.Revoke(l.id, l.deadline.Add(time.Minute))
+	if e.cfg.Actions != nil {
+		e.cfg.Actions.Forget(l.id)
+	}
 }
 
 // artifactDir is where session id's artifacts live.

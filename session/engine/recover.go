@@ -302,6 +302,7 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 				d = Decision{Action: ActFail, Code: executor.CodeInternal, Reason: "checkpoint payload cannot be opened: " + err.Error()}
 			}
 		} else if err := json.Unmarshal(payload, &p); err == nil {
+			l.budgetFrom = p.Budget
 			state := p.State
 			if p.Journaled {
 				state, err = e.reassemble(ctx, l, p)

@@ -20,6 +20,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 )
 
 // memAudit keeps audit entries in memory.
@@ -55,6 +56,7 @@ type simBench struct {
 	il    *envelope.Interlock
 	m     *envelope.Monitor
 	audit *memAudit
+	acts  *budget.ActionCounter // counts the executed actions of each session from the audit stream
 }
 
 func loadEnvelope(t testing.TB) *envelope.Envelope {
@@ -182,8 +184,8 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 		t.Cleanup(func() { _ = gi.Close() })
 		er.Inputs[in.name] = gi
 	}
-	b := &simBench{r: r, p: r.Plant(), audit: &memAudit{}}
-	b.il, err = envelope.NewInterlock(loadEnvelope(t), er, auth, b.audit, envelope.DefaultInterlockOpts())
+	b := &simBench{r: r, p: r.Plant(), audit: &memAudit{}, acts: budget.NewActionCounter()}
+	b.il, err = envelope.NewInterlock(loadEnvelope(t), er, auth, b.acts.Auditor(b.audit), envelope.DefaultInterlockOpts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -71,6 +72,11 @@ type live struct {
 	// extWarnings are the warnings from outside the executor (Warn), since
 	// this start.
 	extWarnings []string
+	// budget is the resource monitor of the current run (budget.go); nil
+	// before it starts. budgetFrom is the budget state of the checkpoint a
+	// recovered session resumes from.
+	budget     *budgetRun
+	budgetFrom *budget.State
 }
 
 // disarm stops the approval timeout (l.mu held); false when it already
@@ -249,6 +255,9 @@ func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 		// approval: the event says a result exists, not what it is.
 		data = withheldResult(data)
 	}
+	if t == lifecycle.EventProgress {
+		data = withBudgets(data, s.e.budgetReportLocked(s.l))
+	}
 	if t == lifecycle.EventWarning {
 		if w, ok := data.(executor.Warning); ok {
 			s.l.warnings = append(s.l.warnings, w.Message)
@@ -262,7 +271,7 @@ func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, err
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State, Journaled: cp.Journaled,
-		Journal: cp.Journal, JournalFrom: cp.JournalFrom})
+		Journal: cp.Journal, JournalFrom: cp.JournalFrom, Budget: budgetStateLocked(s.l)})
 	if err != nil {
 		return "", err
 	}
@@ -304,6 +313,9 @@ type ckptPayload struct {
 	Journaled   bool            `json:"journaled,omitempty"`
 	Journal     json.RawMessage `json:"journal,omitempty"`
 	JournalFrom int             `json:"journal_from,omitempty"`
+	// Budget is the session's resource usage when the checkpoint was
+	// taken: a recovered session resumes from it (budget.go).
+	Budget *budget.State `json:"budget,omitempty"`
 }
 
 // pausing wraps a recipe: before each step it honours a pause request,
@@ -393,8 +405,15 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 		}
 	}
 	var res *executor.Result
+	var stopBudget func()
+	if err == nil {
+		if stopBudget, err = e.startBudget(ctx, l); err != nil {
+			err = &executor.Failure{Code: executor.CodeInput, Err: err}
+		}
+	}
 	if err == nil {
 		res, err = executor.Execute(ctx, pausing{Recipe: rec, e: e, l: l}, env, from)
+		stopBudget()
 	}
 	e.finish(ctx, l, rec, env, res, err, e.clock.Now().Sub(start))
 }
@@ -448,6 +467,8 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		f.Code = executor.CodeTimeout
+	} else if bf := budgetFailure(cause, f); bf != nil {
+		f = bf
 	}
 	summary.StepsExecuted = f.StepIndex
 	var partial map[string]any
@@ -480,6 +501,10 @@ func (e *Engine) failLocked(l *live, f *executor.Failure, partial map[string]any
 	}
 	l.lastCkpt = lastCkpt
 	det := failDetails{Phase: f.Phase, Step: f.Step, StepIndex: f.StepIndex + 1, LastCheckpoint: lastCkpt, Recoverable: f.Recoverable}
+	var ex *budget.ExceededError
+	if f.Code == CodeBudgetExceeded && errors.As(f.Err, &ex) {
+		det.Budget = ex
+	}
 	db, _ := json.Marshal(det)
 	if partial == nil {
 		partial = map[string]any{}

@@ -78,6 +78,7 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	h := newHarness(t, path, executor.MonitoredRig(b.il, b.m), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
 		c.Revocations = rev
 		c.SafeState = b.il.SafeState
+		c.Actions = b.acts
 		c.DefaultAbortTimeout = 5 * time.Second
 		for _, m := range mods {
 			m(c)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -49,6 +50,8 @@ type failDetails struct {
 	LastCheckpoint string `json:"last_checkpoint,omitempty"`
 	Recoverable    bool   `json:"recoverable"`
 	Reason         string `json:"reason,omitempty"`
+	// Budget names the overrun budget of a budget_exceeded failure.
+	Budget *budget.ExceededError `json:"budget,omitempty"`
 }
 
 // wireEventType is the event_type a stored event is sent with.
