@@ -7,13 +7,45 @@ import (
 	"io"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/configcheck"
+	"github.com/hcp-edge/hcp-edge/configs"
 )
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "check" {
-		return groupUsage(args, "usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]\n\nRun \"hcp-edge config check -h\" for the flags.\n", stdout, stderr)
+	switch {
+	case len(args) > 0 && args[0] == "check":
+		return configCheckCmd(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "schema":
+		return configSchemaCmd(args[1:], stdout, stderr)
 	}
-	return configCheckCmd(args[1:], stdout, stderr)
+	return groupUsage(args, "usage: hcp-edge config check [--json] [--capabilities DIR] [FILE]\n       hcp-edge config schema\n\nRun \"hcp-edge config check -h\" for the flags.\n", stdout, stderr)
+}
+
+// configSchemaCmd prints the embedded configs/hcp-edge.schema.json.
+func configSchemaCmd(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("config schema", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), `usage: hcp-edge config schema
+
+Prints the JSON Schema of the configuration (configs/hcp-edge.schema.json, draft 2020-12) that
+config check validates against. Saved beside a configuration file, it lets an editor with YAML
+language support validate and complete the file: its first line
+"# yaml-language-server: $schema=hcp-edge.schema.json" names it.
+
+exit codes: 0 printed; 2 usage.
+
+examples:
+  hcp-edge config schema > /etc/hcp-edge/hcp-edge.schema.json
+`)
+	}
+	if pos, err := parseArgs(fset, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge config schema: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
+	}
+	_, _ = stdout.Write(configs.Schema)
+	return exitOK
 }
 
 func configCheckCmd(args []string, stdout, stderr io.Writer) int {

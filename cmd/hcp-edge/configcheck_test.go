@@ -80,3 +80,17 @@ func TestConfigCheckBroken(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSchemaCmd: config schema prints the embedded schema, and only
+// takes -h.
+func TestConfigSchemaCmd(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"config", "schema"}, &out, &errOut); code != exitOK || !bytes.Equal(out.Bytes(), configs.Schema) {
+		t.Errorf("exit %d, %d bytes, want the %d of configs.Schema\n%s", code, out.Len(), len(configs.Schema), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(t.Context(), []string{"config", "schema", "x"}, &out, &errOut); code != exitUsage || errOut.Len() == 0 {
+		t.Errorf("a stray argument: exit %d, stderr %q", code, errOut.String())
+	}
+}
