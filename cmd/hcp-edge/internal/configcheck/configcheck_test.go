@@ -360,6 +360,8 @@ func FuzzCheck(f *testing.F) {
 	f.Add("a: &x {b: 1}\nrig: *x\n")
 	f.Add("rig:\n  <<: {sim_dir: /x}\n")
 	f.Add("a: &a [*a]\n")
+	f.Add("a: &a [*a, *a]\n")                // 2^depth paths: stopped at maxNodes
+	f.Add("a: &a {<<: [*a, *a]}\nrig: *a\n") // merges of itself
 	f.Add("a: &a [1, 2]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: [*c, *c, *c, *c]\nrig: .inf\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -13,8 +14,8 @@ import (
 // huge value (a "billion laughs"); past these the conversion stops with a
 // problem instead.
 const (
-	maxNodes = 100_000
-	maxDepth = 64
+	maxNodes = 20_000 // configs/hcp-edge.example.yaml, every key set, has about 500
+	maxDepth = 32
 )
 
 // entry is where one value of the converted document came from.
@@ -36,19 +37,11 @@ type tree struct {
 	// dups are the repeated entries of a mapping: pruning removes them.
 	dups  []entry
 	nodes int
+	over  bool // past maxNodes or maxDepth: the conversion stopped
 }
 
 // pointer joins instance-location tokens into a map key.
-func pointer(tokens []string) string {
-	out := ""
-	for i, t := range tokens {
-		if i > 0 {
-			out += "\x00"
-		}
-		out += t
-	}
-	return out
-}
+func pointer(tokens []string) string { return strings.Join(tokens, "\x00") }
 
 // convert turns root (a document's content) into a JSON value: mappings
 // become objects (merge keys merged, a key with a null value left out, as
@@ -64,11 +57,12 @@ func convert(file string, root *yaml.Node) *tree {
 
 func (t *tree) walk(file string, n *yaml.Node, loc []string, key string, depth int) any {
 	t.nodes++
-	if t.nodes == maxNodes+1 || depth == maxDepth+1 {
+	if !t.over && (t.nodes > maxNodes || depth > maxDepth) {
+		t.over = true
 		t.problems = append(t.problems, Problem{File: file, Line: n.Line, Column: n.Column, Key: key,
 			Message: fmt.Sprintf("the document expands to more than %d nodes or %d levels (aliases?)", maxNodes, maxDepth)})
 	}
-	if t.nodes > maxNodes || depth > maxDepth {
+	if t.over {
 		return nil
 	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -82,6 +76,9 @@ func (t *tree) walk(file string, n *yaml.Node, loc []string, key string, depth i
 	case yaml.SequenceNode:
 		arr := make([]any, 0, len(n.Content))
 		for i, item := range n.Content {
+			if t.over {
+				break
+			}
 			iloc := append(loc[:len(loc):len(loc)], strconv.Itoa(i))
 			ikey := fmt.Sprintf("%s[%d]", key, i)
 			t.note(iloc, entry{key: ikey, at: item, value: item})
@@ -99,7 +96,7 @@ func (t *tree) walk(file string, n *yaml.Node, loc []string, key string, depth i
 func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, seen map[string]int, loc []string, key string, depth int) {
 	var merges []*yaml.Node
 	own := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !t.over; i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Value == "<<" && k.Tag == "!!merge" {
 			merges = append(merges, v)
@@ -135,8 +132,9 @@ func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, seen map[s
 			for s.Kind == yaml.AliasNode && s.Alias != nil {
 				s = s.Alias
 			}
-			if s.Kind != yaml.MappingNode || depth > maxDepth {
-				continue // the yaml package refuses it; rigconfig.Parse reports it
+			t.nodes++
+			if s.Kind != yaml.MappingNode || depth > maxDepth || t.nodes > maxNodes || t.over {
+				continue // the yaml package refuses it, or the limits are reached
 			}
 			sub := map[string]any{}
 			t.mapping(file, s, sub, map[string]int{}, loc, key, depth+1)
