@@ -169,6 +169,7 @@ func TestCheckMessages(t *testing.T) {
 		{"type", "gauge: {name: gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}", "gauge: [1, 2]", "rig.gauge", "want a mapping, got a list"},
 		{"flow", "full_scale: 50 sccm", "full_scale: 50 parsecs", "rig.mfcs[2].full_scale", `"50 parsecs": want a positive flow and its unit`},
 		{"missing required key", "  gpio: {source: sim, socket: \"${sim_dir}/control.sock\"}", "  gpio: {source: sim}", "rig.gpio.socket", "missing"},
+		{"bound", "furnace: {bus: main, unit: 1}", "furnace: {bus: main, unit: 300}", "rig.furnace.unit", "300 is above the maximum 247"},
 		{"hard limit", "unit: celsius, hard_limit: true}", "unit: celsius, hard_limit: false}", "envelope.parameters.furnace.setpoint.hard_limit", "false: must be true"},
 	}
 	dir := t.TempDir()

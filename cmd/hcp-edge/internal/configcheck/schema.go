@@ -156,6 +156,10 @@ func (s *Schema) message(e *jsonschema.ValidationError) string {
 			return fmt.Sprintf("%q: want %s", k.Got, title)
 		}
 		return fmt.Sprintf("%q does not match %s", k.Got, k.Want)
+	case *kind.Minimum:
+		return fmt.Sprintf("%s is below the minimum %s", k.Got.RatString(), k.Want.RatString())
+	case *kind.Maximum:
+		return fmt.Sprintf("%s is above the maximum %s", k.Got.RatString(), k.Want.RatString())
 	case *kind.MinLength:
 		if k.Got == 0 {
 			return "empty"
