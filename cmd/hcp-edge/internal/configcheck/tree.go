@@ -71,7 +71,7 @@ func (t *tree) walk(file string, n *yaml.Node, loc []string, key string, depth i
 	switch n.Kind {
 	case yaml.MappingNode:
 		obj := map[string]any{}
-		t.mapping(file, n, obj, map[string]int{}, loc, key, depth)
+		t.mapping(file, n, obj, loc, key, depth)
 		return obj
 	case yaml.SequenceNode:
 		arr := make([]any, 0, len(n.Content))
@@ -91,11 +91,10 @@ func (t *tree) walk(file string, n *yaml.Node, loc []string, key string, depth i
 	return nil
 }
 
-// mapping adds the entries of mapping node n to obj; seen holds the line of
-// each key already set (a merge does not override them).
-func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, seen map[string]int, loc []string, key string, depth int) {
+// mapping adds the entries of mapping node n to obj, then what it merges.
+func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, loc []string, key string, depth int) {
 	var merges []*yaml.Node
-	own := map[string]int{}
+	own := map[string]int{} // the line of each key the mapping sets itself
 	for i := 0; i+1 < len(n.Content) && !t.over; i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Value == "<<" && k.Tag == "!!merge" {
@@ -110,7 +109,6 @@ func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, seen map[s
 			continue
 		}
 		own[k.Value] = k.Line
-		seen[k.Value] = k.Line
 		if isNull(v) {
 			continue // absent: the zero value
 		}
@@ -118,31 +116,36 @@ func (t *tree) mapping(file string, n *yaml.Node, obj map[string]any, seen map[s
 		t.note(eloc, entry{key: ekey, at: k, value: v, parent: n, keyNode: k})
 		obj[k.Value] = t.walk(file, v, eloc, ekey, depth+1)
 	}
-	// Merged mappings fill only the keys the mapping does not set itself,
-	// the first merged mapping winning over later ones.
 	for _, m := range merges {
-		for m.Kind == yaml.AliasNode && m.Alias != nil {
-			m = m.Alias
+		t.merge(file, m, obj, own, loc, key, depth)
+	}
+}
+
+// merge adds to obj the keys of the mapping (or list of mappings) a merge
+// key names that are not set yet: a mapping's own keys (set, even to null)
+// win over merged ones, and the first merged mapping over later ones.
+func (t *tree) merge(file string, m *yaml.Node, obj map[string]any, set map[string]int, loc []string, key string, depth int) {
+	for m.Kind == yaml.AliasNode && m.Alias != nil {
+		m = m.Alias
+	}
+	srcs := []*yaml.Node{m}
+	if m.Kind == yaml.SequenceNode {
+		srcs = m.Content
+	}
+	for _, s := range srcs {
+		for s.Kind == yaml.AliasNode && s.Alias != nil {
+			s = s.Alias
 		}
-		srcs := []*yaml.Node{m}
-		if m.Kind == yaml.SequenceNode {
-			srcs = m.Content
+		t.nodes++
+		if s.Kind != yaml.MappingNode || depth > maxDepth || t.nodes > maxNodes || t.over {
+			continue // the yaml package refuses it, or the limits are reached
 		}
-		for _, s := range srcs {
-			for s.Kind == yaml.AliasNode && s.Alias != nil {
-				s = s.Alias
-			}
-			t.nodes++
-			if s.Kind != yaml.MappingNode || depth > maxDepth || t.nodes > maxNodes || t.over {
-				continue // the yaml package refuses it, or the limits are reached
-			}
-			sub := map[string]any{}
-			t.mapping(file, s, sub, map[string]int{}, loc, key, depth+1)
-			for k, v := range sub {
-				if _, set := seen[k]; !set {
-					seen[k] = 0
-					obj[k] = v
-				}
+		sub := map[string]any{}
+		t.mapping(file, s, sub, loc, key, depth+1)
+		for k, v := range sub {
+			if _, ok := set[k]; !ok {
+				set[k] = 0
+				obj[k] = v
 			}
 		}
 	}
