@@ -27,8 +27,12 @@ type Schema struct {
 	raw      any
 }
 
-// LoadSchema compiles the embedded configs/hcp-edge.schema.json (once).
-var LoadSchema = sync.OnceValues(func() (*Schema, error) { return CompileSchema(configs.Schema) })
+// embedded is the embedded schema, compiled on first use.
+var embedded = sync.OnceValues(func() (*Schema, error) { return CompileSchema(configs.Schema) })
+
+// LoadSchema returns the embedded configs/hcp-edge.schema.json, compiled
+// (once per process).
+func LoadSchema() (*Schema, error) { return embedded() }
 
 // CompileSchema compiles a configuration schema (draft 2020-12) given as
 // JSON text.
