@@ -10,3 +10,11 @@ import _ "embed"
 //
 //go:embed sim.yaml
 var SimYAML []byte
+
+// Schema is configs/hcp-edge.schema.json: the JSON Schema (draft 2020-12) of
+// the agent's configuration, which hcp-edge config check validates against
+// and editors with YAML language support use to validate and complete a
+// configuration file.
+//
+//go:embed hcp-edge.schema.json
+var Schema []byte

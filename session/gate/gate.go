@@ -191,177 +191,274 @@ func reject(d Decision, code ReasonCode, cause error, format string, args ...any
 	return d
 }
 
-func (g *Gate) decide(req Request) Decision {
-	d := Decision{SessionID: req.SessionID, MessageID: req.MessageID}
-	s := req.Submit
+// admission is one decision in progress: the Decision being built and what
+// the steps of decide have established so far.
+type admission struct {
+	req    Request
+	s      *wire.TaskSubmit
+	d      Decision
+	caller string
+	c      *capability.Capability
+	acl    CallerACL
+	class  Classification
+	floor  capability.RiskLevel
+	doc    map[string]any // the task's inputs, decoded
+	level  capability.RiskLevel
+}
 
-	// 1. Caller authenticated.
+// step is one check of decide, in the spec's order. It records in a what it
+// establishes and returns true when a.d is final (a rejection), false to go
+// on.
+type step func(g *Gate, a *admission) (done bool)
+
+// decide runs the L3 checks in the spec's order, each a step that may end
+// the admission with a rejection; approve (9) ends one that passed them all.
+func (g *Gate) decide(req Request) Decision {
+	a := &admission{req: req, s: req.Submit, d: Decision{SessionID: req.SessionID, MessageID: req.MessageID}}
+	for _, st := range [...]step{
+		(*Gate).authenticate,      // 1. caller authenticated
+		(*Gate).resolveCapability, // 2. capability known, version range satisfied
+		(*Gate).authorise,         // 3. caller permitted: capability, floor risk, data classification
+		(*Gate).validateInputs,    // 4. inputs valid against the declared schema
+		(*Gate).checkSemantics,    // 5. what JSON Schema cannot express
+		(*Gate).assessRisk,        // 6. floor, input-driven escalation, context
+		(*Gate).protectData,       // 7. data classification handling
+		(*Gate).checkConcurrency,  // 8. concurrency
+	} {
+		if st(g, a) {
+			return a.d
+		}
+	}
+	return g.approve(a) // 9. human approval
+}
+
+// rejectWith makes a.d a rejection and ends the admission.
+func (a *admission) rejectWith(code ReasonCode, cause error, format string, args ...any) bool {
+	a.d = reject(a.d, code, cause, format, args...)
+	return true
+}
+
+// authenticate: the message carries a payload and a broker-validated user
+// mapped to the caller the task names.
+func (g *Gate) authenticate(a *admission) bool {
+	s, req := a.s, a.req
 	if s == nil {
-		return reject(d, ReasonInvalidInput, nil, "no task_submit payload")
+		return a.rejectWith(ReasonInvalidInput, nil, "no task_submit payload")
 	}
 	caller, ok := g.cfg.BrokerUsers[req.BrokerUser]
 	switch {
 	case req.BrokerUser == "":
-		return reject(d, ReasonUnauthorized, nil, "the message carries no broker-validated user")
+		return a.rejectWith(ReasonUnauthorized, nil, "the message carries no broker-validated user")
 	case !ok:
-		return reject(d, ReasonUnauthorized, nil, "broker user %q is not mapped to any caller", truncate(req.BrokerUser))
+		return a.rejectWith(ReasonUnauthorized, nil, "broker user %q is not mapped to any caller", truncate(req.BrokerUser))
 	case caller != s.CallerID:
-		return reject(d, ReasonUnauthorized, nil, "broker user %q may not act as caller %q", truncate(req.BrokerUser), truncate(s.CallerID))
+		return a.rejectWith(ReasonUnauthorized, nil, "broker user %q may not act as caller %q", truncate(req.BrokerUser), truncate(s.CallerID))
 	}
-	d.CallerID = caller
+	a.caller, a.d.CallerID = caller, caller
+	return false
+}
 
-	// 2. Capability known and version range satisfied.
-	c, err := g.reg.Resolve(s.Capability, s.CapabilityVersion)
+// resolveCapability: the capability is known and a version of it satisfies
+// the requested range.
+func (g *Gate) resolveCapability(a *admission) bool {
+	c, err := g.reg.Resolve(a.s.Capability, a.s.CapabilityVersion)
 	if err != nil {
-		d = reject(d, ReasonInvalidInput, errors.Join(ErrUnknownCapability, err), "%v", err)
-		d.Rejection.Paths = []string{"/capability"}
+		a.rejectWith(ReasonInvalidInput, errors.Join(ErrUnknownCapability, err), "%v", err)
+		a.d.Rejection.Paths = []string{"/capability"}
 		if !errors.Is(err, capability.ErrUnknownCapability) {
-			d.Rejection.Paths = []string{"/capability_version"}
+			a.d.Rejection.Paths = []string{"/capability_version"}
 		}
-		return d
+		return true
 	}
-	d.Capability = c
-	d.AbortTimeout = c.AbortTimeout
+	a.c, a.d.Capability, a.d.AbortTimeout = c, c, c.AbortTimeout
+	return false
+}
 
-	// 3. Caller permitted: capability, floor risk, data classification.
+// authorise: the data classification is valid, and the caller may invoke
+// the capability at its floor risk with data of that classification.
+func (g *Gate) authorise(a *admission) bool {
+	c, caller := a.c, a.caller
 	class := g.cfg.DefaultDataClassification
-	if s.Constraints != nil && s.Constraints.DataClassification != "" {
-		class = Classification(s.Constraints.DataClassification)
+	if a.s.Constraints != nil && a.s.Constraints.DataClassification != "" {
+		class = Classification(a.s.Constraints.DataClassification)
 	}
 	if class.Rank() == 0 {
-		d = reject(d, ReasonInvalidInput, nil, "data_classification %q is not T1–T4", truncate(string(class)))
-		d.Rejection.Paths = []string{"/constraints/data_classification"}
-		return d
+		a.rejectWith(ReasonInvalidInput, nil, "data_classification %q is not T1–T4", truncate(string(class)))
+		a.d.Rejection.Paths = []string{"/constraints/data_classification"}
+		return true
 	}
-	d.DataClassification = class
-	floor := g.floor(c)
+	a.class, a.d.DataClassification = class, class
+	a.floor = g.floor(c)
 	acl, ok := g.cfg.Callers[caller]
+	a.acl = acl
 	switch {
 	case !ok:
-		return reject(d, ReasonForbidden, nil, "caller %s has no permissions on this agent", caller)
+		return a.rejectWith(ReasonForbidden, nil, "caller %s has no permissions on this agent", caller)
 	case !slices.Contains(acl.Capabilities, c.Name) && !slices.Contains(acl.Capabilities, "*"):
-		return reject(d, ReasonForbidden, nil, "caller %s may not invoke %s", caller, c.Name)
-	case floor.Rank() > acl.MaxRiskLevel.Rank():
-		return reject(d, ReasonForbidden, nil, "%s is at least %s, caller %s is authorised up to %s", c.Name, floor, caller, acl.MaxRiskLevel)
+		return a.rejectWith(ReasonForbidden, nil, "caller %s may not invoke %s", caller, c.Name)
+	case a.floor.Rank() > acl.MaxRiskLevel.Rank():
+		return a.rejectWith(ReasonForbidden, nil, "%s is at least %s, caller %s is authorised up to %s", c.Name, a.floor, caller, acl.MaxRiskLevel)
 	case class.Rank() > acl.MaxDataClassification.Rank():
-		return reject(d, ReasonForbidden, nil, "data classified %s, caller %s is authorised up to %s", class, caller, acl.MaxDataClassification)
+		return a.rejectWith(ReasonForbidden, nil, "data classified %s, caller %s is authorised up to %s", class, caller, acl.MaxDataClassification)
 	}
+	return false
+}
 
-	// 4. Inputs valid against the declared schema.
-	if err := c.ValidateInput(s.Inputs); err != nil {
-		d = reject(d, ReasonInvalidInput, err, "inputs do not match the input_schema of %s %s: %v", c.Name, c.SemVer, err)
-		var ie *capability.InputError
-		if errors.As(err, &ie) {
-			for _, p := range ie.Paths() {
-				d.Rejection.Paths = append(d.Rejection.Paths, "/inputs"+p)
-			}
+// validateInputs: the inputs match the capability's input_schema.
+func (g *Gate) validateInputs(a *admission) bool {
+	c := a.c
+	err := c.ValidateInput(a.s.Inputs)
+	if err == nil {
+		return false
+	}
+	a.rejectWith(ReasonInvalidInput, err, "inputs do not match the input_schema of %s %s: %v", c.Name, c.SemVer, err)
+	var ie *capability.InputError
+	if errors.As(err, &ie) {
+		for _, p := range ie.Paths() {
+			a.d.Rejection.Paths = append(a.d.Rejection.Paths, "/inputs"+p)
 		}
-		return d
 	}
+	return true
+}
 
-	// 5. Semantic checks JSON Schema cannot express.
-	doc, err := decodeInputs(s.Inputs)
+// checkSemantics: the checks JSON Schema cannot express (the configured
+// ranges, the task's max_duration), every failing path reported at once.
+func (g *Gate) checkSemantics(a *admission) bool {
+	doc, err := decodeInputs(a.s.Inputs)
 	if err != nil { // the schema accepted it, so it is JSON; an object is required by the declaration schema
-		d = reject(d, ReasonInvalidInput, err, "inputs: %v", err)
-		d.Rejection.Paths = []string{"/inputs"}
-		return d
+		a.rejectWith(ReasonInvalidInput, err, "inputs: %v", err)
+		a.d.Rejection.Paths = []string{"/inputs"}
+		return true
 	}
-	paths, msgs := semantic(g.cfg.Ranges, c.Name, doc)
-	maxDur, durPath, durErr := g.maxDuration(c, s)
+	a.doc = doc
+	paths, msgs := semantic(g.cfg.Ranges, a.c.Name, doc)
+	maxDur, durPath, durErr := g.maxDuration(a.c, a.s)
 	if durErr != "" {
 		paths, msgs = append(paths, durPath), append(msgs, durErr)
 	}
 	if len(paths) > 0 {
-		d = reject(d, ReasonInvalidInput, nil, "inputs: %s", strings.Join(msgs, "; "))
+		a.rejectWith(ReasonInvalidInput, nil, "inputs: %s", strings.Join(msgs, "; "))
 		slices.Sort(paths)
-		d.Rejection.Paths = slices.Compact(paths)
-		return d
+		a.d.Rejection.Paths = slices.Compact(paths)
+		return true
 	}
-	d.MaxDuration = maxDur
+	a.d.MaxDuration = maxDur
+	return false
+}
 
-	// 6. Risk: static floor, input-driven escalation, context.
-	fired := escalate(g.cfg.Escalations, c.Name, doc)
-	if c.Safety.InvolvesPhysicalResources {
-		if u := g.cfg.Unattended; u != nil && !attended(g.wins, g.loc, g.clock()) {
-			var ws []string
-			for _, w := range g.wins {
-				ws = append(ws, w.text)
-			}
-			remedy := ""
-			if len(ws) > 0 {
-				remedy = fmt.Sprintf("submit during attended hours (%s %s)", strings.Join(ws, "; "), g.loc)
-			}
-			fired = append(fired, Fired{Rule: "unattended", Level: u.Level, Remedy: remedy})
-		}
-		if se := g.cfg.SharedEquipment; se != nil {
-			var busy []string
-			for _, r := range c.Safety.ResourceTypes {
-				if slices.Contains(req.BusyResources, r) {
-					busy = append(busy, r)
-				}
-			}
-			if len(busy) > 0 {
-				fired = append(fired, Fired{Rule: "shared_equipment_busy", Level: se.Level,
-					Remedy: "wait until " + strings.Join(busy, ", ") + " is free"})
-			}
-		}
+// assessRisk: the risk level is the floor raised by the rules that fire
+// (input-driven escalations, then the context rules); above what both the
+// caller and the capability allow, the task is refused with a suggestion.
+func (g *Gate) assessRisk(a *admission) bool {
+	fired := escalate(g.cfg.Escalations, a.c.Name, a.doc)
+	if a.c.Safety.InvolvesPhysicalResources {
+		fired = append(fired, g.contextRules(a.c, a.req.BusyResources)...)
 	}
-	d.Fired = fired
-	level := floor
+	a.d.Fired = fired
+	level := a.floor
 	for _, f := range fired {
 		level = maxLevel(level, f.Level)
 	}
-	d.RiskLevel = level
-	allowed := minLevel(acl.MaxRiskLevel, c.Safety.RiskCeiling)
-	if level.Rank() > allowed.Rank() {
-		var msg string
-		if level.Rank() > acl.MaxRiskLevel.Rank() {
-			msg = fmt.Sprintf("Task parameters indicate %s risk level, but caller %s is only authorized for R1-%s", level, caller, acl.MaxRiskLevel)
-		} else {
-			msg = fmt.Sprintf("Task parameters indicate %s risk level, above the risk ceiling %s of %s", level, c.Safety.RiskCeiling, c.Name)
-		}
-		if len(fired) > 0 {
-			var names []string
-			for _, f := range fired {
-				names = append(names, f.Rule+"→"+string(f.Level))
-			}
-			msg += " (" + strings.Join(names, ", ") + ")"
-		}
-		d = reject(d, ReasonRiskTooHigh, nil, "%s", msg)
-		d.Rejection.AssessedRiskLevel = level
-		d.Rejection.Suggestion = suggest(floor, fired, allowed)
-		return d
+	a.level, a.d.RiskLevel = level, level
+	allowed := minLevel(a.acl.MaxRiskLevel, a.c.Safety.RiskCeiling)
+	if level.Rank() <= allowed.Rank() {
+		return false
 	}
+	a.rejectWith(ReasonRiskTooHigh, nil, "%s", g.riskMessage(a))
+	a.d.Rejection.AssessedRiskLevel = level
+	a.d.Rejection.Suggestion = suggest(a.floor, fired, allowed)
+	return true
+}
 
-	// 7. Data classification handling.
-	d.AuditedAccess = class.Rank() >= T2.Rank()
-	if class.Rank() >= T3.Rank() {
-		if !g.prot.UplinkTLS || !g.prot.AtRestKey {
-			var missing []string
-			if !g.prot.UplinkTLS {
-				missing = append(missing, "the broker uplink is not TLS")
-			}
-			if !g.prot.AtRestKey {
-				missing = append(missing, "no at-rest encryption key is configured")
-			}
-			return reject(d, ReasonForbidden, ErrUnprotected, "data classified %s needs encryption in transit and at rest: %s", class, strings.Join(missing, " and "))
+// contextRules are the rules that fire from the context of a task on
+// physical resources: outside attended hours, and while shared equipment
+// it needs is busy.
+func (g *Gate) contextRules(c *capability.Capability, busyResources []string) []Fired {
+	var fired []Fired
+	if u := g.cfg.Unattended; u != nil && !attended(g.wins, g.loc, g.clock()) {
+		var ws []string
+		for _, w := range g.wins {
+			ws = append(ws, w.text)
 		}
-		d.Encrypted = true
+		remedy := ""
+		if len(ws) > 0 {
+			remedy = fmt.Sprintf("submit during attended hours (%s %s)", strings.Join(ws, "; "), g.loc)
+		}
+		fired = append(fired, Fired{Rule: "unattended", Level: u.Level, Remedy: remedy})
 	}
+	if se := g.cfg.SharedEquipment; se != nil {
+		var busy []string
+		for _, r := range c.Safety.ResourceTypes {
+			if slices.Contains(busyResources, r) {
+				busy = append(busy, r)
+			}
+		}
+		if len(busy) > 0 {
+			fired = append(fired, Fired{Rule: "shared_equipment_busy", Level: se.Level,
+				Remedy: "wait until " + strings.Join(busy, ", ") + " is free"})
+		}
+	}
+	return fired
+}
 
-	// 8. Concurrency.
-	if lim := c.Constraints.ConcurrentLimit; lim > 0 && req.Running >= lim {
-		return reject(d, ReasonResourceUnavailable, nil, "%s allows %d concurrent session(s), %d running", c.Name, lim, req.Running)
+// riskMessage says why the assessed level is refused: above the caller's
+// authorisation, or above the capability's ceiling; and which rules fired.
+func (g *Gate) riskMessage(a *admission) string {
+	var msg string
+	if a.level.Rank() > a.acl.MaxRiskLevel.Rank() {
+		msg = fmt.Sprintf("Task parameters indicate %s risk level, but caller %s is only authorized for R1-%s", a.level, a.caller, a.acl.MaxRiskLevel)
+	} else {
+		msg = fmt.Sprintf("Task parameters indicate %s risk level, above the risk ceiling %s of %s", a.level, a.c.Safety.RiskCeiling, a.c.Name)
 	}
+	if len(a.d.Fired) > 0 {
+		var names []string
+		for _, f := range a.d.Fired {
+			names = append(names, f.Rule+"→"+string(f.Level))
+		}
+		msg += " (" + strings.Join(names, ", ") + ")"
+	}
+	return msg
+}
 
-	// 9. Human approval.
-	d.Permissions = g.permissions(c)
-	if c.Safety.RequiresHumanApproval && level.Rank() >= capability.R3.Rank() {
-		d.Outcome = PendingApproval
-		return d
+// protectData: access to data classified T2 and above is audited; T3 and
+// above is admitted only with encryption in transit and at rest.
+func (g *Gate) protectData(a *admission) bool {
+	a.d.AuditedAccess = a.class.Rank() >= T2.Rank()
+	if a.class.Rank() < T3.Rank() {
+		return false
 	}
-	d.Outcome = Accepted
-	return d
+	if !g.prot.UplinkTLS || !g.prot.AtRestKey {
+		var missing []string
+		if !g.prot.UplinkTLS {
+			missing = append(missing, "the broker uplink is not TLS")
+		}
+		if !g.prot.AtRestKey {
+			missing = append(missing, "no at-rest encryption key is configured")
+		}
+		return a.rejectWith(ReasonForbidden, ErrUnprotected, "data classified %s needs encryption in transit and at rest: %s", a.class, strings.Join(missing, " and "))
+	}
+	a.d.Encrypted = true
+	return false
+}
+
+// checkConcurrency: no more sessions of the capability than it allows.
+func (g *Gate) checkConcurrency(a *admission) bool {
+	if lim := a.c.Constraints.ConcurrentLimit; lim > 0 && a.req.Running >= lim {
+		return a.rejectWith(ReasonResourceUnavailable, nil, "%s allows %d concurrent session(s), %d running", a.c.Name, lim, a.req.Running)
+	}
+	return false
+}
+
+// approve ends an admission that passed every check: it waits for a human
+// when the capability requires one at R3 and above, else it is accepted.
+func (g *Gate) approve(a *admission) Decision {
+	a.d.Permissions = g.permissions(a.c)
+	if a.c.Safety.RequiresHumanApproval && a.level.Rank() >= capability.R3.Rank() {
+		a.d.Outcome = PendingApproval
+		return a.d
+	}
+	a.d.Outcome = Accepted
+	return a.d
 }
 
 func (g *Gate) floor(c *capability.Capability) capability.RiskLevel {

@@ -1,0 +1,378 @@
+package configcheck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+)
+
+// configsDir is the repository's configs/ from this package.
+const configsDir = "../../../../configs"
+
+// cleanEnv keeps the environment's overrides out of a test.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"HCP_STATE_DIR", "HCP_CONTROL_SOCKET", "HCP_RIG_SIM_DIR"} {
+		t.Setenv(k, "")
+	}
+}
+
+// lineOf is the 1-based line of the first line of text containing marker.
+func lineOf(t *testing.T, text, marker string) int {
+	t.Helper()
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, marker) {
+			return i + 1
+		}
+	}
+	t.Fatalf("marker %q not in the configuration", marker)
+	return 0
+}
+
+// report formats a result as config check prints it.
+func report(r Result) string {
+	var b strings.Builder
+	for _, p := range r.Problems {
+		b.WriteString(p.String() + "\n")
+	}
+	return b.String()
+}
+
+// want is one expected problem: the key, and the line of the marker.
+type want struct {
+	marker string // a substring of the line the problem must point at
+	key    string
+}
+
+// TestCheckBroken: each mistake in an otherwise valid configs/sim.yaml is
+// one problem, FILE:LINE: KEY:, with no follow-on problems; several are
+// all reported.
+func TestCheckBroken(t *testing.T) {
+	cleanEnv(t)
+	sim := string(configs.SimYAML)
+	tests := []struct {
+		name string
+		edit func(string) string // from sim.yaml
+		want []want
+	}{
+		{name: "unknown top-level key", edit: func(s string) string { return s + "extra: 1\n" },
+			want: []want{{"extra: 1", "extra"}}},
+		{name: "unknown nested key", edit: func(s string) string {
+			return strings.Replace(s, "      retries: 1\n    rs485:", "      retries: 1\n      colour: red\n    rs485:", 1)
+		}, want: []want{{"colour: red", "rig.modbus_buses.main.colour"}}},
+		{name: "unknown key in an mfc", edit: func(s string) string {
+			return strings.Replace(s, "gas: H2, unit_id: B", "gas: H2, flavour: x, unit_id: B", 1)
+		}, want: []want{{"flavour: x", "rig.mfcs[1].flavour"}}},
+		{name: "bad flow unit", edit: func(s string) string { return strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1) },
+			want: []want{{"50 parsecs", "rig.mfcs[2].full_scale"}}},
+		{name: "bad duration", edit: func(s string) string { return strings.Replace(s, "kick_every: 1s", "kick_every: often", 1) },
+			want: []want{{"kick_every: often", "monitor.kick_every"}}},
+		{name: "bad envelope duration (text unmarshaler)", edit: func(s string) string {
+			return strings.Replace(s, "comms_timeout: 3s", "comms_timeout: 3 parsec", 1)
+		}, want: []want{{"comms_timeout: 3 parsec", "envelope.comms_timeout"}}},
+		{name: "bad quantity unit", edit: func(s string) string { return strings.Replace(s, "max_pressure: 1 mbar", "max_pressure: 1 furlong", 1) },
+			want: []want{{"1 furlong", "envelope.interlocks.heater.max_pressure"}}},
+		{name: "limit beyond the device range", edit: func(s string) string {
+			return strings.Replace(s, "{min: 0,   max: 1000, unit: celsius", "{min: 0,   max: 1500, unit: celsius", 1)
+		}, want: []want{{"furnace.setpoint:", "envelope.parameters.furnace.setpoint.max"}}},
+		{name: "flow limit beyond the mfc full scale", edit: func(s string) string {
+			return strings.Replace(s, "{max: 100,  unit: sccm}", "{max: 300,  unit: sccm}", 1)
+		}, want: []want{{"flow.H2:", "envelope.parameters.flow.H2.max"}}},
+		{name: "unit id out of range", edit: func(s string) string {
+			return strings.Replace(s, "furnace: {bus: main, unit: 1}", "furnace: {bus: main, unit: 0}", 1)
+		},
+			want: []want{{"furnace: {bus: main, unit: 0}", "rig.furnace.unit"}}},
+		{name: "unknown bus", edit: func(s string) string { return strings.Replace(s, "dio: {bus: main", "dio: {bus: nowhere", 1) },
+			want: []want{{"dio: {bus: nowhere", "rig.dio.bus"}}},
+		{name: "bad unit id letter", edit: func(s string) string { return strings.Replace(s, "unit_id: C", "unit_id: cc", 1) },
+			want: []want{{"unit_id: cc", "rig.mfcs[2].unit_id"}}},
+		{name: "valve that is no coil", edit: func(s string) string {
+			return strings.Replace(s, "gas: Ar, unit_id: A,", "gas: Ar, valve: nope, unit_id: A,", 1)
+		}, want: []want{{"valve: nope", "rig.mfcs[0].valve"}}},
+		{name: "bad log level", edit: func(s string) string { return strings.Replace(s, "log_level: info", "log_level: loud", 1) },
+			want: []want{{"log_level: loud", "agent.log_level"}}},
+		{name: "unknown emergency procedure", edit: func(s string) string {
+			return strings.Replace(s, "comms_loss: safe_state", "comms_loss: pray", 1)
+		}, want: []want{{"comms_loss: pray", "envelope.emergency_procedures.comms_loss"}}},
+		{name: "relative state dir", edit: func(s string) string {
+			return strings.Replace(s, "  # state_dir: /var/lib/hcp-edge ", "  state_dir: var/hcp ", 1)
+		}, want: []want{{"state_dir: var/hcp", "agent.state_dir"}}},
+		{name: "control socket too long", edit: func(s string) string {
+			return strings.Replace(s, "  # control_socket: /var/lib/hcp-edge/control.sock ", "  control_socket: /"+strings.Repeat("x", 120)+" ", 1)
+		}, want: []want{{"control_socket: /xxx", "agent.control_socket"}}},
+		{name: "a list where a mapping belongs", edit: func(s string) string {
+			return strings.Replace(s, "gauge: {name: gauge,", "gauge: [1, 2]\n  gaugex: {name: gauge,", 1)
+		}, want: []want{{"gauge: [1, 2]", "rig.gauge"}, {"gaugex:", "rig.gaugex"}}},
+		{name: "every problem, not only the first", edit: func(s string) string {
+			s = strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1)
+			s = strings.Replace(s, "kick_every: 1s", "kick_every: often", 1)
+			s = strings.Replace(s, "{min: 0,   max: 1000, unit: celsius", "{min: 0,   max: 1500, unit: celsius", 1)
+			return strings.Replace(s, "log_level: info", "log_level: loud", 1)
+		}, want: []want{
+			{"50 parsecs", "rig.mfcs[2].full_scale"},
+			{"kick_every: often", "monitor.kick_every"},
+			{"furnace.setpoint:", "envelope.parameters.furnace.setpoint.max"},
+			{"log_level: loud", "agent.log_level"},
+		}},
+	}
+	dir := t.TempDir()
+	caps := filepath.Join(configsDir, "capabilities")
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := tt.edit(sim)
+			if text == sim {
+				t.Fatal("the edit changed nothing")
+			}
+			path := filepath.Join(dir, fmt.Sprintf("c%d.yaml", i))
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := Check(path, caps)
+			out := report(r)
+			if r.Valid {
+				t.Errorf("valid:\n%s", text)
+			}
+			for _, w := range tt.want {
+				prefix := fmt.Sprintf("%s:%d: %s: ", path, lineOf(t, text, w.marker), w.key)
+				if !strings.Contains(out, prefix) {
+					t.Errorf("no problem %q in\n%s", prefix, out)
+				}
+			}
+			if n := len(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(path)+`:\d+: `).FindAllString(out, -1)); n != len(tt.want) || n != len(r.Problems) {
+				t.Errorf("%d problems, want %d (no follow-on errors):\n%s", len(r.Problems), len(tt.want), out)
+			}
+		})
+	}
+}
+
+// TestCheckMessages: the schema layer's messages say what is wanted, and an
+// unknown key names the keys known at its place.
+func TestCheckMessages(t *testing.T) {
+	cleanEnv(t)
+	sim := string(configs.SimYAML)
+	tests := []struct {
+		name      string
+		old, new  string
+		key, want string
+	}{
+		{"unknown key lists the known ones", "      retries: 1\n    rs485:", "      retries: 1\n      colour: red\n    rs485:",
+			"rig.modbus_buses.main.colour", "unknown key (known here: address, mode, retries, timeout, transport)"},
+		{"duration", "kick_every: 1s", "kick_every: often", "monitor.kick_every", `"often": want a duration such as "500ms"`},
+		{"enum", "log_level: info", "log_level: loud", "agent.log_level", `"loud" is not one of: debug, info, warn, error`},
+		{"type", "gauge: {name: gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}", "gauge: [1, 2]", "rig.gauge", "want a mapping, got a list"},
+		{"flow", "full_scale: 50 sccm", "full_scale: 50 parsecs", "rig.mfcs[2].full_scale", `"50 parsecs": want a positive flow and its unit`},
+		{"missing required key", "  gpio: {source: sim, socket: \"${sim_dir}/control.sock\"}", "  gpio: {source: sim}", "rig.gpio.socket", "missing"},
+		{"bound", "furnace: {bus: main, unit: 1}", "furnace: {bus: main, unit: 300}", "rig.furnace.unit", "300 is above the maximum 247"},
+		{"hard limit", "unit: celsius, hard_limit: true}", "unit: celsius, hard_limit: false}", "envelope.parameters.furnace.setpoint.hard_limit", "false: must be true"},
+	}
+	dir := t.TempDir()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Replace(sim, tt.old, tt.new, 1)
+			if text == sim {
+				t.Fatal("the edit changed nothing")
+			}
+			path := filepath.Join(dir, fmt.Sprintf("m%d.yaml", i))
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := Check(path, filepath.Join(configsDir, "capabilities"))
+			if len(r.Problems) != 1 || r.Problems[0].Key != tt.key || !strings.Contains(r.Problems[0].Message, tt.want) {
+				t.Errorf("problems\n%s\nwant one at %s containing %q", report(r), tt.key, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckSyntaxAndFiles(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		text string // written to the file; "" = no file at all
+		want string // a substring of the output
+	}{
+		{name: "missing file", want: "no such file"},
+		{name: "yaml syntax error with its line", text: "rig:\n  sim_dir: [\n", want: ".yaml:2: did not find expected node content"},
+		{name: "tabs", text: "rig:\n\tsim_dir: x\n", want: ".yaml:2: "},
+		{name: "empty", text: "# nothing\n", want: "empty configuration"},
+		{name: "duplicate key", text: "rig: {}\nrig: {}\n", want: ".yaml:2: rig: defined twice (first at line 1)"},
+		{name: "a list for a document", text: "- rig\n", want: ".yaml:1: want a mapping, got a list"},
+		{name: "missing sections", text: "monitor: {}\n", want: ".yaml:1: envelope: missing section"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("s%d.yaml", i))
+			if tt.text != "" {
+				if err := os.WriteFile(path, []byte(tt.text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := Check(path, filepath.Join(configsDir, "capabilities"))
+			if r.Valid {
+				t.Error("valid")
+			}
+			if out := report(r); !strings.Contains(out, tt.want) {
+				t.Errorf("output lacks %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}
+
+// TestCheckValid: the embedded default, configs/sim.yaml and the example
+// pass, with the shipped capability declarations.
+func TestCheckValid(t *testing.T) {
+	cleanEnv(t)
+	caps := filepath.Join(configsDir, "capabilities")
+	for _, path := range []string{"", filepath.Join(configsDir, "sim.yaml"), filepath.Join(configsDir, "hcp-edge.example.yaml")} {
+		r := Check(path, caps)
+		if !r.Valid || len(r.Capabilities) == 0 {
+			t.Errorf("%s: %+v\n%s", r.File, r, report(r))
+		}
+	}
+}
+
+func TestCheckCapabilities(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	caps := filepath.Join(dir, "capabilities")
+	if err := os.Mkdir(caps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(caps, "broken.json")
+	if err := os.WriteFile(bad, []byte(`{"name": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "hcp-edge.yaml")
+	if err := os.WriteFile(cfg, configs.SimYAML, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The directory beside the configuration is found by itself.
+	r := Check(cfg, "")
+	if r.Valid || !strings.Contains(report(r), bad+": ") {
+		t.Errorf("no problem naming %s:\n%s", bad, report(r))
+	}
+}
+
+func TestCheckKeyFilePermissions(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.key")
+	closed := filepath.Join(dir, "closed.key")
+	for p, mode := range map[string]os.FileMode{open: 0o644, closed: 0o600} {
+		if err := os.WriteFile(p, []byte("k"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, path string
+		ok         bool
+	}{
+		{"0600", closed, true},
+		{"0644", open, false},
+		{"missing", filepath.Join(dir, "nope.key"), false},
+		{"a directory", dir, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &checker{file: "x.yaml"}
+			c.checkKeyFile("agent.signing_key_file", tt.path)
+			if ok := len(c.res.Problems) == 0; ok != tt.ok {
+				t.Errorf("ok %v, want %v: %+v", ok, tt.ok, c.res.Problems)
+			}
+		})
+	}
+	for name, want := range map[string]bool{"signing_key_file": true, "tls_key_file": true, "token_file": true,
+		"key_file": true, "log_file": false, "cert_file": false, "monkey_file": false} {
+		if got := KeyFileField(name); got != want {
+			t.Errorf("KeyFileField(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// The amqp client key is found in the document and checked.
+	c := &checker{file: "x.yaml"}
+	c.checkKeyFiles(map[string]any{"agent": map[string]any{"amqp": map[string]any{"key_file": open, "cert_file": open}}}, "")
+	if len(c.res.Problems) != 1 || c.res.Problems[0].Key != "agent.amqp.key_file" {
+		t.Errorf("problems %+v, want one at agent.amqp.key_file", c.res.Problems)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	text := "a:\n  b.c:\n    d: 1\n  b: {x: [10, {y: 2}]}\n"
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path  string
+		line  int
+		found bool
+	}{
+		{"a", 1, true},
+		{"a.b.c.d", 3, true},
+		{"a.b.x[1].y", 4, true},
+		{"a.b.x[5]", 4, false},
+		{"a.zz", 1, false},
+		{"", 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			line, _, found := Locate(doc.Content[0], tt.path)
+			if line != tt.line || found != tt.found {
+				t.Errorf("Locate(%q) = line %d found %v, want %d %v", tt.path, line, found, tt.line, tt.found)
+			}
+		})
+	}
+}
+
+// TestConvertMergesAndAliases: merge keys and aliases reach the schema as
+// the yaml package decodes them, a key's own value winning over a merged
+// one, and problems inside them point at the key.
+func TestConvertMergesAndAliases(t *testing.T) {
+	text := "base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n  z:\n"
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tr := convert("f", doc.Content[0])
+	m := tr.value.(map[string]any)["m"].(map[string]any)
+	if fmt.Sprintf("%v %v %d", m["x"], m["y"], len(m)) != "1 3 2" {
+		t.Errorf("m = %v, want x 1, y 3 and no z (null)", m)
+	}
+	if e := tr.entries["m\x00y"]; e.at.Line != 4 || e.key != "m.y" {
+		t.Errorf("m.y at %+v, want line 4", e)
+	}
+	if e := tr.entries["m\x00x"]; e.at.Line != 1 {
+		t.Errorf("m.x at line %d, want 1 (the anchor's)", e.at.Line)
+	}
+}
+
+func FuzzCheck(f *testing.F) {
+	f.Add(string(configs.SimYAML))
+	f.Add("rig: {mfcs: [{full_scale: 1 slm}]}\nenvelope: {parameters: {x: {max: 1}}}\n")
+	f.Add("a: &x {b: 1}\nrig: *x\n")
+	f.Add("rig:\n  <<: {sim_dir: /x}\n")
+	f.Add("a: &a [*a]\n")
+	f.Add("a: &a [*a, *a]\n")                // 2^depth paths: stopped at maxNodes
+	f.Add("a: &a {<<: [*a, *a]}\nrig: *a\n") // merges of itself
+	f.Add("a: &a [1, 2]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: [*c, *c, *c, *c]\nrig: .inf\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := Check(path, filepath.Join(dir, "none"))
+		if r.Valid == (len(r.Problems) > 0) {
+			t.Fatalf("valid %v with %d problems", r.Valid, len(r.Problems))
+		}
+	})
+}

@@ -1,0 +1,258 @@
+package configcheck
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/drivers/dio"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+)
+
+// This file holds the rules a schema cannot say: references between
+// sections, the envelope against the rig's device ranges, what is on disk.
+
+// MaxSocketPath is the longest path a unix socket may have (sun_path is 108
+// bytes with its terminating NUL on Linux).
+const MaxSocketPath = 107
+
+// checkRig adds what rigconfig.Validate leaves to rigconfig.Spec: each gas
+// line valve must be a coil of the digital I/O module.
+func (c *checker) checkRig(r rigconfig.Rig) {
+	coils := map[string]bool{}
+	var names []string
+	for _, co := range dio.DefaultOpts().Coils {
+		coils[co.Name] = true
+		names = append(names, co.Name)
+	}
+	for i, m := range r.MFCs {
+		if m.Gas != "" && !coils[m.ValveName()] {
+			key := fmt.Sprintf("rig.mfcs[%d].valve", i)
+			if m.Valve == "" {
+				key = fmt.Sprintf("rig.mfcs[%d].gas", i)
+			}
+			c.at(key, "line valve %q is not a coil of the digital I/O module (coils: %s)", m.ValveName(), strings.Join(names, ", "))
+		}
+	}
+}
+
+// checkEnvelope compiles the envelope against the rig's spec. An MFC whose
+// full scale does not parse (already reported) stands in with an unbounded
+// one, one whose valve is not a coil with its gas's default valve (or is
+// left out if that is no coil either), so that everything else is still
+// checked without a cascade of follow-on errors.
+func (c *checker) checkEnvelope(f rigconfig.File) {
+	rig := f.Rig
+	rig.MFCs = nil
+	for _, m := range f.Rig.MFCs {
+		if _, err := rigconfig.ParseFlow(m.FullScale); err != nil {
+			m.FullScale = "1e12 sccm"
+		}
+		one := f.Rig
+		one.MFCs = []rigconfig.MFC{m}
+		if _, err := rigconfig.Spec(one); err != nil && m.Valve != "" {
+			m.Valve = "" // try the gas's default valve
+			one.MFCs = []rigconfig.MFC{m}
+		}
+		if _, err := rigconfig.Spec(one); err == nil {
+			rig.MFCs = append(rig.MFCs, m)
+		}
+	}
+	spec, err := rigconfig.Spec(rig)
+	if err != nil {
+		c.at("rig", "%v", err)
+		return
+	}
+	_, err = envelope.Compile(f.Envelope, spec)
+	for _, e := range flatten(err) {
+		var ce *envelope.ConfigError
+		if !errors.As(e, &ce) {
+			c.at("envelope", "%v", e)
+			continue
+		}
+		key := "envelope." + ce.Path
+		switch {
+		case strings.HasPrefix(ce.Path, "channel "):
+			key = "envelope.parameters." + strings.TrimPrefix(ce.Path, "channel ")
+		case strings.HasPrefix(ce.Path, "rig"):
+			key = "rig.mfcs"
+		}
+		c.at(key, "%s", ce.Reason)
+	}
+}
+
+// checkPaths: the daemon's paths must be absolute, and the control socket
+// short enough to bind.
+func (c *checker) checkPaths(f rigconfig.File) {
+	abs := func(key, p string) {
+		if p != "" && !filepath.IsAbs(p) {
+			c.at(key, "%q is not an absolute path", p)
+		}
+	}
+	abs("agent.state_dir", f.Agent.StateDir)
+	if f.Agent.ControlSocket != filepath.Join(f.Agent.StateDir, "control.sock") || filepath.IsAbs(f.Agent.StateDir) {
+		abs("agent.control_socket", f.Agent.ControlSocket) // else derived from state_dir, already reported
+	}
+	if n := len(f.Agent.ControlSocket); n > MaxSocketPath {
+		c.at("agent.control_socket", "%q is %d bytes long; a unix socket path takes at most %d", f.Agent.ControlSocket, n, MaxSocketPath)
+	}
+	if st, err := os.Stat(f.Agent.StateDir); err == nil && !st.IsDir() {
+		c.at("agent.state_dir", "%s exists and is not a directory", f.Agent.StateDir)
+	}
+	for name, b := range f.Rig.ModbusBuses {
+		if b.Transport == "rtu" {
+			abs("rig.modbus_buses."+name+".address", b.Address)
+		}
+	}
+	for i, m := range f.Rig.MFCs {
+		abs(fmt.Sprintf("rig.mfcs[%d].port", i), m.Port)
+	}
+	abs("rig.gauge.port", f.Rig.Gauge.Port)
+	abs("rig.raman.port", f.Rig.Raman.Port)
+	abs("rig.gpio.socket", f.Rig.GPIO.Socket)
+}
+
+// KeyFileField reports whether a configuration key holds the path of a
+// secret: it ends in _key_file, _secret_file, _password_file, _token_file or
+// _credentials_file (or is one of them).
+func KeyFileField(name string) bool {
+	for _, s := range []string{"key_file", "secret_file", "password_file", "token_file", "credentials_file"} {
+		if name == s || strings.HasSuffix(name, "_"+s) {
+			return true
+		}
+	}
+	return false
+}
+
+// atRestKeyKey is the configuration key of the at-rest key file.
+const atRestKeyKey = "agent.at_rest_key_file"
+
+// checkKeyFiles checks every configured secret file (see KeyFileField) in
+// the document's value v at key path key, its environment variables
+// expanded as the daemon expands them: it must exist, be a regular file and
+// be readable by its owner only (0600 or stricter).
+func (c *checker) checkKeyFiles(v any, key string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			sub := join(key, k)
+			if s, ok := v[k].(string); ok && KeyFileField(k) {
+				if sub == atRestKeyKey {
+					c.checkAtRestKey(sub, os.ExpandEnv(s))
+				} else {
+					c.checkKeyFile(sub, os.ExpandEnv(s))
+				}
+				continue
+			}
+			c.checkKeyFiles(v[k], sub)
+		}
+	case []any:
+		for i, item := range v {
+			c.checkKeyFiles(item, fmt.Sprintf("%s[%d]", key, i))
+		}
+	}
+}
+
+// checkKeyFile checks one secret file (see checkKeyFiles).
+func (c *checker) checkKeyFile(key, path string) {
+	if path == "" {
+		return
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		c.at(key, "%v", err)
+	case !st.Mode().IsRegular():
+		c.at(key, "%s is not a regular file", path)
+	case st.Mode().Perm()&0o077 != 0:
+		c.at(key, "%s has mode %#o: a key file must be readable by its owner only (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+}
+
+// checkAtRestKey checks the at-rest key file as the daemon will load it
+// (atrest.LoadKey): an absolute path to a regular file, readable by its
+// owner only, holding 64 hex digits.
+func (c *checker) checkAtRestKey(key, path string) {
+	if path == "" {
+		return
+	}
+	if !filepath.IsAbs(path) {
+		c.at(key, "%q is not an absolute path", path)
+		return
+	}
+	_, err := atrest.LoadKey(path)
+	var ke *atrest.KeyError
+	switch {
+	case err == nil:
+	case !errors.As(err, &ke):
+		c.at(key, "%v", err)
+	case errors.Is(err, atrest.ErrKeyPermissions) && !ke.Mode.IsRegular():
+		c.at(key, "%s is not a regular file", path)
+	case errors.Is(err, atrest.ErrKeyPermissions):
+		c.at(key, "%s has mode %#o: a key file must be readable by its owner only (chmod 600 %s)", path, ke.Mode.Perm(), path)
+	case errors.Is(err, atrest.ErrKeyFormat):
+		c.at(key, "%s: %s: an at-rest key is 64 hex digits, 32 random bytes (umask 077; openssl rand -hex 32 > %s)", path, ke.Reason, path)
+	default:
+		c.at(key, "%v", ke.Err)
+	}
+}
+
+// checkCapabilities parses every declaration in the capability directory:
+// capDir, else <config dir>/capabilities, else configs/capabilities (from
+// the working directory), whichever exists first.
+func (c *checker) checkCapabilities(cfgPath, capDir string) {
+	explicit := capDir != ""
+	if !explicit {
+		var cands []string
+		if cfgPath != "" {
+			cands = append(cands, filepath.Join(filepath.Dir(cfgPath), "capabilities"))
+		}
+		cands = append(cands, filepath.Join("configs", "capabilities"))
+		for _, d := range cands {
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				capDir = d
+				break
+			}
+		}
+		if capDir == "" {
+			c.res.Notes = append(c.res.Notes, "no capability declarations checked (none beside the configuration; name them with --capabilities DIR)")
+			return
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(capDir, "*.json"))
+	if len(paths) == 0 {
+		msg := "no capability declarations (*.json)"
+		if _, err := os.Stat(capDir); errors.Is(err, fs.ErrNotExist) {
+			msg = "no such directory"
+		}
+		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: msg})
+		return
+	}
+	var caps []*capability.Capability
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		var cp *capability.Capability
+		if err == nil {
+			cp, err = capability.Parse(data)
+		}
+		if err != nil {
+			for _, e := range flatten(err) {
+				c.res.Problems = append(c.res.Problems, Problem{File: p, Message: e.Error()})
+			}
+			continue
+		}
+		caps = append(caps, cp)
+		c.res.Capabilities = append(c.res.Capabilities, cp.Name+"@"+cp.SemVer.String())
+	}
+	if _, err := capability.NewRegistry(caps...); err != nil {
+		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: err.Error()})
+	}
+}
