@@ -148,8 +148,12 @@ func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Rea
 }
 
 // staleTries bounds how often one action refused for a stale reading is
-// tried again (see apply).
-const staleTries = 3
+// tried again (see apply); timeoutTries how often one whose write or
+// read-back the instrument did not answer in time is.
+const (
+	staleTries   = 3
+	timeoutTries = 3
+)
 
 // apply runs one action through the interlock. A rate-of-change refusal is
 // retried after the time the limit needs (process clock, at most 5 tries):
@@ -158,11 +162,22 @@ const staleTries = 3
 // tried again at once, at most staleTries times in all: each try takes a new
 // snapshot of every instrument and is judged on it alone, so a retry never
 // acts on the reading that was refused, and an instrument that stays silent
-// still fails the step, with the last refusal.
+// still fails the step, with the last refusal. A write or read-back that
+// the instrument did not answer in time (device.ErrTimeout) is tried again
+// the same way, at most timeoutTries times in all: every action but an
+// acquisition sets a value (a setpoint, a flow, a switch), so writing it
+// again is harmless, and each try passes the whole interlock anew (a fresh
+// snapshot, the envelope's check, the audit).
 func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, error) {
-	stales := 0
+	stales, timeouts := 0, 0
 	for try := 0; ; try++ {
 		res, err := p.env.Rig.Apply(ctx, p.env.Token, a)
+		if err != nil && errors.Is(err, device.ErrTimeout) && a.Kind != envelope.ActAcquire && timeouts+1 < timeoutTries && ctx.Err() == nil {
+			timeouts++
+			p.log(ctx, "warn", "the instrument did not answer the write in time; trying again",
+				map[string]any{"action": a.String(), "try": timeouts + 1, "err": err.Error()})
+			continue
+		}
 		var v *envelope.Violation
 		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleStale && stales+1 < staleTries && ctx.Err() == nil {
 			stales++

@@ -188,8 +188,12 @@ func TestSmallExecutorsSim(t *testing.T) {
 	}
 }
 
-// staleRig refuses every action for a stale reading until it has refused
-// stale times, then executes.
+// ruleTimeout makes staleRig fail with device.ErrTimeout instead of a
+// refusal.
+const ruleTimeout envelope.Rule = "test: write timeout"
+
+// staleRig refuses every action for a stale reading (or times out, with
+// ruleTimeout) until it has done so stale times, then executes.
 type staleRig struct {
 	fakeRig
 	stale, tries int
@@ -198,6 +202,9 @@ type staleRig struct {
 
 func (s *staleRig) Apply(ctx context.Context, tok string, a envelope.Action) (envelope.Result, error) {
 	s.tries++
+	if s.tries <= s.stale && s.rule == ruleTimeout {
+		return envelope.Result{}, fmt.Errorf("mfc-ar: poll: %w", device.ErrTimeout)
+	}
 	if s.tries <= s.stale {
 		return envelope.Result{}, &envelope.Violation{Rule: s.rule, Channel: a.Channel(), Reason: "no fresh reading"}
 	}
@@ -207,7 +214,7 @@ func (s *staleRig) Apply(ctx context.Context, tok string, a envelope.Action) (en
 // TestApplyRetriesStaleRefusals: a refusal for a stale reading is tried
 // again on a new snapshot, at most staleTries times in all; any other
 // refusal is not, and a rig that stays stale fails with the refusal.
-func TestApplyRetriesStaleRefusals(t *testing.T) {
+func TestApplyRetriesStaleAndTimeouts(t *testing.T) {
 	env := loadEnvelope(t)
 	clock, _ := NewScaledClock(1e5)
 	for _, tc := range []struct {
@@ -222,6 +229,8 @@ func TestApplyRetriesStaleRefusals(t *testing.T) {
 		{"stale until the last try", staleTries - 1, envelope.RuleStale, staleTries, true, ""},
 		{"stays stale", 10, envelope.RuleStale, staleTries, false, envelope.RuleStale},
 		{"a limit is not retried", 1, envelope.RuleMax, 1, false, envelope.RuleMax},
+		{"one write timeout", 1, ruleTimeout, 2, true, ""},
+		{"the instrument stays silent", 10, ruleTimeout, timeoutTries, false, ruleTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rig := &staleRig{fakeRig: fakeRig{env: env}, stale: tc.stale, rule: tc.rule}
@@ -232,6 +241,12 @@ func TestApplyRetriesStaleRefusals(t *testing.T) {
 				t.Fatalf("tries %d (want %d), executed %v (want %v)", rig.tries, tc.tries, len(rig.applied) == 1, tc.executed)
 			}
 			var v *envelope.Violation
+			if tc.wantRule == ruleTimeout {
+				if !errors.Is(err, device.ErrTimeout) {
+					t.Fatalf("err %v, want the timeout", err)
+				}
+				return
+			}
 			if tc.wantRule == "" && err != nil || tc.wantRule != "" && (!errors.As(err, &v) || v.Rule != tc.wantRule) {
 				t.Fatalf("err %v, want rule %q", err, tc.wantRule)
 			}
