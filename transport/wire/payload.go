@@ -128,7 +128,7 @@ type TaskAccepted struct {
 	SessionToken       string               `json:"session_token"`
 	RiskLevel          string               `json:"risk_level"`
 	DataClassification string               `json:"data_classification,omitempty"`
-	SafetyEnvelope     json.RawMessage      `json:"safety_envelope,omitempty"`
+	SafetyEnvelope     *SafetyEnvelope      `json:"safety_envelope,omitempty"`
 	Constraints        *AcceptedConstraints `json:"constraints,omitempty"`
 }
 
@@ -155,7 +155,7 @@ func (p *TaskAccepted) Validate() error {
 	if err := optEnum("payload.data_classification", p.DataClassification, dataClassifications); err != nil {
 		return err
 	}
-	return optObject("payload.safety_envelope", p.SafetyEnvelope)
+	return p.SafetyEnvelope.Validate("payload.safety_envelope")
 }
 
 // Reason codes of task_rejected named by L3's approval flow.
@@ -463,7 +463,18 @@ func normalise(p Payload) {
 			}
 		}
 	case *TaskAccepted:
-		nilNull(&p.SafetyEnvelope)
+		if s := p.SafetyEnvelope; s != nil {
+			nilNull(&s.Interlocks)
+			if len(s.Parameters) == 0 {
+				s.Parameters = nil
+			}
+			if len(s.ProhibitedActions) == 0 {
+				s.ProhibitedActions = nil
+			}
+			if len(s.EmergencyProcedures) == 0 {
+				s.EmergencyProcedures = nil
+			}
+		}
 	case *TaskCompleted:
 		if len(p.Artifacts) == 0 {
 			p.Artifacts = nil
