@@ -118,6 +118,7 @@ type Client struct {
 	closed   bool
 	pending  map[string]*Task // by task_submit message_id
 	sessions map[uuid.UUID]*session
+	requests map[string]chan *wire.Envelope // extension requests waiting, by message_id (request.go)
 
 	delivered, duplicates, reordered, skipped, invalid, resubmits, violations, forged atomic.Uint64
 	reusedQueue                                                                       atomic.Bool
@@ -188,7 +189,7 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{db: db, ob: ob, opts: opts, log: opts.Logger, name: []byte(opts.Bucket),
-		pending: map[string]*Task{}, sessions: map[uuid.UUID]*session{}}
+		pending: map[string]*Task{}, sessions: map[uuid.UUID]*session{}, requests: map[string]chan *wire.Envelope{}}
 	c.dec, _ = wire.NewDecoder(wire.DefaultOpts())
 	if err := db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(c.name)
@@ -536,6 +537,9 @@ func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
 	if key, _ := wire.EventRoutingKey(c.opts.CallerID, env); d.RoutingKey != key || d.DeliveryMode != wire.DeliveryMode || d.ContentEncoding != wire.ContentEncoding {
 		c.violations.Add(1)
 		c.log.Warn("caller: delivery deviates from L1", "routing_key", d.RoutingKey, "want", key, "delivery_mode", d.DeliveryMode, "content_encoding", d.ContentEncoding)
+	}
+	if env.Type.IsResponse() || env.Type == wire.TypeTaskRejected && c.answersRequest(d) {
+		return c.response(env, d)
 	}
 	switch env.Type {
 	case wire.TypeTaskAccepted, wire.TypeTaskRejected:

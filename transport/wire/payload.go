@@ -336,6 +336,16 @@ func newPayload(t Type) Payload {
 		return &TaskCompleted{}
 	case TypeTaskFailed:
 		return &TaskFailed{}
+	case TypeCapabilitiesRequest:
+		return &CapabilitiesRequest{}
+	case TypeCapabilitiesResponse:
+		return &CapabilitiesResponse{}
+	case TypeArtifactRequest:
+		return &ArtifactRequest{}
+	case TypeArtifactChunk:
+		return &ArtifactChunk{}
+	case TypeRequestRefused:
+		return &RequestRefused{}
 	}
 	return nil
 }
