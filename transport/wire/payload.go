@@ -473,17 +473,11 @@ func normalise(p Payload) {
 			}
 		}
 	case *TaskAccepted:
-		if s := p.SafetyEnvelope; s != nil {
-			nilNull(&s.Interlocks)
-			if len(s.Parameters) == 0 {
-				s.Parameters = nil
-			}
-			if len(s.ProhibitedActions) == 0 {
-				s.ProhibitedActions = nil
-			}
-			if len(s.EmergencyProcedures) == 0 {
-				s.EmergencyProcedures = nil
-			}
+		normaliseSafety(p.SafetyEnvelope)
+	case *CapabilitiesResponse:
+		for i := range p.Capabilities {
+			nilNull(&p.Capabilities[i].Capability.Constraints)
+			normaliseSafety(p.Capabilities[i].SafetyEnvelope)
 		}
 	case *TaskCompleted:
 		if len(p.Artifacts) == 0 {
@@ -497,6 +491,25 @@ func normalise(p Payload) {
 			p.Artifacts = nil
 		}
 		summary(p.ExecutionSummary)
+	}
+}
+
+// normaliseSafety makes empty members of s nil, as Encode omits them.
+func normaliseSafety(s *SafetyEnvelope) {
+	if s == nil {
+		return
+	}
+	if isNull(s.Interlocks) {
+		s.Interlocks = nil
+	}
+	if len(s.Parameters) == 0 {
+		s.Parameters = nil
+	}
+	if len(s.ProhibitedActions) == 0 {
+		s.ProhibitedActions = nil
+	}
+	if len(s.EmergencyProcedures) == 0 {
+		s.EmergencyProcedures = nil
 	}
 }
 
