@@ -443,7 +443,8 @@ func timeKey(t time.Time, id string) []byte {
 }
 
 // refuse rejects d without requeue and, when a reply route can be derived,
-// answers it with task_rejected reason. auth marks an authentication refusal:
+// answers it with task_rejected reason (request_refused for an extension
+// request). auth marks an authentication refusal:
 // it is not recorded in the window (an impostor must not poison a message_id
 // for its owner) and is answered to route (the login's own caller) when set,
 // else — for a message without user_id — to the caller_id it names.
