@@ -257,6 +257,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	}
 	h := &handler{il: il, mon: mon, in: in, log: log, up: up,
 		sess: &sessions{eng: eng, st: st, hub: hb, stateDir: f.Agent.StateDir, log: log}}
+	up.serveExtensions(f, reg, env, h.sess) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
 	if err != nil {
 		return err

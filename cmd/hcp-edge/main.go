@@ -28,6 +28,9 @@
 //	hcp-edge owner ID [--json]            a session's owner and ownership chain
 //	hcp-edge artifact get URI [-o FILE]   copy an artifact, verified against its recorded sha256
 //	                                      (a T4 session's: only with an unexpired access approval)
+//	hcp-edge capabilities [--as HARNESS] [--json]
+//	                                      the capability declarations a harness may use (as
+//	                                      discovery over the broker answers it)
 //	hcp-edge access list|approve|deny ID --operator NAME [--for D] [--reason TEXT]
 //	                                      decide access to a T4 session's held results (audited)
 //	hcp-edge audit verify [--json] [--state-dir DIR]
@@ -105,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ownershipCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "artifact":
 		return artifactCmd(ctx, args[1:], stdout, stderr)
+	case "capabilities":
+		return capabilitiesCmd(ctx, args[1:], stdout, stderr)
 	case "access":
 		return accessCmd(ctx, args[1:], stdout, stderr)
 	case "audit":
@@ -146,6 +151,7 @@ commands:
   handback  give a taken-over session back to its harness: handback ID --operator NAME
   owner     a session's owner and ownership chain: owner ID
   artifact  artifact get URI [-o FILE]: copy a session's artifact, verified against its sha256
+  capabilities [--as HARNESS]: the capability declarations a harness may use, with schemas and safety envelope
   access    access list | approve ID --operator NAME [--for D] | deny ID --operator NAME --reason TEXT:
             decide access to a T4 session's held results
   audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle

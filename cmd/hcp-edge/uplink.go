@@ -74,6 +74,7 @@ type uplink struct {
 	st    *store.Store
 	eng   *engine.Engine
 	log   *slog.Logger
+	ext   *extensions // discovery and artifact fetch (discovery.go, artifactfetch.go)
 
 	mu       sync.Mutex
 	stopped  bool                       // intake stopped
@@ -312,7 +313,7 @@ func (u *uplink) close() error {
 }
 
 // handle is the inbox's Engine: task_submit goes to engine.Submit, abort to
-// engine.Abort.
+// engine.Abort, the extension requests to capabilities and fetchArtifact.
 func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	u.mu.Lock()
 	u.inflight++
@@ -329,6 +330,10 @@ func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 		return tamqp.Outcome{}, u.abort(ctx, cmd)
 	case wire.TypeSessionHandoff:
 		return u.handoff(ctx, cmd)
+	case wire.TypeCapabilitiesRequest:
+		return u.capabilities(ctx, cmd) // discovery.go
+	case wire.TypeArtifactRequest:
+		return u.fetchArtifact(ctx, cmd) // artifactfetch.go
 	}
 	return tamqp.Outcome{}, fmt.Errorf("uplink: unexpected command %s", cmd.Envelope.Type)
 }

@@ -506,6 +506,10 @@ func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope
 	if err != nil {
 		return nil, err
 	}
+	safety, err := l.capab.SafetyEnvelope(e.cfg.Rig.Envelope())
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	m := l.meta
 	m.RunningSince = now
 	mb, _ := json.Marshal(m)
@@ -517,7 +521,8 @@ func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
-		Constraints: &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)}}
+		SafetyEnvelope: safety,
+		Constraints:    &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)}}
 	accEnv, err := wire.NewEnvelope(&l.uid, acc, now)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -26,7 +26,7 @@ type Command struct {
 	// UserID is the AMQP user_id property, which RabbitMQ validated against
 	// the publishing connection's login. Never empty.
 	UserID string
-	// CallerID is the payload's caller_id on a task_submit; on an abort it is
+	// CallerID is the payload's caller_id on a task_submit; on an abort or an extension request it is
 	// the mapped caller of UserID (InboxOpts.CallerOf) or "".
 	CallerID string
 	// MappedCallerID is InboxOpts.CallerOf(UserID) ("" when there is no
@@ -63,6 +63,12 @@ type Outcome struct {
 	// Committed, when set, runs after the transaction committed and before the
 	// ack (nothing that undoes anything: the transaction holds it all).
 	Committed func()
+	// Unrecorded keeps the command out of the de-duplication window: its
+	// replies are queued but not remembered, and a duplicate is handled
+	// again. For reads that change nothing and whose answers are large
+	// (capabilities_response, artifact_chunk): the window would keep them
+	// for days.
+	Unrecorded bool
 }
 
 // Engine is the session engine as the inbox sees it. Handle must return
@@ -344,6 +350,9 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 			engErr = err
 			return err
 		}
+		if out.Unrecorded {
+			return in.recordTx(tx, "", now, ms)
+		}
 		return in.recordTx(tx, id, now, ms)
 	})
 	if engErr != nil {
@@ -376,7 +385,7 @@ func (in *Inbox) messages(id string, cmd Command, replies []Reply) ([]outbox.Mes
 			caller = cmd.CallerID
 		}
 		irt := ""
-		if r.Envelope.Type == wire.TypeTaskAccepted || r.Envelope.Type == wire.TypeTaskRejected {
+		if r.Envelope.Type == wire.TypeTaskAccepted || r.Envelope.Type == wire.TypeTaskRejected || r.Envelope.Type.IsResponse() {
 			irt = id
 		}
 		m, err := outbox.MessageFor(caller, r.Envelope, irt)
@@ -434,7 +443,8 @@ func timeKey(t time.Time, id string) []byte {
 }
 
 // refuse rejects d without requeue and, when a reply route can be derived,
-// answers it with task_rejected reason. auth marks an authentication refusal:
+// answers it with task_rejected reason (request_refused for an extension
+// request). auth marks an authentication refusal:
 // it is not recorded in the window (an impostor must not poison a message_id
 // for its owner) and is answered to route (the login's own caller) when set,
 // else — for a message without user_id — to the caller_id it names.
@@ -452,7 +462,11 @@ func (in *Inbox) refuse(d amqp091.Delivery, reason, detail string, auth bool, ro
 	if len(detail) > 500 {
 		detail = detail[:500]
 	}
-	env, err := wire.NewEnvelope(nil, &wire.TaskRejected{ReasonCode: reason, ReasonMessage: detail}, in.opts.Now())
+	var p wire.Payload = &wire.TaskRejected{ReasonCode: reason, ReasonMessage: detail}
+	if t := wire.Type(typ); t.IsRequest() { // an extension request is refused in its own terms
+		p = &wire.RequestRefused{RequestType: t, ReasonCode: reason, ReasonMessage: detail}
+	}
+	env, err := wire.NewEnvelope(nil, p, in.opts.Now())
 	if err == nil {
 		var m outbox.Message
 		if m, err = outbox.MessageFor(route, env, msgID); err == nil {

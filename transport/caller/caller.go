@@ -118,7 +118,8 @@ type Client struct {
 	closed   bool
 	pending  map[string]*Task // by task_submit message_id
 	sessions map[uuid.UUID]*session
-	ctl      controls // control commands waiting for an answer (handoff.go)
+	ctl      controls                       // control commands waiting for an answer (handoff.go)
+	requests map[string]chan *wire.Envelope // extension requests waiting, by message_id (request.go)
 
 	delivered, duplicates, reordered, skipped, invalid, resubmits, violations, forged atomic.Uint64
 	reusedQueue                                                                       atomic.Bool
@@ -189,7 +190,7 @@ func New(db *bolt.DB, opts Opts) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{db: db, ob: ob, opts: opts, log: opts.Logger, name: []byte(opts.Bucket),
-		pending: map[string]*Task{}, sessions: map[uuid.UUID]*session{}}
+		pending: map[string]*Task{}, sessions: map[uuid.UUID]*session{}, requests: map[string]chan *wire.Envelope{}}
 	c.dec, _ = wire.NewDecoder(wire.DefaultOpts())
 	if err := db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(c.name)
@@ -540,6 +541,9 @@ func (c *Client) process(ctx context.Context, d amqp091.Delivery) error {
 	}
 	if c.ctl.answer(env, d) { // a refusal of a control command (handoff.go)
 		return d.Ack(false)
+	}
+	if env.Type.IsResponse() || env.Type == wire.TypeTaskRejected && c.answersRequest(d) {
+		return c.response(env, d)
 	}
 	switch env.Type {
 	case wire.TypeTaskAccepted, wire.TypeTaskRejected:

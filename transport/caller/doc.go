@@ -23,6 +23,17 @@
 // or its messages go to Opts.Unclaimed) starts at the ownership_changed
 // event naming it: the sequence numbers before it are not a gap.
 //
+// Capabilities and FetchArtifact are hcp-edge's extension requests
+// (docs/PROTOCOL-NOTES.md, "Discovery and artifact fetch"): a
+// capabilities_request answered by capabilities_response (the declarations
+// this caller's login may use, with JSON Schemas and safety envelopes), and
+// artifact_request answered chunk by chunk by artifact_chunk, written to an
+// io.Writer and verified against the artifact's sha256 (and, with
+// FetchOpts.Checksum, against task_completed's). A refusal is a
+// *RefusedError (errors.Is ErrRefused) with the callee's reason code.
+// Requests are republished with the same message_id every ResubmitInterval
+// until answered or ctx ends; their answers are matched by hcp-in-reply-to.
+//
 // Opts.URLs lists further broker endpoints (a cluster's nodes): the
 // Supervisor fails over between them as the agent's does. The event queue
 // is a quorum queue by default (no delivery limit), falling back to an

@@ -16,10 +16,13 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// RefusedError is hcp-edge's task_rejected answer to a control command this
-// client sent (session_handoff; an abort from a former owner): the command
-// changed nothing. Code is the reason_code (forbidden, not_found,
-// session_ended, invalid_input...).
+// RefusedError is the callee's refusal of a command this client sent: a
+// control command (session_handoff; an abort from a former owner, answered
+// task_rejected) or an extension request (request_refused, or task_rejected
+// when the inbox refused it before reading it). The command changed
+// nothing. Code is the reason_code (forbidden, not_found, session_ended,
+// invalid_input...); Session is zero when the command named none. It
+// matches ErrRefused.
 type RefusedError struct {
 	Command wire.Type
 	Session uuid.UUID
@@ -28,8 +31,14 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
+	if e.Session == uuid.Nil {
+		return fmt.Sprintf("caller: %s refused: %s: %s", e.Command, e.Code, e.Message)
+	}
 	return fmt.Sprintf("caller: %s of session %s refused: %s: %s", e.Command, e.Session, e.Code, e.Message)
 }
+
+// Is reports whether target is ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // ErrNoAnswer: Handoff's context ended before the callee answered (the
 // command may still take effect: watch the session's events).

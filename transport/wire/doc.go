@@ -23,7 +23,19 @@
 // Typed payloads (TaskSubmit, Abort, TaskAccepted, TaskRejected, Event,
 // TaskCompleted, TaskFailed) implement Payload; NewEnvelope builds an envelope
 // from one, and the Envelope accessors (env.TaskSubmit(), env.Event(), …) read
-// one back.
+// one back. TaskAccepted carries L3's SafetyEnvelope typed.
+//
+// # Extensions
+//
+// hcp-edge adds message types where HCP is silent (discussion-log P4 and
+// P5; docs/PROTOCOL-NOTES.md, "Discovery and artifact fetch"): the requests
+// capabilities_request and artifact_request travel on the command channel
+// (Type.IsCommand, Type.IsRequest) and are answered on the event channel
+// by capabilities_response, artifact_chunk or request_refused
+// (Type.IsResponse) with the request's message_id in HeaderInReplyTo.
+// Their payloads (CapabilitiesRequest, CapabilitiesResponse,
+// ArtifactRequest, ArtifactChunk, RequestRefused) decode and validate like
+// L1's.
 //
 // # Errors
 //

@@ -39,14 +39,27 @@ const (
 	TypeTaskFailed    Type = "task_failed"    // callee → caller
 )
 
-// Types lists every L1 message type.
-var Types = []Type{TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
-	TypeSessionHandoff}
+// hcp-edge's extension types (docs/PROTOCOL-NOTES.md, "Discovery and
+// artifact fetch"): requests on the command channel, their answers on the
+// event channel with the hcp-in-reply-to header.
+const (
+	TypeCapabilitiesRequest  Type = "capabilities_request"  // caller → callee; session_id null
+	TypeCapabilitiesResponse Type = "capabilities_response" // callee → caller; session_id null
+	TypeArtifactRequest      Type = "artifact_request"      // caller → callee; the artifact's session
+	TypeArtifactChunk        Type = "artifact_chunk"        // callee → caller; the artifact's session
+	TypeRequestRefused       Type = "request_refused"       // callee → caller; session_id null or set
+)
 
-// Valid reports whether t is an L1 message type.
+// Types lists every message type: L1's, then the extensions.
+var Types = []Type{TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
+	TypeSessionHandoff, TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused}
+
+// Valid reports whether t is an L1 message type or one of hcp-edge's
+// extension types.
 func (t Type) Valid() bool {
 	switch t {
-	case TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed:
+	case TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
+		TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused:
 		return true
 	case TypeSessionHandoff: // hcp-edge's extension (handoff.go)
 		return true
@@ -56,7 +69,21 @@ func (t Type) Valid() bool {
 
 // IsCommand reports whether t travels on the command channel (caller → callee).
 func (t Type) IsCommand() bool {
-	return t == TypeTaskSubmit || t == TypeAbort || t == TypeSessionHandoff
+	switch t {
+	case TypeTaskSubmit, TypeAbort, TypeSessionHandoff, TypeCapabilitiesRequest, TypeArtifactRequest:
+		return true
+	}
+	return false
+}
+
+// IsRequest reports whether t is an extension request: a read that is
+// answered, to the broker login's own caller, by a response type
+// (IsResponse) carrying the request's message_id in hcp-in-reply-to.
+func (t Type) IsRequest() bool { return t == TypeCapabilitiesRequest || t == TypeArtifactRequest }
+
+// IsResponse reports whether t answers an extension request.
+func (t Type) IsResponse() bool {
+	return t == TypeCapabilitiesResponse || t == TypeArtifactChunk || t == TypeRequestRefused
 }
 
 // SessionRule says what session_id an envelope of this type must carry.
@@ -72,11 +99,11 @@ const (
 // SessionRule returns the session_id rule of t (0 for an invalid type).
 func (t Type) SessionRule() SessionRule {
 	switch t {
-	case TypeTaskSubmit:
+	case TypeTaskSubmit, TypeCapabilitiesRequest, TypeCapabilitiesResponse:
 		return SessionNull
-	case TypeTaskRejected:
+	case TypeTaskRejected, TypeRequestRefused:
 		return SessionOptional
-	case TypeAbort, TypeTaskAccepted, TypeEvent, TypeTaskCompleted, TypeTaskFailed, TypeSessionHandoff:
+	case TypeAbort, TypeTaskAccepted, TypeEvent, TypeTaskCompleted, TypeTaskFailed, TypeSessionHandoff, TypeArtifactRequest, TypeArtifactChunk:
 		return SessionRequired
 	}
 	return 0

@@ -13,6 +13,9 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 		f.Add([]byte(fixIDs(s)))
 	}
+	f.Add([]byte(extBody(TypeCapabilitiesRequest, "", `{"capability":"leak-check"}`)))
+	f.Add([]byte(extBody(TypeArtifactChunk, extSession, `{"uri":"`+extURI+`","offset":0,"data":"AAEC","size_bytes":3,"checksum":"`+extChecksum+`","final":true}`)))
+	f.Add([]byte(extBody(TypeCapabilitiesResponse, "", `{"callee_id":"e","caller_id":"a","capabilities":[{"capability":{"name":"x","version":"1","input_schema":{},"output_schema":{},"safety":{}},"safety_envelope":{"parameters":{}}}]}`)))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"payload":{"data":{"a":"\u2028<>&\ud800"}}}`))

@@ -18,10 +18,6 @@ const TypeSessionHandoff Type = "session_handoff"
 // OwnershipChanged.
 const EventOwnershipChanged = "ownership_changed"
 
-// ReasonNotFound is the reason_code of the task_rejected that answers a
-// session_handoff naming no session the callee knows.
-const ReasonNotFound = "not_found"
-
 // ReasonSessionEnded is the reason_code of the task_rejected that answers a
 // session_handoff (or a control command) for a session that has ended or
 // is ending.

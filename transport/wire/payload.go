@@ -128,7 +128,7 @@ type TaskAccepted struct {
 	SessionToken       string               `json:"session_token"`
 	RiskLevel          string               `json:"risk_level"`
 	DataClassification string               `json:"data_classification,omitempty"`
-	SafetyEnvelope     json.RawMessage      `json:"safety_envelope,omitempty"`
+	SafetyEnvelope     *SafetyEnvelope      `json:"safety_envelope,omitempty"`
 	Constraints        *AcceptedConstraints `json:"constraints,omitempty"`
 }
 
@@ -155,7 +155,7 @@ func (p *TaskAccepted) Validate() error {
 	if err := optEnum("payload.data_classification", p.DataClassification, dataClassifications); err != nil {
 		return err
 	}
-	return optObject("payload.safety_envelope", p.SafetyEnvelope)
+	return p.SafetyEnvelope.Validate("payload.safety_envelope")
 }
 
 // Reason codes of task_rejected named by L3's approval flow.
@@ -338,6 +338,16 @@ func newPayload(t Type) Payload {
 		return &TaskFailed{}
 	case TypeSessionHandoff:
 		return &SessionHandoff{}
+	case TypeCapabilitiesRequest:
+		return &CapabilitiesRequest{}
+	case TypeCapabilitiesResponse:
+		return &CapabilitiesResponse{}
+	case TypeArtifactRequest:
+		return &ArtifactRequest{}
+	case TypeArtifactChunk:
+		return &ArtifactChunk{}
+	case TypeRequestRefused:
+		return &RequestRefused{}
 	}
 	return nil
 }
@@ -465,7 +475,12 @@ func normalise(p Payload) {
 			}
 		}
 	case *TaskAccepted:
-		nilNull(&p.SafetyEnvelope)
+		normaliseSafety(p.SafetyEnvelope)
+	case *CapabilitiesResponse:
+		for i := range p.Capabilities {
+			nilNull(&p.Capabilities[i].Capability.Constraints)
+			normaliseSafety(p.Capabilities[i].SafetyEnvelope)
+		}
 	case *TaskCompleted:
 		if len(p.Artifacts) == 0 {
 			p.Artifacts = nil
@@ -478,6 +493,25 @@ func normalise(p Payload) {
 			p.Artifacts = nil
 		}
 		summary(p.ExecutionSummary)
+	}
+}
+
+// normaliseSafety makes empty members of s nil, as Encode omits them.
+func normaliseSafety(s *SafetyEnvelope) {
+	if s == nil {
+		return
+	}
+	if isNull(s.Interlocks) {
+		s.Interlocks = nil
+	}
+	if len(s.Parameters) == 0 {
+		s.Parameters = nil
+	}
+	if len(s.ProhibitedActions) == 0 {
+		s.ProhibitedActions = nil
+	}
+	if len(s.EmergencyProcedures) == 0 {
+		s.EmergencyProcedures = nil
 	}
 }
 
