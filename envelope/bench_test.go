@@ -66,7 +66,7 @@ func BenchmarkApplyFakes(b *testing.B) {
 				f.p.writes = f.p.writes[:0]
 				f.p.mu.Unlock()
 				f.p.advance(time.Minute) // no rate of change binds
-				_, err := f.il.Apply(ctx, "ok", bc.action)
+				_, err := f.il.apply(ctx, "ok", bc.action)
 				if (err == nil) != bc.ok {
 					b.Fatalf("apply %v: %v", bc.action, err)
 				}

@@ -30,8 +30,8 @@
 //
 // # Interlock
 //
-// The Interlock owns the writable Rig. Apply is the only path for a
-// session: authorise (Authorizer, implemented by session/), snapshot, Check,
+// The Interlock owns the writable Rig. Its (unexported) apply is the only
+// path to an actuator, and only the Invoker calls it: authorise (Authorizer, implemented by session/), snapshot, Check,
 // audit the acceptance (Auditor; no audit, no write), write with a timeout,
 // read back, audit the outcome. Every refusal is audited. SafeState (e-stop)
 // and Trip (emergency procedures) bypass authorisation, latch, and halt;

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 )
 
 // Rig is the set of writable instruments cmd/ builds from configuration. It is
@@ -101,7 +102,8 @@ func DefaultInterlockOpts() InterlockOpts {
 		HaltTimeout: 3 * time.Second, SetpointTolerance: 0.1, RampTolerance: 0.1, FlowTolerance: 0.05}
 }
 
-// Interlock owns the writable rig. Its Apply is the only way for a session
+// Interlock owns the writable rig. Its apply, reached only through an
+// Invoker (the tool pipeline), is the only way for a session
 // to move an actuator: authorise, check against the envelope and current
 // readings, write with a timeout, read back, audit. SafeState, Trip, Reset
 // and Arm are the local paths that bypass authorisation.
@@ -288,7 +290,17 @@ func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule 
 	return err
 }
 
-// Apply is the single path by which a session moves an actuator. In order:
+// ApplyKeyed is apply for the envelope's own test packages (the property
+// test and the HIL tests judge the interlock alone, with values the tool
+// schemas would refuse first). Its key's package is internal to envelope/,
+// so nothing outside envelope/ can call it; production actions go through
+// Invoker, the tool pipeline (TestOnePathToActuators keeps it so).
+func (il *Interlock) ApplyKeyed(_ rawkey.Key, ctx context.Context, token string, a Action) (Result, error) {
+	return il.apply(ctx, token, a)
+}
+
+// apply is the single path by which an action reaches an actuator; only
+// the Invoker calls it (Invoker.Invoke, Invoker.Act). In order:
 // the latch (while latched only safe actions pass), the authoriser (an
 // action toward the safe state, as Envelope.IsSafe judges it from the rig
 // spec, needs an authentic token but not its scope), a fresh
@@ -297,7 +309,7 @@ func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule 
 // outcome. Every refusal is audited and returned as a *Violation (wrapping
 // ErrViolation) or an error wrapping ErrUnauthorized; a refused action never
 // reaches an instrument.
-func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result, error) {
+func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result, error) {
 	il.applyMu.Lock()
 	defer il.applyMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)

@@ -12,6 +12,7 @@ const (
 	ToolSetRampRate = "furnace.set_ramp_rate"
 	ToolSetHeater   = "furnace.set_heater"
 	ToolSetValve    = "valve.set"
+	ToolSetGate     = "gate_valve.set"
 	ToolSetFlow     = "gas.set_flow"
 	ToolSetPump     = "pump.set"
 	ToolSetScrubber = "scrubber.set"
@@ -23,11 +24,12 @@ const (
 // BuiltinVersion is the version of every built-in tool.
 const BuiltinVersion = "1.0.0"
 
-// The gases and valves of the rig (configs/rig-protocols.md), as the input
-// schemas enumerate them.
+// The gases and gas line valves of the rig (configs/rig-protocols.md), as
+// the input schemas enumerate them. The gate valve has its own tool
+// (ToolSetGate, rig.operate): it moves no gas.
 var (
 	builtinGases  = []string{"Ar", "H2", "H2S"}
-	builtinValves = []string{"gate_valve", "ar_valve", "h2_valve", "h2s_valve"}
+	builtinValves = []string{"ar_valve", "h2_valve", "h2s_valve"}
 )
 
 // writeOutput is the output of every actuator tool: what was asked and what
@@ -129,8 +131,8 @@ func builtinTools() []Tool {
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000004", Name: ToolSetValve, Version: BuiltinVersion,
-			Description: "Open or close a named valve (gate valve or a gas line valve).",
-			Category:    "actuation", Capabilities: []string{"valve", "gas_handling", "vacuum", "actuate"},
+			Description: "Open or close a process gas line valve.",
+			Category:    "actuation", Capabilities: []string{"valve", "gas_handling", "actuate"},
 			InputSchema: json.RawMessage(`{
   "type": "object",
   "required": ["valve", "open"],
@@ -142,6 +144,15 @@ func builtinTools() []Tool {
 }`),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionGas, R3, "gas_line", "chamber_atmosphere"),
+			Performance:  perf(30*time.Millisecond, 2*time.Second),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-00000000000b", Name: ToolSetGate, Version: BuiltinVersion,
+			Description: "Open or close the gate valve between the chamber and the pump.",
+			Category:    "actuation", Capabilities: []string{"valve", "vacuum", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("open", "true opens the gate valve")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R2, "chamber_pressure"),
 			Performance:  perf(30*time.Millisecond, 2*time.Second),
 		},
 		{

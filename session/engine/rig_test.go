@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
@@ -20,6 +21,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 )
 
 // memAudit keeps audit entries in memory.
@@ -53,6 +55,7 @@ type simBench struct {
 	r     *rig.Rig
 	p     *plant.Plant
 	il    *envelope.Interlock
+	iv    *envelope.Invoker // the tool pipeline, as production builds it
 	m     *envelope.Monitor
 	audit *memAudit
 }
@@ -185,6 +188,14 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 	b := &simBench{r: r, p: r.Plant(), audit: &memAudit{}}
 	b.il, err = envelope.NewInterlock(loadEnvelope(t), er, auth, b.audit, envelope.DefaultInterlockOpts())
 	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, _ := executor.NewScaledClock(scale) // the tools' rate limits run on the plant's time
+	if b.iv, err = envelope.NewInvoker(b.il, tools, envelope.InvokerOpts{RateClock: rates.Now}); err != nil {
 		t.Fatal(err)
 	}
 	b.m, err = envelope.NewMonitor(b.il, envelope.DefaultMonitorOpts())
