@@ -7,20 +7,20 @@ import (
 )
 
 // LatencyBuckets is the number of buckets of a LatencyHistogram.
-const LatencyBuckets = 48
+const LatencyBuckets = 56
 
 // LatencyHistogram counts latencies in LatencyBuckets fixed buckets, two per
-// power of two of microseconds (each bucket spans at most a third of its
-// upper bound), from under 1 µs to about 12 minutes; longer latencies fall
-// into the last bucket. It is a value of fixed size: counting allocates
-// nothing, which matters on the Raspberry Pi the agent runs on.
+// power of two of microseconds (each bucket's upper bound is at most a third
+// above its lower one), from under 1 µs to about 200 s; longer latencies
+// fall into the last bucket. It is a value of fixed size: counting
+// allocates nothing, which matters on the Raspberry Pi the agent runs on.
 type LatencyHistogram struct {
 	Counts [LatencyBuckets]uint64
 }
 
-// latencyBucket returns the bucket of d. Bucket 0 holds [0, 1 µs); bucket
-// 2k-1 holds [2^(k-1), 1.5·2^(k-1)) µs and bucket 2k holds
-// [1.5·2^(k-1), 2^k) µs, for k ≥ 1 (bucket 1 is [1, 2) µs).
+// latencyBucket returns the bucket of d. Bucket 0 holds [0, 1) µs and
+// bucket 1 holds [1, 2) µs; for l ≥ 2, bucket 2(l-1) holds
+// [2^(l-1), 1.5·2^(l-1)) µs and bucket 2(l-1)+1 holds [1.5·2^(l-1), 2^l) µs.
 func latencyBucket(d time.Duration) int {
 	us := uint64(max(d, 0) / time.Microsecond)
 	if us == 0 {
