@@ -67,18 +67,6 @@ func (a *memAudit) refusals() []envelope.Entry {
 	return out
 }
 
-func (a *memAudit) count(d envelope.Decision) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, e := range a.all {
-		if e.Decision == d {
-			n++
-		}
-	}
-	return n
-}
-
 // simBench is the whole simulated rig in-process: firmware-sim, every
 // driver, the interlock (envelope/testdata) and its monitor, armed.
 type simBench struct {
