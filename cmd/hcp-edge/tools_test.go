@@ -83,3 +83,57 @@ func TestToolsVerb(t *testing.T) {
 	check([]string{"tools"}, "last run", filepath.Join(dir, toolStatsFile), row)
 	check([]string{"tools", "--state-dir", dir}, "last run", row)
 }
+
+// TestToolsThroughDaemon: the real daemon runs the seed's MoS2 task; every
+// action of the recipe was a tool call through the pipeline, so `hcp-edge
+// tools` shows the furnace, gas, valve and spectrometer tools called and
+// executed; once the daemon has stopped, the figures are read back from the
+// state directory.
+func TestToolsThroughDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the MoS2 recipe against the simulator (~25 s)")
+	}
+	e := newEnv(t, nil)
+	e.start()
+	e.arm()
+	watch := e.cliAsync("submit", seedTask, "--watch")
+	pending := e.waitSession("pending approval", func(s sessionView) bool { return s.State == "PENDING" && s.ApprovalID != "" })
+	e.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
+	var r result
+	select {
+	case r = <-watch:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("submit --watch did not end")
+	}
+	if r.code != exitOK {
+		t.Fatalf("submit --watch: exit %d\n%s", r.code, r.stderr)
+	}
+	var res toolsResult
+	if err := json.Unmarshal([]byte(e.mustCLI("tools", "--json").stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]toolView{}
+	for _, tv := range res.Tools {
+		byName[tv.Tool] = tv
+		if tv.Version != "1.0.0" || tv.Calls != tv.Succeeded+tv.Refused+tv.Failed {
+			t.Errorf("%+v: calls are not OK + refused + failed", tv)
+		}
+	}
+	for _, name := range []string{"furnace.set_setpoint", "furnace.set_ramp_rate", "furnace.set_heater", "gas.set_flow",
+		"valve.set", "gate_valve.set", "pump.set", "chamber.vent", "spectrometer.acquire"} {
+		if tv := byName[name]; tv.Succeeded == 0 || tv.P99 <= 0 || tv.P50 > tv.P99 {
+			t.Errorf("%s: %+v, want executed calls with latencies", name, tv)
+		}
+	}
+	if byName["gas.set_flow"].TowardSafe == 0 {
+		t.Errorf("gas.set_flow: no call toward safe counted: %+v", byName["gas.set_flow"])
+	}
+	t.Logf("\n%s", e.mustCLI("tools").stdout)
+	if err := e.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, e.logs)
+	}
+	saved := e.mustCLI("tools", "--state-dir", e.dir)
+	if !strings.Contains(saved.stdout, "last run") || !strings.Contains(saved.stdout, "spectrometer.acquire") {
+		t.Fatalf("tools --state-dir after the daemon stopped:\n%s", saved.stdout)
+	}
+}
