@@ -200,7 +200,11 @@ func (iv *Invoker) Invoke(ctx context.Context, token string, ref ToolRef, input 
 func (iv *Invoker) Act(ctx context.Context, token string, a Action) (Result, error) {
 	ref, input, err := iv.ToolFor(a)
 	if err != nil {
-		return Result{}, &InvokeError{Tool: ref, Stage: StageLookup, Err: err}
+		stage, rule := StageLookup, RuleUnknownTool
+		if errors.Is(err, catalog.ErrInvalidInput) {
+			stage, rule = StageInput, RuleInvalidInput
+		}
+		return Result{}, &InvokeError{Tool: ref, Stage: stage, Err: iv.refuse(ctx, "", ref, &a, rule, err)}
 	}
 	_, res, err := iv.call(ctx, token, ref, input)
 	return res, err

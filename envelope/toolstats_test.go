@@ -226,6 +226,9 @@ func TestActIsAToolCall(t *testing.T) {
 		} else if ie := (*InvokeError)(nil); !errors.As(err, &ie) || !ie.Refused() {
 			t.Fatalf("%v: %v, want a refused *InvokeError", a, err)
 		}
+		if e := f.audit.last(); e.Decision != DecisionRefused || e.Action == nil || e.Action.Channel() != a.Channel() {
+			t.Fatalf("%v: audit %+v, want its refusal", a, e)
+		}
 	}
 	_, err := f.iv.Act(context.Background(), "ok", SetpointAction(device.Celsius(1200)))
 	var v *Violation
