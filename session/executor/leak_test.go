@@ -157,14 +157,18 @@ func TestLeakRateRefusesStaleReadings(t *testing.T) {
 	clock, _ := NewScaledClock(e2eScale)
 	base := b.rig()
 	n := namesOf(base.Envelope())
-	// afterFirst serves the first gauge reading after the isolation
-	// untouched (p0), then passes the next ones through f with that one.
+	// afterFirst serves the first gauge reading requested after the
+	// isolation untouched (p0), then passes the next ones through f with
+	// that one.
 	var mr *mangledRig
 	afterFirst := func(f func(r *envelope.Readings, first device.PressureReading)) func(*envelope.Readings) {
 		var first *device.PressureReading
 		return func(r *envelope.Readings) {
 			switch {
-			case mr.isolated.IsZero() || !r.Pressure.At.After(mr.isolated):
+			// p0 is the first reading requested after the isolation, as the
+			// executor judges it (gaugeAt): a reply to a request sent before
+			// it is not p0, however late it came.
+			case mr.isolated.IsZero() || !gaugeAt(*r).After(mr.isolated):
 			case first == nil:
 				p := r.Pressure
 				first = &p
