@@ -32,7 +32,7 @@ type Grant struct {
 
 // Authorizer checks session tokens for the interlock. session/ implements it.
 //
-// The interlock, not the caller of Apply, decides which of the two applies:
+// The interlock, not the caller of apply, decides which of the two applies:
 // an action toward the safe state (Envelope.IsSafe: heater off, a flow to
 // zero, a switch to the safe level the rig spec declares for it) needs an
 // authentic token but no scope, because scope limits what a session may
@@ -108,9 +108,9 @@ func DefaultInterlockOpts() InterlockOpts {
 // readings, write with a timeout, read back, audit. SafeState, Trip, Reset
 // and Arm are the local paths that bypass authorisation.
 //
-// Apply calls are serialised. SafeState does not wait for them: it latches,
-// cancels the Apply in flight, halts everything, and halts again once that
-// Apply has returned, so a write that raced the halt cannot survive it.
+// apply calls are serialised. SafeState does not wait for them: it latches,
+// cancels the apply in flight, halts everything, and halts again once that
+// apply has returned, so a write that raced the halt cannot survive it.
 type Interlock struct {
 	env   *Envelope
 	rig   Rig
@@ -120,7 +120,7 @@ type Interlock struct {
 	log   *slog.Logger
 	instr []namedInstrument
 
-	applyMu sync.Mutex // serialises Apply
+	applyMu sync.Mutex // serialises apply
 
 	mu          sync.Mutex // guards the fields below
 	state       *State
@@ -573,7 +573,7 @@ func (il *Interlock) poll(ctx context.Context) Readings {
 	return r
 }
 
-// latch marks the interlock latched and returns the Apply in flight (if any)
+// latch marks the interlock latched and returns the apply in flight (if any)
 // after cancelling it.
 func (il *Interlock) latch(reason string) chan struct{} {
 	il.mu.Lock()
@@ -613,7 +613,7 @@ func (il *Interlock) halt(ctx context.Context, roles ...instrumentRole) error {
 	return errors.Join(errs...)
 }
 
-// haltTwice halts, and halts again once the Apply that was in flight has
+// haltTwice halts, and halts again once the apply that was in flight has
 // returned, so that its write cannot outlive the halt.
 func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ...instrumentRole) error {
 	err := il.halt(ctx, roles...)
@@ -629,7 +629,7 @@ func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ..
 }
 
 // SafeState is the e-stop path: it bypasses authorisation, latches, cancels
-// the Apply in flight and halts every instrument, then audits. It returns
+// the apply in flight and halts every instrument, then audits. It returns
 // once every Halt has confirmed, or with the failures joined.
 func (il *Interlock) SafeState(ctx context.Context, reason string) error {
 	done := il.latch(reason)

@@ -41,14 +41,14 @@ type ToolGrant struct {
 // ToolAuthorizer is an Authorizer that also grants catalog permissions. The
 // Invoker needs the Interlock's Authorizer to implement it; session/ does.
 // The Invoker checks the tool's permission against the grant itself, and
-// every Action of the tool still passes Authorize inside Apply.
+// every Action of the tool still passes Authorize inside the interlock's apply.
 type ToolAuthorizer interface {
 	Authorizer
 	AuthorizeTool(ctx context.Context, token string, t catalog.Tool) (ToolGrant, error)
 }
 
 // Rules of tool invocation, recorded in the audit log when Invoke refuses a
-// call before it reaches Apply.
+// call before it reaches the interlock.
 const (
 	RulePermission   Rule = "permission_required" // the grant lacks the tool's permission
 	RuleRateLimit    Rule = "rate_limit"          // the tool's rate limit is exhausted
@@ -61,7 +61,7 @@ const (
 	StagePermission = "permission" // authorisation and the tool's permission
 	StageRateLimit  = "rate_limit" // the tool's rate limit
 	StageInput      = "input"      // input schema validation and unit conversion
-	StageExecute    = "execute"    // Apply (envelope check, write, read-back) or the snapshot
+	StageExecute    = "execute"    // the interlock's apply (envelope check, write, read-back) or the snapshot
 	StageOutput     = "output"     // output construction and schema validation
 )
 
@@ -102,17 +102,20 @@ type InvokerOpts struct {
 	RateClock func() time.Time
 }
 
-// Invoker executes catalog tools through an Interlock (seeds/004 §1.5): look
-// the tool up, authorise (the grant must hold the tool's permission), enforce
-// its rate limit, validate the input against its schema, translate it into
-// envelope Actions in device units, run them through Interlock.Apply (the
-// envelope check, the write, the read-back and the audit all happen there),
-// bounded by the tool's timeout, build the output and validate it against the
-// output schema, and count calls, refusals, failures and latency per tool.
+// Invoker is the tool pipeline (seeds/004 §1.5) and the only caller of the
+// interlock's apply: look the tool up, authenticate, validate the input
+// against its schema, translate it into an envelope Action in device units,
+// authorise (the grant must hold the tool's permission, unless the Action
+// moves toward the safe state), enforce its rate limit (never refusing a
+// toward-safe call), run the Action through the interlock's apply (the
+// envelope check, the write, the read-back and the audit all happen there)
+// bounded by the tool's timeout, build the output and validate it against
+// the output schema, and count calls, refusals by rule, failures and
+// latency per tool (ToolStats).
 //
 // The read-only rig.read_snapshot tool reads through the Interlock's View.
-// An Invoker holds no instrument: it can do nothing that Apply refuses.
-// Build one per Interlock: rate limits are counted per Invoker.
+// An Invoker holds no instrument: it can do nothing that the interlock
+// refuses. Build one per Interlock: rate limits are counted per Invoker.
 type Invoker struct {
 	il        *Interlock
 	reg       *catalog.Registry
