@@ -66,11 +66,56 @@ func BenchmarkApplyFakes(b *testing.B) {
 				f.p.writes = f.p.writes[:0]
 				f.p.mu.Unlock()
 				f.p.advance(time.Minute) // no rate of change binds
-				_, err := f.il.Apply(ctx, "ok", bc.action)
+				_, err := f.il.apply(ctx, "ok", bc.action)
 				if (err == nil) != bc.ok {
 					b.Fatalf("apply %v: %v", bc.action, err)
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkActFakes measures the same actions through the tool pipeline
+// (Invoker.Act: ToolFor, the input schema, the permission, the rate limit,
+// the interlock's apply as in BenchmarkApplyFakes, the output schema and
+// the statistics): the difference is the pipeline's cost per action.
+//
+//	go test -run '^$' -bench 'BenchmarkApplyFakes|BenchmarkActFakes' -benchmem ./envelope/
+func BenchmarkActFakes(b *testing.B) {
+	for _, bc := range benchActions {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newInvokeFixture(b, nil, nil)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				f.audit.mu.Lock()
+				f.audit.entries = f.audit.entries[:0]
+				f.audit.mu.Unlock()
+				f.p.mu.Lock()
+				f.p.writes = f.p.writes[:0]
+				f.p.mu.Unlock()
+				f.p.advance(time.Minute) // no rate of change binds, and no rate limit
+				_, err := f.iv.Act(ctx, "ok", bc.action)
+				if (err == nil) != bc.ok {
+					b.Fatalf("act %v: %v", bc.action, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkToolStatsCount measures the statistics of one call (no
+// allocation once the tool has been counted).
+//
+//	go test -run '^$' -bench BenchmarkToolStatsCount -benchmem ./envelope/
+func BenchmarkToolStatsCount(b *testing.B) {
+	f := newInvokeFixture(b, nil, nil)
+	ref := ToolRef{Name: "furnace.set_setpoint", Version: "1.0.0"}
+	o := &outcome{}
+	start := f.p.clock()
+	f.iv.count(ref, start, o)
+	b.ReportAllocs()
+	for b.Loop() {
+		f.iv.count(ref, start, o)
 	}
 }

@@ -30,14 +30,29 @@
 //
 // # Interlock
 //
-// The Interlock owns the writable Rig. Apply is the only path for a
-// session: authorise (Authorizer, implemented by session/), snapshot, Check,
-// audit the acceptance (Auditor; no audit, no write), write with a timeout,
+// The Interlock owns the writable Rig. Its (unexported) apply is the only
+// path to an actuator, and only the Invoker calls it: authorise
+// (Authorizer, implemented by session/), snapshot, Check, audit the
+// acceptance (Auditor; no audit, no write), write with a timeout,
 // read back, audit the outcome. Every refusal is audited. SafeState (e-stop)
 // and Trip (emergency procedures) bypass authorisation, latch, and halt;
 // while latched only safe actions pass, until Reset by a named operator. Arm
 // energises the interlock relay. Everyone else gets a View: readings, the
 // envelope, the latch, and a dry run.
+//
+// # Tool calls
+//
+// The Invoker is the tool pipeline of seeds/004: a catalog tool, resolved by
+// name and version, is authenticated, its input validated against its JSON
+// Schema and translated into one Action, its permission checked (unless the
+// Action is toward safe), its rate limit applied (never refusing a
+// toward-safe call), then run through the interlock, its output validated,
+// and the call counted in per-tool ToolStats (refusals by rule, p50/p99 from
+// a fixed LatencyHistogram). Invoke takes a ToolRef and a JSON input; Act
+// takes a recipe's Action and calls its tool (ToolFor). Every error is an
+// *InvokeError that unwraps to its cause (a *Violation for an envelope
+// refusal). ApplyKeyed is for envelope's own test packages: its key type is
+// internal to envelope/.
 //
 // # Caveats
 //

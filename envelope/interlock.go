@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 )
 
 // Rig is the set of writable instruments cmd/ builds from configuration. It is
@@ -31,7 +32,7 @@ type Grant struct {
 
 // Authorizer checks session tokens for the interlock. session/ implements it.
 //
-// The interlock, not the caller of Apply, decides which of the two applies:
+// The interlock, not the caller of apply, decides which of the two applies:
 // an action toward the safe state (Envelope.IsSafe: heater off, a flow to
 // zero, a switch to the safe level the rig spec declares for it) needs an
 // authentic token but no scope, because scope limits what a session may
@@ -101,14 +102,15 @@ func DefaultInterlockOpts() InterlockOpts {
 		HaltTimeout: 3 * time.Second, SetpointTolerance: 0.1, RampTolerance: 0.1, FlowTolerance: 0.05}
 }
 
-// Interlock owns the writable rig. Its Apply is the only way for a session
+// Interlock owns the writable rig. Its apply, reached only through an
+// Invoker (the tool pipeline), is the only way for a session
 // to move an actuator: authorise, check against the envelope and current
 // readings, write with a timeout, read back, audit. SafeState, Trip, Reset
 // and Arm are the local paths that bypass authorisation.
 //
-// Apply calls are serialised. SafeState does not wait for them: it latches,
-// cancels the Apply in flight, halts everything, and halts again once that
-// Apply has returned, so a write that raced the halt cannot survive it.
+// apply calls are serialised. SafeState does not wait for them: it latches,
+// cancels the apply in flight, halts everything, and halts again once that
+// apply has returned, so a write that raced the halt cannot survive it.
 type Interlock struct {
 	env   *Envelope
 	rig   Rig
@@ -118,7 +120,7 @@ type Interlock struct {
 	log   *slog.Logger
 	instr []namedInstrument
 
-	applyMu sync.Mutex // serialises Apply
+	applyMu sync.Mutex // serialises apply
 
 	mu          sync.Mutex // guards the fields below
 	state       *State
@@ -288,7 +290,17 @@ func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule 
 	return err
 }
 
-// Apply is the single path by which a session moves an actuator. In order:
+// ApplyKeyed is apply for the envelope's own test packages (the property
+// test and the HIL tests judge the interlock alone, with values the tool
+// schemas would refuse first). Its key's package is internal to envelope/,
+// so nothing outside envelope/ can call it; production actions go through
+// Invoker, the tool pipeline (TestOnePathToActuators keeps it so).
+func (il *Interlock) ApplyKeyed(_ rawkey.Key, ctx context.Context, token string, a Action) (Result, error) {
+	return il.apply(ctx, token, a)
+}
+
+// apply is the single path by which an action reaches an actuator; only
+// the Invoker calls it (Invoker.Invoke, Invoker.Act). In order:
 // the latch (while latched only safe actions pass), the authoriser (an
 // action toward the safe state, as Envelope.IsSafe judges it from the rig
 // spec, needs an authentic token but not its scope), a fresh
@@ -297,7 +309,7 @@ func (il *Interlock) refuse(ctx context.Context, session string, a Action, rule 
 // outcome. Every refusal is audited and returned as a *Violation (wrapping
 // ErrViolation) or an error wrapping ErrUnauthorized; a refused action never
 // reaches an instrument.
-func (il *Interlock) Apply(ctx context.Context, token string, a Action) (Result, error) {
+func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result, error) {
 	il.applyMu.Lock()
 	defer il.applyMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
@@ -561,7 +573,7 @@ func (il *Interlock) poll(ctx context.Context) Readings {
 	return r
 }
 
-// latch marks the interlock latched and returns the Apply in flight (if any)
+// latch marks the interlock latched and returns the apply in flight (if any)
 // after cancelling it.
 func (il *Interlock) latch(reason string) chan struct{} {
 	il.mu.Lock()
@@ -601,7 +613,7 @@ func (il *Interlock) halt(ctx context.Context, roles ...instrumentRole) error {
 	return errors.Join(errs...)
 }
 
-// haltTwice halts, and halts again once the Apply that was in flight has
+// haltTwice halts, and halts again once the apply that was in flight has
 // returned, so that its write cannot outlive the halt.
 func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ...instrumentRole) error {
 	err := il.halt(ctx, roles...)
@@ -617,7 +629,7 @@ func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ..
 }
 
 // SafeState is the e-stop path: it bypasses authorisation, latches, cancels
-// the Apply in flight and halts every instrument, then audits. It returns
+// the apply in flight and halts every instrument, then audits. It returns
 // once every Halt has confirmed, or with the failures joined.
 func (il *Interlock) SafeState(ctx context.Context, reason string) error {
 	done := il.latch(reason)

@@ -67,18 +67,18 @@ func TestNewInterlockChecksRig(t *testing.T) {
 func TestApplyExecutesReadsBackAndAudits(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	res, err := f.il.Apply(ctx, "ok", HeaterAction(true))
+	res, err := f.il.apply(ctx, "ok", HeaterAction(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ReadBack != 1 || !res.At.Equal(t0) {
 		t.Fatalf("result %+v", res)
 	}
-	res, err = f.il.Apply(ctx, "ok", SetpointAction(device.Celsius(700)))
+	res, err = f.il.apply(ctx, "ok", SetpointAction(device.Celsius(700)))
 	if err != nil || !closeTo(res.ReadBack, 973.15) {
 		t.Fatalf("setpoint: %+v %v", res, err)
 	}
-	res, err = f.il.Apply(ctx, "ok", AcquireAction(time.Second))
+	res, err = f.il.apply(ctx, "ok", AcquireAction(time.Second))
 	if err != nil || res.Spectrum == nil || res.Spectrum.Integration != time.Second {
 		t.Fatalf("acquire: %+v %v", res, err)
 	}
@@ -122,7 +122,7 @@ func TestApplyRefusalNeverReachesDevice(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f.p)
 			}
-			_, err := f.il.Apply(context.Background(), tt.token, tt.action)
+			_, err := f.il.apply(context.Background(), tt.token, tt.action)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("want %v, got %v", tt.want, err)
 			}
@@ -143,7 +143,7 @@ func TestApplyRefusalNeverReachesDevice(t *testing.T) {
 func TestApplyReadbackMismatch(t *testing.T) {
 	f := newFixture(t)
 	f.sw["pump"].stuck = true
-	_, err := f.il.Apply(context.Background(), "ok", SwitchAction("pump", true))
+	_, err := f.il.apply(context.Background(), "ok", SwitchAction("pump", true))
 	if !errors.Is(err, device.ErrReadback) {
 		t.Fatalf("want ErrReadback, got %v", err)
 	}
@@ -159,16 +159,16 @@ func TestApplyReadbackMismatch(t *testing.T) {
 func TestApplyWithoutAuditDoesNotWrite(t *testing.T) {
 	f := newFixture(t)
 	f.audit.fail = true
-	_, err := f.il.Apply(context.Background(), "ok", HeaterAction(true))
+	_, err := f.il.apply(context.Background(), "ok", HeaterAction(true))
 	if !errors.Is(err, ErrAudit) || f.p.writeCount() != 0 {
 		t.Fatalf("err %v, writes %d", err, f.p.writeCount())
 	}
-	_, err = f.il.Apply(context.Background(), "ok", HeaterAction(true))
+	_, err = f.il.apply(context.Background(), "ok", HeaterAction(true))
 	if !errors.Is(err, ErrAudit) {
 		t.Fatal(err)
 	}
 	f.p.pressure.Pressure = device.Atmosphere
-	_, err = f.il.Apply(context.Background(), "ok", HeaterAction(true))
+	_, err = f.il.apply(context.Background(), "ok", HeaterAction(true))
 	if !errors.Is(err, ErrViolation) || !errors.Is(err, ErrAudit) {
 		t.Fatalf("a refusal that cannot be audited must say both: %v", err)
 	}
@@ -177,14 +177,14 @@ func TestApplyWithoutAuditDoesNotWrite(t *testing.T) {
 func TestApplyRateHistory(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.il.Apply(ctx, "ok", FlowAction("H2S", 10)); err != nil {
+	if _, err := f.il.apply(ctx, "ok", FlowAction("H2S", 10)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.il.Apply(ctx, "ok", FlowAction("H2S", 20)); !errors.Is(err, ErrViolation) {
+	if _, err := f.il.apply(ctx, "ok", FlowAction("H2S", 20)); !errors.Is(err, ErrViolation) {
 		t.Fatalf("a step of 10 sccm at once: %v", err)
 	}
 	f.p.advance(10 * time.Second)
-	if _, err := f.il.Apply(ctx, "ok", FlowAction("H2S", 20)); err != nil {
+	if _, err := f.il.apply(ctx, "ok", FlowAction("H2S", 20)); err != nil {
 		t.Fatalf("10 sccm after 10 s at 60 sccm/min: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestApplyRateHistory(t *testing.T) {
 func TestSafeStateLatchesUntilReset(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.il.Apply(ctx, "ok", HeaterAction(true)); err != nil {
+	if _, err := f.il.apply(ctx, "ok", HeaterAction(true)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.il.SafeState(ctx, "operator e-stop"); err != nil {
@@ -212,12 +212,12 @@ func TestSafeStateLatchesUntilReset(t *testing.T) {
 		t.Fatalf("latched %v %q", latched, why)
 	}
 	before := f.p.writeCount()
-	_, err := f.il.Apply(ctx, "ok", HeaterAction(true))
+	_, err := f.il.apply(ctx, "ok", HeaterAction(true))
 	var v *Violation
 	if !errors.As(err, &v) || v.Rule != RuleLatched || f.p.writeCount() != before {
 		t.Fatalf("latched Apply: %v", err)
 	}
-	if _, err := f.il.Apply(ctx, "ok", SwitchAction("h2s_valve", false)); err != nil {
+	if _, err := f.il.apply(ctx, "ok", SwitchAction("h2s_valve", false)); err != nil {
 		t.Fatalf("a safe action while latched: %v", err)
 	}
 	if err := f.il.Reset(ctx, ""); err == nil {
@@ -229,7 +229,7 @@ func TestSafeStateLatchesUntilReset(t *testing.T) {
 	if e := f.audit.last(); e.Decision != DecisionReset || e.Operator != "alice" {
 		t.Fatalf("audit %+v", e)
 	}
-	if _, err := f.il.Apply(ctx, "ok", HeaterAction(true)); err != nil {
+	if _, err := f.il.apply(ctx, "ok", HeaterAction(true)); err != nil {
 		t.Fatalf("after reset: %v", err)
 	}
 }
@@ -345,7 +345,7 @@ func TestSafeStateDuringApply(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := il.Apply(context.Background(), "ok", SwitchAction("pump", true))
+		_, err := il.apply(context.Background(), "ok", SwitchAction("pump", true))
 		errc <- err
 	}()
 	<-bs.entered
@@ -457,7 +457,7 @@ func TestPropertyNothingOutsideTheEnvelopeReachesTheRig(t *testing.T) {
 			token = "forged"
 		}
 		before := f.p.writeCount()
-		_, err := f.il.Apply(ctx, token, a)
+		_, err := f.il.apply(ctx, token, a)
 		f.p.mu.Lock()
 		writes := slices.Clone(f.p.writes[before:])
 		f.p.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -40,14 +41,14 @@ type ToolGrant struct {
 // ToolAuthorizer is an Authorizer that also grants catalog permissions. The
 // Invoker needs the Interlock's Authorizer to implement it; session/ does.
 // The Invoker checks the tool's permission against the grant itself, and
-// every Action of the tool still passes Authorize inside Apply.
+// every Action of the tool still passes Authorize inside the interlock's apply.
 type ToolAuthorizer interface {
 	Authorizer
 	AuthorizeTool(ctx context.Context, token string, t catalog.Tool) (ToolGrant, error)
 }
 
 // Rules of tool invocation, recorded in the audit log when Invoke refuses a
-// call before it reaches Apply.
+// call before it reaches the interlock.
 const (
 	RulePermission   Rule = "permission_required" // the grant lacks the tool's permission
 	RuleRateLimit    Rule = "rate_limit"          // the tool's rate limit is exhausted
@@ -60,7 +61,7 @@ const (
 	StagePermission = "permission" // authorisation and the tool's permission
 	StageRateLimit  = "rate_limit" // the tool's rate limit
 	StageInput      = "input"      // input schema validation and unit conversion
-	StageExecute    = "execute"    // Apply (envelope check, write, read-back) or the snapshot
+	StageExecute    = "execute"    // the interlock's apply (envelope check, write, read-back) or the snapshot
 	StageOutput     = "output"     // output construction and schema validation
 )
 
@@ -91,45 +92,35 @@ func isRefusal(err error) bool {
 		errors.Is(err, catalog.ErrInvalidInput) || errors.Is(err, catalog.ErrNotFound)
 }
 
-// ToolStats are the counters of one tool since the Invoker was built.
-type ToolStats struct {
-	Tool         ToolRef
-	Calls        uint64        // every invocation that found the tool
-	Succeeded    uint64        // executed and produced a valid output
-	Refused      uint64        // refused by a rule: permission, rate limit, input, envelope, latch
-	Failed       uint64        // failed while executing: instrument error, timeout, read-back, output
-	TotalLatency time.Duration // summed over every call
-	MaxLatency   time.Duration
-}
-
-// MeanLatency is the mean latency per call (0 without calls).
-func (s ToolStats) MeanLatency() time.Duration {
-	if s.Calls == 0 {
-		return 0
-	}
-	return s.TotalLatency / time.Duration(s.Calls)
-}
-
 // InvokerOpts tunes an Invoker.
 type InvokerOpts struct {
-	Clock func() time.Time // time source of rate limits and latencies; time.Now if nil
+	Clock func() time.Time // time source of latencies; time.Now if nil
+	// RateClock is the rig's process time, the time of the tools' rate
+	// limits: a simulator with a time scale lives faster than the wall
+	// clock, and a limit of 60 calls a minute means a minute of the rig's
+	// time. Clock if nil (a real rig: time scale 1).
+	RateClock func() time.Time
 }
 
-// Invoker executes catalog tools through an Interlock (seeds/004 §1.5): look
-// the tool up, authorise (the grant must hold the tool's permission), enforce
-// its rate limit, validate the input against its schema, translate it into
-// envelope Actions in device units, run them through Interlock.Apply (the
-// envelope check, the write, the read-back and the audit all happen there),
-// bounded by the tool's timeout, build the output and validate it against the
-// output schema, and count calls, refusals, failures and latency per tool.
+// Invoker is the tool pipeline (seeds/004 §1.5) and the only caller of the
+// interlock's apply: look the tool up, authenticate, validate the input
+// against its schema, translate it into an envelope Action in device units,
+// authorise (the grant must hold the tool's permission, unless the Action
+// moves toward the safe state), enforce its rate limit (never refusing a
+// toward-safe call), run the Action through the interlock's apply (the
+// envelope check, the write, the read-back and the audit all happen there)
+// bounded by the tool's timeout, build the output and validate it against
+// the output schema, and count calls, refusals by rule, failures and
+// latency per tool (ToolStats).
 //
 // The read-only rig.read_snapshot tool reads through the Interlock's View.
-// An Invoker holds no instrument: it can do nothing that Apply refuses.
-// Build one per Interlock: rate limits are counted per Invoker.
+// An Invoker holds no instrument: it can do nothing that the interlock
+// refuses. Build one per Interlock: rate limits are counted per Invoker.
 type Invoker struct {
-	il    *Interlock
-	reg   *catalog.Registry
-	clock func() time.Time
+	il        *Interlock
+	reg       *catalog.Registry
+	clock     func() time.Time
+	rateClock func() time.Time
 
 	mu    sync.Mutex
 	stats map[ToolRef]*ToolStats
@@ -148,8 +139,14 @@ func NewInvoker(il *Interlock, reg *catalog.Registry, opts InvokerOpts) (*Invoke
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Invoker{il: il, reg: reg, clock: opts.Clock, stats: map[ToolRef]*ToolStats{}, calls: map[ToolRef][]time.Time{}}, nil
+	if opts.RateClock == nil {
+		opts.RateClock = opts.Clock
+	}
+	return &Invoker{il: il, reg: reg, clock: opts.Clock, rateClock: opts.RateClock, stats: map[ToolRef]*ToolStats{}, calls: map[ToolRef][]time.Time{}}, nil
 }
+
+// View is the read-only view of the Invoker's interlock.
+func (iv *Invoker) View() *View { return iv.il.View() }
 
 // Stats returns the counters of every tool invoked so far, ordered by name
 // and version.
@@ -158,7 +155,7 @@ func (iv *Invoker) Stats() []ToolStats {
 	defer iv.mu.Unlock()
 	out := make([]ToolStats, 0, len(iv.stats))
 	for _, s := range iv.stats {
-		out = append(out, *s)
+		out = append(out, s.clone())
 	}
 	slices.SortFunc(out, func(a, b ToolStats) int {
 		if c := strings.Compare(a.Tool.Name, b.Tool.Name); c != 0 {
@@ -174,32 +171,168 @@ func (iv *Invoker) Stat(ref ToolRef) ToolStats {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	if s, ok := iv.stats[ref]; ok {
-		return *s
+		return s.clone()
 	}
 	return ToolStats{Tool: ref}
+}
+
+func (s *ToolStats) clone() ToolStats {
+	c := *s
+	if s.RefusedBy != nil {
+		c.RefusedBy = maps.Clone(s.RefusedBy)
+	}
+	return c
 }
 
 // Invoke runs the tool ref with input (a JSON object; empty means {}) on
 // behalf of token and returns its output, valid against the tool's output
 // schema. Every error is an *InvokeError; a refusal never reaches an
-// instrument. A refusal before Apply (permission, rate limit, input) is
-// audited like Apply's own refusals.
+// instrument. A refusal before the interlock (permission, rate limit,
+// input) is audited like the interlock's own refusals.
 func (iv *Invoker) Invoke(ctx context.Context, token string, ref ToolRef, input json.RawMessage) (json.RawMessage, error) {
+	out, _, err := iv.call(ctx, token, ref, input)
+	return out, err
+}
+
+// Act performs a as a call of its catalog tool, resolved by name and
+// version (ToolFor): the whole of Invoke's pipeline (permission, rate
+// limit, input schema, the interlock, output schema, statistics, audit),
+// and returns the interlock's Result (the read-back, the spectrum) besides.
+// It is the path of every action a recipe takes. Every error is an
+// *InvokeError; an envelope refusal unwraps (errors.As) to its *Violation.
+func (iv *Invoker) Act(ctx context.Context, token string, a Action) (Result, error) {
+	ref, input, err := iv.ToolFor(a)
+	if err != nil {
+		stage, rule := StageLookup, RuleUnknownTool
+		if errors.Is(err, catalog.ErrInvalidInput) {
+			stage, rule = StageInput, RuleInvalidInput
+		}
+		return Result{}, &InvokeError{Tool: ref, Stage: stage, Err: iv.refuse(ctx, "", ref, &a, rule, err)}
+	}
+	_, res, err := iv.call(ctx, token, ref, input)
+	return res, err
+}
+
+// ToolFor returns the catalog call that performs a on this rig: the tool,
+// pinned at catalog.BuiltinVersion, and its input in device units (kelvin,
+// kelvin per minute, sccm, milliseconds), which the tool translates back
+// into exactly a. A switch is the tool of its role on the rig: the vent and
+// gate valves of the envelope's vent section, the pump, the scrubber, or a
+// gas line valve. An action no tool performs (the interlock relay, which
+// only Arm and the halts move) is catalog.ErrNotFound.
+func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
+	ref := func(name string) ToolRef { return ToolRef{Name: name, Version: catalog.BuiltinVersion} }
+	var (
+		r  ToolRef
+		in any
+	)
+	switch a.Kind {
+	case ActSetpoint:
+		r, in = ref(catalog.ToolSetSetpoint), map[string]any{"setpoint": float64(a.Temperature), "unit": "kelvin"}
+	case ActRampRate:
+		r, in = ref(catalog.ToolSetRampRate), map[string]any{"rate": float64(a.Rate), "unit": "kelvin_per_minute"}
+	case ActHeater:
+		r, in = ref(catalog.ToolSetHeater), map[string]any{"on": a.On}
+	case ActFlow:
+		r, in = ref(catalog.ToolSetFlow), map[string]any{"gas": a.Target, "flow": float64(a.Flow), "unit": "sccm"}
+	case ActAcquire:
+		if a.Integration%time.Millisecond != 0 {
+			return ref(catalog.ToolAcquire), nil, &catalog.ValidationError{Name: catalog.ToolAcquire, Version: catalog.BuiltinVersion,
+				Which: "input", Err: fmt.Errorf("integration %v is not a whole number of milliseconds", a.Integration)}
+		}
+		r, in = ref(catalog.ToolAcquire), map[string]any{"integration_ms": a.Integration.Milliseconds()}
+	case ActSwitch:
+		vent, gate := iv.ventValves()
+		switch a.Target {
+		case vent:
+			r, in = ref(catalog.ToolVent), map[string]any{"open": a.On}
+		case gate:
+			r, in = ref(catalog.ToolSetGate), map[string]any{"open": a.On}
+		case "pump":
+			r, in = ref(catalog.ToolSetPump), map[string]any{"on": a.On}
+		case "scrubber":
+			r, in = ref(catalog.ToolSetScrubber), map[string]any{"on": a.On}
+		default:
+			if !iv.gasValve(a.Target) {
+				return ToolRef{Name: a.Kind.String()}, nil, fmt.Errorf("envelope: no tool drives switch %q: %w", a.Target, catalog.ErrNotFound)
+			}
+			r, in = ref(catalog.ToolSetValve), map[string]any{"valve": a.Target, "open": a.On}
+		}
+	default:
+		return ToolRef{Name: a.Kind.String()}, nil, fmt.Errorf("envelope: no tool performs %v: %w", a, catalog.ErrNotFound)
+	}
+	raw, err := json.Marshal(in)
+	if err != nil { // a NaN or an infinity: no JSON number holds it
+		return r, nil, &catalog.ValidationError{Name: r.Name, Version: r.Version, Which: "input", Err: err}
+	}
+	return r, raw, nil
+}
+
+// ventValves are the names of the vent and gate valves (the envelope's vent
+// section, else the defaults).
+func (iv *Invoker) ventValves() (vent, gate string) {
+	vent, gate = "vent_valve", "gate_valve"
+	if v := iv.il.env.cfg.Vent; v != nil {
+		if v.Valve != "" {
+			vent = v.Valve
+		}
+		if v.GateValve != "" {
+			gate = v.GateValve
+		}
+	}
+	return vent, gate
+}
+
+func (iv *Invoker) gasValve(name string) bool {
+	for _, g := range iv.il.env.spec.Gases {
+		if g.Valve == name {
+			return true
+		}
+	}
+	return false
+}
+
+// actionOf is the action a valid input of tool would perform, or nil (a
+// snapshot, an invalid input): the audit of a refusal names it.
+func (iv *Invoker) actionOf(tool catalog.Tool, input json.RawMessage) *Action {
+	if tool.ValidateInputJSON(input) != nil {
+		return nil
+	}
+	call, err := iv.translate(tool, input)
+	if err != nil || call.snapshot {
+		return nil
+	}
+	return &call.action
+}
+
+// outcome is what one invocation did, for the caller and the statistics.
+type outcome struct {
+	out   json.RawMessage
+	res   Result
+	stage string // where it stopped (err != nil)
+	rule  Rule   // the rule of a refusal
+	safe  bool   // an action toward the safe state
+	err   error
+}
+
+func (iv *Invoker) call(ctx context.Context, token string, ref ToolRef, input json.RawMessage) (json.RawMessage, Result, error) {
 	start := iv.clock()
 	tool, err := iv.reg.Describe(ref.Name, ref.Version)
 	if err != nil {
-		return nil, &InvokeError{Tool: ref, Stage: StageLookup, Err: err}
+		return nil, Result{}, &InvokeError{Tool: ref, Stage: StageLookup, Err: err}
 	}
 	ref = ToolRef{Name: tool.Name, Version: tool.Version}
-	out, stage, err := iv.invoke(ctx, token, tool, ref, input)
-	iv.count(ref, start, err)
-	if err != nil {
-		return nil, &InvokeError{Tool: ref, Stage: stage, Err: err}
+	o := iv.invoke(ctx, token, tool, ref, input)
+	iv.count(ref, start, &o)
+	if o.err != nil {
+		return nil, o.res, &InvokeError{Tool: ref, Stage: o.stage, Err: o.err}
 	}
-	return out, nil
+	return o.out, o.res, nil
 }
 
-func (iv *Invoker) count(ref ToolRef, start time.Time, err error) {
+// count adds o to the tool's statistics. It allocates only for the first
+// call of a tool and the first refusal of a tool by a rule.
+func (iv *Invoker) count(ref ToolRef, start time.Time, o *outcome) {
 	lat := max(iv.clock().Sub(start), 0)
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
@@ -210,18 +343,30 @@ func (iv *Invoker) count(ref ToolRef, start time.Time, err error) {
 	}
 	s.Calls++
 	switch {
-	case err == nil:
+	case o.err == nil:
 		s.Succeeded++
-	case isRefusal(err):
+	case isRefusal(o.err):
 		s.Refused++
+		rule := o.rule
+		if rule == "" {
+			rule = refusalRule(o.err)
+		}
+		if s.RefusedBy == nil {
+			s.RefusedBy = map[Rule]uint64{}
+		}
+		s.RefusedBy[rule]++
 	default:
 		s.Failed++
 	}
+	if o.safe {
+		s.TowardSafe++
+	}
 	s.TotalLatency += lat
 	s.MaxLatency = max(s.MaxLatency, lat)
+	s.Latency.Observe(lat)
 }
 
-// refuse audits a refusal of Invoke before Apply and returns err.
+// refuse audits a refusal of Invoke before the interlock and returns err.
 func (iv *Invoker) refuse(ctx context.Context, session string, ref ToolRef, a *Action, rule Rule, err error) error {
 	e := Entry{SessionID: session, Action: a, Decision: DecisionRefused, Rule: rule,
 		Reason: "tool " + ref.String() + ": " + err.Error()}
@@ -231,12 +376,15 @@ func (iv *Invoker) refuse(ctx context.Context, session string, ref ToolRef, a *A
 	return err
 }
 
-// allow records a call against the tool's rate limit, or refuses it.
-func (iv *Invoker) allow(ref ToolRef, rl catalog.RateLimit) error {
+// allow records a call against the tool's rate limit, or refuses it. A
+// call toward the safe state is recorded but never refused: a safe action
+// must always pass (it still counts against the window, so a burst of
+// safe calls delays the next unsafe one).
+func (iv *Invoker) allow(ref ToolRef, rl catalog.RateLimit, safe bool) error {
 	if rl.MaxCalls <= 0 || rl.Per <= 0 {
 		return nil
 	}
-	now := iv.clock()
+	now := iv.rateClock()
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	calls := iv.calls[ref]
@@ -245,75 +393,89 @@ func (iv *Invoker) allow(ref ToolRef, rl catalog.RateLimit) error {
 		i++
 	}
 	calls = calls[i:]
-	if len(calls) >= rl.MaxCalls {
+	if len(calls) >= rl.MaxCalls && !safe {
 		iv.calls[ref] = calls
 		return fmt.Errorf("%w: %d calls in %v already (limit %d per %v)", ErrRateLimited, len(calls), now.Sub(calls[0]), rl.MaxCalls, rl.Per)
+	}
+	if len(calls) >= rl.MaxCalls { // safe: keep the window bounded
+		calls = calls[1:]
 	}
 	iv.calls[ref] = append(calls, now)
 	return nil
 }
 
-func (iv *Invoker) invoke(ctx context.Context, token string, tool catalog.Tool, ref ToolRef, input json.RawMessage) (json.RawMessage, string, error) {
+func (iv *Invoker) invoke(ctx context.Context, token string, tool catalog.Tool, ref ToolRef, input json.RawMessage) outcome {
+	refused := func(stage string, rule Rule, err error) outcome {
+		return outcome{stage: stage, rule: rule, err: err}
+	}
 	// Who asks first (an authentic token); what the call does next; then
 	// the tool's permission, unless the call moves an output toward its
 	// safe state (the interlock's IsSafe, from the rig spec): scope limits
 	// what a session may open, not what it may close.
 	auth := iv.il.auth.(ToolAuthorizer) // checked by NewInvoker
-	who, err := auth.Authenticate(ctx, token)
-	if err != nil {
-		err = fmt.Errorf("%w: %w", ErrUnauthorized, err)
-		return nil, StagePermission, iv.refuse(ctx, "", ref, nil, "", err)
-	}
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage(`{}`)
 	}
+	who, err := auth.Authenticate(ctx, token)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrUnauthorized, err)
+		return refused(StagePermission, RuleUnauthorized, iv.refuse(ctx, "", ref, iv.actionOf(tool, input), "", err))
+	}
 	if err := tool.ValidateInputJSON(input); err != nil {
-		return nil, StageInput, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err)
+		return refused(StageInput, RuleInvalidInput, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err))
 	}
 	call, err := iv.translate(tool, input)
 	if err != nil {
-		stage := StageInput
+		stage, rule := StageInput, RuleInvalidInput
 		if errors.Is(err, catalog.ErrNotFound) {
-			stage = StageLookup
+			stage, rule = StageLookup, RuleUnknownTool
 		}
-		return nil, stage, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err)
+		return refused(stage, rule, iv.refuse(ctx, who.SessionID, ref, nil, RuleInvalidInput, err))
 	}
-	if call.snapshot || !iv.il.env.IsSafe(call.action) {
+	var act *Action // what the call would do, for the audit of a refusal
+	if !call.snapshot {
+		act = &call.action
+	}
+	safe := !call.snapshot && iv.il.env.IsSafe(call.action)
+	if !safe {
 		grant, err := auth.AuthorizeTool(ctx, token, tool)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrUnauthorized, err)
-			return nil, StagePermission, iv.refuse(ctx, who.SessionID, ref, nil, "", err)
+			return refused(StagePermission, RulePermission, iv.refuse(ctx, who.SessionID, ref, act, "", err))
 		}
 		if !slices.Contains(grant.Permissions, tool.Safety.Permission) {
 			err := fmt.Errorf("%w: the grant lacks permission %s", ErrUnauthorized, tool.Safety.Permission)
-			return nil, StagePermission, iv.refuse(ctx, grant.SessionID, ref, nil, RulePermission, err)
+			return refused(StagePermission, RulePermission, iv.refuse(ctx, grant.SessionID, ref, act, RulePermission, err))
 		}
 	}
-	if err := iv.allow(ref, tool.Safety.RateLimit); err != nil {
-		return nil, StageRateLimit, iv.refuse(ctx, who.SessionID, ref, nil, RuleRateLimit, err)
+	if err := iv.allow(ref, tool.Safety.RateLimit, safe); err != nil {
+		return refused(StageRateLimit, RuleRateLimit, iv.refuse(ctx, who.SessionID, ref, act, RuleRateLimit, err))
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, tool.Performance.Timeout)
 	defer cancel()
-	var raw []byte
+	o := outcome{safe: safe}
 	if call.snapshot {
 		r := iv.il.View().Readings(ctx)
-		if raw, err = snapshotOutput(iv.il, r); err != nil {
-			return nil, StageExecute, err
+		if o.out, o.err = snapshotOutput(iv.il, r); o.err != nil {
+			o.stage = StageExecute
+			return o
 		}
 	} else {
-		res, err := iv.il.Apply(ctx, token, call.action)
-		if err != nil {
-			return nil, StageExecute, err
+		o.res, o.err = iv.il.apply(ctx, token, call.action)
+		if o.err != nil {
+			o.stage = StageExecute
+			return o
 		}
-		if raw, err = call.output(res); err != nil {
-			return nil, StageOutput, err
+		if o.out, o.err = call.output(o.res); o.err != nil {
+			o.stage = StageOutput
+			return o
 		}
 	}
-	if err := validateOutput(tool, raw); err != nil {
-		return nil, StageOutput, err
+	if o.err = validateOutput(tool, o.out); o.err != nil {
+		o.stage, o.out = StageOutput, nil
 	}
-	return raw, "", nil
+	return o
 }
 
 func validateOutput(tool catalog.Tool, raw []byte) error {
@@ -448,18 +610,18 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 			return toolCall{}, err
 		}
 		return onOffCall(SwitchAction(in.Valve, in.Open)), nil
-	case catalog.ToolVent:
+	case catalog.ToolVent, catalog.ToolSetGate:
 		var in struct {
 			Open bool `json:"open"`
 		}
 		if err := decodeInput(input, &in); err != nil {
 			return toolCall{}, err
 		}
-		valve := "vent_valve"
-		if v := iv.il.env.cfg.Vent; v != nil && v.Valve != "" {
-			valve = v.Valve
+		vent, gate := iv.ventValves()
+		if tool.Name == catalog.ToolSetGate {
+			return onOffCall(SwitchAction(gate, in.Open)), nil
 		}
-		return onOffCall(SwitchAction(valve, in.Open)), nil
+		return onOffCall(SwitchAction(vent, in.Open)), nil
 	case catalog.ToolAcquire:
 		var in struct {
 			IntegrationMS int64 `json:"integration_ms"`

@@ -96,7 +96,7 @@ func TestInvokeExecutes(t *testing.T) {
 			FlowChannel("Ar"), 200, map[string]any{"channel": "flow.Ar", "requested": 0.2, "read_back": 0.2, "unit": "slm"}},
 		{"H2S flow, interlocks met", catalog.ToolSetFlow, `{"gas": "H2S", "flow": 5, "unit": "sccm"}`, nil,
 			FlowChannel("H2S"), 5, map[string]any{"read_back": 5.0}},
-		{"gate valve", catalog.ToolSetValve, `{"valve": "gate_valve", "open": true}`, nil,
+		{"gate valve", catalog.ToolSetGate, `{"open": true}`, nil,
 			SwitchChannel("gate_valve"), 1, map[string]any{"channel": "switch.gate_valve", "read_back": true}},
 		{"pump", catalog.ToolSetPump, `{"on": true}`, nil, SwitchChannel("pump"), 1, map[string]any{"read_back": true}},
 		{"scrubber off", catalog.ToolSetScrubber, `{"on": false}`, nil, SwitchChannel("scrubber"), 0, map[string]any{"read_back": false}},
@@ -215,19 +215,20 @@ func TestInvokeRateLimit(t *testing.T) {
 	f := newInvokeFixture(t, nil, nil)
 	ctx := context.Background()
 	vent := ref(catalog.ToolVent) // 10 calls per minute
+	open := json.RawMessage(`{"open": true}`)
 	for i := range 10 {
-		if _, err := f.iv.Invoke(ctx, "ok", vent, json.RawMessage(`{"open": false}`)); err != nil {
+		if _, err := f.iv.Invoke(ctx, "ok", vent, open); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 		f.p.advance(time.Second)
 	}
 	writes := f.p.writeCount()
-	_, err := f.iv.Invoke(ctx, "ok", vent, json.RawMessage(`{"open": false}`))
+	_, err := f.iv.Invoke(ctx, "ok", vent, open)
 	var ie *InvokeError
 	if !errors.Is(err, ErrRateLimited) || !errors.As(err, &ie) || ie.Stage != StageRateLimit || f.p.writeCount() != writes {
 		t.Fatalf("11th call in a minute: %v", err)
 	}
-	if e := f.audit.last(); e.Rule != RuleRateLimit || e.Decision != DecisionRefused {
+	if e := f.audit.last(); e.Rule != RuleRateLimit || e.Decision != DecisionRefused || e.Action == nil || e.Action.Channel() != "switch.vent_valve" {
 		t.Fatalf("audit %+v", e)
 	}
 	// Another tool has its own budget.
@@ -235,10 +236,39 @@ func TestInvokeRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.p.advance(51 * time.Second) // the first call leaves the window
-	if _, err := f.iv.Invoke(ctx, "ok", vent, json.RawMessage(`{"open": false}`)); err != nil {
+	if _, err := f.iv.Invoke(ctx, "ok", vent, open); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
-	if s := f.iv.Stat(vent); s.Calls != 12 || s.Succeeded != 11 || s.Refused != 1 {
+	s := f.iv.Stat(vent)
+	if s.Calls != 12 || s.Succeeded != 11 || s.Refused != 1 || s.RefusedBy[RuleRateLimit] != 1 || len(s.RefusedBy) != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestInvokeRateLimitTowardSafe: a call toward the safe state is never
+// refused for rate, however many calls the window holds, but it is counted
+// (TowardSafe, and in the window, so it delays the next unsafe call).
+func TestInvokeRateLimitTowardSafe(t *testing.T) {
+	f := newInvokeFixture(t, nil, nil)
+	ctx := context.Background()
+	vent := ref(catalog.ToolVent) // 10 calls per minute
+	for i := range 25 {           // 2.5 times the limit, within 25 s
+		if _, err := f.iv.Invoke(ctx, "ok", vent, json.RawMessage(`{"open": false}`)); err != nil {
+			t.Fatalf("safe call %d refused: %v", i, err)
+		}
+		f.p.advance(time.Second)
+	}
+	// Through Act too: closing the vent valve is the same tool call.
+	if _, err := f.iv.Act(ctx, "ok", SwitchAction("vent_valve", false)); err != nil {
+		t.Fatalf("safe action refused: %v", err)
+	}
+	// The window is full of safe calls: an unsafe one is refused for rate.
+	_, err := f.iv.Invoke(ctx, "ok", vent, json.RawMessage(`{"open": true}`))
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("unsafe call after a burst of safe ones: %v", err)
+	}
+	s := f.iv.Stat(vent)
+	if s.Calls != 27 || s.Succeeded != 26 || s.TowardSafe != 26 || s.Refused != 1 || s.RefusedBy[RuleRateLimit] != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 }

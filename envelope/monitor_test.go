@@ -236,7 +236,7 @@ func TestMonitorTripsOncePerOnsetAndReasserts(t *testing.T) {
 		t.Fatalf("re-assertion audited as %d trips", n)
 	}
 	// While latched, only safe actions pass.
-	if _, err := f.il.Apply(context.Background(), "ok", SetpointAction(device.Celsius(100))); !errors.Is(err, ErrViolation) {
+	if _, err := f.il.apply(context.Background(), "ok", SetpointAction(device.Celsius(100))); !errors.Is(err, ErrViolation) {
 		t.Fatalf("apply while latched: %v", err)
 	}
 	// Reset refuses while the condition holds, and succeeds once it is gone.

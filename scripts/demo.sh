@@ -5,7 +5,7 @@
 # leak that trips and latches, reset, and an e-stop. Then the main job: the seed's MoS2 task
 # (configs/examples/mos2-task.json) submitted through the local control socket, approved by the
 # operator (R3), followed live to its task_completed message, one artifact fetched and
-# verified. Needs Go only.
+# verified, and the per-tool statistics of the run's tool calls (hcp-edge tools). Needs Go only.
 #
 # With HCP_AMQP_URL set (the agent's broker login, e.g. from scripts/broker.sh) the agent serves
 # HCP through that broker too, and the MoS2 task goes through the broker as the development
@@ -141,9 +141,17 @@ for name in raman_spectrum.svg process_profile.svg; do
   plots+=("$plots_dir/$name")
 done
 
+step "the tool pipeline: every action of the run was a catalog tool call (hcp-edge tools)"
+"$BIN/hcp-edge" tools >"$dir/tools.txt"
+cat "$dir/tools.txt"
+grep -q '^furnace.set_setpoint ' "$dir/tools.txt" || { echo "demo: hcp-edge tools shows no furnace.set_setpoint call"; exit 1; }
+
 step "stopping the agent (SIGTERM: outputs to the safe state, state file closed)"
 kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=""
 tail -3 "$dir/agent.log"
+# The daemon leaves its tool statistics in the state directory when it stops.
+printf 'hcp-edge tools --state-dir (no daemon): '
+"$BIN/hcp-edge" tools --state-dir "$HCP_STATE_DIR" | tail -n 1
 
 step "what reached the firmware (rig-sim status): the writes it received"
 "$BIN/rig-sim" status --dir "$dir" >"$dir/out.txt"; tail -n 12 "$dir/out.txt"

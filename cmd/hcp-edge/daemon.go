@@ -186,6 +186,10 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if err != nil {
 		return err
 	}
+	iv, err := newInvoker(il, f.Agent.TimeScale) // the tool pipeline: the only caller of the interlock (tools.go)
+	if err != nil {
+		return err
+	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err = in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout)
 	cancel()
@@ -223,7 +227,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if up != nil {
 		st.SetQueue(up) // every step queues its messages in its own transaction
 	}
-	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, mon, acts, hb, up, log)
+	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, iv, mon, acts, hb, up, log)
 	if err != nil {
 		return err
 	}
@@ -255,7 +259,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if err := up.attach(f, eng); err != nil {
 		return err
 	}
-	h := &handler{il: il, mon: mon, in: in, log: log, up: up,
+	h := &handler{il: il, iv: iv, mon: mon, in: in, log: log, up: up,
 		sess: &sessions{eng: eng, st: st, hub: hb, stateDir: f.Agent.StateDir, log: log}}
 	up.serveExtensions(f, reg, env, h.sess) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
@@ -266,7 +270,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	if err := mx.start(f, il, up); err != nil {
+	if err := mx.start(f, il, iv, up); err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
@@ -298,6 +302,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	err = errors.Join(err, mx.close(sctx))
 	engClosed = true
 	err = errors.Join(err, eng.Close())
+	saveToolStats(f.Agent.StateDir, iv.Stats(), log) // for `hcp-edge tools` once the daemon is gone (tools.go)
 	monClosed = true
 	err = errors.Join(err, mon.Close())
 	switch f.Agent.ShutdownPolicy {
@@ -317,6 +322,7 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 type handler struct {
 	up   *uplink // nil without a broker
 	il   *envelope.Interlock
+	iv   *envelope.Invoker // the tool pipeline (per-tool statistics)
 	mon  *envelope.Monitor
 	in   *rigconfig.Instruments
 	log  *slog.Logger
@@ -342,6 +348,8 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		return h.sess.ownershipOp(ctx, req)
 	case control.OpEStop:
 		return h.estop(ctx, req.Operator), nil
+	case control.OpTools:
+		return toolsOf(h.iv.Stats()), nil
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.status()

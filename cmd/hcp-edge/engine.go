@@ -18,6 +18,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/budget"
@@ -126,7 +127,28 @@ type sessions struct {
 	log      *slog.Logger
 }
 
-// newEngine assembles the session engine over the interlock path. rec is
+// newInvoker builds the tool pipeline over il, with the built-in catalog:
+// every action of a recipe is a call of one of its tools, by name and
+// version (executor.ToolRig), and nothing else calls the interlock.
+// The tools' rate limits count the rig's process time (agent.time_scale:
+// the simulator's plant lives faster than the wall clock; 1 on a real rig).
+func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, error) {
+	tools, err := catalog.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	if timeScale <= 0 {
+		timeScale = 1
+	}
+	process, err := executor.NewScaledClock(timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("agent.time_scale: %w", err)
+	}
+	return envelope.NewInvoker(il, tools, envelope.InvokerOpts{RateClock: process.Now})
+}
+
+// newEngine assembles the session engine over the tool pipeline iv (every
+// action of a run is a tool call through it). rec is
 // the gate's recorder (the state file's audit log) and wrap what counts its
 // decisions (the metrics when they are on; the engine records each decision
 // in the transaction of its step, through wrap); key is the at-rest key
@@ -134,7 +156,7 @@ type sessions struct {
 // each session (the actions budget; its Auditor wraps the interlock's); out
 // the local watchers; up the uplink (nil: none).
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
-	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, mon *envelope.Monitor,
+	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
 	acts *budget.ActionCounter, out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
 	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: protectionOf(up, key)})
 	if err != nil {
@@ -145,7 +167,7 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 		return nil, err
 	}
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
-		GateRecorder: wrap, Rig: executor.MonitoredRig(il, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
+		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
 		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},

@@ -12,7 +12,7 @@ import (
 // argument is a usage error, exit 2, with the problem on stderr.
 func TestHelpExitsZero(t *testing.T) {
 	verbs := [][]string{
-		{}, {"run"}, {"estop"}, {"status"}, {"reset"}, {"arm"}, {"submit"},
+		{}, {"run"}, {"estop"}, {"status"}, {"tools"}, {"reset"}, {"arm"}, {"submit"},
 		{"approve"}, {"deny"}, {"abort"}, {"pause"}, {"resume"}, {"sessions"},
 		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
@@ -30,7 +30,7 @@ func TestHelpExitsZero(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"status", "--no-such-flag"}, {"status", "extra"}, {"estop", "--json=maybe"},
+		{"status", "--no-such-flag"}, {"status", "extra"}, {"tools", "extra"}, {"tools", "--no-such-flag"}, {"estop", "--json=maybe"},
 		{"sessions", "x"}, {"audit", "verify", "x"}, {"access"}, {"access", "nonsense"}, {"access", "list", "x"},
 		{"access", "approve", "acc-1"}, {"access", "approve", "--operator", "olga"}, {"access", "approve", "acc-1", "--operator", "olga", "--for", "soon"},
 		{"access", "deny", "acc-1", "--operator", "olga"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},

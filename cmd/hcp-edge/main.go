@@ -13,6 +13,7 @@
 //	                                      every output safe, through the daemon or, if it does
 //	                                      not acknowledge within 500 ms, directly
 //	hcp-edge status [--json]              readings, envelope margins, latch, instrument health
+//	hcp-edge tools [--json] [--state-dir DIR] per-tool calls, refusals by rule, failures, p50/p99
 //	hcp-edge reset --operator NAME        clear a latched trip (recorded)
 //	hcp-edge arm --operator NAME          energise the interlock relay (recorded)
 //	hcp-edge envelope coverage [--config FILE] [--json]
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return estopCmd(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "tools":
+		return toolsCmd(ctx, args[1:], stdout, stderr)
 	case "reset", "arm":
 		return operatorCmd(ctx, args[0], args[1:], stdout, stderr)
 	case "submit":
@@ -138,6 +141,7 @@ commands:
   run       run the agent daemon (interlock, trip monitor, control socket)
   estop     drive every output to its safe state (through the daemon, or directly if it is hung)
   status    readings, envelope margins, latched trip and instrument health from the daemon
+  tools     per-tool statistics of the tool pipeline: calls, refusals by rule, failures, p50/p99
   reset     clear a latched trip: reset --operator NAME
   arm       energise the interlock relay: arm --operator NAME
   submit    submit a task_submit message (FILE) as the local operator; --watch follows it to its end

@@ -62,15 +62,16 @@ func (a *agentMetrics) gateRecorder(next gate.Recorder) gate.Recorder {
 	return a.m.Recorder(next)
 }
 
-// start registers the scrape-time families (latch, sessions, uplink) and
+// start registers the scrape-time families (latch, sessions, tools, uplink) and
 // serves them on agent.metrics_listen.
-func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, up *uplink) error {
+func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink) error {
 	if a == nil {
 		return nil
 	}
 	s := metrics.State{
 		Latched:  func() bool { l, _ := il.Latched(); return l },
 		Sessions: a.sessions,
+		Tools:    iv.Stats,
 	}
 	if up != nil {
 		s.Uplink = up.metricsState

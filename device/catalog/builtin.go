@@ -12,6 +12,7 @@ const (
 	ToolSetRampRate = "furnace.set_ramp_rate"
 	ToolSetHeater   = "furnace.set_heater"
 	ToolSetValve    = "valve.set"
+	ToolSetGate     = "gate_valve.set"
 	ToolSetFlow     = "gas.set_flow"
 	ToolSetPump     = "pump.set"
 	ToolSetScrubber = "scrubber.set"
@@ -23,11 +24,12 @@ const (
 // BuiltinVersion is the version of every built-in tool.
 const BuiltinVersion = "1.0.0"
 
-// The gases and valves of the rig (configs/rig-protocols.md), as the input
-// schemas enumerate them.
+// The gases and gas line valves of the rig (configs/rig-protocols.md), as
+// the input schemas enumerate them. The gate valve has its own tool
+// (ToolSetGate, rig.operate): it moves no gas.
 var (
 	builtinGases  = []string{"Ar", "H2", "H2S"}
-	builtinValves = []string{"gate_valve", "ar_valve", "h2_valve", "h2s_valve"}
+	builtinValves = []string{"ar_valve", "h2_valve", "h2s_valve"}
 )
 
 // writeOutput is the output of every actuator tool: what was asked and what
@@ -80,6 +82,10 @@ func builtinTools() []Tool {
 		return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
 			Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
 	}
+	// An actuator tool's timeout bounds the whole of the interlock's
+	// apply: waiting for the apply in progress, the snapshot of every
+	// instrument (1 s each, concurrently), the write and its read-back (2 s).
+	const actTimeout = 5 * time.Second
 	perf := func(typical, timeout time.Duration) Performance {
 		return Performance{TypicalLatency: typical, Timeout: timeout}
 	}
@@ -99,7 +105,7 @@ func builtinTools() []Tool {
 }`),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R3, "furnace_temperature"),
-			Performance:  perf(50*time.Millisecond, 2*time.Second),
+			Performance:  perf(50*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000002", Name: ToolSetRampRate, Version: BuiltinVersion,
@@ -116,7 +122,7 @@ func builtinTools() []Tool {
 }`),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R2, "furnace_ramp"),
-			Performance:  perf(50*time.Millisecond, 2*time.Second),
+			Performance:  perf(50*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000003", Name: ToolSetHeater, Version: BuiltinVersion,
@@ -125,12 +131,12 @@ func builtinTools() []Tool {
 			InputSchema:  json.RawMessage(boolInput("on", "true enables the heater output")),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R3, "furnace_heating"),
-			Performance:  perf(50*time.Millisecond, 2*time.Second),
+			Performance:  perf(50*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000004", Name: ToolSetValve, Version: BuiltinVersion,
-			Description: "Open or close a named valve (gate valve or a gas line valve).",
-			Category:    "actuation", Capabilities: []string{"valve", "gas_handling", "vacuum", "actuate"},
+			Description: "Open or close a process gas line valve.",
+			Category:    "actuation", Capabilities: []string{"valve", "gas_handling", "actuate"},
 			InputSchema: json.RawMessage(`{
   "type": "object",
   "required": ["valve", "open"],
@@ -142,7 +148,16 @@ func builtinTools() []Tool {
 }`),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionGas, R3, "gas_line", "chamber_atmosphere"),
-			Performance:  perf(30*time.Millisecond, 2*time.Second),
+			Performance:  perf(30*time.Millisecond, actTimeout),
+		},
+		{
+			ID: "6b1f0c3e-5a0e-4c1d-9a11-00000000000b", Name: ToolSetGate, Version: BuiltinVersion,
+			Description: "Open or close the gate valve between the chamber and the pump.",
+			Category:    "actuation", Capabilities: []string{"valve", "vacuum", "actuate"},
+			InputSchema:  json.RawMessage(boolInput("open", "true opens the gate valve")),
+			OutputSchema: json.RawMessage(writeOutput),
+			Safety:       act(PermissionOperate, R2, "chamber_pressure"),
+			Performance:  perf(30*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000005", Name: ToolSetFlow, Version: BuiltinVersion,
@@ -160,7 +175,7 @@ func builtinTools() []Tool {
 }`),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionGas, R4, "gas_flow", "chamber_atmosphere"),
-			Performance:  perf(40*time.Millisecond, 2*time.Second),
+			Performance:  perf(40*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000006", Name: ToolSetPump, Version: BuiltinVersion,
@@ -169,7 +184,7 @@ func builtinTools() []Tool {
 			InputSchema:  json.RawMessage(boolInput("on", "true starts the pump")),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R2, "chamber_pressure"),
-			Performance:  perf(30*time.Millisecond, 2*time.Second),
+			Performance:  perf(30*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000007", Name: ToolSetScrubber, Version: BuiltinVersion,
@@ -178,7 +193,7 @@ func builtinTools() []Tool {
 			InputSchema:  json.RawMessage(boolInput("on", "true switches the scrubber on")),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R2, "exhaust"),
-			Performance:  perf(30*time.Millisecond, 2*time.Second),
+			Performance:  perf(30*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000008", Name: ToolVent, Version: BuiltinVersion,
@@ -189,7 +204,7 @@ func builtinTools() []Tool {
 			Safety: Safety{Permission: PermissionOperate, RiskLevel: R3, Dangerous: true,
 				SideEffects: []string{"chamber_atmosphere"}, Reversible: false, Idempotent: true,
 				RateLimit: RateLimit{MaxCalls: 10, Per: time.Minute}},
-			Performance: perf(30*time.Millisecond, 2*time.Second),
+			Performance: perf(30*time.Millisecond, actTimeout),
 		},
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000009", Name: ToolAcquire, Version: BuiltinVersion,

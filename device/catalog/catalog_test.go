@@ -27,7 +27,7 @@ func TestBuiltinCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{ToolVent, ToolSetHeater, ToolSetRampRate, ToolSetSetpoint, ToolSetFlow,
-		ToolSetPump, ToolSnapshot, ToolSetScrubber, ToolAcquire, ToolSetValve}
+		ToolSetGate, ToolSetPump, ToolSnapshot, ToolSetScrubber, ToolAcquire, ToolSetValve}
 	var got []string
 	for _, tl := range r.List() {
 		got = append(got, tl.Name)
@@ -265,7 +265,7 @@ func TestLookup(t *testing.T) {
 		want []string
 	}{
 		{"furnace", []string{"furnace"}, []string{ToolSetHeater, ToolSetRampRate, ToolSetSetpoint}},
-		{"vacuum", []string{"vacuum"}, []string{ToolVent, ToolSetPump, ToolSetValve}},
+		{"vacuum", []string{"vacuum"}, []string{ToolVent, ToolSetGate, ToolSetPump}},
 		{"two tags", []string{"furnace", "heater"}, []string{ToolSetHeater}},
 		{"measure", []string{"measure"}, []string{ToolAcquire}},
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -299,7 +300,7 @@ func (b *bench) apply(a envelope.Action) {
 	b.t.Helper()
 	deadline := time.Now().Add(hangGuard)
 	for {
-		_, err := b.il.Apply(b.ctx, "token", a)
+		_, err := b.il.ApplyKeyed(rawkey.Key{}, b.ctx, "token", a)
 		var v *envelope.Violation
 		if err == nil {
 			return
@@ -343,7 +344,7 @@ func freshParts(r envelope.Readings, since time.Time) []string {
 func (b *bench) refused(a envelope.Action) {
 	b.t.Helper()
 	mark := b.mark()
-	_, err := b.il.Apply(b.ctx, "token", a)
+	_, err := b.il.ApplyKeyed(rawkey.Key{}, b.ctx, "token", a)
 	var v *envelope.Violation
 	if !errors.As(err, &v) || v.Rule != envelope.RuleLatched || !errors.Is(err, envelope.ErrViolation) {
 		b.t.Fatalf("apply %v while latched: %v, want a latched violation", a, err)

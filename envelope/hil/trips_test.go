@@ -8,6 +8,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 )
 
@@ -164,7 +165,7 @@ func TestTripVacuumLoss(t *testing.T) {
 	// refused as stale_reading, rightly; ask again until the gauge answers.)
 	var err error
 	for i := 0; i < 20; i++ {
-		_, err = b.il.Apply(b.ctx, "token", envelope.FlowAction("H2", 20))
+		_, err = b.il.ApplyKeyed(rawkey.Key{}, b.ctx, "token", envelope.FlowAction("H2", 20))
 		if v, ok := err.(*envelope.Violation); !ok || v.Rule != envelope.RuleStale {
 			break
 		}

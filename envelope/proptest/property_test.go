@@ -26,6 +26,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 )
@@ -339,7 +340,7 @@ func sequence(t *testing.T, seed uint64, n int, lim limits, yamlBytes []byte, ty
 	if rng.IntN(4) > 0 {
 		for _, a := range []envelope.Action{envelope.SwitchAction("scrubber", true),
 			envelope.SwitchAction("pump", true), envelope.SwitchAction("gate_valve", true)} {
-			do("prepare", &a, func() error { _, err := b.il.Apply(ctx, "token", a); return err })
+			do("prepare", &a, func() error { _, err := b.il.ApplyKeyed(rawkey.Key{}, ctx, "token", a); return err })
 		}
 		b.p.Step(time.Duration(60+rng.IntN(120)) * time.Second)
 		arm()
@@ -382,7 +383,7 @@ func sequence(t *testing.T, seed uint64, n int, lim limits, yamlBytes []byte, ty
 		}
 
 		a := randomAction(rng)
-		o := do(a.String(), &a, func() error { _, err := b.il.Apply(ctx, "token", a); return err })
+		o := do(a.String(), &a, func() error { _, err := b.il.ApplyKeyed(rawkey.Key{}, ctx, "token", a); return err })
 		ty.add(func(ty *tally) { ty.actions++ })
 		if o.err == nil {
 			ty.add(func(ty *tally) { ty.executed++ })

@@ -54,7 +54,8 @@ type Config struct {
 	// decisions there. A decision whose transaction then rolls back has
 	// been counted.
 	GateRecorder func(gate.Recorder) gate.Recorder
-	// Rig is the interlock path every run uses (executor.MonitoredRig).
+	// Rig is the tool pipeline every run's actions go through
+	// (executor.ToolRig over an envelope.Invoker).
 	Rig executor.Rig
 	Out Outbound
 	// SafeState, when set, drives every output to its safe state and

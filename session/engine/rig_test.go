@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
@@ -21,6 +22,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/session/budget"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 )
 
 // memAudit keeps audit entries in memory.
@@ -54,6 +56,7 @@ type simBench struct {
 	r     *rig.Rig
 	p     *plant.Plant
 	il    *envelope.Interlock
+	iv    *envelope.Invoker // the tool pipeline, as production builds it
 	m     *envelope.Monitor
 	audit *memAudit
 	acts  *budget.ActionCounter // counts the executed actions of each session from the audit stream
@@ -187,6 +190,14 @@ func newSimBench(t *testing.T, scale float64, auth envelope.Authorizer) *simBenc
 	b := &simBench{r: r, p: r.Plant(), audit: &memAudit{}, acts: budget.NewActionCounter()}
 	b.il, err = envelope.NewInterlock(loadEnvelope(t), er, auth, b.acts.Auditor(b.audit), envelope.DefaultInterlockOpts())
 	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, _ := executor.NewScaledClock(scale) // the tools' rate limits run on the plant's time
+	if b.iv, err = envelope.NewInvoker(b.il, tools, envelope.InvokerOpts{RateClock: rates.Now}); err != nil {
 		t.Fatal(err)
 	}
 	b.m, err = envelope.NewMonitor(b.il, envelope.DefaultMonitorOpts())

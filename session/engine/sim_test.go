@@ -75,7 +75,7 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	}
 	rs, _ := executor.NewRigStatus(rsCap)
 	lc, _ := executor.NewLeakCheck(lcCap)
-	h := newHarness(t, path, executor.MonitoredRig(b.il, b.m), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
+	h := newHarness(t, path, executor.ToolRig(b.iv, b.m), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
 		c.Revocations = rev
 		c.SafeState = b.il.SafeState
 		c.Actions = b.acts

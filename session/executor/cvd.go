@@ -210,7 +210,9 @@ func (c *CVD) Plan(t Task) (Recipe, error) {
 		p.Carrier, p.CarrierFlow = cg.Gas, cg.Flow
 	}
 	if r := in.Raman; r != nil && r.IntegrationSeconds > 0 {
-		p.Integration = time.Duration(r.IntegrationSeconds * float64(time.Second))
+		// Whole milliseconds: the resolution of spectrometer.acquire, whose
+		// input the acquisition becomes (0.3 s must not become 299.999999 ms).
+		p.Integration = time.Duration(math.Round(r.IntegrationSeconds*1000)) * time.Millisecond
 	}
 	return c.recipe(p), nil
 }

@@ -18,9 +18,11 @@
 // (safe actions, which pass even while latched) and Partial returns the
 // partial outputs and a partial growth log.
 //
-// The Env is everything a run may touch: a Rig (Apply through the interlock
-// with the session token, a read-only snapshot, the envelope, the latch:
-// InterlockRig or MonitoredRig build one), a Clock, a Sink for events
+// The Env is everything a run may touch: a Rig (each action a call of its
+// catalog tool, by name and version, through the tool pipeline with the
+// session token — envelope.Invoker.Act: permission, rate limit, input
+// schema, the interlock, output schema, statistics, audit; a read-only
+// snapshot, the envelope, the latch: ToolRig builds it), a Clock, a Sink for events
 // (progress, intermediate_result, log, warning; the engine numbers them), a
 // Checkpointer, and the artifact directory. Nothing else reaches the rig.
 // For a T3/T4 session the engine sets Env.AtRest: every artifact file is

@@ -47,7 +47,7 @@ func runSynthesis(t *testing.T, inputs string, threshold float64) e2eRun {
 		t.Fatal(err)
 	}
 	run := e2eRun{sink: &memSink{}, ckpt: &memCkpt{}, bench: b}
-	env := &Env{Rig: MonitoredRig(b.il, b.m), Token: "token", Clock: clock, Sink: run.sink, Checkpoints: run.ckpt,
+	env := &Env{Rig: b.rig(), Token: "token", Clock: clock, Sink: run.sink, Checkpoints: run.ckpt,
 		ArtifactDir: t.TempDir(), SessionID: task.SessionID}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // hang guard
 	defer cancel()

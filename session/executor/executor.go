@@ -16,9 +16,11 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
-// Rig is what an executor may do to the rig: Apply an action through the
-// interlock with the session's token, and read. Nothing else reaches an
-// instrument. InterlockRig builds one from an *envelope.Interlock.
+// Rig is what an executor may do to the rig: perform an action with the
+// session's token, and read. Nothing else reaches an instrument. ToolRig,
+// the production Rig, performs every action as a call of its catalog tool
+// through the tool pipeline (envelope.Invoker.Act); an envelope refusal
+// unwraps (errors.As) to its *envelope.Violation.
 type Rig interface {
 	Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error)
 	Readings(ctx context.Context) envelope.Readings
@@ -26,33 +28,35 @@ type Rig interface {
 	Latched() (bool, string)
 }
 
-type interlockRig struct {
-	il   *envelope.Interlock
+// ToolRig is the production Rig: every action is a call of its catalog
+// tool, by name and version, through iv (permission, rate limit, input
+// schema, the interlock, output schema, per-tool statistics, audit). The
+// readings come from the running monitor's cache m (no extra instrument
+// traffic per wait); with a nil m, from a fresh snapshot of the
+// interlock's View.
+func ToolRig(iv *envelope.Invoker, m *envelope.Monitor) Rig {
+	return toolRig{iv: iv, view: iv.View(), m: m}
+}
+
+type toolRig struct {
+	iv   *envelope.Invoker
 	view *envelope.View
+	m    *envelope.Monitor
 }
 
-// InterlockRig is the Rig of an interlock: its Apply and its read-only View.
-func InterlockRig(il *envelope.Interlock) Rig { return interlockRig{il: il, view: il.View()} }
-
-// MonitoredRig is the Rig of an interlock whose readings come from its
-// running monitor's cache (no extra instrument traffic per wait).
-func MonitoredRig(il *envelope.Interlock, m *envelope.Monitor) Rig {
-	return monitoredRig{interlockRig: interlockRig{il: il, view: il.View()}, m: m}
+func (r toolRig) Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error) {
+	return r.iv.Act(ctx, token, a)
 }
 
-type monitoredRig struct {
-	interlockRig
-	m *envelope.Monitor
+func (r toolRig) Readings(ctx context.Context) envelope.Readings {
+	if r.m != nil {
+		return r.m.Readings()
+	}
+	return r.view.Readings(ctx)
 }
 
-func (r monitoredRig) Readings(context.Context) envelope.Readings { return r.m.Readings() }
-
-func (r interlockRig) Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error) {
-	return r.il.Apply(ctx, token, a)
-}
-func (r interlockRig) Readings(ctx context.Context) envelope.Readings { return r.view.Readings(ctx) }
-func (r interlockRig) Envelope() *envelope.Envelope                   { return r.view.Envelope() }
-func (r interlockRig) Latched() (bool, string)                        { return r.view.Latched() }
+func (r toolRig) Envelope() *envelope.Envelope { return r.view.Envelope() }
+func (r toolRig) Latched() (bool, string)      { return r.view.Latched() }
 
 // Sink receives the events of a run; the engine numbers and persists them
 // (lifecycle.Machine.Emit). data is one of Progress, IntermediateResult, Log

@@ -78,7 +78,7 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
-				env := &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
+				env := &Env{Rig: b.rig(), Token: "t", Clock: clock, Sink: &memSink{},
 					Checkpoints: &memCkpt{}, SessionID: "s"}
 				if i == 0 { // the first run of each case also draws its plot
 					env.ArtifactDir = t.TempDir()
@@ -155,16 +155,20 @@ func (m *mangledRig) Apply(ctx context.Context, tok string, a envelope.Action) (
 func TestLeakRateRefusesStaleReadings(t *testing.T) {
 	b := newSimBench(t, e2eScale)
 	clock, _ := NewScaledClock(e2eScale)
-	base := MonitoredRig(b.il, b.m)
+	base := b.rig()
 	n := namesOf(base.Envelope())
-	// afterFirst serves the first gauge reading after the isolation
-	// untouched (p0), then passes the next ones through f with that one.
+	// afterFirst serves the first gauge reading requested after the
+	// isolation untouched (p0), then passes the next ones through f with
+	// that one.
 	var mr *mangledRig
 	afterFirst := func(f func(r *envelope.Readings, first device.PressureReading)) func(*envelope.Readings) {
 		var first *device.PressureReading
 		return func(r *envelope.Readings) {
 			switch {
-			case mr.isolated.IsZero() || !r.Pressure.At.After(mr.isolated):
+			// p0 is the first reading requested after the isolation, as the
+			// executor judges it (gaugeAt): a reply to a request sent before
+			// it is not p0, however late it came.
+			case mr.isolated.IsZero() || !gaugeAt(*r).After(mr.isolated):
 			case first == nil:
 				p := r.Pressure
 				first = &p

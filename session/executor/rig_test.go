@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
@@ -31,6 +32,13 @@ func (allowAll) Authorize(context.Context, string, envelope.Action) (envelope.Gr
 
 func (allowAll) Authenticate(context.Context, string) (envelope.Grant, error) {
 	return envelope.Grant{SessionID: "e2e"}, nil
+}
+
+// AuthorizeTool grants every catalog permission (the shipped tokens'
+// scopes are proven in cmd/hcp-edge's TestShippedCapabilities).
+func (allowAll) AuthorizeTool(context.Context, string, catalog.Tool) (envelope.ToolGrant, error) {
+	return envelope.ToolGrant{SessionID: "e2e", Permissions: []catalog.Permission{catalog.PermissionRead,
+		catalog.PermissionMeasure, catalog.PermissionOperate, catalog.PermissionGas}}, nil
 }
 
 // memAudit keeps audit entries in memory.
@@ -59,27 +67,20 @@ func (a *memAudit) refusals() []envelope.Entry {
 	return out
 }
 
-func (a *memAudit) count(d envelope.Decision) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, e := range a.all {
-		if e.Decision == d {
-			n++
-		}
-	}
-	return n
-}
-
 // simBench is the whole simulated rig in-process: firmware-sim, every
 // driver, the interlock (envelope/testdata) and its monitor, armed.
 type simBench struct {
 	r     *rig.Rig
 	p     *plant.Plant
 	il    *envelope.Interlock
+	iv    *envelope.Invoker // the tool pipeline, as production builds it
 	m     *envelope.Monitor
 	audit *memAudit
 }
+
+// rig is the production Rig of the bench: every action a tool call
+// through the Invoker, readings from the monitor.
+func (b *simBench) rig() Rig { return ToolRig(b.iv, b.m) }
 
 func loadEnvelope(t testing.TB) *envelope.Envelope {
 	t.Helper()
@@ -209,6 +210,14 @@ func newSimBench(t *testing.T, scale float64) *simBench {
 	b := &simBench{r: r, p: r.Plant(), audit: &memAudit{}}
 	b.il, err = envelope.NewInterlock(loadEnvelope(t), er, allowAll{}, b.audit, envelope.DefaultInterlockOpts())
 	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, _ := NewScaledClock(e2eScale) // the tools' rate limits run on the plant's time
+	if b.iv, err = envelope.NewInvoker(b.il, tools, envelope.InvokerOpts{RateClock: rates.Now}); err != nil {
 		t.Fatal(err)
 	}
 	b.m, err = envelope.NewMonitor(b.il, envelope.DefaultMonitorOpts())

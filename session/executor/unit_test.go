@@ -175,7 +175,7 @@ func TestSmallExecutorsSim(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return Execute(context.Background(), rec, &Env{Rig: MonitoredRig(b.il, b.m), Token: "t", Clock: clock, Sink: &memSink{},
+		return Execute(context.Background(), rec, &Env{Rig: b.rig(), Token: "t", Clock: clock, Sink: &memSink{},
 			Checkpoints: &memCkpt{}, ArtifactDir: t.TempDir(), SessionID: "s"}, 0)
 	}
 	st, _ := NewRigStatus(resolve(t, RigStatusName))

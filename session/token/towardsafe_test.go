@@ -68,7 +68,8 @@ func fakeRig() (envelope.Rig, map[string]*devicetest.FakeFlow) {
 	return rig, flows
 }
 
-// TestTowardSafeNeedsNoScope: through the real Authorizer and Interlock, a
+// TestTowardSafeNeedsNoScope: through the real Authorizer, the tool
+// pipeline (Invoker.Act) and the Interlock, a
 // token granting only rig.read cannot open a gas valve or set a flow above
 // zero (refused for scope, nothing written), but closes the valves, zeroes
 // the flows and turns the heater off; every decision is audited, the safe
@@ -86,6 +87,14 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 	rig, flows := fakeRig()
 	audit := &entries{}
 	il, err := envelope.NewInterlock(env, rig, z, audit, envelope.DefaultInterlockOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := envelope.NewInvoker(il, tools, envelope.InvokerOpts{}) // the only path to the interlock
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +138,7 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 			ch := tt.action.Channel()
 			before := len(audit.of(ch))
 			sets := flows["H2S"].Count("SetFlow") + flows["H2"].Count("SetFlow")
-			_, err := il.Apply(ctx, tt.tok, tt.action)
+			_, err := iv.Act(ctx, tt.tok, tt.action)
 			got := audit.of(ch)[before:]
 			if tt.want != nil {
 				if !errors.Is(err, envelope.ErrUnauthorized) || !errors.Is(err, tt.want) {
@@ -153,12 +162,12 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 		})
 	}
 	// The same token still cannot open anything once the gases are off.
-	if _, err := il.Apply(ctx, reader, envelope.SwitchAction("h2s_valve", true)); !errors.Is(err, ErrScope) {
+	if _, err := iv.Act(ctx, reader, envelope.SwitchAction("h2s_valve", true)); !errors.Is(err, ErrScope) {
 		t.Fatalf("open after close: %v", err)
 	}
 	// A revoked session closes nothing either: revocation is not scope.
 	rev.Revoke("s-1", time.Now().Add(time.Hour))
-	if _, err := il.Apply(ctx, reader, envelope.FlowAction("H2S", 0)); !errors.Is(err, ErrRevoked) {
+	if _, err := iv.Act(ctx, reader, envelope.FlowAction("H2S", 0)); !errors.Is(err, ErrRevoked) {
 		t.Fatalf("revoked: %v", err)
 	}
 }

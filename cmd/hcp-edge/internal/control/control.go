@@ -50,11 +50,12 @@ const (
 	OpTakeover  = "takeover"  // {id, operator, reason}: the technician becomes the session's owner
 	OpHandback  = "handback"  // {id, operator, reason}: back to the owner before the takeover
 	OpOwnership = "ownership" // {id}: the session's owner and ownership chain
+	OpTools     = "tools"     // {}: the tool pipeline's per-tool statistics
 )
 
 // ops is every operation the server accepts.
 var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay,
-	OpTakeover, OpHandback, OpOwnership}
+	OpTakeover, OpHandback, OpOwnership, OpTools}
 
 // Stages of a reply line.
 const (

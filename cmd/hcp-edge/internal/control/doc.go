@@ -28,8 +28,9 @@
 // {operator} (required); the session operations submit {task, watch},
 // approve, deny, abort, pause and resume {id, operator, reason}, sessions
 // {all} and artifact {uri, operator}; audit_verify (the audit log's hash
-// chain) and audit_replay {id, operator} (one session's audit entries). The
-// result's shape belongs to the operation.
+// chain) and audit_replay {id, operator} (one session's audit entries);
+// tools (the tool pipeline's per-tool statistics). The result's shape
+// belongs to the operation.
 //
 // # Streaming
 //

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
@@ -21,6 +23,9 @@ type State struct {
 	// Uplink reads the uplink (broker connection and outbox); nil when no
 	// broker is configured.
 	Uplink func() Uplink
+	// Tools reads the per-tool statistics of the tool pipeline
+	// (envelope.Invoker.Stats).
+	Tools func() []envelope.ToolStats
 }
 
 // Uplink is the uplink at a scrape (transport/amqp.Supervisor.State).
@@ -68,6 +73,9 @@ func (s *State) write(w *expoWriter, log *slog.Logger) {
 			}
 		}
 	}
+	if s.Tools != nil {
+		writeTools(w, s.Tools())
+	}
 	if s.Uplink != nil {
 		u := s.Uplink()
 		w.single(Namespace+"_broker_connected", "1 while the uplink is connected to the broker (topology declared), else 0.", "gauge", b2f(u.Connected))
@@ -76,6 +84,47 @@ func (s *State) write(w *expoWriter, log *slog.Logger) {
 		w.single(Namespace+"_outbox_messages", "Messages waiting in the uplink's durable outbox (every class).", "gauge", float64(u.Backlog))
 		w.single(Namespace+"_outbox_telemetry_messages", "Messages waiting in the uplink's outbox that are telemetry (dropped first when the bound is reached).", "gauge", float64(u.Telemetry))
 		w.single(Namespace+"_outbox_oldest_message_age_seconds", "Age of the oldest message waiting in the uplink's outbox; 0 when it is empty.", "gauge", u.OldestAge.Seconds())
+	}
+}
+
+// writeTools writes the tool pipeline's families: calls, refusals by rule,
+// failures, calls toward the safe state, and the latency as a summary
+// (p50 and p99 from the Invoker's fixed histogram).
+func writeTools(w *expoWriter, stats []envelope.ToolStats) {
+	labels := []string{"tool", "version"}
+	counter := func(name, help string, v func(envelope.ToolStats) uint64) {
+		w.header(name, help, "counter")
+		for _, s := range stats {
+			w.sample(name, "", labels, []string{s.Tool.Name, s.Tool.Version}, "", "", float64(v(s)))
+		}
+	}
+	counter(Namespace+"_tool_calls_total", "Calls of a catalog tool through the tool pipeline (every action of a recipe is one).",
+		func(s envelope.ToolStats) uint64 { return s.Calls })
+	counter(Namespace+"_tool_failures_total", "Calls of a tool that failed while executing (instrument error, timeout, read-back, output).",
+		func(s envelope.ToolStats) uint64 { return s.Failed })
+	counter(Namespace+"_tool_toward_safe_calls_total", "Calls of a tool that moved an output toward its safe state (never refused for scope or rate).",
+		func(s envelope.ToolStats) uint64 { return s.TowardSafe })
+	name := Namespace + "_tool_refusals_total"
+	w.header(name, "Calls of a tool refused by a rule (an envelope rule, permission_required, unauthorized, rate_limit, invalid_input, unknown_tool); nothing reached an instrument.", "counter")
+	rl := []string{"tool", "version", "rule"}
+	for _, s := range stats {
+		rules := make([]string, 0, len(s.RefusedBy))
+		for r := range s.RefusedBy {
+			rules = append(rules, string(r))
+		}
+		slices.Sort(rules)
+		for _, r := range rules {
+			w.sample(name, "", rl, []string{s.Tool.Name, s.Tool.Version, r}, "", "", float64(s.RefusedBy[envelope.Rule(r)]))
+		}
+	}
+	name = Namespace + "_tool_latency_seconds"
+	w.header(name, "Latency of a tool call, from lookup to the validated output; quantiles are the upper bounds of fixed histogram buckets (at most a third over).", "summary")
+	for _, s := range stats {
+		v := []string{s.Tool.Name, s.Tool.Version}
+		w.sample(name, "", labels, v, "quantile", "0.5", s.P50().Seconds())
+		w.sample(name, "", labels, v, "quantile", "0.99", s.P99().Seconds())
+		w.sample(name, "_sum", labels, v, "", "", s.TotalLatency.Seconds())
+		w.sample(name, "_count", labels, v, "", "", float64(s.Calls))
 	}
 }
 
