@@ -188,21 +188,41 @@ func (k *killer) armRig() {
 	deadline := time.Now().Add(hangGuard)
 	for try := 1; ; try++ {
 		r := k.e.cli("arm", "--operator", "tess")
-		if r.code == 0 {
-			break
+		if r.code == 0 && k.energised(deadline) {
+			return
 		}
-		if !strings.Contains(r.stderr, "latched") || time.Now().After(deadline) {
-			k.t.Fatalf("arm (try %d): exit %d: %s", try, r.code, r.stderr)
+		if r.code == 0 {
+			r = k.e.cli("arm", "--operator", "tess") // latched again before the relay read back: its refusal
+		}
+		if !strings.Contains(r.stdout+r.stderr, "latched") || time.Now().After(deadline) {
+			k.t.Fatalf("arm (try %d): exit %d: %s%s", try, r.code, r.stdout, r.stderr)
 		}
 		if try > 1 {
-			k.t.Logf("arm try %d refused: %s", try, strings.TrimSpace(r.stderr))
+			k.t.Logf("arm try %d refused: %s", try, strings.TrimSpace(r.stdout+r.stderr))
 			time.Sleep(500 * time.Millisecond)
 		}
 		if r := k.e.cli("reset", "--operator", "tess"); r.code != 0 && time.Now().After(deadline) {
 			k.t.Fatalf("reset: exit %d: %s", r.code, r.stderr)
 		}
 	}
-	k.e.arm()
+}
+
+// energised waits for the relay to read back energised (true), or for the
+// monitor to latch first (false; the caller resets and arms again).
+func (k *killer) energised(deadline time.Time) bool {
+	k.t.Helper()
+	for {
+		st := k.e.mustCLI("status", "--json").stdout
+		switch {
+		case strings.Contains(st, `"relay": "energised"`):
+			return true
+		case strings.Contains(st, `"latched": true`):
+			return false
+		case time.Now().After(deadline):
+			k.t.Fatalf("relay never read back energised:\n%s", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // current is the session of this test not yet ended (sessions run one at a

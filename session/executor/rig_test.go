@@ -54,6 +54,18 @@ func (a *memAudit) Record(_ context.Context, e envelope.Entry) error {
 	return nil
 }
 
+// trippedCommsLoss reports whether the monitor tripped for comms loss.
+func (b *simBench) trippedCommsLoss() bool {
+	b.audit.mu.Lock()
+	defer b.audit.mu.Unlock()
+	for _, e := range b.audit.all {
+		if e.Decision == envelope.DecisionTripped && e.Trip == envelope.TripCommsLoss {
+			return true
+		}
+	}
+	return false
+}
+
 // refusals returns the refused entries.
 func (a *memAudit) refusals() []envelope.Entry {
 	a.mu.Lock()
