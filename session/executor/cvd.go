@@ -910,9 +910,13 @@ func cleanupReactive(ctx context.Context, env *Env, n rigNames) error {
 			acts = append(acts, envelope.SwitchAction(v, false))
 		}
 	}
+	// Every action is tried (an error does not stop the others), each with
+	// apply's retries: a cleanup write the instrument did not answer in
+	// time must not leave a gas line open.
+	p := &proc{env: env}
 	var errs []error
 	for _, a := range acts {
-		if _, err := env.Rig.Apply(ctx, env.Token, a); err != nil {
+		if _, err := p.apply(ctx, a); err != nil {
 			errs = append(errs, err)
 		}
 	}
