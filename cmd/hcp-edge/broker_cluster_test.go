@@ -37,6 +37,7 @@ const clusterNodeGuard = 4 * time.Minute
 // not answer) and returns a connection to node 1.
 func requireCluster(t *testing.T) *amqp091.Connection {
 	t.Helper()
+	amqptest.HoldCluster(t) // another checkout's suite may stop nodes meanwhile
 	var first *amqp091.Connection
 	for i, u := range amqptest.ClusterURLs(amqptest.AlphaUser, "harness-alpha-dev") {
 		conn, err := amqp091.DialConfig(u, amqp091.Config{Heartbeat: 10 * time.Second, Dial: amqp091.DefaultDial(5 * time.Second)})

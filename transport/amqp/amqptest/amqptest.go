@@ -127,6 +127,10 @@ func rabbitmqctl(ctx context.Context, args ...string) error {
 // call it first in a test that restarts the broker.
 func HoldExclusive(t testing.TB) { brokerlock.Exclusive(t) }
 
+// HoldCluster keeps every other process's cluster test waiting until t
+// ends: call it first in a test that uses the local three-node cluster.
+func HoldCluster(t testing.TB) { brokerlock.Cluster(t) }
+
 // CanRestart reports whether rabbitmqctl can control the local broker.
 func CanRestart() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

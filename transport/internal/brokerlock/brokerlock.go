@@ -28,6 +28,10 @@ import (
 // Path is the lock file.
 var Path = filepath.Join(os.TempDir(), "hcp-edge-broker-tests.lock")
 
+// ClusterPath is the lock file of the local three-node cluster
+// (scripts/cluster.sh).
+var ClusterPath = filepath.Join(os.TempDir(), "hcp-edge-cluster-tests.lock")
+
 var exclusive atomic.Bool
 
 // Shared holds the broker shared until t ends.
@@ -47,15 +51,38 @@ func Exclusive(t testing.TB) {
 	t.Cleanup(func() { exclusive.Store(false) })
 }
 
+// Cluster holds the local cluster alone until t ends. Its tests stop,
+// start and partition nodes, or need every node up; two of them in two
+// processes (two checkouts' suites on one machine) would pull nodes from
+// under each other. Tests of one package run one at a time, so one
+// process never waits for itself.
+func Cluster(t testing.TB) {
+	t.Helper()
+	if !clusterHeld.CompareAndSwap(false, true) {
+		return // this process holds it (a subtest of a test that does)
+	}
+	t.Cleanup(func() { clusterHeld.Store(false) })
+	holdFile(t, ClusterPath, unix.LOCK_EX)
+}
+
+// clusterHeld: this process holds the cluster lock (flock locks of two
+// descriptors of one process conflict).
+var clusterHeld atomic.Bool
+
 func hold(t testing.TB, how int) {
 	t.Helper()
-	f, err := os.OpenFile(Path, os.O_CREATE|os.O_RDWR, 0o666)
+	holdFile(t, Path, how)
+}
+
+func holdFile(t testing.TB, path string, how int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		t.Fatalf("brokerlock: %v", err)
 	}
 	if err := unix.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
-		t.Fatalf("brokerlock: flock %s: %v", Path, err)
+		t.Fatalf("brokerlock: flock %s: %v", path, err)
 	}
 	t.Cleanup(func() {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
