@@ -384,6 +384,11 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 		if m.opts.OnPoll != nil {
 			t0 = time.Now()
 		}
+		// A successful read vouches for the instrument as of when it was
+		// asked, not when the answer came: a read in flight when the
+		// instrument fell silent must not keep it healthy past its
+		// readings' age (TestMonitorCommsLoss under load).
+		asked := m.opts.Clock()
 		err := p.read(rctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -395,9 +400,10 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 		if err != nil {
 			m.log.Debug("monitor read failed", "instrument", p.name, "err", err)
 		} else {
-			now := m.opts.Clock()
 			m.mu.Lock()
-			m.lastOK[p.name] = now
+			if asked.After(m.lastOK[p.name]) {
+				m.lastOK[p.name] = asked
+			}
 			if first {
 				first = false
 				if m.unread--; m.unread == 0 {

@@ -165,7 +165,14 @@ func TestMetricsEndpoint(t *testing.T) {
 	e := newEnv(t, nil)
 	url := withMetrics(t, e)
 	e.start()
+	// The poll families have samples once every instrument has been polled
+	// (the daemon answers its control socket before that on a loaded
+	// machine): scrape until they do, within the hang guard.
 	fams := scrapeMetrics(t, url)
+	for deadline := time.Now().Add(hangGuard); fams["hcp_edge_monitor_poll_duration_seconds"] == nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		fams = scrapeMetrics(t, url)
+	}
 	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes",
 		"process_cpu_seconds_total", "hcp_edge_monitor_poll_duration_seconds", "hcp_edge_monitor_poll_errors_total",
 		"hcp_edge_interlock_trips_total", "hcp_edge_interlock_latched", "hcp_edge_sessions", "hcp_edge_gate_decisions_total"} {
