@@ -206,9 +206,12 @@ func (e *Engine) Takeover(ctx context.Context, id, operator, reason string) (sto
 	return rec, err
 }
 
-func (e *Engine) takeover(ctx context.Context, id, operator, reason string) (store.Ownership, error) {
+// withOperatorLocked runs f on session id's live run, locked, once the
+// technician's verb (takeover, handback) names an operator and the session
+// can still change owner.
+func (e *Engine) withOperatorLocked(ctx context.Context, verb, id, operator string, f func(l *live) (store.Ownership, error)) (store.Ownership, error) {
 	if operator == "" {
-		return store.Ownership{}, fmt.Errorf("%w: takeover needs the operator's name (--operator NAME)", ErrHandoffInvalid)
+		return store.Ownership{}, fmt.Errorf("%w: %s needs the operator's name (--operator NAME)", ErrHandoffInvalid, verb)
 	}
 	l, err := e.liveOwned(ctx, id)
 	if err != nil {
@@ -219,6 +222,16 @@ func (e *Engine) takeover(ctx context.Context, id, operator, reason string) (sto
 	if err := controllable(l); err != nil {
 		return store.Ownership{}, err
 	}
+	return f(l)
+}
+
+func (e *Engine) takeover(ctx context.Context, id, operator, reason string) (store.Ownership, error) {
+	return e.withOperatorLocked(ctx, "takeover", id, operator, func(l *live) (store.Ownership, error) {
+		return e.takeoverLocked(ctx, l, operator, reason)
+	})
+}
+
+func (e *Engine) takeoverLocked(ctx context.Context, l *live, operator, reason string) (store.Ownership, error) {
 	if l.caller == e.local() {
 		return store.Ownership{}, fmt.Errorf("%w: session %s is owned locally already", ErrTakenOver, l.id)
 	}
@@ -238,18 +251,12 @@ func (e *Engine) Handback(ctx context.Context, id, operator, reason string) (sto
 }
 
 func (e *Engine) handback(ctx context.Context, id, operator, reason string) (store.Ownership, error) {
-	if operator == "" {
-		return store.Ownership{}, fmt.Errorf("%w: handback needs the operator's name (--operator NAME)", ErrHandoffInvalid)
-	}
-	l, err := e.liveOwned(ctx, id)
-	if err != nil {
-		return store.Ownership{}, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := controllable(l); err != nil {
-		return store.Ownership{}, err
-	}
+	return e.withOperatorLocked(ctx, "handback", id, operator, func(l *live) (store.Ownership, error) {
+		return e.handbackLocked(ctx, l, operator, reason)
+	})
+}
+
+func (e *Engine) handbackLocked(ctx context.Context, l *live, operator, reason string) (store.Ownership, error) {
 	chain, err := e.cfg.Store.Ownership(ctx, l.id)
 	if err != nil {
 		return store.Ownership{}, fmt.Errorf("engine: %w", err)
