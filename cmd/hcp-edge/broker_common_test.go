@@ -16,6 +16,7 @@ import (
 
 	"github.com/rabbitmq/amqp091-go"
 
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
@@ -124,10 +125,27 @@ func checkStream(t *testing.T, all []*wire.Envelope, sid string) int {
 	return checkSequence(t, all)
 }
 
-// checkCompleted: the final message is task_completed with a monolayer that
-// satisfies the task's expected_output.
-func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit) {
+// checkCompleted judges the final message of a MoS2 run by what the plant
+// grew (grown: the simulated plant after the session; nil when the test
+// cannot see it, and then only a monolayer passes). The final message is
+// task_completed with a monolayer that satisfies the task's
+// expected_output. Only when the plant shows the loaded machine overgrew
+// the film (overgrown) may it instead be task_completed with more layers,
+// or task_failed because the caller's confidence threshold refused the
+// ambiguous spectrum between one layer and two: both report what grew, as
+// they must. It returns the session state the agent must end in.
+func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit, grown *plant.Snapshot) string {
 	t.Helper()
+	over := grown != nil && overgrown(*grown)
+	if over {
+		t.Logf("the loaded machine stalled the run at the simulator's time scale: the plant got %.2f× the planned H2S and grew %.3f layers; the result must report what grew",
+			exposureRatio(*grown), grown.Layers)
+	}
+	if tf, err := fin.TaskFailed(); err == nil && over &&
+		tf.ErrorCode == wire.ErrorExecution && strings.Contains(tf.ErrorMessage, "below the caller's confidence_threshold") {
+		t.Logf("refused as it must be: %s", tf.ErrorMessage)
+		return "FAILED"
+	}
 	tc, err := fin.TaskCompleted()
 	if err != nil {
 		t.Fatalf("final %s: %v (%s)", fin.Type, err, mustEncode(fin))
@@ -136,13 +154,37 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit) {
 	if err := json.Unmarshal(tc.Outputs, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out["layer_count"] != 1.0 {
+	if lc, _ := out["layer_count"].(float64); lc != 1 && (!over || lc < 2) {
 		t.Fatalf("layer_count %v, want 1 (outputs %v)", out["layer_count"], out)
 	}
 	eo := ts.ExpectedOutput
 	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: eo.RequiredFields, Schema: eo.Schema}); err != nil {
 		t.Fatal(err)
 	}
+	return "COMPLETED"
+}
+
+// exposureRatio is the H2S the plant received over what the default recipe
+// plans (3 sccm for 15 min make about 0.9 layer at 725 °C).
+func exposureRatio(snap plant.Snapshot) float64 {
+	o := executor.DefaultCVDOpts()
+	return snap.H2SExposureSCCMs / (o.H2SFlowSCCM * o.DefaultGrowth.Seconds())
+}
+
+// overgrown reports a run the loaded machine made unfaithful: more than
+// 1.3× the planned H2S, and more than 1.3 layers grown. At the simulator's
+// time scale a stall of a second between the growth hold's end and the H2S
+// valve closing is minutes of plant time. A run within 1.3× of its plan
+// that does not make a monolayer still fails: that is the recipe's fault,
+// not the machine's. (The same rule as session/executor's E2E tests.)
+func overgrown(snap plant.Snapshot) bool {
+	return exposureRatio(snap) > 1.3 && snap.Layers > 1.3
+}
+
+// grown is the plant of an env with an in-process rig after its session.
+func (e *env) grown() *plant.Snapshot {
+	snap := e.p.Snapshot()
+	return &snap
 }
 
 // deleteQueuesFresh deletes the env's command and event queues through a

@@ -232,7 +232,7 @@ func TestBrokerIsolation(t *testing.T) {
 	// Alpha's session is unaffected: it completes with the real result, and
 	// alpha's client saw nothing it had to drop.
 	msgs := run.finish(t, 3*hangGuard)
-	checkCompleted(t, msgs[len(msgs)-1], run.ts)
+	checkCompleted(t, msgs[len(msgs)-1], run.ts, b.grown())
 	if s := run.c.Stats(); s.Forged != 0 || s.Invalid != 0 {
 		t.Fatalf("alpha's client stats %+v", s)
 	}

@@ -98,12 +98,12 @@ func TestBrokerUnreachable60s(t *testing.T) {
 	t.Logf("uplink reconnected and drained %v after the proxy resumed: %+v", time.Since(resumed).Round(time.Millisecond), up)
 	all := run.finish(t, brokerLongGuard)
 	n := checkStream(t, all, run.sid)
-	checkCompleted(t, all[len(all)-1], run.ts)
+	final := checkCompleted(t, all[len(all)-1], run.ts, b.grown())
 	st := run.c.Stats()
 	if st.PropertyViolations != 0 || st.Invalid != 0 || st.Skipped != 0 {
 		t.Fatalf("caller stats %+v", st)
 	}
-	b.waitSession("completed", func(s sessionView) bool { return s.ID == run.sid && s.State == "COMPLETED" })
+	b.waitSession(final, func(s sessionView) bool { return s.ID == run.sid && s.State == final })
 	distinct, redundant := rawStats(stopTap())
 	t.Logf("MoS2 across a %v outage: %d events, sequence contiguous from 1, task_completed after %v; broker delivered %d distinct messages (+%d again); caller %+v",
 		outage, n, time.Since(t0).Round(time.Millisecond), distinct, redundant, st)
@@ -203,12 +203,12 @@ func TestAgentKilledWithOutboxBacklog(t *testing.T) {
 		t.Fatalf("state_changed in the caller's stream: %d %s, %d to PAUSED (held), %d resumed by the operator; want 1 each",
 			recovered, lifecycle.ReasonRecovered, held, resumed)
 	}
-	checkCompleted(t, all[len(all)-1], run.ts)
+	final := checkCompleted(t, all[len(all)-1], run.ts, e2.grown())
 	st := run.c.Stats()
 	if st.PropertyViolations != 0 || st.Invalid != 0 || st.Skipped != 0 {
 		t.Fatalf("caller stats %+v", st)
 	}
-	e2.waitSession("completed", func(s sessionView) bool { return s.ID == run.sid && s.State == "COMPLETED" })
+	e2.waitSession(final, func(s sessionView) bool { return s.ID == run.sid && s.State == final })
 	e2.waitUplink("drained", func(u *uplinkStatus) bool { return u.Connected && u.Backlog == 0 })
 	distinct, redundant := rawStats(stopTap())
 	t.Logf("after SIGKILL and restart: %d events contiguous from 1, task_completed in %v; broker delivered %d distinct messages (+%d again); caller %+v",

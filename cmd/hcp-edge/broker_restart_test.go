@@ -73,7 +73,7 @@ func TestBrokerRestartMidSession(t *testing.T) {
 
 	all := run.finish(t, brokerLongGuard)
 	n := checkStream(t, all, run.sid)
-	checkCompleted(t, all[len(all)-1], run.ts)
+	checkCompleted(t, all[len(all)-1], run.ts, b.grown())
 	st := run.c.Stats()
 	if st.PropertyViolations != 0 || st.Invalid != 0 || st.Skipped != 0 {
 		t.Fatalf("caller stats %+v", st)

@@ -444,7 +444,7 @@ func TestUplinkMoS2(t *testing.T) {
 		t.Fatalf("first message of the task %s", msgs[0].Type)
 	}
 	n := checkSequence(t, all)
-	checkCompleted(t, msgs[len(msgs)-1], ts)
+	checkCompleted(t, msgs[len(msgs)-1], ts, b.grown())
 	if s := c.Stats(); s.PropertyViolations != 0 || s.Invalid != 0 || s.Skipped != 0 {
 		t.Fatalf("caller stats %+v", s)
 	}
