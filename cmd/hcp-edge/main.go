@@ -57,6 +57,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/cli"
 )
 
 // Stamped at build time with -ldflags -X (see the Makefile).
@@ -66,11 +68,10 @@ var (
 	buildDate = "unknown"
 )
 
-// Exit codes.
+// Exit codes (package cli's, for every verb).
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK    = cli.ExitOK
+	exitUsage = cli.ExitUsage
 )
 
 func main() {
@@ -90,39 +91,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "hcp-edge %s (commit %s, built %s)\n", version, commit, buildDate)
 		return exitOK
 	case "probe":
-		return probe(ctx, args[1:], stdout, stderr)
+		return cli.Probe(ctx, args[1:], stdout, stderr)
 	case "run":
-		return runCmd(ctx, args[1:], stdout, stderr)
+		return cli.Run(ctx, version, args[1:], stdout, stderr)
 	case "estop":
-		return estopCmd(ctx, args[1:], stdout, stderr)
+		return cli.EStop(ctx, args[1:], stdout, stderr)
 	case "status":
-		return statusCmd(ctx, args[1:], stdout, stderr)
+		return cli.Status(ctx, args[1:], stdout, stderr)
 	case "tools":
-		return toolsCmd(ctx, args[1:], stdout, stderr)
+		return cli.Tools(ctx, args[1:], stdout, stderr)
 	case "reset", "arm":
-		return operatorCmd(ctx, args[0], args[1:], stdout, stderr)
+		return cli.Operator(ctx, args[0], args[1:], stdout, stderr)
 	case "submit":
-		return submitCmd(ctx, args[1:], stdout, stderr)
+		return cli.Submit(ctx, args[1:], stdout, stderr)
 	case "approve", "deny", "abort", "pause", "resume":
-		return sessionOpCmd(ctx, args[0], args[1:], stdout, stderr)
+		return cli.SessionOp(ctx, args[0], args[1:], stdout, stderr)
 	case "sessions":
-		return sessionsCmd(ctx, args[1:], stdout, stderr)
+		return cli.Sessions(ctx, args[1:], stdout, stderr)
 	case "takeover", "handback", "owner":
-		return ownershipCmd(ctx, args[0], args[1:], stdout, stderr)
+		return cli.Ownership(ctx, args[0], args[1:], stdout, stderr)
 	case "artifact":
-		return artifactCmd(ctx, args[1:], stdout, stderr)
+		return cli.Artifact(ctx, args[1:], stdout, stderr)
 	case "capabilities":
-		return capabilitiesCmd(ctx, args[1:], stdout, stderr)
+		return cli.Capabilities(ctx, args[1:], stdout, stderr)
 	case "access":
-		return accessCmd(ctx, args[1:], stdout, stderr)
+		return cli.Access(ctx, args[1:], stdout, stderr)
 	case "audit":
-		return auditCmd(ctx, args[1:], stdout, stderr)
+		return cli.Audit(ctx, args[1:], stdout, stderr)
 	case "envelope":
-		return envelopeCmd(ctx, args[1:], stdout, stderr)
+		return cli.Envelope(ctx, args[1:], stdout, stderr)
 	case "config":
-		return configCmd(args[1:], stdout, stderr)
+		return cli.Config(args[1:], stdout, stderr)
 	case "broker":
-		return brokerCmd(ctx, args[1:], stdout, stderr)
+		return cli.Broker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK

@@ -41,8 +41,11 @@ func TestProbeReadsEveryInstrument(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s, stdout %s", code, errOut.String(), out.String())
 	}
 	var res struct {
-		Failed      int        `json:"failed"`
-		Instruments []probeRow `json:"instruments"`
+		Failed      int `json:"failed"`
+		Instruments []struct {
+			Instrument string `json:"instrument"`
+			OK         bool   `json:"ok"`
+		} `json:"instruments"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatal(err)

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
@@ -38,7 +38,7 @@ func TestToolsVerb(t *testing.T) {
 		if req.Op != control.OpTools {
 			return nil, errors.New("unexpected op " + req.Op)
 		}
-		return toolsOf(toolsFixture()), nil
+		return reply.ToolsOf(toolsFixture()), nil
 	}), control.Opts{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,9 @@ func TestToolsVerb(t *testing.T) {
 		t.Fatalf("no daemon, no file: exit %d, stderr %q", code, errb.String())
 	}
 	// The file a stopping daemon writes: read when no daemon answers, or with --state-dir.
-	saveToolStats(dir, toolsFixture(), slog.New(slog.DiscardHandler))
+	if err := reply.WriteToolStats(dir, reply.ToolsOf(toolsFixture())); err != nil {
+		t.Fatal(err)
+	}
 	check([]string{"tools"}, "last run", filepath.Join(dir, toolStatsFile), row)
 	check([]string{"tools", "--state-dir", dir}, "last run", row)
 }

@@ -18,10 +18,8 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/store"
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
@@ -541,120 +539,6 @@ func (p *proxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
-}
-
-// TestUplinkBrokerAppearsLater: the uplink in-process, its broker address
-// closed at first: messages queue durably in the outbox; when the broker
-// appears (a proxy starts listening there) the backlog drains to the
-// caller's queue, in order. Then close with nothing left.
-func TestUplinkBrokerAppearsLater(t *testing.T) {
-	conn := amqptest.Dial(t, amqptest.AlphaURL())
-	u0, err := amqp091.ParseURI(testBrokerURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := closedPort(t)
-	u0.Host, u0.Port = strings.Split(addr, ":")[0], mustPort(t, addr)
-	callee, callerID := amqptest.CalleeID, amqptest.AlphaID
-	edge := amqptest.Dial(t, amqptest.URL())
-	deleteQueues(t, edge, conn, callee, callerID)
-	t.Cleanup(func() { deleteQueues(t, edge, conn, callee, callerID) })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-
-	var f rigconfig.File
-	f.Agent.StateDir = t.TempDir()
-	f.Agent.AMQP = rigconfig.AMQP{URL: u0.String(), CalleeID: callee, Heartbeat: 10 * time.Second, Prefetch: 10,
-		TelemetryBound: 100, FlushTimeout: 5 * time.Second}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(filepath.Join(f.Agent.StateDir, stateFile), store.DefaultOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	up, err := newUplink(f, st, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.close()
-	st.SetQueue(up)
-	send := func(caller string, env *wire.Envelope) error {
-		return st.Update(context.Background(), func(w *store.Tx) error {
-			return w.Send(store.Message{CallerID: caller, Envelope: env})
-		})
-	}
-	if err := up.attach(f, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The caller's queue exists before anything is published (the bench
-	// vhost has the exchanges).
-	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: callerID}); err != nil {
-		t.Fatal(err)
-	}
-	q := amqp091.Queue{Name: "hcp.evt." + callerID}
-	sid := uuid.New()
-	const n = 20
-	var ids []string
-	for i := 1; i <= n; i++ {
-		env, err := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: uint64(i), Data: json.RawMessage(`{}`)}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := send(callerID, env); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, env.MessageID.String())
-	}
-	// Local-only caller: never queued.
-	lenv, _ := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: 1, Data: json.RawMessage(`{}`)}, time.Now())
-	if err := send(rigconfig.LocalUser, lenv); err != nil {
-		t.Fatal(err)
-	}
-	if got := up.backlog(); got != n {
-		t.Fatalf("backlog %d, want %d", got, n)
-	}
-	deadline := time.Now().Add(hangGuard)
-	for up.status().LastError == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("no connect attempt")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if up.status().Connected || up.backlog() != n {
-		t.Fatalf("status %+v while the broker is away", up.status())
-	}
-	startProxy(t, addr, u0Target(t))
-	for up.backlog() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("backlog not drained: %+v", up.status())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for i, id := range ids {
-		var d amqp091.Delivery
-		var ok bool
-		for ; !ok; d, ok, err = ch.Get(q.Name, true) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("message %d not in the caller queue", i+1)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if d.MessageId != id {
-			t.Fatalf("message %d: %s, want %s", i+1, d.MessageId, id)
-		}
-	}
-	if err := up.close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func mustPort(t *testing.T, addr string) int {

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// extensions serves the uplink's extension requests (docs/PROTOCOL-NOTES.md,
+// "Discovery and artifact fetch"): capabilities_request here,
+// artifact_request in artifactfetch.go. Both are reads: their answers are
+// queued in the inbox's transaction but kept out of its de-duplication
+// window (tamqp.Outcome.Unrecorded).
+type extensions struct {
+	calleeID string
+	acl      gate.Config
+	reg      *capability.Registry
+	env      *envelope.Envelope
+	sess     *sessions
+	st       *store.Store
+	log      *slog.Logger
+}
+
+// serveExtensions gives the uplink what its extension requests read: the
+// configuration's gate ACL, the capability registry, the rig's envelope
+// and the sessions. Call it before Start; without it the requests are
+// refused unavailable.
+func (u *uplink) serveExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, s *sessions) {
+	if u == nil {
+		return
+	}
+	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, sess: s, st: u.st, log: u.log}
+}
+
+// refused is a request_refused answer to cmd, to its login's caller.
+func refused(cmd tamqp.Command, code, format string, args ...any) (tamqp.Outcome, error) {
+	env, err := wire.NewEnvelope(cmd.Envelope.SessionID, &wire.RequestRefused{RequestType: cmd.Envelope.Type, ReasonCode: code,
+		ReasonMessage: fmt.Sprintf(format, args...)}, time.Now())
+	if err != nil {
+		return tamqp.Outcome{}, err
+	}
+	return tamqp.Outcome{Replies: []tamqp.Reply{{CallerID: cmd.MappedCallerID, Envelope: env}}, Unrecorded: true}, nil
+}
+
+// capabilities answers a capabilities_request: the asking harness is the
+// broker-validated login's caller (cmd.MappedCallerID), never a payload
+// field. A login that maps to no caller has no queue to answer to: it is
+// logged and acknowledged without an answer, as an abort would be.
+func (u *uplink) capabilities(_ context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+	if cmd.MappedCallerID == "" {
+		u.log.Warn("capabilities_request of a broker user mapped to no caller: not answered", "user", cmd.UserID,
+			"message_id", cmd.Envelope.MessageID)
+		return tamqp.Outcome{Unrecorded: true}, nil
+	}
+	if u.ext == nil {
+		return refused(cmd, wire.ReasonUnavailable, "this agent does not serve discovery")
+	}
+	req, err := cmd.Envelope.CapabilitiesRequest()
+	if err != nil {
+		return refused(cmd, wire.ReasonInvalidInput, "%v", err)
+	}
+	x := u.ext
+	resp, err := discovery.Offers(x.calleeID, cmd.MappedCallerID, x.acl, x.reg, x.env, req.Capability)
+	switch {
+	case errors.Is(err, discovery.ErrNoACL):
+		u.log.Warn("capabilities_request refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "err", err)
+		return refused(cmd, wire.ReasonForbidden, "caller %s has no permissions on this agent", cmd.MappedCallerID)
+	case err != nil:
+		return tamqp.Outcome{}, err
+	case req.Capability != "" && len(resp.Capabilities) == 0:
+		return refused(cmd, wire.ReasonNotFound, "caller %s may use no capability named %q here", cmd.MappedCallerID, req.Capability)
+	}
+	env, err := wire.NewEnvelope(nil, resp, time.Now())
+	if err != nil {
+		return tamqp.Outcome{}, err
+	}
+	u.log.Info("capabilities_request answered", "user", cmd.UserID, "caller", cmd.MappedCallerID, "capabilities", len(resp.Capabilities))
+	return tamqp.Outcome{Replies: []tamqp.Reply{{CallerID: cmd.MappedCallerID, Envelope: env}}, Unrecorded: true}, nil
+}

@@ -1,0 +1,565 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/budget"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	"github.com/hcp-edge/hcp-edge/session/token"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// executors builds the executor of every shipped capability the registry
+// declares.
+func executors(reg *capability.Registry) ([]executor.Executor, error) {
+	var out []executor.Executor
+	for _, c := range reg.All() {
+		if slices.ContainsFunc(out, func(x executor.Executor) bool { return x.Capability() == c.Name }) {
+			continue
+		}
+		hi, err := reg.Resolve(c.Name, "")
+		if err != nil {
+			return nil, err
+		}
+		var x executor.Executor
+		switch c.Name {
+		case executor.CVDName:
+			x, err = executor.NewCVD(hi, executor.CVDOpts{})
+		case executor.RigStatusName:
+			x, err = executor.NewRigStatus(hi)
+		case executor.LeakCheckName:
+			x, err = executor.NewLeakCheck(hi)
+		default:
+			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor for it", c.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// sessions is the daemon's session side: the engine and the local fan-out
+// of its messages.
+type sessions struct {
+	eng      *engine.Engine
+	st       *store.Store
+	hub      *hub
+	stateDir string
+	log      *slog.Logger
+}
+
+// newInvoker builds the tool pipeline over il, with the built-in catalog:
+// every action of a recipe is a call of one of its tools, by name and
+// version (executor.ToolRig), and nothing else calls the interlock.
+// The tools' rate limits count the rig's process time (agent.time_scale:
+// the simulator's plant lives faster than the wall clock; 1 on a real rig).
+func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, error) {
+	tools, err := catalog.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("tool catalog: %w", err)
+	}
+	if timeScale <= 0 {
+		timeScale = 1
+	}
+	process, err := executor.NewScaledClock(timeScale)
+	if err != nil {
+		return nil, fmt.Errorf("agent.time_scale: %w", err)
+	}
+	return envelope.NewInvoker(il, tools, envelope.InvokerOpts{RateClock: process.Now})
+}
+
+// newEngine assembles the session engine over the tool pipeline iv (every
+// action of a run is a tool call through it). rec is
+// the gate's recorder (the state file's audit log) and wrap what counts its
+// decisions (the metrics when they are on; the engine records each decision
+// in the transaction of its step, through wrap); key is the at-rest key
+// (nil: T3/T4 refused); acts counts the actions the interlock executes for
+// each session (the actions budget; its Auditor wraps the interlock's); out
+// the local watchers; up the uplink (nil: none).
+func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
+	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
+	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: protectionOf(up, key)})
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	xs, err := executors(reg)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
+		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
+		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
+		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
+		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
+		Actions: acts, Logger: log.With("component", "engine")})
+}
+
+// loadAtRestKey loads the at-rest key of agent.at_rest_key_file; nil
+// without one (T3/T4 sessions are then refused). A configured key that
+// cannot be loaded stops the start: T3/T4 data must not be handled with a
+// key nobody checked.
+func loadAtRestKey(path string, log *slog.Logger) (*atrest.Key, error) {
+	if path == "" {
+		log.Info("no at-rest key (agent.at_rest_key_file): T3/T4 sessions are refused")
+		return nil, nil
+	}
+	key, err := atrest.LoadKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent.at_rest_key_file: %w", err)
+	}
+	log.Info("at-rest key loaded: T3/T4 artifacts and checkpoints are sealed under it", "file", path, "key_id", key.ID())
+	return key, nil
+}
+
+// hubMsg is one outbound message.
+type hubMsg struct {
+	caller string
+	env    *wire.Envelope
+}
+
+// hub is the engine's Outbound for now: it fans every message out to the
+// control socket's watchers, keeps each session's latest progress, and
+// writes each session's final message to results/{session}.json. (The
+// AMQP outbox takes this place behind the same engine.Outbound seam.)
+type hub struct {
+	dir  string // results directory
+	seal sealer // T3/T4 final messages are sealed at rest
+	log  *slog.Logger
+	mu   sync.Mutex
+	next int
+	subs map[int]chan hubMsg
+	prog map[string]reply.Progress
+}
+
+// watchBuffer is how many messages a watcher may lag before it is dropped.
+const watchBuffer = 4096
+
+// sealer says how the hub keeps a session's final message at rest: sealed
+// reports that the session's data classification is sealed (T3/T4), and
+// key is the key to seal it under (nil when there is none: then the
+// message is not written at all).
+type sealer func(sid string) (key *atrest.Key, sealed bool)
+
+// sealerFor is the sealer of st's sessions under key.
+func sealerFor(st *store.Store, key *atrest.Key) sealer {
+	return func(sid string) (*atrest.Key, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := st.Session(ctx, sid)
+		if err != nil {
+			return nil, false // the final message of a session never stored (a rejection)
+		}
+		if !engine.Sealed(s.DataClass) {
+			return nil, false
+		}
+		return key, true
+	}
+}
+
+func newHub(dir string, seal sealer, log *slog.Logger) (*hub, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	if seal == nil {
+		seal = func(string) (*atrest.Key, bool) { return nil, false }
+	}
+	return &hub{dir: dir, seal: seal, log: log, subs: map[int]chan hubMsg{}, prog: map[string]reply.Progress{}}, nil
+}
+
+// Publish hands env to every watcher (never blocking: a watcher that lags
+// by watchBuffer messages is dropped) and records progress and finals.
+func (h *hub) Publish(_ context.Context, caller string, env *wire.Envelope) error {
+	if env.SessionID != nil {
+		sid := env.SessionID.String()
+		switch env.Type {
+		case wire.TypeEvent:
+			if ev, err := env.Event(); err == nil && ev.EventType == string(lifecycle.EventProgress) {
+				var p reply.Progress
+				if json.Unmarshal(ev.Data, &p) == nil {
+					h.mu.Lock()
+					h.prog[sid] = p
+					h.mu.Unlock()
+				}
+			}
+		case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
+			if b, err := wire.Encode(env); err == nil {
+				path := filepath.Join(h.dir, sid+".json")
+				switch key, sealed := h.seal(sid); {
+				case !sealed:
+					err = writeFileAtomic(path, b)
+				case key != nil:
+					err = key.WriteFile(path, b, atrest.ResultBinding(sid), 0o640)
+				default:
+					err = errors.New("T3/T4 session and no at-rest key: not written")
+				}
+				if err != nil {
+					h.log.Warn("record final message", "session", sid, "err", err)
+				}
+			}
+			h.mu.Lock()
+			delete(h.prog, sid)
+			h.mu.Unlock()
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, ch := range h.subs {
+		select {
+		case ch <- hubMsg{caller: caller, env: env}:
+		default:
+			close(ch)
+			delete(h.subs, id)
+		}
+	}
+	return nil
+}
+
+// subscribe returns a channel of every message published from now on and
+// the function that ends the subscription. The channel is closed when the
+// watcher lagged too far.
+func (h *hub) subscribe() (<-chan hubMsg, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	ch := make(chan hubMsg, watchBuffer)
+	h.subs[id] = ch
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.subs[id]; ok {
+			close(ch)
+			delete(h.subs, id)
+		}
+	}
+}
+
+func (h *hub) progress(sid string) (reply.Progress, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.prog[sid]
+	return p, ok
+}
+
+// final reads session sid's recorded final message.
+func (h *hub) final(sid string) (*wire.Envelope, error) {
+	path := filepath.Join(h.dir, sid+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if atrest.IsSealed(b) {
+		key, _ := h.seal(sid)
+		if key == nil {
+			return nil, fmt.Errorf("%s is sealed at rest and the daemon has no at-rest key", path)
+		}
+		if b, err = key.Open(b, atrest.ResultBinding(sid)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return wire.Decode(b)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// decodeSubmit checks the request's task_submit envelope.
+func decodeSubmit(raw json.RawMessage) (*wire.Envelope, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("submit needs a task_submit envelope")
+	}
+	env, err := wire.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("task_submit: %w", err)
+	}
+	if env.Type != wire.TypeTaskSubmit {
+		return nil, fmt.Errorf("the message is a %s, not a task_submit", env.Type)
+	}
+	return env, nil
+}
+
+// submit runs a local task_submit. Without emit it returns the replies at
+// once; with emit it streams every message of the session and returns the
+// final one (task_completed, task_failed, task_rejected, or the
+// session_closed event of an aborted session).
+func (s *sessions) submit(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	env, err := decodeSubmit(req.Task)
+	if err != nil {
+		return nil, err
+	}
+	var msgs <-chan hubMsg
+	if emit != nil {
+		ch, unsub := s.hub.subscribe()
+		defer unsub()
+		msgs = ch
+	}
+	res, err := s.eng.Submit(ctx, engine.SubmitRequest{MessageID: env.MessageID.String(), BrokerUser: rigconfig.LocalUser, Envelope: env})
+	if err != nil {
+		return nil, err
+	}
+	// The engine has handed the replies to the hub (the watchers, results/)
+	// and started the session once its transaction committed.
+	out := reply.Submit{SessionID: res.SessionID}
+	for _, r := range res.Replies {
+		b, _ := wire.Encode(r)
+		out.Replies = append(out.Replies, b)
+		if a := reply.ApprovalID(r); a != "" {
+			out.ApprovalID = a
+		}
+	}
+	s.log.Info("local submit", "session", res.SessionID, "approval_id", out.ApprovalID, "replies", len(res.Replies))
+	if emit == nil {
+		return out, nil
+	}
+	for _, r := range res.Replies {
+		if r.Type == wire.TypeTaskRejected {
+			return json.RawMessage(reply.Encode(r)), nil
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range res.Replies {
+		seen[r.MessageID.String()] = true
+		_ = emit(json.RawMessage(reply.Encode(r)))
+	}
+	return s.watch(ctx, res.SessionID, msgs, seen, emit)
+}
+
+// watch streams session sid's messages until its final one, skipping the
+// messages already sent (seen).
+func (s *sessions) watch(ctx context.Context, sid string, msgs <-chan hubMsg, seen map[string]bool, emit control.Emit) (any, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("watch of %s ended: %w", sid, context.Cause(ctx))
+		case m, ok := <-msgs:
+			if !ok {
+				return nil, fmt.Errorf("watch of %s dropped: it lagged by %d messages", sid, watchBuffer)
+			}
+			if m.env.SessionID == nil || m.env.SessionID.String() != sid || seen[m.env.MessageID.String()] {
+				continue
+			}
+			b := json.RawMessage(reply.Encode(m.env))
+			switch m.env.Type {
+			case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
+				return b, nil
+			}
+			if ev, err := m.env.Event(); err == nil && ev.EventType == string(lifecycle.EventSessionClosed) {
+				if st, err := s.eng.State(ctx, sid); err == nil && st == lifecycle.Aborted {
+					return b, nil
+				}
+			}
+			if err := emit(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func (s *sessions) list(ctx context.Context, all bool) ([]reply.Session, error) {
+	ss, err := s.st.Sessions(ctx, !all)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]reply.Session, 0, len(ss))
+	for _, x := range ss {
+		v := reply.Session{ID: x.ID, State: string(x.State), Capability: x.Capability, Version: x.CapabilityVersion,
+			Caller: x.CallerID, Risk: x.RiskLevel, DataClass: x.DataClass, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
+		var m struct {
+			ApprovalID string `json:"approval_id"`
+			Operator   string `json:"operator"`
+		}
+		_ = json.Unmarshal(x.Metadata, &m)
+		if x.State == lifecycle.Pending {
+			v.ApprovalID = m.ApprovalID
+		}
+		v.Operator = m.Operator
+		if p, ok := s.hub.progress(x.ID); ok && !x.State.Terminal() {
+			v.Progress = &p
+		}
+		if r, ok := s.eng.Budgets(x.ID); ok && !x.State.Terminal() {
+			v.Budgets = &r
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b reply.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// budgets is every live session's resource usage against its budgets,
+// oldest first (status).
+func (s *sessions) budgets(ctx context.Context) []reply.Budget {
+	ss, err := s.st.Sessions(ctx, true)
+	if err != nil {
+		return nil
+	}
+	slices.SortStableFunc(ss, func(a, b store.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	var out []reply.Budget
+	for _, x := range ss {
+		if r, ok := s.eng.Budgets(x.ID); ok {
+			out = append(out, reply.Budget{SessionID: x.ID, Capability: x.Capability, State: string(x.State), Report: r})
+		}
+	}
+	return out
+}
+
+func (s *sessions) artifact(uri string) (reply.Artifact, error) {
+	sid, name, err := reply.ParseArtifactURI(uri)
+	if err != nil {
+		return reply.Artifact{}, err
+	}
+	fin, err := s.hub.final(sid)
+	if err != nil {
+		return reply.Artifact{}, fmt.Errorf("no recorded result for session %s (artifacts are listed once it completes or fails): %w", sid, err)
+	}
+	var arts []wire.Artifact
+	switch fin.Type {
+	case wire.TypeTaskCompleted:
+		tc, err := fin.TaskCompleted()
+		if err != nil {
+			return reply.Artifact{}, err
+		}
+		arts = tc.Artifacts
+	case wire.TypeTaskFailed:
+		tf, err := fin.TaskFailed()
+		if err != nil {
+			return reply.Artifact{}, err
+		}
+		arts = tf.Artifacts
+	}
+	for _, a := range arts {
+		if a.URI == uri {
+			v := reply.Artifact{URI: uri, SessionID: sid, Name: name, Path: filepath.Join(s.stateDir, rigconfig.ArtifactsDir, sid, name),
+				SizeBytes: a.SizeBytes, Checksum: a.Checksum, Type: a.Type}
+			return v, s.sealing(&v)
+		}
+	}
+	return reply.Artifact{}, fmt.Errorf("session %s has no artifact %q", sid, name)
+}
+
+// sealing fills in the data classification of v's session and, for a
+// T3/T4 session, that its file is sealed and with which key.
+func (s *sessions) sealing(v *reply.Artifact) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := s.st.Session(ctx, v.SessionID)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", v.SessionID, err)
+	}
+	v.DataClass = sess.DataClass
+	if v.Sealed = engine.Sealed(sess.DataClass); v.Sealed && s.eng != nil {
+		if k := s.eng.AtRestKey(); k != nil {
+			v.KeyFile, v.KeyID = k.Source(), k.ID()
+		}
+	}
+	return nil
+}
+
+// handle serves the session operations of the control socket.
+func (s *sessions) handle(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	needID := func() error {
+		if req.ID == "" {
+			return fmt.Errorf("%s needs a session or approval id", req.Op)
+		}
+		return nil
+	}
+	needOperator := func() error {
+		if req.Operator == "" {
+			return fmt.Errorf("%s needs the operator's name (--operator NAME)", req.Op)
+		}
+		return nil
+	}
+	switch req.Op {
+	case control.OpSubmit:
+		return s.submit(ctx, req, emit)
+	case control.OpSessions:
+		return s.list(ctx, req.All)
+	case control.OpArtifact:
+		return s.artifactAudited(ctx, req)
+	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+		return s.access(ctx, req)
+	}
+	if err := needID(); err != nil {
+		return nil, err
+	}
+	var err error
+	var msg string
+	switch req.Op {
+	case control.OpApprove:
+		if err = needOperator(); err == nil {
+			err = s.eng.Approve(ctx, req.ID, req.Operator)
+			msg = "approved by " + req.Operator
+		}
+	case control.OpDeny:
+		if err = needOperator(); err == nil {
+			err = s.eng.Deny(ctx, req.ID, req.Operator, req.Reason)
+			msg = "denied by " + req.Operator
+		}
+	case control.OpAbort:
+		reason := "aborted by the local operator"
+		if req.Operator != "" {
+			reason = "aborted by operator " + req.Operator
+		}
+		if req.Reason != "" {
+			reason += ": " + req.Reason
+		}
+		err = s.eng.Abort(ctx, req.ID, reason)
+		msg = "abort requested"
+	case control.OpPause:
+		if err = needOperator(); err == nil {
+			err = s.eng.Pause(ctx, req.ID, req.Operator)
+			msg = "pause requested by " + req.Operator + " (takes effect at the next step boundary)"
+		}
+	case control.OpResume:
+		if err = needOperator(); err == nil {
+			err = s.eng.Resume(ctx, req.ID, req.Operator)
+			msg = "resumed by " + req.Operator
+		}
+	default:
+		return nil, fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.log.Warn("session "+req.Op, "id", req.ID, "operator", req.Operator, "reason", req.Reason)
+	return reply.Op{Message: fmt.Sprintf("%s: %s", req.ID, msg)}, nil
+}

@@ -1,0 +1,239 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rabbitmq/amqp091-go"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/session/store"
+	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// deleteQueues deletes the callee's command queue (with the callee's login,
+// the only one allowed to) and the caller's event queue (with the caller's):
+// each test starts and ends with neither, as the broker's users allow.
+func deleteQueues(t *testing.T, edge, caller *amqp091.Connection, calleeID, callerID string) {
+	for _, d := range []struct {
+		conn *amqp091.Connection
+		q    string
+	}{{edge, "hcp.cmd." + calleeID}, {edge, "hcp.dlq." + calleeID}, {caller, "hcp.evt." + callerID}} {
+		if ch, err := d.conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(d.q, false, false, false)
+			_ = ch.Close()
+		}
+	}
+}
+
+// closedPort returns a loopback port nothing listens on (just closed).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// proxy forwards loopback connections on addr to the broker once started.
+type proxy struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
+			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// TestUplinkBrokerAppearsLater: the uplink in-process, its broker address
+// closed at first: messages queue durably in the outbox; when the broker
+// appears (a proxy starts listening there) the backlog drains to the
+// caller's queue, in order. Then close with nothing left.
+func TestUplinkBrokerAppearsLater(t *testing.T) {
+	conn := amqptest.Dial(t, amqptest.AlphaURL())
+	u0, err := amqp091.ParseURI(amqptest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closedPort(t)
+	u0.Host, u0.Port = strings.Split(addr, ":")[0], mustPort(t, addr)
+	callee, callerID := amqptest.CalleeID, amqptest.AlphaID
+	edge := amqptest.Dial(t, amqptest.URL())
+	deleteQueues(t, edge, conn, callee, callerID)
+	t.Cleanup(func() { deleteQueues(t, edge, conn, callee, callerID) })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+
+	var f rigconfig.File
+	f.Agent.StateDir = t.TempDir()
+	f.Agent.AMQP = rigconfig.AMQP{URL: u0.String(), CalleeID: callee, Heartbeat: 10 * time.Second, Prefetch: 10,
+		TelemetryBound: 100, FlushTimeout: 5 * time.Second}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(filepath.Join(f.Agent.StateDir, rigconfig.StateFile), store.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	up, err := newUplink(f, st, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.close()
+	st.SetQueue(up)
+	send := func(caller string, env *wire.Envelope) error {
+		return st.Update(context.Background(), func(w *store.Tx) error {
+			return w.Send(store.Message{CallerID: caller, Envelope: env})
+		})
+	}
+	if err := up.attach(f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The caller's queue exists before anything is published (the bench
+	// vhost has the exchanges).
+	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: callerID}); err != nil {
+		t.Fatal(err)
+	}
+	q := amqp091.Queue{Name: "hcp.evt." + callerID}
+	sid := uuid.New()
+	const n = 20
+	var ids []string
+	for i := 1; i <= n; i++ {
+		env, err := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: uint64(i), Data: json.RawMessage(`{}`)}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := send(callerID, env); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, env.MessageID.String())
+	}
+	// Local-only caller: never queued.
+	lenv, _ := wire.NewEnvelope(&sid, &wire.Event{EventType: wire.EventStateChanged, Sequence: 1, Data: json.RawMessage(`{}`)}, time.Now())
+	if err := send(rigconfig.LocalUser, lenv); err != nil {
+		t.Fatal(err)
+	}
+	if got := up.backlog(); got != n {
+		t.Fatalf("backlog %d, want %d", got, n)
+	}
+	deadline := time.Now().Add(hangGuard)
+	for up.status().LastError == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no connect attempt")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if up.status().Connected || up.backlog() != n {
+		t.Fatalf("status %+v while the broker is away", up.status())
+	}
+	startProxy(t, addr, u0Target(t))
+	for up.backlog() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not drained: %+v", up.status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, id := range ids {
+		var d amqp091.Delivery
+		var ok bool
+		for ; !ok; d, ok, err = ch.Get(q.Name, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d not in the caller queue", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if d.MessageId != id {
+			t.Fatalf("message %d: %s, want %s", i+1, d.MessageId, id)
+		}
+	}
+	if err := up.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPort(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscan(p, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// u0Target is the real broker's host:port.
+func u0Target(t *testing.T) string {
+	t.Helper()
+	u, err := amqp091.ParseURI(amqptest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(u.Host, fmt.Sprint(u.Port))
+}

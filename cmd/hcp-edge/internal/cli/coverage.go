@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+func Envelope(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "coverage" {
+		return groupUsage(args, "usage: hcp-edge envelope coverage [--config FILE] [--json]\n\nRun \"hcp-edge envelope coverage -h\" for the flags.\n", stdout, stderr)
+	}
+	fs := flag.NewFlagSet("envelope coverage", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: hcp-edge envelope coverage [--config FILE] [--json]
+
+Compiles the configuration's envelope against the rig and prints every writable register,
+coil and serial command of the rig with the envelope rule that bounds it, then the writes the
+drivers make by themselves. Reads no hardware.
+
+exit codes: 0 printed; 2 the configuration or the envelope is refused (the error names the key).
+
+examples:
+  hcp-edge envelope coverage
+  hcp-edge envelope coverage --config /etc/hcp-edge/rig.yaml --json
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	cfgPath := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if pos, err := parseArgs(fs, args[1:], stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge envelope coverage: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
+	}
+	env, err := compileEnvelope(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge envelope coverage: %v\n", err)
+		return ExitUsage
+	}
+	cov := env.Coverage()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(cov)
+		return ExitOK
+	}
+	_ = envelope.WriteCoverage(stdout, cov)
+	return ExitOK
+}
+
+// compileEnvelope loads the configuration and compiles its envelope
+// against the rig it describes.
+func compileEnvelope(cfgPath string) (*envelope.Envelope, error) {
+	f, err := loadConfig(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		return nil, err
+	}
+	return envelope.Compile(f.Envelope, spec)
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+)
+
+// Timing of the e-stop CLI.
+const (
+	// estopAck is how long the daemon has to acknowledge an e-stop before
+	// the CLI drives the outputs itself (issue 3: 500 ms).
+	estopAck = 500 * time.Millisecond
+	// estopDaemon bounds the daemon's whole e-stop (halts and read-backs);
+	// past it the CLI falls back as well.
+	estopDaemon = 5 * time.Second
+	// estopFallback bounds the fallback.
+	estopFallback = 5 * time.Second
+)
+
+func EStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("estop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
+
+Drives every output of the rig to its safe state and returns once the read-backs confirm it.
+It asks the daemon over the control socket; if the daemon does not acknowledge within 500 ms
+(down, hung, stopped), it opens the instruments itself from the configuration and drives them
+safe: interlock relay de-energised (the hardware then cuts heater and gas valve power), digital
+I/O coils to their safe levels, furnace heater off, mass-flow controllers held closed.
+
+exit codes: 0 every output confirmed safe; 1 not all confirmed (see the report); 2 usage.
+
+examples:
+  hcp-edge estop --operator alice
+  hcp-edge estop --config /etc/hcp-edge/rig.yaml --json
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	operator := fs.String("operator", operatorDefault(), "who pressed it (recorded in the audit log)")
+	cfgPath := configFlag(fs)
+	sock := socketFlag(fs)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge estop: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
+	}
+	start := time.Now()
+	path := socketPath(*sock, *cfgPath)
+
+	dctx, cancel := context.WithTimeout(ctx, estopDaemon)
+	rep, err := control.Do(dctx, path, control.Request{Op: control.OpEStop, Operator: *operator}, estopAck)
+	cancel()
+	var report safestate.Report
+	switch {
+	case err == nil && rep.Result != nil:
+		if jerr := json.Unmarshal(rep.Result, &report); jerr != nil {
+			fmt.Fprintf(stderr, "hcp-edge estop: the daemon's reply did not decode (%v); driving the outputs safe directly\n", jerr)
+			report = fallback(ctx, *cfgPath, *operator, stderr)
+		}
+	case err == nil:
+		fmt.Fprintf(stderr, "hcp-edge estop: the daemon refused: %s; driving the outputs safe directly\n", rep.Error)
+		report = fallback(ctx, *cfgPath, *operator, stderr)
+	default:
+		why := "did not answer"
+		switch {
+		case errors.Is(err, control.ErrNoDaemon):
+			why = "is not running"
+		case errors.Is(err, control.ErrNoAck):
+			why = fmt.Sprintf("did not acknowledge within %v (hung?)", estopAck)
+		case errors.Is(err, control.ErrNoReply):
+			why = fmt.Sprintf("did not finish within %v", estopDaemon)
+		}
+		fmt.Fprintf(stderr, "hcp-edge estop: the daemon on %s %s: driving the outputs safe directly\n  (%v)\n", path, why, err)
+		report = fallback(ctx, *cfgPath, *operator, stderr)
+	}
+	report.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(report)
+	} else {
+		safestate.Print(stdout, report)
+	}
+	if !report.AllConfirmed {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// fallback opens the instruments it can reach and drives every output safe,
+// each confirmed by read-back. The relay comes first in importance: once it
+// is de-energised the hardware has cut heater and gas valve power, whatever
+// a serial port still held by a hung daemon says.
+func fallback(ctx context.Context, cfgPath, operator string, stderr io.Writer) safestate.Report {
+	r := safestate.Report{Via: "fallback", Operator: operator}
+	f, err := loadConfig(cfgPath)
+	if err != nil {
+		r.Error = "configuration: " + err.Error()
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, estopFallback)
+	defer cancel()
+	in := rigconfig.BuildPartial(f.Rig)
+	defer in.Close()
+	// Building the relay output drives it de-energised at once (one write,
+	// before anything else); checkOutputs then halts it again and reads it back.
+	if _, err := in.Relay(); err != nil {
+		in.Unreachable["gpio"] = err
+		fmt.Fprintf(stderr, "hcp-edge estop: relay: %v\n", err)
+	}
+	r.Outputs = safestate.Check(ctx, in, true)
+	r.Finish()
+	return r
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+)
+
+// probeRow is one instrument's answer.
+type probeRow struct {
+	Instrument string         `json:"instrument"`
+	OK         bool           `json:"ok"`
+	Reading    string         `json:"reading"`
+	Values     map[string]any `json:"values,omitempty"`
+	Error      string         `json:"error,omitempty"`
+}
+
+func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (default: the embedded configs/sim.yaml)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	spectrumMS := fs.Int("spectrum", 0, "also acquire a Raman spectrum with this integration time in ms (0: identify only)")
+	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each instrument")
+	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "hcp-edge probe: unexpected argument %q\n", pos[0])
+		}
+		return usageExit(err)
+	}
+	var (
+		f   rigconfig.File
+		err error
+	)
+	if *cfgPath == "" {
+		f, err = rigconfig.Parse(bytes.NewReader(configs.SimYAML))
+	} else {
+		f, err = rigconfig.Load(*cfgPath)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge probe: configuration: %v\n", err)
+		return ExitUsage
+	}
+	in, err := rigconfig.Build(f.Rig)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge probe: %v\n", err)
+		return ExitFailure
+	}
+	defer in.Close()
+
+	rows := probeAll(ctx, in, *timeout, time.Duration(*spectrumMS)*time.Millisecond)
+	failed := 0
+	for _, r := range rows {
+		if !r.OK {
+			failed++
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"instruments": rows, "failed": failed})
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "INSTRUMENT\tSTATUS\tREADING")
+		for _, r := range rows {
+			status, text := "ok", r.Reading
+			if !r.OK {
+				status, text = "FAIL", r.Error
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Instrument, status, text)
+		}
+		_ = tw.Flush()
+		if failed > 0 {
+			fmt.Fprintf(stdout, "\n%d instrument(s) did not answer correctly\n", failed)
+		}
+	}
+	if failed > 0 {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum time.Duration) []probeRow {
+	var rows []probeRow
+	each := func(name string, d time.Duration, read func(ctx context.Context) (string, map[string]any, error)) {
+		c, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		text, values, err := read(c)
+		r := probeRow{Instrument: name, OK: err == nil, Reading: text, Values: values}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		rows = append(rows, r)
+	}
+	each(in.Furnace.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+		s, err := in.Furnace.Snapshot(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		heater := "off"
+		if s.HeaterEnabled {
+			heater = "on"
+		}
+		return fmt.Sprintf("PV %s, setpoint %s (working %s), ramp %s, output %s, heater %s, watchdog %s, alarms %#04x",
+				s.ProcessValue, s.Setpoint, s.WorkingSetpoint, s.RampRate, s.OutputPower, heater, s.WatchdogTimeout, uint16(s.Alarms)),
+			map[string]any{"pv_c": round1(s.ProcessValue.Celsius()), "setpoint_c": round1(s.Setpoint.Celsius()),
+				"output_pct": float64(s.OutputPower), "heater_enabled": s.HeaterEnabled, "alarms": uint16(s.Alarms)}, nil
+	})
+	each(in.DIO.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+		var parts []string
+		values := map[string]any{}
+		for _, sw := range in.DIO.Switches() {
+			on, err := sw.State(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			values[sw.String()] = on
+			parts = append(parts, fmt.Sprintf("%s=%s", shortName(sw.String()), safestate.OnOff(on)))
+		}
+		for _, name := range []string{"door_closed", "exhaust_ok", "pump_running"} {
+			inp, err := in.DIO.Input(name)
+			if err != nil {
+				return "", nil, err
+			}
+			v, err := inp.Read(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			values[name] = v
+			parts = append(parts, fmt.Sprintf("%s=%t", name, v))
+		}
+		return strings.Join(parts, " "), values, nil
+	})
+	for _, m := range in.MFCs {
+		each(m.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+			s, err := m.ReadFlow(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			text := fmt.Sprintf("%s: flow %s, setpoint %s (full scale %s)", s.Gas, s.Flow, s.Setpoint, m.FullScale())
+			if len(s.Flags) > 0 {
+				text += " [" + strings.Join(s.Flags, " ") + "]"
+			}
+			return text, map[string]any{"gas": s.Gas, "flow_sccm": s.Flow.SCCM(), "setpoint_sccm": s.Setpoint.SCCM(), "flags": s.Flags}, nil
+		})
+	}
+	each(in.Gauge.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+		r, err := in.Gauge.ReadPressure(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("%s (%.4g mbar), %s", r.Pressure, r.Pressure.Millibar(), r.Status),
+			map[string]any{"pressure_pa": r.Pressure.Pascal(), "status": r.Status.String()}, nil
+	})
+	rt := timeout
+	if spectrum > 0 {
+		rt += in.Raman.Expected(spectrum)
+	}
+	each(in.Raman.String(), rt, func(ctx context.Context) (string, map[string]any, error) {
+		id, err := in.Raman.Identify(ctx)
+		if err != nil || spectrum <= 0 {
+			return id, map[string]any{"id": id}, err
+		}
+		s, err := in.Raman.Acquire(ctx, spectrum)
+		if err != nil {
+			return "", nil, err
+		}
+		shift, peak := strongestIn(s.Shift, s.Counts, 360, 420)
+		return fmt.Sprintf("%s; %d points %.1f..%.1f cm-1, strongest 360..420 cm-1 at %.1f cm-1 (%.0f counts)",
+				id, len(s.Shift), s.Shift[0], s.Shift[len(s.Shift)-1], shift, peak),
+			map[string]any{"id": id, "points": len(s.Shift)}, nil
+	})
+	each("gpio", timeout, func(ctx context.Context) (string, map[string]any, error) {
+		values := map[string]any{}
+		var parts []string
+		for _, pin := range []string{simgpio.EStop, simgpio.Leak, simgpio.Relay, simgpio.RelayFB} {
+			lvl, err := in.GPIOLevel(ctx, pin)
+			if err != nil {
+				return "", nil, err
+			}
+			values[pin] = bool(lvl)
+			parts = append(parts, fmt.Sprintf("%s=%s", pin, lvl))
+		}
+		return strings.Join(parts, " ") + "  (estop and leak are active Low)", values, nil
+	})
+	return rows
+}
+
+func strongestIn(shift, counts []float64, lo, hi float64) (float64, float64) {
+	at, best := math.NaN(), -1.0
+	for i, s := range shift {
+		if s >= lo && s <= hi && counts[i] > best {
+			at, best = s, counts[i]
+		}
+	}
+	return at, best
+}
+
+func shortName(s string) string {
+	if i := strings.LastIndexAny(s, "/ "); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }

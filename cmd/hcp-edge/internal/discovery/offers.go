@@ -1,0 +1,63 @@
+package discovery
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// ErrNoACL: the caller has no entry in the gate's access control list.
+var ErrNoACL = errors.New("no permissions on this agent")
+
+// Offers is what callerID may use per acl: every version of every
+// capability its ACL names ("*": all), with the declaration and the
+// safety envelope of a session of it; only, when set, keeps that
+// capability alone. A caller without an ACL entry is ErrNoACL.
+func Offers(calleeID, callerID string, acl gate.Config, reg *capability.Registry, env *envelope.Envelope, only string) (*wire.CapabilitiesResponse, error) {
+	a, ok := acl.Callers[callerID]
+	if !ok {
+		return nil, fmt.Errorf("caller %s: %w", callerID, ErrNoACL)
+	}
+	out := &wire.CapabilitiesResponse{CalleeID: calleeID, CallerID: callerID, MaxRiskLevel: string(a.MaxRiskLevel),
+		MaxDataClassification: string(a.MaxDataClassification), Capabilities: []wire.CapabilityOffer{}}
+	for _, c := range reg.All() {
+		if !slices.Contains(a.Capabilities, c.Name) && !slices.Contains(a.Capabilities, "*") {
+			continue
+		}
+		if only != "" && c.Name != only {
+			continue
+		}
+		o, err := Offer(c, env)
+		if err != nil {
+			return nil, err
+		}
+		out.Capabilities = append(out.Capabilities, o)
+	}
+	return out, nil
+}
+
+// Offer is c as discovery lists it.
+func Offer(c *capability.Capability, env *envelope.Envelope) (wire.CapabilityOffer, error) {
+	safety, err := json.Marshal(c.Safety)
+	if err != nil {
+		return wire.CapabilityOffer{}, err
+	}
+	d := wire.CapabilityDeclaration{Name: c.Name, Version: c.Version, Description: c.Description,
+		InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, Safety: safety}
+	if c.Constraints != (capability.Constraints{}) {
+		if d.Constraints, err = json.Marshal(c.Constraints); err != nil {
+			return wire.CapabilityOffer{}, err
+		}
+	}
+	se, err := c.SafetyEnvelope(env)
+	if err != nil {
+		return wire.CapabilityOffer{}, err
+	}
+	return wire.CapabilityOffer{Capability: d, SafetyEnvelope: se}, nil
+}

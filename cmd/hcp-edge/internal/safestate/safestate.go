@@ -1,0 +1,210 @@
+package safestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/device"
+)
+
+// outputResult is what was done to one output and whether its read-back
+// confirms the safe state.
+type Output struct {
+	Instrument string `json:"instrument"`
+	Action     string `json:"action"`
+	Confirmed  bool   `json:"confirmed"`
+	ReadBack   string `json:"read_back,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// safeReport is the answer of an e-stop, through the daemon or the fallback.
+type Report struct {
+	Via          string   `json:"via"` // "daemon" or "fallback"
+	Operator     string   `json:"operator"`
+	AllConfirmed bool     `json:"all_confirmed"`
+	Outputs      []Output `json:"outputs"`
+	Latched      bool     `json:"latched,omitempty"`
+	LatchReason  string   `json:"latch_reason,omitempty"`
+	Error        string   `json:"error,omitempty"` // the interlock's halt failures, if any
+	TookMS       float64  `json:"took_ms"`
+}
+
+func (r *Report) Finish() {
+	r.AllConfirmed = len(r.Outputs) > 0
+	for _, o := range r.Outputs {
+		if !o.Confirmed {
+			r.AllConfirmed = false
+		}
+	}
+}
+
+// Read-back timeouts of the safe-state paths.
+const (
+	outputTimeout = 2 * time.Second
+	relayAction   = "de-energise the interlock relay (hardware cuts heater power and gas valve power)"
+)
+
+// checkOutputs reads every output back and reports whether it is safe. halt,
+// when true, drives each output safe first (the fallback); the daemon's
+// interlock has already done so. Every instrument runs concurrently.
+func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
+	var (
+		mu  sync.Mutex
+		out []Output
+		wg  sync.WaitGroup
+	)
+	add := func(r Output) {
+		mu.Lock()
+		out = append(out, r)
+		mu.Unlock()
+	}
+	run := func(name, action string, f func(ctx context.Context) (string, bool, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, outputTimeout)
+			defer cancel()
+			rb, ok, err := f(c)
+			r := Output{Instrument: name, Action: action, Confirmed: ok && err == nil, ReadBack: rb}
+			if err != nil {
+				r.Error = err.Error()
+			}
+			add(r)
+		}()
+	}
+	if in.RelayOut != nil {
+		relay := in.RelayOut
+		run("relay", relayAction, func(ctx context.Context) (string, bool, error) {
+			if halt {
+				if err := relay.Halt(ctx); err != nil {
+					return "", false, err
+				}
+			}
+			on, err := relay.State(ctx)
+			return "relay_fb=" + Energised(on), err == nil && !on, err
+		})
+	} else if halt {
+		add(Output{Instrument: "relay", Action: relayAction, Error: "not reachable: " + errText(in.Unreachable["gpio"])})
+	}
+	if f := in.Furnace; f != nil {
+		run(f.String(), "heater off", func(ctx context.Context) (string, bool, error) {
+			if halt {
+				if err := f.Halt(ctx); err != nil {
+					return "", false, err
+				}
+			}
+			st, err := f.Status(ctx)
+			if err != nil && !errors.Is(err, device.ErrSensor) {
+				return "", false, err
+			}
+			return fmt.Sprintf("heater_enable=%d output=%s", b2i(st.HeaterEnabled), st.OutputPower), !st.HeaterEnabled, nil
+		})
+	} else {
+		add(Output{Instrument: "furnace", Action: "heater off", Error: "not reachable: " + errText(in.Unreachable["furnace"])})
+	}
+	if m := in.DIO; m != nil {
+		for _, sw := range m.Switches() {
+			run("dio/"+sw.String(), "coil to "+OnOff(sw.SafeState()), func(ctx context.Context) (string, bool, error) {
+				if halt {
+					if err := sw.Halt(ctx); err != nil {
+						return "", false, err
+					}
+				}
+				on, err := sw.State(ctx)
+				return "coil=" + OnOff(on), err == nil && on == sw.SafeState(), err
+			})
+		}
+	} else {
+		add(Output{Instrument: "dio", Action: "coils to their safe levels", Error: "not reachable: " + errText(in.Unreachable["dio"])})
+	}
+	opened := map[string]bool{}
+	for _, mfc := range in.MFCs {
+		opened[mfc.String()] = true
+		run(mfc.String(), "hold valve closed, setpoint 0", func(ctx context.Context) (string, bool, error) {
+			if halt {
+				if err := mfc.Halt(ctx); err != nil {
+					return "", false, err
+				}
+			}
+			st, err := mfc.ReadFlow(ctx)
+			if err != nil {
+				return "", false, err
+			}
+			held := slices.ContainsFunc(st.Flags, func(f string) bool { return strings.EqualFold(f, "HLD") })
+			return fmt.Sprintf("setpoint=%s flow=%s flags=%v", st.Setpoint, st.Flow, st.Flags), held && st.Setpoint == 0, nil
+		})
+	}
+	for name, err := range in.Unreachable {
+		if !strings.HasPrefix(name, "mfc") {
+			continue
+		}
+		msg := "not reachable: " + err.Error()
+		if errors.Is(err, syscall.EBUSY) || strings.Contains(err.Error(), "busy") {
+			msg += " (the port is held exclusively by another process, e.g. a hung daemon; the de-energised relay unpowers the gas line valves)"
+		}
+		add(Output{Instrument: name, Action: "hold valve closed, setpoint 0", Error: msg})
+	}
+	if sp := in.Raman; sp != nil && halt {
+		run(sp.String(), "stop acquisition (laser off)", func(ctx context.Context) (string, bool, error) {
+			if err := sp.Halt(ctx); err != nil {
+				return "", false, err
+			}
+			return "STOP acknowledged", true, nil
+		})
+	}
+	wg.Wait()
+	slices.SortStableFunc(out, func(a, b Output) int { return strings.Compare(rank(a.Instrument), rank(b.Instrument)) })
+	return out
+}
+
+// rank orders the report: relay, furnace, dio, mfcs, the rest.
+func rank(name string) string {
+	switch {
+	case name == "relay":
+		return "0"
+	case name == "furnace":
+		return "1"
+	case strings.HasPrefix(name, "dio"):
+		return "2" + name
+	case strings.HasPrefix(name, "mfc"):
+		return "3" + name
+	}
+	return "4" + name
+}
+
+// Energised names a relay's level: "energised" or "de-energised".
+func Energised(on bool) string {
+	if on {
+		return "energised"
+	}
+	return "de-energised"
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "not built"
+	}
+	return err.Error()
+}
+
+// OnOff names a switch's level: "on" or "off".
+func OnOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

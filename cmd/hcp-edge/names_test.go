@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/cli"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/configcheck"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+)
+
+// The end-to-end tests of this package run the built binary and decode what
+// it prints; these are their names for the shapes and constants the
+// internal packages define.
+type (
+	sessionView       = reply.Session
+	submitResult      = reply.Submit
+	uplinkStatus      = reply.Uplink
+	statusResult      = reply.Status
+	accessView        = reply.Access
+	ownershipView     = reply.Ownership
+	budgetView        = reply.Budget
+	toolView          = reply.Tool
+	toolsResult       = reply.Tools
+	safeReport        = safestate.Report
+	auditVerifyResult = auditaccess.VerifyResult
+	auditReplayResult = auditaccess.ReplayResult
+	checkResult       = configcheck.Result
+	dataAccess        = auditaccess.DataAccess
+)
+
+const (
+	exitFailure   = cli.ExitFailure
+	stateFile     = rigconfig.StateFile
+	artifactsDir  = rigconfig.ArtifactsDir
+	resultsDir    = rigconfig.ResultsDir
+	toolStatsFile = reply.ToolStatsFile
+	viaDaemon     = auditaccess.ViaDaemon
+	viaStateFile  = auditaccess.ViaStateFile
+)
+
+var (
+	mustEncode       = reply.Encode
+	parseArtifactURI = reply.ParseArtifactURI
+	checkConfig      = configcheck.Check
+)
