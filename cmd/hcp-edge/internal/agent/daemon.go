@@ -12,23 +12,26 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 )
 
-// stateFile is the daemon's bbolt file inside the state directory.
-const stateFile = "state.db"
-
 // shutdownTimeout bounds the shutdown policy and the wait for control
 // operations in progress.
 const shutdownTimeout = 10 * time.Second
+
+// daemonGOGC is the daemon's GC target percentage unless GOGC is set.
+const daemonGOGC = 50
 
 // Config is what the daemon runs with.
 type Config struct {
@@ -38,25 +41,92 @@ type Config struct {
 	Version  string // reported in the log and on the dashboard
 }
 
-// Run runs the daemon until ctx ends, then stops it in order (see daemon).
-// It returns nil when the daemon stopped cleanly.
-func Run(ctx context.Context, c Config) error {
-	return daemon(ctx, c.File, c.Registry, c.Logger, c.Version)
+// Run runs the daemon until ctx ends and returns nil when it stopped
+// cleanly.
+//
+// Start, one step after the other (a failed step stops the start, and what
+// the earlier ones opened is closed in reverse order):
+//
+//  1. openState: state directory and state file (sessions and audit log,
+//     one hash chain), metrics, at-rest key, session token key, revocations
+//  2. openRig: envelope, instruments (relay de-energised), interlock, tool
+//     pipeline, furnace watchdog
+//  3. startMonitor: the trip monitor, on a context of its own
+//  4. startSessions: hub, uplink (its outbox is the store's Queue), gate
+//     and engine: the inbound path broker → gate → engine → outbox
+//  5. recoverSessions: the sessions a previous run left
+//  6. serve: uplink attached to the engine, discovery and artifact fetch,
+//     control socket, uplink started, metrics endpoint
+//     (agent.metrics_listen), dashboard (agent.dashboard_listen)
+//
+// Stop (stop): intake first (uplink commands, control socket), dashboard,
+// metrics endpoint, engine (sessions left for the next start's recovery),
+// monitor, the shutdown policy on the outputs; then release: uplink
+// (flushed), instruments, state file.
+func Run(ctx context.Context, c Config) (err error) {
+	d := &daemon{f: c.File, reg: c.Registry, log: c.Logger, version: c.Version, t0: time.Now()}
+	defer startDebugPprof(d.log)() // only with -tags pprof (docs/FOOTPRINT.md)
+	tuneRuntime(d.log)
+	defer func() { err = errors.Join(err, d.release()) }()
+	for _, step := range []func(context.Context) error{
+		d.openState, d.openRig, d.startMonitor, d.startSessions, d.recoverSessions, d.serve,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	d.log.Info("hcp-edge running", "version", d.version, "state_dir", d.f.Agent.StateDir, "control_socket", d.srv.Path(),
+		"watchdog_timeout", d.f.Monitor.WatchdogTimeout, "kick_every", d.f.Monitor.KickEvery, "time_scale", d.f.Agent.TimeScale,
+		"capabilities", len(d.reg.All()), "recovered", d.recovered, "startup", time.Since(d.t0))
+
+	// systemd (Type=notify): ready now that the control socket is up; the
+	// watchdog is fed while the monitor answers. No-op outside systemd.
+	d.sd = startNotifier(d.log, "control socket "+d.srv.Path(), func() bool { d.mon.Status(); return true })
+	<-ctx.Done()
+	return d.stop()
 }
 
-// daemon runs until ctx ends. Start order: state directory and state file
-// (sessions and audit log, one hash chain), token key, rig (relay built
-// de-energised), envelope, interlock, furnace watchdog, monitor, session
-// engine and its recovery, control socket, uplink, metrics endpoint
-// (agent.metrics_listen), dashboard (agent.dashboard_listen). Stop order:
-// control socket (intake), dashboard, metrics endpoint, engine, monitor,
-// shutdown policy, instruments, state file.
-// daemonGOGC is the daemon's GC target percentage unless GOGC is set.
-const daemonGOGC = 50
+// daemon is one run of the agent: what the start steps built, in start
+// order. A nil field was not built (its step failed or did not run).
+type daemon struct {
+	f       rigconfig.File
+	reg     *capability.Registry
+	log     *slog.Logger
+	version string
+	t0      time.Time
 
-func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log *slog.Logger, version string) (err error) {
-	t0 := time.Now()
-	defer startDebugPprof(log)() // only with -tags pprof (docs/FOOTPRINT.md)
+	// openState
+	st      *store.Store
+	mx      *agentMetrics // nil without agent.metrics_listen
+	key     *atrest.Key   // nil without agent.at_rest_key_file
+	tokens  *token.Authority
+	revoked *token.Revocations
+	// openRig
+	env  *envelope.Envelope
+	in   *rigconfig.Instruments
+	acts *budget.ActionCounter
+	il   *envelope.Interlock
+	iv   *envelope.Invoker // the tool pipeline: the only caller of the interlock
+	// startMonitor
+	mon       *envelope.Monitor
+	monClosed bool
+	// startSessions
+	hub       *hub
+	up        *uplink // nil without agent.amqp.url
+	eng       *engine.Engine
+	engClosed bool
+	// recoverSessions
+	recovered int
+	// serve
+	h    *handler
+	srv  *control.Server
+	dash *dashboard.Server // nil without agent.dashboard_listen
+	sd   *notifier
+}
+
+// tuneRuntime sets GOMAXPROCS and GOGC for the daemon unless the
+// environment sets them.
+func tuneRuntime(log *slog.Logger) {
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
 		// go.bug.st/serial reads block an OS thread (and its P) in select(2);
 		// on a 2-core host that delayed the monitor's furnace poll and trip
@@ -72,47 +142,56 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 		// at rest (docs/FOOTPRINT.md). GOGC in the environment wins.
 		debug.SetGCPercent(daemonGOGC)
 	}
+}
+
+// openState opens the state directory and the state file, the metrics
+// (counting from here), the at-rest key (before any instrument is
+// touched), the session token key, and puts the tokens of sessions closed
+// by a previous run back on the revocation list.
+func (d *daemon) openState(ctx context.Context) error {
+	f := d.f
 	if err := os.MkdirAll(f.Agent.StateDir, 0o750); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	st, err := store.Open(filepath.Join(f.Agent.StateDir, rigconfig.StateFile), store.DefaultOpts())
+	path := filepath.Join(f.Agent.StateDir, rigconfig.StateFile)
+	st, err := store.Open(path, store.DefaultOpts())
 	if err != nil {
-		return fmt.Errorf("state file %s (another daemon running?): %w", filepath.Join(f.Agent.StateDir, rigconfig.StateFile), err)
+		return fmt.Errorf("state file %s (another daemon running?): %w", path, err)
 	}
-	defer func() { err = errors.Join(err, st.Close()) }()
-	alog := st.Audit()
-	mx := newAgentMetrics(f, st, log) // nil without agent.metrics_listen (metrics.go)
-	defer func() { _ = mx.close(context.Background()) }()
-	key, err := loadAtRestKey(f.Agent.AtRestKeyFile, log) // before any instrument is touched
-	if err != nil {
+	d.st = st
+	d.mx = newAgentMetrics(f, st, d.log) // nil without agent.metrics_listen (metrics.go)
+	if d.key, err = loadAtRestKey(f.Agent.AtRestKeyFile, d.log); err != nil {
 		return err
 	}
 	priv, err := token.LoadOrCreateKey(filepath.Join(f.Agent.StateDir, rigconfig.TokenKeyFile))
 	if err != nil {
 		return fmt.Errorf("session token key: %w", err)
 	}
-	tokens, err := token.New(priv, token.DefaultOpts())
-	if err != nil {
+	if d.tokens, err = token.New(priv, token.DefaultOpts()); err != nil {
 		return err
 	}
-	revoked := token.NewRevocations(nil)
-	if err := revokeClosed(ctx, st, revoked, time.Now()); err != nil {
-		return err
-	}
+	d.revoked = token.NewRevocations(nil)
+	return revokeClosed(ctx, st, d.revoked, time.Now())
+}
 
+// openRig compiles the envelope, builds the instruments (the relay
+// de-energised), the interlock that checks every action against the
+// envelope and the session's token, the tool pipeline over it, and arms
+// the furnace's comms watchdog.
+func (d *daemon) openRig(ctx context.Context) error {
+	f := d.f
 	spec, err := rigconfig.Spec(f.Rig)
 	if err != nil {
 		return err
 	}
-	env, err := envelope.Compile(f.Envelope, spec)
-	if err != nil {
+	if d.env, err = envelope.Compile(f.Envelope, spec); err != nil {
 		return err
 	}
 	in, err := rigconfig.Build(f.Rig)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, in.Close()) }()
+	d.in = in
 	if _, err := in.Relay(); err != nil { // de-energised at start
 		return err
 	}
@@ -123,145 +202,183 @@ func daemon(ctx context.Context, f rigconfig.File, reg *capability.Registry, log
 	if err != nil {
 		return err
 	}
-	authz, err := token.NewAuthorizer(tokens, env, revoked)
+	authz, err := token.NewAuthorizer(d.tokens, d.env, d.revoked)
 	if err != nil {
 		return err
 	}
 	iopts := envelope.DefaultInterlockOpts()
-	iopts.Logger = log
-	acts := budget.NewActionCounter() // the actions budget counts what the interlock executed (session/budget)
-	il, err := envelope.NewInterlock(env, rig, authz, acts.Auditor(mx.auditor(audit.Interlock{Log: alog})), iopts)
-	if err != nil {
+	iopts.Logger = d.log
+	d.acts = budget.NewActionCounter() // the actions budget counts what the interlock executed (session/budget)
+	if d.il, err = envelope.NewInterlock(d.env, rig, authz, d.acts.Auditor(d.mx.auditor(audit.Interlock{Log: d.st.Audit()})), iopts); err != nil {
 		return err
 	}
-	iv, err := newInvoker(il, f.Agent.TimeScale) // the tool pipeline: the only caller of the interlock (tools.go)
-	if err != nil {
+	if d.iv, err = newInvoker(d.il, f.Agent.TimeScale); err != nil { // the only caller of the interlock (engine.go)
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err = in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout)
-	cancel()
-	if err != nil {
+	defer cancel()
+	if err := in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout); err != nil {
 		return fmt.Errorf("furnace watchdog: %w", err)
 	}
-	mon, err := envelope.NewMonitor(il, envelope.MonitorOpts{FurnaceEvery: f.Monitor.FurnaceEvery,
-		OtherEvery: f.Monitor.OtherEvery, KickEvery: f.Monitor.KickEvery, Logger: log, OnPoll: mx.onPoll()})
+	return nil
+}
+
+// startMonitor starts the trip monitor (which kicks the furnace's
+// watchdog). It runs on a context of its own: it must outlive intake so
+// that the rig stays watched while the control socket drains.
+func (d *daemon) startMonitor(ctx context.Context) error {
+	f := d.f
+	mon, err := envelope.NewMonitor(d.il, envelope.MonitorOpts{FurnaceEvery: f.Monitor.FurnaceEvery,
+		OtherEvery: f.Monitor.OtherEvery, KickEvery: f.Monitor.KickEvery, Logger: d.log, OnPoll: d.mx.onPoll()})
 	if err != nil {
 		return err
 	}
-	// The monitor runs on a context of its own: it must outlive intake so
-	// that the rig stays watched while the control socket drains.
 	if err := mon.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	monClosed := false
-	defer func() {
-		if !monClosed {
-			_ = mon.Close()
-		}
-	}()
-	hb, err := newHub(filepath.Join(f.Agent.StateDir, rigconfig.ResultsDir), sealerFor(st, key), log)
-	if err != nil {
+	d.mon = mon
+	return nil
+}
+
+// startSessions builds the session side: the hub (results and local
+// watchers), the uplink (whose outbox in the state file is the store's
+// Queue: every step queues its messages in its own transaction), and the
+// engine with its gate. From here the inbound path broker → gate → engine
+// → outbox is wired; the uplink starts taking commands in serve.
+func (d *daemon) startSessions(context.Context) error {
+	f := d.f
+	var err error
+	if d.hub, err = newHub(filepath.Join(f.Agent.StateDir, rigconfig.ResultsDir), sealerFor(d.st, d.key), d.log); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	if err := migrateOutboxFile(f.Agent.StateDir, st, log); err != nil { // an earlier version's outbox.db
+	if err := migrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db
 		return err
 	}
-	up, err := newUplink(f, st, log) // nil without agent.amqp.url (uplink.go)
-	if err != nil {
+	if d.up, err = newUplink(f, d.st, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
 		return err
 	}
-	defer func() { err = errors.Join(err, up.close()) }()
-	if up != nil {
-		st.SetQueue(up) // every step queues its messages in its own transaction
+	if d.up != nil {
+		d.st.SetQueue(d.up)
 	}
-	eng, err := newEngine(f, st, alog, mx.gateRecorder, key, reg, tokens, revoked, il, iv, mon, acts, hb, up, log)
-	if err != nil {
-		return err
-	}
-	engClosed := false
-	defer func() {
-		if !engClosed {
-			_ = eng.Close()
-		}
-	}()
-	// Recovery judges the rig from the monitor's cache: with sessions to
-	// recover, wait (at most the comms timeout) until every instrument has
-	// been read once, or a channel not read yet would count as lost.
-	if act, err := st.Sessions(ctx, true); err == nil && len(act) > 0 {
-		wctx, wcancel := context.WithTimeout(ctx, env.CommsTimeout())
-		if err := mon.WaitFirstReadings(wctx); err != nil {
-			log.Warn("recovery: not every instrument answered within the comms timeout", "err", err)
+	d.eng, err = newEngine(f, d.st, d.st.Audit(), d.mx.gateRecorder, d.key, d.reg, d.tokens, d.revoked, d.il, d.iv, d.mon,
+		d.acts, d.hub, d.up, d.log)
+	return err
+}
+
+// recoverSessions recovers the sessions a previous run left. Recovery
+// judges the rig from the monitor's cache: with sessions to recover, it
+// first waits (at most the comms timeout) until every instrument has been
+// read once, or a channel not read yet would count as lost.
+func (d *daemon) recoverSessions(ctx context.Context) error {
+	if act, err := d.st.Sessions(ctx, true); err == nil && len(act) > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, d.env.CommsTimeout())
+		if err := d.mon.WaitFirstReadings(wctx); err != nil {
+			d.log.Warn("recovery: not every instrument answered within the comms timeout", "err", err)
 		}
 		wcancel()
 	}
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-	recs, err := eng.Recover(rctx)
+	recs, err := d.eng.Recover(rctx)
 	rcancel()
 	if err != nil {
 		return fmt.Errorf("session recovery: %w", err)
 	}
 	for _, r := range recs {
-		log.Warn("session recovered", "session", r.SessionID, "from", r.From, "decision", r.Decision, "err", r.Err)
+		d.log.Warn("session recovered", "session", r.SessionID, "from", r.From, "decision", r.Decision, "err", r.Err)
 	}
-	if err := up.attach(f, eng); err != nil {
+	d.recovered = len(recs)
+	return nil
+}
+
+// serve opens intake: the uplink's inbox handed the engine, discovery and
+// artifact fetch over the broker, the control socket, then the uplink (the
+// broker may be down: the outbox holds), the metrics endpoint and the
+// dashboard.
+func (d *daemon) serve(context.Context) error {
+	f := d.f
+	if err := d.up.attach(f, d.eng); err != nil {
 		return err
 	}
-	h := &handler{il: il, iv: iv, mon: mon, in: in, log: log, up: up,
-		sess: &sessions{eng: eng, st: st, hub: hb, stateDir: f.Agent.StateDir, log: log}}
-	up.serveExtensions(f, reg, env, h.sess) // discovery and artifact fetch over the broker
-	srv, err := control.Listen(f.Agent.ControlSocket, h, control.Opts{Logger: log})
+	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up,
+		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
+	d.up.serveExtensions(f, d.reg, d.env, d.h.sess) // discovery and artifact fetch over the broker
+	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})
 	if err != nil {
 		return err
 	}
-	if err := up.Start(); err != nil { // the uplink last: the broker may be down, the outbox holds
+	if err := d.up.Start(); err != nil { // the uplink last: the broker may be down, the outbox holds
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	if err := mx.start(f, il, iv, up); err != nil {
+	if err := d.mx.start(f, d.il, d.iv, d.up); err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	dash, err := startDashboard(f, h, version, log) // nil without agent.dashboard_listen (dashboard.go)
-	if err != nil {
+	if d.dash, err = startDashboard(f, d.h, d.version, d.log); err != nil { // nil without agent.dashboard_listen (dashboard.go)
 		_ = srv.Shutdown(context.Background())
-		_ = mx.close(context.Background())
+		_ = d.mx.close(context.Background())
 		return err
 	}
-	log.Info("hcp-edge running", "version", version, "state_dir", f.Agent.StateDir, "control_socket", srv.Path(),
-		"watchdog_timeout", f.Monitor.WatchdogTimeout, "kick_every", f.Monitor.KickEvery, "time_scale", f.Agent.TimeScale,
-		"capabilities", len(reg.All()), "recovered", len(recs), "startup", time.Since(t0))
+	d.srv = srv
+	return nil
+}
 
-	// systemd (Type=notify): ready now that the control socket is up; the
-	// watchdog is fed while the monitor answers. No-op outside systemd.
-	sd := startNotifier(log, "control socket "+srv.Path(), func() bool { mon.Status(); return true })
-	defer sd.Close()
-
-	<-ctx.Done()
-	sd.Stopping()
-	log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
+// stop takes the running daemon down: intake first (no new broker commands,
+// the outbox keeps draining; the control socket), the dashboard, the
+// metrics endpoint, the engine, the monitor, then the shutdown policy on
+// the outputs. release closes the rest.
+func (d *daemon) stop() (err error) {
+	f := d.f
+	d.sd.Stopping()
+	d.log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer scancel()
-	up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
-	err = srv.Shutdown(sctx)
-	if dash != nil {
-		err = errors.Join(err, dash.Shutdown(sctx))
+	d.up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
+	err = d.srv.Shutdown(sctx)
+	if d.dash != nil {
+		err = errors.Join(err, d.dash.Shutdown(sctx))
 	}
-	err = errors.Join(err, mx.close(sctx))
-	engClosed = true
-	err = errors.Join(err, eng.Close())
-	saveToolStats(f.Agent.StateDir, iv.Stats(), log) // for `hcp-edge tools` once the daemon is gone (tools.go)
-	monClosed = true
-	err = errors.Join(err, mon.Close())
+	err = errors.Join(err, d.mx.close(sctx))
+	d.engClosed = true
+	err = errors.Join(err, d.eng.Close())
+	saveToolStats(f.Agent.StateDir, d.iv.Stats(), d.log) // for `hcp-edge tools` once the daemon is gone (tools.go)
+	d.monClosed = true
+	err = errors.Join(err, d.mon.Close())
 	switch f.Agent.ShutdownPolicy {
 	case rigconfig.ShutdownSafeState:
-		if serr := il.SafeState(sctx, "agent shutdown (policy safe_state)"); serr != nil {
+		if serr := d.il.SafeState(sctx, "agent shutdown (policy safe_state)"); serr != nil {
 			err = errors.Join(err, fmt.Errorf("shutdown policy: %w", serr))
 		} else {
-			log.Info("outputs safe (policy safe_state)")
+			d.log.Info("outputs safe (policy safe_state)")
 		}
 	case rigconfig.ShutdownHold:
-		log.Warn("outputs left as they are (policy hold); the furnace watchdog drops the heater", "after", f.Monitor.WatchdogTimeout)
+		d.log.Warn("outputs left as they are (policy hold); the furnace watchdog drops the heater", "after", f.Monitor.WatchdogTimeout)
+	}
+	return err
+}
+
+// release closes, in reverse start order, what the start steps opened and
+// stop did not close: the systemd notifier, the engine, the uplink
+// (flushed within agent.amqp.flush_timeout), the monitor, the
+// instruments, the metrics, the state file. It runs after a failed start
+// too.
+func (d *daemon) release() (err error) {
+	if d.sd != nil {
+		d.sd.Close()
+	}
+	if d.eng != nil && !d.engClosed {
+		_ = d.eng.Close()
+	}
+	err = errors.Join(err, d.up.close()) // a nil *uplink does nothing
+	if d.mon != nil && !d.monClosed {
+		_ = d.mon.Close()
+	}
+	if d.in != nil {
+		err = errors.Join(err, d.in.Close())
+	}
+	_ = d.mx.close(context.Background()) // a nil *agentMetrics does nothing
+	if d.st != nil {
+		err = errors.Join(err, d.st.Close())
 	}
 	return err
 }

@@ -23,7 +23,7 @@ session ends its task_completed or task_failed (outputs, artifacts) is held, and
 is told so by an access_pending event. Run "hcp-edge access SUBCOMMAND -h" for the flags.
 `
 
-// accessCmd is hcp-edge access list|approve|deny.
+// Access is hcp-edge access list|approve|deny.
 func Access(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return groupUsage(args, accessGroupUsage, stdout, stderr)

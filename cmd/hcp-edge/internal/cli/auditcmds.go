@@ -82,6 +82,8 @@ func (f auditFlags) reach(ctx context.Context, req control.Request) (target, err
 	return target{dir: cfg.Agent.StateDir, note: "no daemon on " + f.socket()}, nil
 }
 
+// Audit is `hcp-edge audit verify|replay`: through the daemon, or on the
+// state file read-only when it is down.
 func Audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "replay") {
 		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n\nRun \"hcp-edge audit verify -h\" or \"hcp-edge audit replay -h\" for the flags.\n", stdout, stderr)

@@ -10,7 +10,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/provision"
 )
 
-// brokerCmd is `hcp-edge broker provision`.
+// Broker is `hcp-edge broker provision`.
 func Broker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "provision" {
 		return groupUsage(args, "usage: hcp-edge broker provision --config FILE [--dry-run] [--vhost V] [--callee-user U] [--rabbitmqctl PATH] [--node NODE]\n", stdout, stderr)

@@ -17,7 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// capabilitiesCmd is `hcp-edge capabilities`: what discovery answers a
+// Capabilities is `hcp-edge capabilities`: what discovery answers a
 // harness, from the configuration alone.
 func Capabilities(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("capabilities", flag.ContinueOnError)

@@ -41,6 +41,8 @@ func ask(ctx context.Context, cmd, path string, req control.Request, stderr io.W
 	return rep, true
 }
 
+// Status is `hcp-edge status`: readings, margins, latch, health, uplink and
+// budgets from the daemon.
 func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -148,7 +150,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// operatorCmd is reset and arm: a local operation that needs the operator.
+// Operator is reset and arm: a local operation that needs the operator.
 func Operator(ctx context.Context, op string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(op, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -10,6 +10,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/configs"
 )
 
+// Config is `hcp-edge config check|schema`.
 func Config(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "check":

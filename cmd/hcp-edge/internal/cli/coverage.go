@@ -11,6 +11,8 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
+// Envelope is `hcp-edge envelope coverage`: every writable channel and the
+// envelope rule that bounds it.
 func Envelope(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "coverage" {
 		return groupUsage(args, "usage: hcp-edge envelope coverage [--config FILE] [--json]\n\nRun \"hcp-edge envelope coverage -h\" for the flags.\n", stdout, stderr)

@@ -26,6 +26,8 @@ const (
 	estopFallback = 5 * time.Second
 )
 
+// EStop is `hcp-edge estop`: every output safe through the daemon or, when
+// it does not acknowledge in time, directly (the fallback).
 func EStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("estop", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -27,6 +27,8 @@ type probeRow struct {
 	Error      string         `json:"error,omitempty"`
 }
 
+// Probe is `hcp-edge probe`: open every instrument, read it once, print
+// what it says (read-only).
 func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)

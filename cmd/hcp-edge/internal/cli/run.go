@@ -11,6 +11,9 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
+// Run is `hcp-edge run`: it parses the flags and the configuration, loads
+// the capability declarations and runs the daemon (agent.Run) until ctx
+// ends. version is reported in the log and on the dashboard.
 func Run(ctx context.Context, version string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)

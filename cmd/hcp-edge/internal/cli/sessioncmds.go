@@ -55,6 +55,8 @@ func printJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
+// Submit is `hcp-edge submit FILE`: a task_submit as the local operator,
+// through the daemon or, with --broker, over the broker; --watch follows it.
 func Submit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -306,7 +308,7 @@ func summarize(env *wire.Envelope) string {
 	return string(env.Type)
 }
 
-// sessionOpCmd is approve, deny, abort, pause and resume.
+// SessionOp is approve, deny, abort, pause and resume.
 func SessionOp(ctx context.Context, op string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(op, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -359,6 +361,7 @@ func SessionOp(ctx context.Context, op string, args []string, stdout, stderr io.
 	return ExitOK
 }
 
+// Sessions is `hcp-edge sessions`: state, capability, caller and progress.
 func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -456,6 +459,8 @@ func budgetCell(r *budget.Report) string {
 	return fmt.Sprintf("%s %.0f%%", best, 100*share)
 }
 
+// Artifact is `hcp-edge artifact get URI`: a copy verified against the
+// recorded sha256 (opened with the at-rest key when sealed).
 func Artifact(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "get" {
 		return groupUsage(args, "usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE]\n\nRun \"hcp-edge artifact get -h\" for the flags.\n", stdout, stderr)

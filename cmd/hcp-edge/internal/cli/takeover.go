@@ -13,7 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
-// ownershipCmd is takeover, handback and owner.
+// Ownership is takeover, handback and owner.
 func Ownership(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)

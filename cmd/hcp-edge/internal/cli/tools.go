@@ -17,6 +17,8 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
+// Tools is `hcp-edge tools`: the tool pipeline's per-tool statistics, from
+// the daemon or the file its last run left.
 func Tools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)

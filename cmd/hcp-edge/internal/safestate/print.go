@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 )
 
+// Print writes r for a person: one line per output, then the verdict.
 func Print(w io.Writer, r Report) {
 	fmt.Fprintf(w, "e-stop via %s (operator %s), %.0f ms\n", r.Via, r.Operator, r.TookMS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -14,7 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 )
 
-// outputResult is what was done to one output and whether its read-back
+// Output is what was done to one output and whether its read-back
 // confirms the safe state.
 type Output struct {
 	Instrument string `json:"instrument"`
@@ -24,7 +24,7 @@ type Output struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// safeReport is the answer of an e-stop, through the daemon or the fallback.
+// Report is the answer of an e-stop, through the daemon or the fallback.
 type Report struct {
 	Via          string   `json:"via"` // "daemon" or "fallback"
 	Operator     string   `json:"operator"`
@@ -36,6 +36,8 @@ type Report struct {
 	TookMS       float64  `json:"took_ms"`
 }
 
+// Finish sets AllConfirmed: true when there are outputs and every one was
+// read back safe.
 func (r *Report) Finish() {
 	r.AllConfirmed = len(r.Outputs) > 0
 	for _, o := range r.Outputs {
@@ -51,7 +53,7 @@ const (
 	relayAction   = "de-energise the interlock relay (hardware cuts heater power and gas valve power)"
 )
 
-// checkOutputs reads every output back and reports whether it is safe. halt,
+// Check reads every output back and reports whether it is safe. halt,
 // when true, drives each output safe first (the fallback); the daemon's
 // interlock has already done so. Every instrument runs concurrently.
 func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
