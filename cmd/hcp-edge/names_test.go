@@ -19,7 +19,6 @@ type (
 	statusResult      = reply.Status
 	accessView        = reply.Access
 	ownershipView     = reply.Ownership
-	budgetView        = reply.Budget
 	toolView          = reply.Tool
 	toolsResult       = reply.Tools
 	safeReport        = safestate.Report

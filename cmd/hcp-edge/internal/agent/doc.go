@@ -22,7 +22,7 @@
 // fan-out to local watchers) and the store's Queue, the uplink's durable
 // outbox in the state file (every step queues its messages in the
 // transaction that records it). A task from the local CLI enters through
-// the control socket's handler (daemon.go) and the same engine. Every path
+// the control socket's handler (handler.go) and the same engine. Every path
 // is wired inside this package: nothing passes back through package main.
 //
 // # Shutdown

@@ -1,8 +1,71 @@
 package agent
 
 import (
+	"fmt"
 	"math"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
 // round1 rounds v to one decimal.
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// statusOf turns the monitor's status into the status reply.
+func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) reply.Status {
+	r := st.Readings
+	out := reply.Status{At: time.Now(), Latched: st.Latched, LatchReason: st.LatchReason, Healthy: st.Healthy,
+		Readings: map[string]string{}, Values: map[string]any{}, Relay: "unknown"}
+	age := func(at time.Time) string {
+		if at.IsZero() {
+			return "never read"
+		}
+		return fmt.Sprintf("%v ago", time.Since(at).Round(time.Millisecond))
+	}
+	if f := r.Furnace; !f.At.IsZero() {
+		out.Readings["furnace"] = fmt.Sprintf("PV %.1f °C, setpoint %.1f °C, output %s, heater %s, alarms %#04x (%s)",
+			f.ProcessValue.Celsius(), f.Setpoint.Celsius(), f.OutputPower, safestate.OnOff(f.HeaterEnabled), uint16(f.Alarms), age(f.At))
+		out.Values["furnace.pv_c"] = round1(f.ProcessValue.Celsius())
+		out.Values["furnace.setpoint_c"] = round1(f.Setpoint.Celsius())
+		out.Values["furnace.heater_enabled"] = f.HeaterEnabled
+		out.Values["furnace.output_pct"] = float64(f.OutputPower)
+	}
+	if p := r.Pressure; !p.At.IsZero() {
+		out.Readings["chamber.pressure"] = fmt.Sprintf("%.4g mbar, %s (%s)", p.Pressure.Millibar(), p.Status, age(p.At))
+		out.Values["chamber.pressure_mbar"] = p.Pressure.Millibar()
+	}
+	for gas, fl := range r.Flows {
+		out.Readings["flow."+gas] = fmt.Sprintf("%.2f sccm, setpoint %.2f sccm %v (%s)", fl.Flow.SCCM(), fl.Setpoint.SCCM(), fl.Flags, age(fl.At))
+		out.Values["flow."+gas+".sccm"] = fl.Flow.SCCM()
+		out.Values["flow."+gas+".setpoint_sccm"] = fl.Setpoint.SCCM()
+	}
+	for name, l := range r.Switches {
+		out.Readings["switch."+name] = fmt.Sprintf("%s (%s)", safestate.OnOff(l.On), age(l.At))
+		out.Values["switch."+name] = l.On
+	}
+	for name, l := range r.Inputs {
+		out.Readings["input."+name] = fmt.Sprintf("%t (%s)", l.On, age(l.At))
+		out.Values["input."+name] = l.On
+	}
+	if l, ok := r.Inputs[rigconfig.InputRelayFB]; ok && !l.At.IsZero() {
+		out.Relay = safestate.Energised(l.On)
+	} else if l, ok := r.Switches[rigconfig.SwitchRelay]; ok && !l.At.IsZero() {
+		out.Relay = safestate.Energised(l.On)
+	}
+	for _, m := range st.Margins {
+		out.Margins = append(out.Margins, reply.Margin{Channel: m.Channel, Value: m.Value, Min: m.Min, Max: m.Max, Unit: m.Unit,
+			Margin: m.Headroom(), Applies: m.Applies, Context: m.Context})
+	}
+	for _, t := range st.Trips {
+		out.Trips = append(out.Trips, reply.Trip{Trip: string(t.Trip), Procedure: string(t.Procedure), Channel: t.Channel, Reason: t.Reason, At: t.At})
+	}
+	out.Activity = env.Activity(r).String()
+	if n := len(st.Trips); st.Latched && n > 0 {
+		at := st.Trips[n-1].At
+		out.TripAt = &at
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// handler serves the control socket's operations.
+type handler struct {
+	up   *uplink // nil without a broker
+	il   *envelope.Interlock
+	iv   *envelope.Invoker // the tool pipeline (per-tool statistics)
+	mon  *envelope.Monitor
+	in   *rigconfig.Instruments
+	log  *slog.Logger
+	sess *sessions
+}
+
+// HandleStream serves a watched operation (submit --watch).
+func (h *handler) HandleStream(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
+	if req.Op != control.OpSubmit {
+		return h.Handle(ctx, req)
+	}
+	return h.sess.handle(ctx, req, emit)
+}
+
+// Handle serves every other operation of the control socket: the session
+// operations (sessions), audit, ownership, e-stop, tools, status, reset and
+// arm.
+func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
+	switch req.Op {
+	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
+		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+		return h.sess.handle(ctx, req, nil)
+	case control.OpAuditVerify, control.OpAuditReplay:
+		return h.sess.auditOp(ctx, req)
+	case control.OpTakeover, control.OpHandback, control.OpOwnership:
+		return h.sess.ownershipOp(ctx, req)
+	case control.OpEStop:
+		return h.estop(ctx, req.Operator), nil
+	case control.OpTools:
+		return reply.ToolsOf(h.iv.Stats()), nil
+	case control.OpStatus:
+		st := statusOf(h.mon.Status(), h.il.View().Envelope())
+		st.Uplink = h.up.status()
+		st.Budgets = h.sess.budgets(ctx)
+		return st, nil
+	case control.OpReset:
+		if req.Operator == "" {
+			return nil, errors.New("reset needs the operator's name (--operator NAME)")
+		}
+		was, why := h.il.Latched()
+		if err := h.il.Reset(ctx, req.Operator); err != nil {
+			return nil, err
+		}
+		h.log.Warn("latch reset", "operator", req.Operator, "was_latched", was, "reason", why)
+		if !was {
+			return reply.Op{Message: "nothing was latched; reset recorded by " + req.Operator}, nil
+		}
+		return reply.Op{Message: fmt.Sprintf("latch cleared (%s) by %s", why, req.Operator)}, nil
+	case control.OpArm:
+		if req.Operator == "" {
+			return nil, errors.New("arm needs the operator's name (--operator NAME)")
+		}
+		if err := h.il.Arm(ctx, req.Operator); err != nil {
+			return nil, err
+		}
+		h.log.Warn("armed: interlock relay energised", "operator", req.Operator)
+		return reply.Op{Message: "interlock relay energised by " + req.Operator}, nil
+	}
+	return nil, fmt.Errorf("unknown op %q", req.Op)
+}
+
+// estop runs the interlock's SafeState and reads every output back.
+func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
+	t0 := time.Now()
+	if operator == "" {
+		operator = "unknown"
+	}
+	r := safestate.Report{Via: "daemon", Operator: operator}
+	h.log.Warn("e-stop requested on the control socket", "operator", operator)
+	if err := h.il.SafeState(ctx, "estop by "+operator+" (control socket)"); err != nil {
+		r.Error = err.Error()
+	}
+	r.Outputs = safestate.Check(ctx, h.in, false)
+	r.Finish()
+	if r.Error != "" {
+		r.AllConfirmed = false
+	}
+	r.Latched, r.LatchReason = h.il.Latched()
+	h.log.Warn("e-stop done", "operator", operator, "all_confirmed", r.AllConfirmed, "took", time.Since(t0))
+	return r
+}
