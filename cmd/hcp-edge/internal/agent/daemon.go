@@ -13,6 +13,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -109,7 +110,7 @@ type daemon struct {
 	mon       *envelope.Monitor
 	monClosed bool
 	// startSessions
-	hub       *hub
+	hub       *hub.Hub
 	up        *uplink // nil without agent.amqp.url
 	eng       *engine.Engine
 	engClosed bool
@@ -246,7 +247,7 @@ func (d *daemon) startMonitor(ctx context.Context) error {
 func (d *daemon) startSessions(context.Context) error {
 	f := d.f
 	var err error
-	if d.hub, err = newHub(filepath.Join(f.Agent.StateDir, rigconfig.ResultsDir), sealerFor(d.st, d.key), d.log); err != nil {
+	if d.hub, err = hub.New(filepath.Join(f.Agent.StateDir, rigconfig.ResultsDir), hub.SealerFor(d.st, d.key), d.log); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
 	if err := migrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db

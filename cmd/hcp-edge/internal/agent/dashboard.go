@@ -153,7 +153,7 @@ func (d *dashSource) plotsOf(sid string) dashPlots {
 }
 
 func (d *dashSource) readPlots(sid string) dashPlots {
-	fin, err := d.sess.hub.final(sid)
+	fin, err := d.sess.hub.Final(sid)
 	if err != nil {
 		return dashPlots{note: "no recorded result"}
 	}

@@ -18,7 +18,7 @@
 // A task from a harness goes broker → uplink (uplink.go: the inbox's
 // command handler; an abort from a harness that no longer owns the session
 // is refused and audited, handoff.go) → the engine's gate and state machine (session/engine) → the engine's
-// Outbound: the hub (engine.go: result store, sealing of T3/T4 results,
+// Outbound: the hub (package hub: result store, sealing of T3/T4 results,
 // fan-out to local watchers) and the store's Queue, the uplink's durable
 // outbox in the state file (every step queues its messages in the
 // transaction that records it). A task from the local CLI enters through

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
@@ -65,7 +64,7 @@ func executors(reg *capability.Registry) ([]executor.Executor, error) {
 type sessions struct {
 	eng      *engine.Engine
 	st       *store.Store
-	hub      *hub
+	hub      *hub.Hub
 	stateDir string
 	log      *slog.Logger
 }
@@ -134,175 +133,6 @@ func loadAtRestKey(path string, log *slog.Logger) (*atrest.Key, error) {
 	return key, nil
 }
 
-// hubMsg is one outbound message.
-type hubMsg struct {
-	caller string
-	env    *wire.Envelope
-}
-
-// hub is the engine's Outbound for now: it fans every message out to the
-// control socket's watchers, keeps each session's latest progress, and
-// writes each session's final message to results/{session}.json. (The
-// AMQP outbox takes this place behind the same engine.Outbound seam.)
-type hub struct {
-	dir  string // results directory
-	seal sealer // T3/T4 final messages are sealed at rest
-	log  *slog.Logger
-	mu   sync.Mutex
-	next int
-	subs map[int]chan hubMsg
-	prog map[string]reply.Progress
-}
-
-// watchBuffer is how many messages a watcher may lag before it is dropped.
-const watchBuffer = 4096
-
-// sealer says how the hub keeps a session's final message at rest: sealed
-// reports that the session's data classification is sealed (T3/T4), and
-// key is the key to seal it under (nil when there is none: then the
-// message is not written at all).
-type sealer func(sid string) (key *atrest.Key, sealed bool)
-
-// sealerFor is the sealer of st's sessions under key.
-func sealerFor(st *store.Store, key *atrest.Key) sealer {
-	return func(sid string) (*atrest.Key, bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s, err := st.Session(ctx, sid)
-		if err != nil {
-			return nil, false // the final message of a session never stored (a rejection)
-		}
-		if !engine.Sealed(s.DataClass) {
-			return nil, false
-		}
-		return key, true
-	}
-}
-
-func newHub(dir string, seal sealer, log *slog.Logger) (*hub, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	if seal == nil {
-		seal = func(string) (*atrest.Key, bool) { return nil, false }
-	}
-	return &hub{dir: dir, seal: seal, log: log, subs: map[int]chan hubMsg{}, prog: map[string]reply.Progress{}}, nil
-}
-
-// Publish hands env to every watcher (never blocking: a watcher that lags
-// by watchBuffer messages is dropped) and records progress and finals.
-func (h *hub) Publish(_ context.Context, caller string, env *wire.Envelope) error {
-	if env.SessionID != nil {
-		sid := env.SessionID.String()
-		switch env.Type {
-		case wire.TypeEvent:
-			if ev, err := env.Event(); err == nil && ev.EventType == string(lifecycle.EventProgress) {
-				var p reply.Progress
-				if json.Unmarshal(ev.Data, &p) == nil {
-					h.mu.Lock()
-					h.prog[sid] = p
-					h.mu.Unlock()
-				}
-			}
-		case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
-			if b, err := wire.Encode(env); err == nil {
-				path := filepath.Join(h.dir, sid+".json")
-				switch key, sealed := h.seal(sid); {
-				case !sealed:
-					err = writeFileAtomic(path, b)
-				case key != nil:
-					err = key.WriteFile(path, b, atrest.ResultBinding(sid), 0o640)
-				default:
-					err = errors.New("T3/T4 session and no at-rest key: not written")
-				}
-				if err != nil {
-					h.log.Warn("record final message", "session", sid, "err", err)
-				}
-			}
-			h.mu.Lock()
-			delete(h.prog, sid)
-			h.mu.Unlock()
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for id, ch := range h.subs {
-		select {
-		case ch <- hubMsg{caller: caller, env: env}:
-		default:
-			close(ch)
-			delete(h.subs, id)
-		}
-	}
-	return nil
-}
-
-// subscribe returns a channel of every message published from now on and
-// the function that ends the subscription. The channel is closed when the
-// watcher lagged too far.
-func (h *hub) subscribe() (<-chan hubMsg, func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	id := h.next
-	h.next++
-	ch := make(chan hubMsg, watchBuffer)
-	h.subs[id] = ch
-	return ch, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if _, ok := h.subs[id]; ok {
-			close(ch)
-			delete(h.subs, id)
-		}
-	}
-}
-
-func (h *hub) progress(sid string) (reply.Progress, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p, ok := h.prog[sid]
-	return p, ok
-}
-
-// final reads session sid's recorded final message.
-func (h *hub) final(sid string) (*wire.Envelope, error) {
-	path := filepath.Join(h.dir, sid+".json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if atrest.IsSealed(b) {
-		key, _ := h.seal(sid)
-		if key == nil {
-			return nil, fmt.Errorf("%s is sealed at rest and the daemon has no at-rest key", path)
-		}
-		if b, err = key.Open(b, atrest.ResultBinding(sid)); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return wire.Decode(b)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // decodeSubmit checks the request's task_submit envelope.
 func decodeSubmit(raw json.RawMessage) (*wire.Envelope, error) {
 	if len(raw) == 0 {
@@ -327,9 +157,9 @@ func (s *sessions) submit(ctx context.Context, req control.Request, emit control
 	if err != nil {
 		return nil, err
 	}
-	var msgs <-chan hubMsg
+	var msgs <-chan hub.Msg
 	if emit != nil {
-		ch, unsub := s.hub.subscribe()
+		ch, unsub := s.hub.Subscribe()
 		defer unsub()
 		msgs = ch
 	}
@@ -366,24 +196,24 @@ func (s *sessions) submit(ctx context.Context, req control.Request, emit control
 
 // watch streams session sid's messages until its final one, skipping the
 // messages already sent (seen).
-func (s *sessions) watch(ctx context.Context, sid string, msgs <-chan hubMsg, seen map[string]bool, emit control.Emit) (any, error) {
+func (s *sessions) watch(ctx context.Context, sid string, msgs <-chan hub.Msg, seen map[string]bool, emit control.Emit) (any, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("watch of %s ended: %w", sid, context.Cause(ctx))
 		case m, ok := <-msgs:
 			if !ok {
-				return nil, fmt.Errorf("watch of %s dropped: it lagged by %d messages", sid, watchBuffer)
+				return nil, fmt.Errorf("watch of %s dropped: it lagged by %d messages", sid, hub.WatchBuffer)
 			}
-			if m.env.SessionID == nil || m.env.SessionID.String() != sid || seen[m.env.MessageID.String()] {
+			if m.Env.SessionID == nil || m.Env.SessionID.String() != sid || seen[m.Env.MessageID.String()] {
 				continue
 			}
-			b := json.RawMessage(reply.Encode(m.env))
-			switch m.env.Type {
+			b := json.RawMessage(reply.Encode(m.Env))
+			switch m.Env.Type {
 			case wire.TypeTaskCompleted, wire.TypeTaskFailed, wire.TypeTaskRejected:
 				return b, nil
 			}
-			if ev, err := m.env.Event(); err == nil && ev.EventType == string(lifecycle.EventSessionClosed) {
+			if ev, err := m.Env.Event(); err == nil && ev.EventType == string(lifecycle.EventSessionClosed) {
 				if st, err := s.eng.State(ctx, sid); err == nil && st == lifecycle.Aborted {
 					return b, nil
 				}
@@ -413,7 +243,7 @@ func (s *sessions) list(ctx context.Context, all bool) ([]reply.Session, error) 
 			v.ApprovalID = m.ApprovalID
 		}
 		v.Operator = m.Operator
-		if p, ok := s.hub.progress(x.ID); ok && !x.State.Terminal() {
+		if p, ok := s.hub.Progress(x.ID); ok && !x.State.Terminal() {
 			v.Progress = &p
 		}
 		if r, ok := s.eng.Budgets(x.ID); ok && !x.State.Terminal() {
@@ -447,7 +277,7 @@ func (s *sessions) artifact(uri string) (reply.Artifact, error) {
 	if err != nil {
 		return reply.Artifact{}, err
 	}
-	fin, err := s.hub.final(sid)
+	fin, err := s.hub.Final(sid)
 	if err != nil {
 		return reply.Artifact{}, fmt.Errorf("no recorded result for session %s (artifacts are listed once it completes or fails): %w", sid, err)
 	}

@@ -90,7 +90,7 @@ flags:
 	if len(pos) == 1 {
 		file = pos[0]
 	}
-	r := checkConfig(file, *capDir)
+	r := configcheck.Check(file, *capDir)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -113,10 +113,3 @@ flags:
 	}
 	return ExitOK
 }
-
-// checkResult is what config check reports.
-type checkResult = configcheck.Result
-
-// checkConfig validates the configuration at path ("" = the embedded one)
-// and the capability declarations in capDir (see configcheck.Check).
-func checkConfig(path, capDir string) checkResult { return configcheck.Check(path, capDir) }
