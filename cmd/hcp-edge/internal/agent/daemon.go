@@ -15,6 +15,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -111,7 +112,7 @@ type daemon struct {
 	monClosed bool
 	// startSessions
 	hub       *hub.Hub
-	up        *uplink // nil without agent.amqp.url
+	up        *uplink.Uplink // nil without agent.amqp.url
 	eng       *engine.Engine
 	engClosed bool
 	// recoverSessions
@@ -250,10 +251,10 @@ func (d *daemon) startSessions(context.Context) error {
 	if d.hub, err = hub.New(filepath.Join(f.Agent.StateDir, rigconfig.ResultsDir), hub.SealerFor(d.st, d.key), d.log); err != nil {
 		return fmt.Errorf("results directory: %w", err)
 	}
-	if err := migrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db
+	if err := uplink.MigrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db
 		return err
 	}
-	if d.up, err = newUplink(f, d.st, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
+	if d.up, err = uplink.New(f, d.st, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
 		return err
 	}
 	if d.up != nil {
@@ -295,12 +296,12 @@ func (d *daemon) recoverSessions(ctx context.Context) error {
 // dashboard.
 func (d *daemon) serve(context.Context) error {
 	f := d.f
-	if err := d.up.attach(f, d.eng); err != nil {
+	if err := d.up.Attach(f, d.eng); err != nil {
 		return err
 	}
 	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up,
 		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
-	d.up.serveExtensions(f, d.reg, d.env, d.h.sess) // discovery and artifact fetch over the broker
+	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.artifact) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})
 	if err != nil {
 		return err
@@ -332,7 +333,7 @@ func (d *daemon) stop() (err error) {
 	d.log.Info("hcp-edge stopping", "policy", f.Agent.ShutdownPolicy)
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer scancel()
-	d.up.stopIntake(sctx) // no new broker commands; the outbox keeps draining
+	d.up.StopIntake(sctx) // no new broker commands; the outbox keeps draining
 	err = d.srv.Shutdown(sctx)
 	if d.dash != nil {
 		err = errors.Join(err, d.dash.Shutdown(sctx))
@@ -368,7 +369,7 @@ func (d *daemon) release() (err error) {
 	if d.eng != nil && !d.engClosed {
 		_ = d.eng.Close()
 	}
-	err = errors.Join(err, d.up.close()) // a nil *uplink does nothing
+	err = errors.Join(err, d.up.Close()) // a nil *uplink.Uplink does nothing
 	if d.mon != nil && !d.monClosed {
 		_ = d.mon.Close()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -55,7 +56,7 @@ type dashSource struct {
 	version string // the daemon's, reported in the snapshot
 	mon     *envelope.Monitor
 	view    *envelope.View
-	up      *uplink // nil without a broker
+	up      *uplink.Uplink // nil without a broker
 	sess    *sessions
 	mu      sync.Mutex
 	plots   map[string]dashPlots // terminal session -> its plots (a final message never changes)
@@ -101,7 +102,7 @@ type dashSnapshot struct {
 // Snapshot reads the status, the newest sessions and the audit log's tail.
 func (d *dashSource) Snapshot(ctx context.Context) (any, error) {
 	st := statusOf(d.mon.Status(), d.view.Envelope())
-	st.Uplink = d.up.status()
+	st.Uplink = d.up.Status()
 	snap := dashSnapshot{At: time.Now().UTC(), Version: d.version, Status: st, Sessions: []dashSession{}, Audit: []dashAuditEntry{}}
 	all, err := d.sess.list(ctx, true)
 	if err != nil {

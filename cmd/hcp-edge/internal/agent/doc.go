@@ -15,9 +15,9 @@
 //
 // # The inbound path
 //
-// A task from a harness goes broker → uplink (uplink.go: the inbox's
-// command handler; an abort from a harness that no longer owns the session
-// is refused and audited, handoff.go) → the engine's gate and state machine (session/engine) → the engine's
+// A task from a harness goes broker → uplink (package uplink: the inbox's
+// command handler; an abort from anyone but the session's owner is refused
+// and audited) → the engine's gate and state machine (session/engine) → the engine's
 // Outbound: the hub (package hub: result store, sealing of T3/T4 results,
 // fan-out to local watchers) and the store's Queue, the uplink's durable
 // outbox in the state file (every step queues its messages in the

@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -99,8 +100,8 @@ func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, e
 // the local watchers; up the uplink (nil: none).
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
-	acts *budget.ActionCounter, out engine.Outbound, up *uplink, log *slog.Logger) (*engine.Engine, error) {
-	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: protectionOf(up, key)})
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, log *slog.Logger) (*engine.Engine, error) {
+	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: uplink.ProtectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}

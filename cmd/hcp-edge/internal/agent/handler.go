@@ -11,12 +11,13 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
 // handler serves the control socket's operations.
 type handler struct {
-	up   *uplink // nil without a broker
+	up   *uplink.Uplink // nil without a broker
 	il   *envelope.Interlock
 	iv   *envelope.Invoker // the tool pipeline (per-tool statistics)
 	mon  *envelope.Monitor
@@ -51,7 +52,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		return reply.ToolsOf(h.iv.Stats()), nil
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
-		st.Uplink = h.up.status()
+		st.Uplink = h.up.Status()
 		st.Budgets = h.sess.budgets(ctx)
 		return st, nil
 	case control.OpReset:

@@ -1,17 +1,7 @@
 package agent
 
-import (
-	"os"
-	"testing"
-	"time"
-
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-)
+import "time"
 
 // hangGuard bounds every wait of these tests: a guard against hangs, never a
 // performance assertion.
 const hangGuard = 20 * time.Second
-
-func TestMain(m *testing.M) {
-	os.Exit(amqptest.Main(m)) // m.Run, then the bench vhost deleted
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -64,7 +65,7 @@ func (a *agentMetrics) gateRecorder(next gate.Recorder) gate.Recorder {
 
 // start registers the scrape-time families (latch, sessions, tools, uplink) and
 // serves them on agent.metrics_listen.
-func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink) error {
+func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink.Uplink) error {
 	if a == nil {
 		return nil
 	}
@@ -74,7 +75,7 @@ func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envel
 		Tools:    iv.Stats,
 	}
 	if up != nil {
-		s.Uplink = up.metricsState
+		s.Uplink = up.MetricsState
 	}
 	if err := a.m.Watch(s); err != nil {
 		return err
@@ -111,11 +112,4 @@ func (a *agentMetrics) close(ctx context.Context) error {
 		return nil
 	}
 	return a.srv.Shutdown(ctx)
-}
-
-// metricsState is the uplink at a scrape: the Supervisor's snapshot.
-func (u *uplink) metricsState() metrics.Uplink {
-	s := u.sup.State()
-	return metrics.Uplink{Connected: s.Connected, Blocked: s.Blocked, Reconnects: s.Reconnects,
-		Backlog: s.Backlog, Telemetry: s.Telemetry, OldestAge: s.OldestAge}
 }

@@ -99,7 +99,7 @@ func printStatus(w io.Writer, st reply.Status) {
 		fmt.Fprintln(w, "not latched")
 	}
 	fmt.Fprintf(w, "relay: %s\n", st.Relay)
-	fmt.Fprintln(w, st.Uplink.Line()) // uplink.go
+	fmt.Fprintln(w, st.Uplink.Line()) // package reply
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.Activity != "" {
@@ -132,7 +132,7 @@ func printStatus(w io.Writer, st reply.Status) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, h)
 	}
 	_ = tw.Flush()
-	printBudgets(w, st.Budgets) // status.go
+	printBudgets(w, st.Budgets) // budgets.go
 	if len(st.Trips) > 0 {
 		fmt.Fprintln(w, "\ntrips since start (newest last):")
 		for _, t := range st.Trips {

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"context"
@@ -133,18 +133,18 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	up, err := newUplink(f, st, log)
+	up, err := New(f, st, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer up.close()
+	defer up.Close()
 	st.SetQueue(up)
 	send := func(caller string, env *wire.Envelope) error {
 		return st.Update(context.Background(), func(w *store.Tx) error {
 			return w.Send(store.Message{CallerID: caller, Envelope: env})
 		})
 	}
-	if err := up.attach(f, nil); err != nil {
+	if err := up.Attach(f, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := up.Start(); err != nil {
@@ -178,19 +178,19 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 		t.Fatalf("backlog %d, want %d", got, n)
 	}
 	deadline := time.Now().Add(hangGuard)
-	for up.status().LastError == "" {
+	for up.Status().LastError == "" {
 		if time.Now().After(deadline) {
 			t.Fatal("no connect attempt")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if up.status().Connected || up.backlog() != n {
-		t.Fatalf("status %+v while the broker is away", up.status())
+	if up.Status().Connected || up.backlog() != n {
+		t.Fatalf("status %+v while the broker is away", up.Status())
 	}
 	startProxy(t, addr, u0Target(t))
 	for up.backlog() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("backlog not drained: %+v", up.status())
+			t.Fatalf("backlog not drained: %+v", up.Status())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -210,7 +210,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 			t.Fatalf("message %d: %s, want %s", i+1, d.MessageId, id)
 		}
 	}
-	if err := up.close(); err != nil {
+	if err := up.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"context"
@@ -39,7 +39,7 @@ const fetchVia = "broker"
 // a sealed (T3/T4) artifact is opened with the agent's at-rest key and
 // served as plaintext, as `hcp-edge artifact get` copies it. Refusals of a
 // known session are audited too.
-func (u *uplink) fetchArtifact(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+func (u *Uplink) fetchArtifact(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	if cmd.MappedCallerID == "" {
 		u.log.Warn("artifact_request of a broker user mapped to no caller: not answered", "user", cmd.UserID,
 			"message_id", cmd.Envelope.MessageID)
@@ -101,7 +101,7 @@ func (u *uplink) fetchArtifact(ctx context.Context, cmd tamqp.Command) (tamqp.Ou
 			return tamqp.Outcome{}, err
 		}
 	}
-	a, err := u.ext.sess.artifact(req.URI)
+	a, err := u.ext.artifact(req.URI)
 	if err != nil {
 		return refuse(wire.ReasonNotFound, "%v", err)
 	}
@@ -138,7 +138,7 @@ func (u *uplink) fetchArtifact(ctx context.Context, cmd tamqp.Command) (tamqp.Ou
 // readChunk reads n bytes at off of artifact a: from its file, or from its
 // plaintext when it is sealed (opened whole with the agent's at-rest key,
 // checked against the recorded size).
-func (u *uplink) readChunk(a reply.Artifact, name string, off int64, n int) ([]byte, error) {
+func (u *Uplink) readChunk(a reply.Artifact, name string, off int64, n int) ([]byte, error) {
 	if a.Sealed {
 		k := u.eng.AtRestKey()
 		if k == nil {

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"context"
@@ -36,12 +36,12 @@ const (
 	inboxBucket  = "inbox"
 )
 
-// migrateOutboxFile merges an outbox.db left by an earlier version (its
+// MigrateOutboxFile merges an outbox.db left by an earlier version (its
 // waiting messages, their keys, the de-duplication window) into the state
 // file in one transaction, then renames it outbox.db.migrated. A crash in
 // between is harmless: the state file remembers the import and the next
 // start only renames.
-func migrateOutboxFile(stateDir string, st *store.Store, log *slog.Logger) error {
+func MigrateOutboxFile(stateDir string, st *store.Store, log *slog.Logger) error {
 	path := filepath.Join(stateDir, outboxFile)
 	done, err := st.Import(path, outboxBucket, inboxBucket)
 	if err != nil {
@@ -57,17 +57,18 @@ func migrateOutboxFile(stateDir string, st *store.Store, log *slog.Logger) error
 	return nil
 }
 
-// uplink is the daemon's HCP uplink (agent.amqp): the durable outbox in the
+// Uplink is the daemon's HCP uplink (agent.amqp): the durable outbox in the
 // state file (the store's Queue: every message is queued in the
 // transaction that records its step), the Supervisor that drains it to the
 // broker and runs the command inbox, and the inbox's Engine adapter. A nil
-// *uplink (no URL configured) is valid and does nothing.
+// *Uplink (no URL configured) is valid and does nothing.
 //
-// Start order: newUplink before the engine (the store's Queue and the
-// gate's Protection need it), attach once the engine exists, Start after
-// the control socket. Stop order: stopIntake (no new commands), then the
-// engine, then close (flush within agent.amqp.flush_timeout, close).
-type uplink struct {
+// Start order: New before the engine (the store's Queue and the gate's
+// Protection need it), Attach once the engine exists, ServeExtensions,
+// Start after the control socket. Stop order: StopIntake (no new
+// commands), then the engine, then Close (flush within
+// agent.amqp.flush_timeout, close).
+type Uplink struct {
 	cfg   rigconfig.AMQP
 	ob    *outbox.Outbox
 	sup   *tamqp.Supervisor
@@ -88,10 +89,10 @@ type uplink struct {
 	closeEr  error
 }
 
-// newUplink opens the outbox in the state file, makes it the store's Queue
+// New opens the outbox in the state file, makes it the store's Queue
 // and makes the (stopped) Supervisor, or returns nil when no URL is
 // configured.
-func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, error) {
+func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
 	c := f.Agent.AMQP
 	if len(c.URLs) == 0 && c.URL == "" {
 		log.Info("no broker configured (agent.amqp.url or urls, HCP_AMQP_URL or HCP_AMQP_URLS): local control socket only")
@@ -104,7 +105,7 @@ func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, er
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
 	}
-	u := &uplink{cfg: c, ob: ob, st: st, log: log.With("component", "uplink"),
+	u := &Uplink{cfg: c, ob: ob, st: st, log: log.With("component", "uplink"),
 		cancels: map[int]context.CancelFunc{}}
 	u.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL:       c.URL,
@@ -128,10 +129,10 @@ func newUplink(f rigconfig.File, st *store.Store, log *slog.Logger) (*uplink, er
 	return u, nil
 }
 
-// protectionOf is what the agent offers T3/T4 data: TLS in transit when
+// ProtectionOf is what the agent offers T3/T4 data: TLS in transit when
 // the uplink is over amqps, and the at-rest key of agent.at_rest_key_file.
 // The gate admits T3/T4 only with both.
-func protectionOf(u *uplink, key *atrest.Key) gate.Protection {
+func ProtectionOf(u *Uplink, key *atrest.Key) gate.Protection {
 	p := gate.Protection{AtRestKey: key != nil}
 	if u != nil {
 		p.UplinkTLS = u.sup.Secure()
@@ -143,7 +144,7 @@ func protectionOf(u *uplink, key *atrest.Key) gate.Protection {
 // the store's transaction (protocol or telemetry class as transport/outbox
 // files it). The local operator's own sessions (caller "local") have no
 // broker queue and stay local.
-func (u *uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
+func (u *Uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
 	ms := make([]outbox.Message, 0, len(msgs))
 	for _, m := range msgs {
 		if m.CallerID == rigconfig.LocalUser {
@@ -162,8 +163,8 @@ func (u *uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
 	return err
 }
 
-// attach hands the command inbox the engine; call it before Start.
-func (u *uplink) attach(f rigconfig.File, eng *engine.Engine) error {
+// Attach hands the command inbox the engine; call it before Start.
+func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 	if u == nil {
 		return nil
 	}
@@ -193,7 +194,7 @@ func (u *uplink) attach(f rigconfig.File, eng *engine.Engine) error {
 
 // Start starts the Supervisor: it connects (retrying with backoff, logging
 // each attempt), drains the outbox and runs the inbox.
-func (u *uplink) Start() error {
+func (u *Uplink) Start() error {
 	if u == nil {
 		return nil
 	}
@@ -212,7 +213,7 @@ func (u *uplink) Start() error {
 	return nil
 }
 
-func (u *uplink) backlog() int {
+func (u *Uplink) backlog() int {
 	n, _ := u.ob.Depth()
 	return n
 }
@@ -220,7 +221,7 @@ func (u *uplink) backlog() int {
 // runInbox is the inbox Worker: it consumes until the connection ends or
 // intake stops; after stopIntake it idles on the connection (a Worker that
 // returns makes the Supervisor reconnect) so the outbox keeps draining.
-func (u *uplink) runInbox(ctx context.Context, conn *amqp091.Connection) error {
+func (u *Uplink) runInbox(ctx context.Context, conn *amqp091.Connection) error {
 	u.mu.Lock()
 	if u.stopped {
 		u.mu.Unlock()
@@ -248,14 +249,14 @@ func (u *uplink) runInbox(ctx context.Context, conn *amqp091.Connection) error {
 // intakeStopWait bounds stopIntake's wait for a command being handled.
 const intakeStopWait = 5 * time.Second
 
-// stopIntake stops consuming commands and waits, bounded by ctx and
+// StopIntake stops consuming commands and waits, bounded by ctx and
 // intakeStopWait, until no command is being handled. Deliveries the broker
 // had already sent stay unacked and go back to the queue when the
 // connection closes. It does not wait for Inbox.Run to return: its channel
-// close can stall when its context ends on a live connection (a race in
+// Close can stall when its context ends on a live connection (a race in
 // amqp091-go between ConsumeWithContext's basic.cancel and channel.close)
 // until the connection closes.
-func (u *uplink) stopIntake(ctx context.Context) {
+func (u *Uplink) StopIntake(ctx context.Context) {
 	if u == nil {
 		return
 	}
@@ -282,16 +283,16 @@ func (u *uplink) stopIntake(ctx context.Context) {
 	u.log.Info("uplink intake stopped")
 }
 
-// close flushes what the broker will take within agent.amqp.flush_timeout
+// Close flushes what the broker will take within agent.amqp.flush_timeout
 // (only while connected), stops the Supervisor and closes the outbox (not
 // the state file). What is left waits for the next start.
 // Safe to call more than once.
-func (u *uplink) close() error {
+func (u *Uplink) Close() error {
 	if u == nil {
 		return nil
 	}
 	u.closeMu.Do(func() {
-		u.stopIntake(context.Background())
+		u.StopIntake(context.Background())
 		t0 := time.Now()
 		deadline := t0.Add(u.cfg.FlushTimeout)
 		for u.backlog() > 0 && u.sup.State().Connected && time.Now().Before(deadline) {
@@ -315,7 +316,7 @@ func (u *uplink) close() error {
 
 // handle is the inbox's Engine: task_submit goes to engine.Submit, abort to
 // engine.Abort, the extension requests to capabilities and fetchArtifact.
-func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+func (u *Uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	u.mu.Lock()
 	u.inflight++
 	u.mu.Unlock()
@@ -345,7 +346,7 @@ func (u *uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 // command acked. The engine hands the replies to the local watchers and
 // starts the session once that transaction has committed; if it rolls
 // back, nothing happened and the command is delivered again.
-func (u *uplink) submit(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+func (u *Uplink) submit(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	mid := cmd.Envelope.MessageID.String()
 	return tamqp.Outcome{Record: func(tx *bolt.Tx) ([]tamqp.Reply, error) {
 		w, err := u.st.Bind(tx)
@@ -369,7 +370,7 @@ func (u *uplink) submit(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 // abort handles a caller's abort of one of its own sessions. L1 has no
 // reply to an abort: an abort of an unknown session, of another caller's,
 // or in a state that allows none is logged and acknowledged.
-func (u *uplink) abort(ctx context.Context, cmd tamqp.Command) error {
+func (u *Uplink) abort(ctx context.Context, cmd tamqp.Command) error {
 	sid := cmd.Envelope.SessionID.String()
 	reason := "aborted by caller " + cmd.CallerID
 	if a, err := cmd.Envelope.Abort(); err == nil && a.Reason != "" {
@@ -396,8 +397,8 @@ func (u *uplink) abort(ctx context.Context, cmd tamqp.Command) error {
 	return err
 }
 
-// status reports the uplink for status --json (nil without an uplink).
-func (u *uplink) status() *reply.Uplink {
+// Status reports the uplink for status --json (nil without an uplink).
+func (u *Uplink) Status() *reply.Uplink {
 	if u == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -27,20 +28,25 @@ type extensions struct {
 	acl      gate.Config
 	reg      *capability.Registry
 	env      *envelope.Envelope
-	sess     *sessions
+	artifact Artifacts
 	st       *store.Store
 	log      *slog.Logger
 }
 
-// serveExtensions gives the uplink what its extension requests read: the
+// Artifacts finds the artifact an hcp:// URI names: where its file is and
+// what the session's final message recorded about it (the daemon's
+// sessions).
+type Artifacts func(uri string) (reply.Artifact, error)
+
+// ServeExtensions gives the uplink what its extension requests read: the
 // configuration's gate ACL, the capability registry, the rig's envelope
-// and the sessions. Call it before Start; without it the requests are
-// refused unavailable.
-func (u *uplink) serveExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, s *sessions) {
+// and the sessions' artifacts. Call it before Start; without it the
+// requests are refused unavailable.
+func (u *Uplink) ServeExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, artifacts Artifacts) {
 	if u == nil {
 		return
 	}
-	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, sess: s, st: u.st, log: u.log}
+	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, artifact: artifacts, st: u.st, log: u.log}
 }
 
 // refused is a request_refused answer to cmd, to its login's caller.
@@ -57,7 +63,7 @@ func refused(cmd tamqp.Command, code, format string, args ...any) (tamqp.Outcome
 // broker-validated login's caller (cmd.MappedCallerID), never a payload
 // field. A login that maps to no caller has no queue to answer to: it is
 // logged and acknowledged without an answer, as an abort would be.
-func (u *uplink) capabilities(_ context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+func (u *Uplink) capabilities(_ context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	if cmd.MappedCallerID == "" {
 		u.log.Warn("capabilities_request of a broker user mapped to no caller: not answered", "user", cmd.UserID,
 			"message_id", cmd.Envelope.MessageID)

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"io"
@@ -44,7 +44,7 @@ func TestMigrateOutboxFile(t *testing.T) {
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for range 2 {
-		if err := migrateOutboxFile(dir, st, log); err != nil {
+		if err := MigrateOutboxFile(dir, st, log); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package agent
+package uplink
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // inbox then records the message_id, and a redelivery already done is not
 // done twice (the chain keeps the message_id). Only a store failure is an
 // error (the command is requeued once).
-func (u *uplink) handoff(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
+func (u *Uplink) handoff(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, error) {
 	sid := cmd.Envelope.SessionID.String()
 	p, err := cmd.Envelope.SessionHandoff()
 	if err != nil { // the inbox decoded it; unreachable
@@ -41,7 +41,7 @@ func (u *uplink) handoff(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome,
 // caller that does not own it: the engine audits the refusal and answers a
 // former owner (read-only history) with task_rejected forbidden; a
 // stranger's command is only audited and logged.
-func (u *uplink) refuseControl(ctx context.Context, cmd tamqp.Command, action string) error {
+func (u *Uplink) refuseControl(ctx context.Context, cmd tamqp.Command, action string) error {
 	sid := cmd.Envelope.SessionID.String()
 	err := u.eng.AuthorizeControl(ctx, sid, cmd.MappedCallerID, action, cmd.Envelope.MessageID.String())
 	switch {
