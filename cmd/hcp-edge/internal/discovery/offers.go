@@ -33,7 +33,7 @@ func Offers(calleeID, callerID string, acl gate.Config, reg *capability.Registry
 		if only != "" && c.Name != only {
 			continue
 		}
-		o, err := Offer(c, env)
+		o, err := offer(c, env)
 		if err != nil {
 			return nil, err
 		}
@@ -42,8 +42,8 @@ func Offers(calleeID, callerID string, acl gate.Config, reg *capability.Registry
 	return out, nil
 }
 
-// Offer is c as discovery lists it.
-func Offer(c *capability.Capability, env *envelope.Envelope) (wire.CapabilityOffer, error) {
+// offer is c as discovery lists it.
+func offer(c *capability.Capability, env *envelope.Envelope) (wire.CapabilityOffer, error) {
 	safety, err := json.Marshal(c.Safety)
 	if err != nil {
 		return wire.CapabilityOffer{}, err
