@@ -106,10 +106,12 @@ func New(t testing.TB, o Opts) *Bench {
 		o.Envelope = Envelope(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if o.Lifetime > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), o.Lifetime)
-	}
 	t.Cleanup(cancel)
+	if o.Lifetime > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, o.Lifetime)
+		t.Cleanup(stop)
+	}
 	r, err := rig.Start(context.Background(), rig.Opts{Dir: t.TempDir(), ModbusAddr: "127.0.0.1:0", TimeScale: o.TimeScale,
 		StartSerial: o.Serial})
 	if err != nil {
