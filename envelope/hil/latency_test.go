@@ -43,7 +43,7 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 	var rtts []time.Duration
 	for range 20 {
 		start := time.Now()
-		if err := b.fc.KickWatchdog(b.ctx); err != nil {
+		if err := b.Furnace.KickWatchdog(b.Ctx); err != nil {
 			tb.Fatal(err)
 		}
 		rtts = append(rtts, time.Since(start))
@@ -54,9 +54,9 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 	b.heat(1000)
 	var out []tripLatency
 	for range runs {
-		b.waitFor("near the setpoint", func() bool { return b.p.FurnaceTemperature() > 990 })
+		b.waitFor("near the setpoint", func() bool { return b.Plant.FurnaceTemperature() > 990 })
 		mark := b.mark()
-		trips := len(b.audit.entries(envelope.DecisionTripped))
+		trips := len(b.Audit.Entries(envelope.DecisionTripped))
 		var onset, seen atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -65,10 +65,10 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 			t := time.NewTicker(time.Millisecond)
 			defer t.Stop()
 			for {
-				if onset.Load() == 0 && b.p.FurnaceTemperature() > overTempC {
+				if onset.Load() == 0 && b.Plant.FurnaceTemperature() > overTempC {
 					onset.Store(time.Now().UnixNano())
 				}
-				if f := b.m.Readings().Furnace; onset.Load() != 0 && f.ProcessValue > device.Celsius(overTempC) {
+				if f := b.Monitor.Readings().Furnace; onset.Load() != 0 && f.ProcessValue > device.Celsius(overTempC) {
 					seen.Store(f.At.UnixNano())
 					return
 				}
@@ -79,7 +79,7 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 				}
 			}
 		}()
-		if err := b.p.Inject(plant.FaultThermalRunaway, ""); err != nil {
+		if err := b.Plant.Inject(plant.FaultThermalRunaway, ""); err != nil {
 			tb.Fatal(err)
 		}
 		var heater, relay plant.Write
@@ -100,11 +100,11 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 			lat.detected = time.Unix(0, seen.Load()).Sub(at)
 		}
 		out = append(out, lat)
-		if err := b.p.Clear(plant.FaultThermalRunaway, ""); err != nil {
+		if err := b.Plant.Clear(plant.FaultThermalRunaway, ""); err != nil {
 			tb.Fatal(err)
 		}
-		b.waitFor("trip audited", func() bool { return len(b.audit.entries(envelope.DecisionTripped)) > trips })
-		b.waitFor("below the limit", func() bool { return b.m.Readings().Furnace.ProcessValue < device.Celsius(overTempC-10) })
+		b.waitFor("trip audited", func() bool { return len(b.Audit.Entries(envelope.DecisionTripped)) > trips })
+		b.waitFor("below the limit", func() bool { return b.Monitor.Readings().Furnace.ProcessValue < device.Celsius(overTempC-10) })
 		b.reset()
 		b.arm()
 		b.apply(envelope.HeaterAction(true))

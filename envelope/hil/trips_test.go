@@ -39,7 +39,7 @@ func safeStateWrites() []plant.Write {
 	return append(w, wr("dio", "coil:scrubber", 1), wr("raman", "stop", math.NaN()))
 }
 
-func (b *bench) pv() device.Temperature { return b.m.Readings().Furnace.ProcessValue }
+func (b *bench) pv() device.Temperature { return b.Monitor.Readings().Furnace.ProcessValue }
 
 func (b *bench) latchedChecks() {
 	b.t.Helper()
@@ -58,7 +58,7 @@ func TestTripThermalRunaway(t *testing.T) {
 	b.heat(700)
 	b.waitFor("heating", func() bool { return b.pv() > device.Celsius(100) })
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultThermalRunaway, ""); err != nil {
+	if err := b.Plant.Inject(plant.FaultThermalRunaway, ""); err != nil {
 		t.Fatal(err)
 	}
 	e := b.expectTripped(envelope.TripOverTemperature, envelope.ProcImmediateShutdown)
@@ -67,12 +67,12 @@ func TestTripThermalRunaway(t *testing.T) {
 	}
 	b.expectWrites(mark, shutdownWrites()...)
 	b.expectNoWrites(mark, [2]string{"dio", "coil:pump"}, [2]string{"dio", "coil:vent_valve"}, [2]string{"raman", "stop"})
-	if b.p.Relay() {
+	if b.Plant.Relay() {
 		t.Fatal("relay still energised")
 	}
 	b.latchedChecks()
 	// The relay cut the stuck heater's power: the furnace cools below the limit.
-	if err := b.p.Clear(plant.FaultThermalRunaway, ""); err != nil {
+	if err := b.Plant.Clear(plant.FaultThermalRunaway, ""); err != nil {
 		t.Fatal(err)
 	}
 	b.waitFor("cooled below the limit", func() bool { return b.pv() < device.Celsius(1040) })
@@ -85,7 +85,7 @@ func TestTripThermocoupleOpen(t *testing.T) {
 	b.arm()
 	b.heat(300)
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultTCOpen, ""); err != nil {
+	if err := b.Plant.Inject(plant.FaultTCOpen, ""); err != nil {
 		t.Fatal(err)
 	}
 	e := b.expectTripped(envelope.TripOverTemperature, envelope.ProcImmediateShutdown)
@@ -96,10 +96,10 @@ func TestTripThermocoupleOpen(t *testing.T) {
 	b.expectNoWrites(mark, [2]string{"dio", "coil:pump"}, [2]string{"raman", "stop"})
 	b.latchedChecks()
 	b.resetRefused()
-	if err := b.p.Clear(plant.FaultTCOpen, ""); err != nil {
+	if err := b.Plant.Clear(plant.FaultTCOpen, ""); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("thermocouple back", func() bool { return b.m.Readings().Furnace.Alarms&device.AlarmSensorBreak == 0 })
+	b.waitFor("thermocouple back", func() bool { return b.Monitor.Readings().Furnace.Alarms&device.AlarmSensorBreak == 0 })
 	b.reset()
 }
 
@@ -108,7 +108,7 @@ func (b *bench) flowH2() {
 	b.t.Helper()
 	b.apply(envelope.SwitchAction("h2_valve", true))
 	b.apply(envelope.FlowAction("H2", 20))
-	b.waitFor("H2 flowing", func() bool { return b.m.Readings().Flows["H2"].Flow > 10 })
+	b.waitFor("H2 flowing", func() bool { return b.Monitor.Readings().Flows["H2"].Flow > 10 })
 }
 
 func TestTripGasLeak(t *testing.T) {
@@ -117,7 +117,7 @@ func TestTripGasLeak(t *testing.T) {
 	b.arm()
 	b.flowH2()
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultGasLeak, ""); err != nil {
+	if err := b.Plant.Inject(plant.FaultGasLeak, ""); err != nil {
 		t.Fatal(err)
 	}
 	b.expectTripped(envelope.TripGasLeak, envelope.ProcCloseValvesAndAlert)
@@ -125,10 +125,10 @@ func TestTripGasLeak(t *testing.T) {
 	b.expectNoWrites(mark, [2]string{"furnace", "heater_enable"}, [2]string{"gpio", "relay"}, [2]string{"dio", "coil:pump"})
 	b.latchedChecks()
 	b.resetRefused()
-	if err := b.p.Clear(plant.FaultGasLeak, ""); err != nil {
+	if err := b.Plant.Clear(plant.FaultGasLeak, ""); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("leak input clear", func() bool { return !b.m.Readings().Inputs["leak_detected"].On })
+	b.waitFor("leak input clear", func() bool { return !b.Monitor.Readings().Inputs["leak_detected"].On })
 	b.reset()
 }
 
@@ -138,7 +138,7 @@ func TestTripVacuumLoss(t *testing.T) {
 	b.arm()
 	b.flowH2()
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultVacuumLoss, ""); err != nil {
+	if err := b.Plant.Inject(plant.FaultVacuumLoss, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Over-pressure is an immediate shutdown: a lost vacuum must not leave a
@@ -152,11 +152,11 @@ func TestTripVacuumLoss(t *testing.T) {
 	b.latchedChecks()
 	// The procedure stopped the gas: the condition is gone although the leak
 	// keeps the chamber near 300 mbar; the latch holds until the operator resets.
-	b.waitFor("H2 stopped", func() bool { return b.m.Readings().Flows["H2"].Flow < 1 })
-	if latched, _ := b.il.Latched(); !latched {
+	b.waitFor("H2 stopped", func() bool { return b.Monitor.Readings().Flows["H2"].Flow < 1 })
+	if latched, _ := b.Interlock.Latched(); !latched {
 		t.Fatal("latch cleared by itself")
 	}
-	if p := b.m.Readings().Pressure.Pressure; p < 100*device.Millibar {
+	if p := b.Monitor.Readings().Pressure.Pressure; p < 100*device.Millibar {
 		t.Fatalf("chamber at %v: the fault did not raise the pressure", p)
 	}
 	b.reset()
@@ -165,16 +165,16 @@ func TestTripVacuumLoss(t *testing.T) {
 	// refused as stale_reading, rightly; ask again until the gauge answers.)
 	var err error
 	for i := 0; i < 20; i++ {
-		_, err = b.il.ApplyKeyed(rawkey.Key{}, b.ctx, "token", envelope.FlowAction("H2", 20))
+		_, err = b.Interlock.ApplyKeyed(rawkey.Key{}, b.Ctx, "token", envelope.FlowAction("H2", 20))
 		if v, ok := err.(*envelope.Violation); !ok || v.Rule != envelope.RuleStale {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if v, ok := err.(*envelope.Violation); !ok || v.Rule != envelope.RuleGasPressure {
-		t.Fatalf("H2 at %v: %v", b.m.Readings().Pressure.Pressure, err)
+		t.Fatalf("H2 at %v: %v", b.Monitor.Readings().Pressure.Pressure, err)
 	}
-	if err := b.p.Clear(plant.FaultVacuumLoss, ""); err != nil {
+	if err := b.Plant.Clear(plant.FaultVacuumLoss, ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -188,7 +188,7 @@ func TestTripDeviceSilent(t *testing.T) {
 	b.arm()
 	b.heat(300)
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultSilent, "furnace"); err != nil {
+	if err := b.Plant.Inject(plant.FaultSilent, "furnace"); err != nil {
 		t.Fatal(err)
 	}
 	e := b.expectTripped(envelope.TripCommsLoss, envelope.ProcSafeState)
@@ -198,15 +198,15 @@ func TestTripDeviceSilent(t *testing.T) {
 	// A silent Modbus device still executes what it receives: the heater-off
 	// write lands although its reply never comes.
 	b.expectWrites(mark, safeStateWrites()...)
-	if b.m.Status().Healthy["furnace"] {
+	if b.Monitor.Status().Healthy["furnace"] {
 		t.Fatal("silent furnace reported healthy")
 	}
 	b.latchedChecks2()
 	b.resetRefused()
-	if err := b.p.Clear(plant.FaultSilent, "furnace"); err != nil {
+	if err := b.Plant.Clear(plant.FaultSilent, "furnace"); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("furnace answers", func() bool { return b.m.Status().Healthy["furnace"] })
+	b.waitFor("furnace answers", func() bool { return b.Monitor.Status().Healthy["furnace"] })
 	b.reset()
 }
 
@@ -226,17 +226,17 @@ func TestTripEStopInput(t *testing.T) {
 	b.arm()
 	b.heat(300)
 	mark := b.mark()
-	if err := b.p.Inject(plant.FaultEstop, ""); err != nil {
+	if err := b.Plant.Inject(plant.FaultEstop, ""); err != nil {
 		t.Fatal(err)
 	}
 	b.expectTripped(envelope.TripEStop, envelope.ProcSafeState)
 	b.expectWrites(mark, safeStateWrites()...)
 	b.latchedChecks()
 	b.resetRefused()
-	if err := b.p.Clear(plant.FaultEstop, ""); err != nil {
+	if err := b.Plant.Clear(plant.FaultEstop, ""); err != nil {
 		t.Fatal(err)
 	}
-	b.waitFor("e-stop released", func() bool { return !b.m.Readings().Inputs["estop_pressed"].On })
+	b.waitFor("e-stop released", func() bool { return !b.Monitor.Readings().Inputs["estop_pressed"].On })
 	b.reset()
 }
 
@@ -244,10 +244,10 @@ func TestTripEStopInput(t *testing.T) {
 // overrange is the rig's idle state.
 func TestIdleVentedRigDoesNotTrip(t *testing.T) {
 	b := newBench(t, simScale, envelope.DefaultMonitorOpts())
-	b.waitFor("gauge overrange", func() bool { return b.m.Readings().Pressure.Status == device.GaugeOverrange })
+	b.waitFor("gauge overrange", func() bool { return b.Monitor.Readings().Pressure.Status == device.GaugeOverrange })
 	b.apply(envelope.SwitchAction("vent_valve", true))
-	b.waitFor("a few polls", func() bool { return b.p.SimElapsed().Seconds() > 3*simScale*0.5 })
-	if st := b.m.Status(); st.Latched || len(st.Trips) != 0 {
+	b.waitFor("a few polls", func() bool { return b.Plant.SimElapsed().Seconds() > 3*simScale*0.5 })
+	if st := b.Monitor.Status(); st.Latched || len(st.Trips) != 0 {
 		t.Fatalf("idle vented rig tripped: %+v", st.Trips)
 	}
 }

@@ -57,7 +57,7 @@ func benchEngine(tb testing.TB, path string, steps int, d time.Duration, mod fun
 	for _, n := range []string{"leak-check", "rig-status", "cvd-material-synthesis"} {
 		execs = append(execs, &slowExec{name: n, steps: steps, d: d})
 	}
-	cfg := Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Executors: execs, Rig: &fakeRig{env: loadEnvelope(tb)},
+	cfg := Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Executors: execs, Rig: &fakeRig{env: testEnvelope(tb)},
 		Out: OutboundFunc(func(context.Context, string, *wire.Envelope) error { return nil }), StateDir: filepath.Dir(path), TimeScale: 1,
 		Trips: func(context.Context) []string { return nil }}
 	if mod != nil {

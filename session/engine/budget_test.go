@@ -111,7 +111,7 @@ func rigSafe(t *testing.T, b *simBench) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r := b.m.Readings()
+		r := b.Monitor.Readings()
 		if !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && r.Flows["H2"].Setpoint == 0 &&
 			!r.Switches["h2s_valve"].On && !r.Switches["h2_valve"].On {
 			return

@@ -217,7 +217,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := &crashRig{path: filepath.Join(dir, "rig.json"), env: loadEnvelope(t)}
+	rig := &crashRig{path: filepath.Join(dir, "rig.json"), env: testEnvelope(t)}
 	r := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	trip := !final && r.IntN(8) == 0
 	execs := []executor.Executor{

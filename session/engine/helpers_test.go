@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -306,6 +307,6 @@ func (h *harness) storedSeqs(t testing.TB, id string) []store.Event {
 	return evs
 }
 
-func testEnvelope(t testing.TB) *envelope.Envelope { return loadEnvelope(t) }
+func testEnvelope(t testing.TB) *envelope.Envelope { return hilbench.Envelope(t) }
 
 var _ = os.Getenv

@@ -313,7 +313,7 @@ func TestSimSealedEndToEnd(t *testing.T) {
 			t.Fatalf("%s opened for another session: %v", name, err)
 		}
 	}
-	if n := b.audit.count(envelope.Decision("refused")); n != 0 {
+	if n := b.Audit.Count(envelope.Decision("refused")); n != 0 {
 		t.Fatalf("%d refused actions", n)
 	}
 	// The checkpoints are sealed: the newest payload opens, and is nowhere

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/token"
@@ -45,6 +47,14 @@ func seedEnv(t testing.TB) *wire.Envelope {
 	return out
 }
 
+// simBench is the whole simulated rig in-process (internal/hilbench):
+// firmware-sim, every driver, the interlock (envelope/testdata) with the real
+// token Authorizer, the Invoker and the monitor, armed.
+type simBench struct {
+	*hilbench.Bench
+	acts *budget.ActionCounter // counts the executed actions of each session from the audit stream
+}
+
 // simHarness is an engine over the in-process simulated rig, with the real
 // token Authorizer in the interlock.
 func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
@@ -60,11 +70,14 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 		t.Fatal(err)
 	}
 	rev := token.NewRevocations(nil)
-	authz, err := token.NewAuthorizer(auth, loadEnvelope(t), rev)
+	authz, err := token.NewAuthorizer(auth, testEnvelope(t), rev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newSimBench(t, simScale, authz)
+	acts := budget.NewActionCounter()
+	rates, _ := executor.NewScaledClock(simScale) // the tools' rate limits run on the plant's time
+	b := &simBench{acts: acts, Bench: hilbench.New(t, hilbench.Opts{TimeScale: simScale, Authorizer: authz,
+		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
 	reg := registry(t)
 	cvdCap, _ := reg.Resolve(executor.CVDName, "1.x")
 	rsCap, _ := reg.Resolve(executor.RigStatusName, "1.x")
@@ -75,9 +88,9 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	}
 	rs, _ := executor.NewRigStatus(rsCap)
 	lc, _ := executor.NewLeakCheck(lcCap)
-	h := newHarness(t, path, executor.ToolRig(b.iv, b.m), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
+	h := newHarness(t, path, executor.ToolRig(b.Invoker, b.Monitor), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
 		c.Revocations = rev
-		c.SafeState = b.il.SafeState
+		c.SafeState = b.Interlock.SafeState
 		c.Actions = b.acts
 		c.DefaultAbortTimeout = 5 * time.Second
 		for _, m := range mods {
@@ -119,7 +132,7 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	// (overgrown), failed on the caller's confidence threshold (between one
 	// layer and two the spectrum is ambiguous), as it must.
 	if st := h.waitTerminal(t, res.SessionID); st != lifecycle.Completed {
-		snap := b.p.Snapshot()
+		snap := b.Plant.Snapshot()
 		if st != lifecycle.Failed || !overgrown(snap) {
 			t.Fatalf("synthesis ended %s (plant layers %.3f, H2S %.2f× the plan)", st, snap.Layers, exposureRatio(snap))
 		}
@@ -141,7 +154,7 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	}
 	t.Logf("wall %v, %d events, layers %v, distance %v, confidence %v", time.Since(start), len(evs),
 		out["layer_count"], out["peak_distance"], out["confidence"])
-	if snap := b.p.Snapshot(); out["layer_count"] != 1.0 {
+	if snap := b.Plant.Snapshot(); out["layer_count"] != 1.0 {
 		if lc, _ := out["layer_count"].(float64); lc < 2 || !overgrown(snap) {
 			t.Fatalf("layer_count %v, want 1 (plant layers %.3f, H2S %.2f× the plan)", out["layer_count"], snap.Layers, exposureRatio(snap))
 		}
@@ -171,9 +184,7 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	// No refusal but for stale readings, which the executor tries again on
 	// a new snapshot (a loaded machine); the session completed only if that
 	// try was accepted.
-	b.audit.mu.Lock()
-	defer b.audit.mu.Unlock()
-	for _, e := range b.audit.all {
+	for _, e := range b.Audit.All() {
 		if e.Decision == envelope.DecisionRefused && e.Rule != envelope.RuleStale {
 			t.Errorf("refused: %+v", e)
 		}
@@ -192,7 +203,7 @@ func TestSimAbortMidRun(t *testing.T) {
 	}
 	// Abort once the furnace heats (ramp).
 	deadline := time.Now().Add(30 * time.Second)
-	for !b.m.Readings().Furnace.HeaterEnabled {
+	for !b.Monitor.Readings().Furnace.HeaterEnabled {
 		if time.Now().After(deadline) {
 			t.Fatal("heater never on")
 		}
@@ -211,7 +222,7 @@ func TestSimAbortMidRun(t *testing.T) {
 	// The rig ends safe: heater off, reactive gas off.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		r := b.m.Readings()
+		r := b.Monitor.Readings()
 		if !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && !r.Switches["h2s_valve"].On {
 			break
 		}

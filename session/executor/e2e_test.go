@@ -37,7 +37,7 @@ type e2eRun struct {
 func runSynthesis(t *testing.T, inputs string, threshold float64) e2eRun {
 	t.Helper()
 	run := runSynthesisOnce(t, inputs, threshold)
-	if run.err != nil && run.bench.trippedCommsLoss() {
+	if run.err != nil && run.bench.Audit.Tripped(envelope.TripCommsLoss) {
 		t.Logf("comms loss tripped the monitor on the loaded machine (%v): once more on a fresh rig", run.err)
 		run = runSynthesisOnce(t, inputs, threshold)
 	}
@@ -77,7 +77,7 @@ func TestE2ESeedMonolayer(t *testing.T) {
 		t.Skip("end-to-end against the simulator")
 	}
 	run := runSynthesis(t, `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":700,"max":750,"unit":"celsius"}}`, 0.95)
-	snap := run.bench.p.Snapshot()
+	snap := run.bench.Plant.Snapshot()
 	t.Logf("H2S exposure %.0f sccm·s, %.2f× the plan; plant layers %.3f", snap.H2SExposureSCCMs, exposureRatio(snap), snap.Layers)
 	if run.err != nil {
 		if errors.Is(run.err, ErrResult) && overgrown(snap) {
@@ -88,7 +88,7 @@ func TestE2ESeedMonolayer(t *testing.T) {
 			checkLeftSafe(t, run)
 			return
 		}
-		for _, e := range run.bench.audit.all {
+		for _, e := range run.bench.Audit.All() {
 			if e.Decision == "tripped" || e.Decision == "refused" {
 				t.Logf("audit: %+v", e)
 			}
@@ -97,7 +97,7 @@ func TestE2ESeedMonolayer(t *testing.T) {
 	}
 	out := run.res.Outputs
 	t.Logf("wall %v, plant layers %.3f, peak distance %v, layer count %v, confidence %v, warnings %v",
-		run.wall, run.bench.p.Layers(), out["peak_distance"], out["layer_count"], out["confidence"], run.res.Warnings)
+		run.wall, run.bench.Plant.Layers(), out["peak_distance"], out["layer_count"], out["confidence"], run.res.Warnings)
 	if out["layer_count"] != 1 {
 		if lc, _ := out["layer_count"].(int); lc < 2 || !overgrown(snap) {
 			t.Fatalf("layer_count %v, want 1 (plant layers %.3f, H2S %.2f× the plan)", out["layer_count"], snap.Layers, exposureRatio(snap))
@@ -110,7 +110,7 @@ func TestE2ESeedMonolayer(t *testing.T) {
 	// stale reading (an instrument slow to answer on a loaded machine) is the
 	// rig's, not the recipe's: apply tries it again on a new snapshot, and
 	// the run above passed only if that try was accepted.
-	for _, e := range run.bench.audit.refusals() {
+	for _, e := range run.bench.Audit.Entries(envelope.DecisionRefused) {
 		if e.Rule == envelope.RuleStale {
 			t.Logf("stale refusal, tried again: %s", e.Reason)
 			continue
@@ -129,7 +129,7 @@ func TestE2EHotterIsThicker(t *testing.T) {
 	}
 	out := run.res.Outputs
 	t.Logf("wall %v, plant layers %.3f, peak distance %v, layer count %v, confidence %v",
-		run.wall, run.bench.p.Layers(), out["peak_distance"], out["layer_count"], out["confidence"])
+		run.wall, run.bench.Plant.Layers(), out["peak_distance"], out["layer_count"], out["confidence"])
 	if lc, _ := out["layer_count"].(int); lc <= 1 {
 		t.Fatalf("layer_count %v at 850 °C, want more than 1", out["layer_count"])
 	}
@@ -206,9 +206,9 @@ func checkLeftSafe(t *testing.T, run e2eRun) {
 	safe := func(r envelope.Readings) bool {
 		return !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && !r.Switches["h2s_valve"].On && !r.Switches["vent_valve"].On
 	}
-	for deadline := time.Now().Add(5 * time.Second); !safe(run.bench.m.Readings()); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !safe(run.bench.Monitor.Readings()); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("rig not left safe: %+v", run.bench.m.Readings())
+			t.Fatalf("rig not left safe: %+v", run.bench.Monitor.Readings())
 		}
 	}
 }

@@ -61,10 +61,10 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.leak != "" {
-				if err := b.p.Inject(plant.FaultChamberLeak, tc.leak); err != nil {
+				if err := b.Plant.Inject(plant.FaultChamberLeak, tc.leak); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = b.p.Clear(plant.FaultChamberLeak, "") })
+				t.Cleanup(func() { _ = b.Plant.Clear(plant.FaultChamberLeak, "") })
 			}
 			runs := runs
 			if tc.runs > 0 {
@@ -88,7 +88,7 @@ func TestLeakCheckAgainstSimulator(t *testing.T) {
 				if err != nil {
 					wrong++
 					t.Errorf("run %d: %v", i, err)
-					if latched, why := b.il.Latched(); latched {
+					if latched, why := b.Interlock.Latched(); latched {
 						t.Fatalf("the interlock latched (%s): stopping", why)
 					}
 					continue

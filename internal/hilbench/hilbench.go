@@ -1,0 +1,408 @@
+package hilbench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/drivers/alicat"
+	"github.com/hcp-edge/hcp-edge/drivers/dio"
+	"github.com/hcp-edge/hcp-edge/drivers/furnace"
+	"github.com/hcp-edge/hcp-edge/drivers/gpio"
+	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+)
+
+// Defaults of Opts.
+const (
+	// DefaultWait bounds New's wait for the monitor's first full read and
+	// for the armed relay's feedback: a guard against hangs.
+	DefaultWait = 20 * time.Second
+	// DefaultPoll is how often New looks at the monitor while it waits.
+	DefaultPoll = 10 * time.Millisecond
+)
+
+// Opts says what differs between benches. TimeScale and Authorizer are
+// required; every other zero value has the meaning its comment gives.
+type Opts struct {
+	// TimeScale is the simulator's time scale (sim seconds per wall second),
+	// also the Raman driver's.
+	TimeScale float64
+	// Authorizer is the interlock's token check. The Invoker needs an
+	// envelope.ToolAuthorizer.
+	Authorizer envelope.Authorizer
+	// Envelope is the interlock's envelope; nil: Envelope(t), the
+	// envelope/testdata one.
+	Envelope *envelope.Envelope
+	// Serial starts the serial instruments; nil: rig.SerialInstruments. The
+	// bench opens the MFCs, the gauge and the spectrometer at the paths
+	// rig.SerialInstruments serves.
+	Serial rig.SerialStarter
+	// Audit returns the auditor the interlock records into, given the
+	// bench's in-memory record (Bench.Audit); it puts a counter in front of
+	// it or a durable log before it. nil: the record alone.
+	Audit func(record envelope.Auditor) envelope.Auditor
+	// Monitor is the monitor's options; nil: envelope.DefaultMonitorOpts().
+	Monitor *envelope.MonitorOpts
+	// Invoker, when set, builds Bench.Invoker (the tool pipeline over the
+	// built-in catalog) with these options; nil: no Invoker.
+	Invoker *envelope.InvokerOpts
+	// Arm is the operator who arms the interlock once the monitor has read
+	// every instrument; New then waits for the relay feedback to read
+	// energised. "": the bench is left unarmed.
+	Arm string
+	// Lifetime bounds Bench.Ctx (the monitor's and the GPIO inputs'
+	// context); 0: it lives until the test's cleanup.
+	Lifetime time.Duration
+	// Wait and Poll: New's hang guard and poll period (0: DefaultWait,
+	// DefaultPoll).
+	Wait, Poll time.Duration
+}
+
+// Bench is the simulated rig with every driver, the interlock over them,
+// its monitor and optionally the Invoker. The fields are set by New and
+// must not be reassigned.
+type Bench struct {
+	Rig       *rig.Rig
+	Plant     *plant.Plant        // Rig.Plant(): the simulator's truth, its write log and its faults
+	Furnace   *furnace.Controller // the furnace driver, also held by the interlock
+	Interlock *envelope.Interlock
+	Invoker   *envelope.Invoker // the tool pipeline, as production builds it; nil without Opts.Invoker
+	Monitor   *envelope.Monitor
+	Audit     *Audit // every entry the interlock recorded
+	// Ctx is the bench's context: cancelled at cleanup (or after
+	// Opts.Lifetime).
+	Ctx context.Context
+}
+
+// New starts the bench for t and returns it once it is ready; it fails the
+// test when it cannot. Everything it starts is stopped by t.Cleanup.
+func New(t testing.TB, o Opts) *Bench {
+	t.Helper()
+	if !(o.TimeScale > 0) || o.Authorizer == nil {
+		t.Fatalf("hilbench: a time scale > 0 and an Authorizer are required (%v, %v)", o.TimeScale, o.Authorizer)
+	}
+	if o.Serial == nil {
+		o.Serial = rig.SerialInstruments
+	}
+	if o.Wait <= 0 {
+		o.Wait = DefaultWait
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Envelope == nil {
+		o.Envelope = Envelope(t)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if o.Lifetime > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, o.Lifetime)
+		t.Cleanup(stop)
+	}
+	r, err := rig.Start(context.Background(), rig.Opts{Dir: t.TempDir(), ModbusAddr: "127.0.0.1:0", TimeScale: o.TimeScale,
+		StartSerial: o.Serial})
+	if err != nil {
+		t.Fatalf("rig: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("rig close: %v", err)
+		}
+	})
+	b := &Bench{Rig: r, Plant: r.Plant(), Audit: &Audit{}, Ctx: ctx}
+	er := b.openDrivers(t, ctx, o.TimeScale)
+	var auditor envelope.Auditor = b.Audit
+	if o.Audit != nil {
+		auditor = o.Audit(b.Audit)
+	}
+	b.Interlock, err = envelope.NewInterlock(o.Envelope, er, o.Authorizer, auditor, envelope.DefaultInterlockOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Invoker != nil {
+		tools, err := catalog.Builtin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Invoker, err = envelope.NewInvoker(b.Interlock, tools, *o.Invoker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mopts := envelope.DefaultMonitorOpts()
+	if o.Monitor != nil {
+		mopts = *o.Monitor
+	}
+	b.Monitor, err = envelope.NewMonitor(b.Interlock, mopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Monitor.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Monitor.Close(); err != nil {
+			t.Errorf("monitor close: %v", err)
+		}
+	})
+	deadline := time.Now().Add(o.Wait)
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("hilbench: timed out waiting for %s", what)
+			}
+			time.Sleep(o.Poll)
+		}
+	}
+	wait("the monitor to read every instrument", func() bool {
+		st := b.Monitor.Status()
+		for _, ok := range st.Healthy {
+			if !ok {
+				return false
+			}
+		}
+		return len(st.Healthy) > 0
+	})
+	if o.Arm == "" {
+		return b
+	}
+	if err := b.Interlock.Arm(ctx, o.Arm); err != nil {
+		t.Fatalf("arm: %v", err)
+	}
+	// The relay feedback input is read by the monitor: wait for it.
+	wait("the relay feedback to read energised", func() bool { return b.Monitor.Readings().Inputs["relay_fb"].On })
+	return b
+}
+
+// openDrivers opens every driver on the rig, each closed at cleanup, and
+// returns the device set; the GPIO inputs run until ctx ends or cleanup.
+func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) envelope.Rig {
+	t.Helper()
+	r := b.Rig
+	bus := func() *modbus.Bus {
+		o := modbus.DefaultOpts()
+		// The drivers' own timeouts, as the agent ships them (not shorter: a
+		// bench that times out sooner than the product trips on a busy
+		// machine where the product would not).
+		o.Transport, o.Address, o.Retries = modbus.TransportTCP, r.ModbusAddr().String(), 1
+		mb, err := modbus.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mb.Close() })
+		return mb
+	}
+	fc, err := furnace.New(bus(), furnace.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fc.Close() })
+	b.Furnace = fc
+	mod, err := dio.New(bus(), dio.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	er := envelope.Rig{Furnace: fc, Flows: map[string]device.FlowController{}, Switches: map[string]device.Switch{},
+		Inputs: map[string]device.DigitalInput{}}
+	for _, name := range []string{"pump", "gate_valve", "ar_valve", "h2_valve", "h2s_valve", "vent_valve", "scrubber"} {
+		sw, err := mod.Switch(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		er.Switches[name] = sw
+	}
+	for _, name := range []string{"door_closed", "exhaust_ok", "pump_running"} {
+		in, err := mod.Input(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		er.Inputs[name] = in
+	}
+	for _, g := range []struct {
+		gas, dev string
+		id       byte
+		fs       float64
+	}{{"Ar", "mfc-ar", 'A', 500}, {"H2", "mfc-h2", 'B', 200}, {"H2S", "mfc-h2s", 'C', 50}} {
+		o := alicat.DefaultOpts() // the driver's timeout, as shipped
+		o.Name, o.UnitID, o.Gas, o.FullScale = g.dev, g.id, g.gas, device.SCCM(g.fs)
+		mfc, err := alicat.Open(filepath.Join(r.Dir(), g.dev), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mfc.Close() })
+		er.Flows[g.gas] = mfc
+	}
+	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), tpg.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gauge.Close() })
+	er.Gauge = gauge
+	ro := raman.DefaultOpts()
+	ro.TimeScale = scale
+	sp, err := raman.Open(filepath.Join(r.Dir(), "raman"), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sp.Close() })
+	er.Spectrometer = sp
+	so := simgpio.DefaultOpts()
+	so.Socket, so.Timeout, so.MaxPoll = r.ControlPath(), 2*time.Second, 200*time.Millisecond
+	gc, err := simgpio.New(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gc.Close() })
+	relay, err := gpio.NewOutput(gc.Pin(simgpio.Relay), gc.Pin(simgpio.RelayFB), gpio.DefaultOutputOpts("relay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	er.Switches["relay"] = relay
+	for _, in := range []struct {
+		name, pin string
+		activeLow bool
+	}{{"estop_pressed", simgpio.EStop, true}, {"leak_detected", simgpio.Leak, true}, {"relay_fb", simgpio.RelayFB, false}} {
+		o := gpio.DefaultInputOpts(in.name)
+		o.ActiveLow = in.activeLow
+		gi, err := gpio.NewInput(gc.Pin(in.pin), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gi.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = gi.Close() })
+		er.Inputs[in.name] = gi
+	}
+	return er
+}
+
+// Envelope returns envelope/testdata/envelope.yaml compiled against
+// envelope.SimRigSpec(), found from the test's working directory (a package
+// directory of this module) upward.
+func Envelope(t testing.TB) *envelope.Envelope {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "envelope", "testdata", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := envelope.LoadYAML(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compile(cfg, envelope.SimRigSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// moduleRoot is the nearest directory at or above the working directory
+// that holds go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("hilbench: no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+// Audit is an envelope.Auditor that keeps every entry in memory, in the
+// order recorded; safe for concurrent use.
+type Audit struct {
+	mu  sync.Mutex
+	all []envelope.Entry
+}
+
+// Record keeps e.
+func (a *Audit) Record(_ context.Context, e envelope.Entry) error {
+	a.mu.Lock()
+	a.all = append(a.all, e)
+	a.mu.Unlock()
+	return nil
+}
+
+// All returns a copy of every entry kept.
+func (a *Audit) All() []envelope.Entry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]envelope.Entry(nil), a.all...)
+}
+
+// Len is the number of entries kept.
+func (a *Audit) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.all)
+}
+
+// Entries returns the entries with decision d.
+func (a *Audit) Entries(d envelope.Decision) []envelope.Entry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []envelope.Entry
+	for _, e := range a.all {
+		if e.Decision == d {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Count is the number of entries with decision d.
+func (a *Audit) Count(d envelope.Decision) int { return len(a.Entries(d)) }
+
+// Tripped reports whether the monitor recorded a trip for trip.
+func (a *Audit) Tripped(trip envelope.Trip) bool {
+	for _, e := range a.Entries(envelope.DecisionTripped) {
+		if e.Trip == trip {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowAll is an envelope.Authorizer that authorises every action as
+// session Session. It is not an envelope.ToolAuthorizer: it grants no tool
+// permission, so an Invoker over it needs a test to say which permissions
+// its token carries.
+type AllowAll struct {
+	Session string
+}
+
+// Authorize grants a.
+func (x AllowAll) Authorize(context.Context, string, envelope.Action) (envelope.Grant, error) {
+	return envelope.Grant{SessionID: x.Session}, nil
+}
+
+// Authenticate accepts any token.
+func (x AllowAll) Authenticate(context.Context, string) (envelope.Grant, error) {
+	return envelope.Grant{SessionID: x.Session}, nil
+}

@@ -1,0 +1,93 @@
+package hilbench
+
+import (
+	"context"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// TestOnlyTestsImport: no non-test Go file of the module imports this
+// package (it is test support: a shipped package holding it would link the
+// simulator into the agent). Every non-test Go file is parsed, imports only.
+func TestOnlyTestsImport(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const self = "github.com/hcp-edge/hcp-edge/internal/hilbench"
+	fset := token.NewFileSet()
+	files := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == self {
+				t.Errorf("%s imports %s, which is test support", fset.Position(imp.Pos()), self)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("parsed %d non-test files: the walk missed the module", files)
+	}
+}
+
+// TestBench: a bench starts, reads every instrument, arms, and its
+// interlock's arming is in the audit record; Envelope loads the testdata
+// envelope.
+func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the simulated rig")
+	}
+	var chained atomic.Int64
+	b := New(t, Opts{TimeScale: 300, Authorizer: AllowAll{Session: "bench"}, Arm: "bench-operator",
+		Audit: func(record envelope.Auditor) envelope.Auditor {
+			return auditFunc(func(e envelope.Entry) error { chained.Add(1); return record.Record(t.Context(), e) })
+		}})
+	if !b.Plant.Relay() {
+		t.Fatal("armed, but the plant's relay is off")
+	}
+	armed := b.Audit.Entries(envelope.DecisionArmed)
+	if len(armed) != 1 || armed[0].Operator != "bench-operator" {
+		t.Fatalf("armed entries %+v", armed)
+	}
+	if int(chained.Load()) != b.Audit.Len() || b.Audit.Count(envelope.DecisionArmed) != 1 || b.Audit.Tripped(envelope.TripCommsLoss) {
+		t.Fatalf("chain saw %d, record holds %+v", chained.Load(), b.Audit.All())
+	}
+	if b.Invoker != nil {
+		t.Fatal("an Invoker without Opts.Invoker")
+	}
+	if b.Monitor.Readings().Furnace.At.IsZero() {
+		t.Fatal("no furnace reading")
+	}
+}
+
+type auditFunc func(envelope.Entry) error
+
+func (f auditFunc) Record(_ context.Context, e envelope.Entry) error { return f(e) }
