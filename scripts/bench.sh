@@ -69,7 +69,12 @@ if ! skip outbox; then
     name=${b%%:*}; who=${b#*:}
     goal=">= 0.5x"; [ "$who" = "4 producers" ] && goal=">= 0.8x"
     if grep -q "^$name-" "$tmp/outbox.txt"; then
-      row "outbox events/s vs bare, $who" "$goal" "$(metric "$name" outbox-events/s)" "$(metric "$name" bare-events/s)" "$(metric "$name" outbox/bare)" "medians of $RUNS; commits/event $(metric "$name" commits/event)"
+      note="medians of $RUNS; commits/event $(metric "$name" commits/event)"
+      # The disk's floor, measured in the same runs (transport/amqp/bench_floor_test.go): the
+      # most a producer waiting for each message can reach, and the bbolt commit rate behind it.
+      ceil=$(metric "$name" ceiling/bare)
+      [ "$ceil" != "n/a" ] && note="$note; ceiling ${ceil}x at $(metric "$name" bbolt-commits/s) bbolt commits/s ($(metric "$name" bbolt-commits/s-busy) while the broker persists)"
+      row "outbox events/s vs bare, $who" "$goal" "$(metric "$name" outbox-events/s)" "$(metric "$name" bare-events/s)" "$(metric "$name" outbox/bare)" "$note"
     else
       row "outbox events/s vs bare, $who" "$goal" "n/a" "n/a" "n/a" "no broker (scripts/broker.sh)"
     fi

@@ -67,34 +67,46 @@ func benchOutbox(b *testing.B) (*outbox.Outbox, *bolt.DB) {
 
 // bare publishes ms with a window of 256 deferred confirms and waits for all.
 func bare(b *testing.B, conn *amqp091.Connection, ms []outbox.Message) time.Duration {
-	ch, err := conn.Channel()
+	d, err := bareRun(conn, ms)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return d
+}
+
+// bareRun is bare, returning its error (for a goroutine other than the
+// benchmark's).
+func bareRun(conn *amqp091.Connection, ms []outbox.Message) (time.Duration, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
 	defer ch.Close()
-	ch.Confirm(false)
+	if err := ch.Confirm(false); err != nil {
+		return 0, err
+	}
 	ctx := context.Background()
 	start := time.Now()
 	var q []*amqp091.DeferredConfirmation
 	for _, m := range ms {
 		if len(q) == 256 {
 			if ok, err := q[0].WaitContext(ctx); !ok || err != nil {
-				b.Fatal("nack", err)
+				return 0, fmt.Errorf("nack: %v", err)
 			}
 			q = q[1:]
 		}
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, m.Exchange, m.RoutingKey, false, false, tamqp.Publishing(m))
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		q = append(q, dc)
 	}
 	for _, dc := range q {
 		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
-			b.Fatal("nack", err)
+			return 0, fmt.Errorf("nack: %v", err)
 		}
 	}
-	return time.Since(start)
+	return time.Since(start), nil
 }
 
 // through appends ms one by one (one fsynced commit each, as the session
@@ -187,7 +199,7 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 	var fl floorMetrics
 	for b.Loop() {
 		tb += bare(b, conn, ms)
-		fl.measure(b)
+		fl.measure(b, conn, ms)
 		c0 := txid(b, ob)
 		to += through(b, conn, ob, ms)
 		commits += txid(b, ob) - c0
@@ -279,7 +291,7 @@ func BenchmarkOutboxVsBareConcurrent(b *testing.B) {
 	var fl floorMetrics
 	for b.Loop() {
 		tb += bare(b, conn, ms)
-		fl.measure(b)
+		fl.measure(b, conn, ms)
 		c0 := txid(b, ob)
 		to += throughConcurrent(b, conn, ob, ms, producers)
 		commits += txid(b, ob) - c0
@@ -327,5 +339,4 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "drained-events/s")
 	b.ReportMetric(float64(n), "backlog")
-	_ = fmt.Sprint()
 }
