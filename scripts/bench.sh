@@ -73,7 +73,7 @@ if ! skip outbox; then
       # The disk's floor, measured in the same runs (transport/amqp/bench_floor_test.go): the
       # most a producer waiting for each message can reach, and the bbolt commit rate behind it.
       ceil=$(metric "$name" ceiling/bare)
-      [ "$ceil" != "n/a" ] && note="$note; ceiling ${ceil}x at $(metric "$name" bbolt-commits/s) bbolt commits/s ($(metric "$name" bbolt-commits/s-busy) while the broker persists)"
+      [ "$ceil" != "n/a" ] && note="$note; ceiling ${ceil}x at $(metric "$name" bbolt-commits/s) bbolt commits/s ($(metric "$name" bbolt-commits/s-busy) while the broker persists); one fdatasync per group: ceiling $(metric "$name" ceiling-1sync/bare)x"
       row "outbox events/s vs bare, $who" "$goal" "$(metric "$name" outbox-events/s)" "$(metric "$name" bare-events/s)" "$(metric "$name" outbox/bare)" "$note"
     else
       row "outbox events/s vs bare, $who" "$goal" "n/a" "n/a" "n/a" "no broker (scripts/broker.sh)"

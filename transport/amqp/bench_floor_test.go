@@ -131,6 +131,9 @@ func (f *floorMetrics) measure(b *testing.B, conn *amqp091.Connection, ms []outb
 // messages share a commit, so the outbox makes at most producers ×
 // bbolt-commits/s (the idle figure: the outbox's own publisher keeps the
 // broker less busy than bare publishers do, so the -busy figure is no bound).
+// ceiling-1sync/bare is the same for a store that makes a group durable with
+// one fdatasync of an appended record (a journal) instead of a bbolt commit:
+// producers × fdatasyncs/s.
 func (f *floorMetrics) report(b *testing.B, producers int, bareRate float64) {
 	if f.n == 0 {
 		return
@@ -141,4 +144,5 @@ func (f *floorMetrics) report(b *testing.B, producers int, bareRate float64) {
 	b.ReportMetric(f.busyCommits/n, "bbolt-commits/s-busy")
 	b.ReportMetric(f.busySyncs/n, "fdatasyncs/s-busy")
 	b.ReportMetric(float64(producers)*f.commits/n/bareRate, "ceiling/bare")
+	b.ReportMetric(float64(producers)*f.syncs/n/bareRate, "ceiling-1sync/bare")
 }

@@ -340,3 +340,85 @@ func BenchmarkDrain(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "drained-events/s")
 	b.ReportMetric(float64(n), "backlog")
 }
+
+// throughTx is the agent's path: each of sessions producers commits its
+// share of ms one step at a time, each step one bbolt transaction of the
+// outbox's file that writes the session's record and appends the step's
+// event with AppendTx (as session/store's Update and cmd/hcp-edge's uplink
+// do), while the Publisher runs; then it waits until the outbox is empty.
+func throughTx(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, sessions int) time.Duration {
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
+	defer func() { cancel(); wg.Wait() }()
+	rec := make([]byte, 200) // about a session record
+	start := time.Now()
+	var pw sync.WaitGroup
+	for s := range sessions {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			key := []byte(fmt.Sprintf("session-%d", s))
+			for i := s; i < len(ms); i += sessions {
+				if err := ob.DB().Update(func(tx *bolt.Tx) error {
+					bk, err := tx.CreateBucketIfNotExists([]byte("sessions"))
+					if err != nil {
+						return err
+					}
+					if err := bk.Put(key, rec); err != nil {
+						return err
+					}
+					_, err = ob.AppendTx(tx, ms[i])
+					return err
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	pw.Wait()
+	waitEmpty(b, ob)
+	return time.Since(start)
+}
+
+// benchTx runs throughTx against bare, as BenchmarkOutboxVsBare does.
+func benchTx(b *testing.B, sessions int) {
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := amqptest.AlphaID
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughTx(b, conn, ob, ms, sessions)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	b.ReportMetric(float64(sessions), "sessions")
+}
+
+// BenchmarkOutboxTxVsBare: the agent's own path, one session: each event is
+// appended with AppendTx in the step's transaction (one commit per step);
+// commits/event above 1 are the commits the outbox makes of its own
+// (deletions of confirmed messages).
+func BenchmarkOutboxTxVsBare(b *testing.B) { benchTx(b, 1) }
+
+// BenchmarkOutboxTxVsBareConcurrent: BenchmarkOutboxTxVsBare with four
+// sessions stepping at once (each step its own transaction, as the session
+// store commits them).
+func BenchmarkOutboxTxVsBareConcurrent(b *testing.B) { benchTx(b, 4) }
