@@ -243,6 +243,13 @@ func BenchmarkOutboxVsBarePipelined(b *testing.B) {
 
 // throughPipelined is through with up to window AppendAsyncs in flight.
 func throughPipelined(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, window int) time.Duration {
+	return throughPipelinedN(b, conn, ob, ms, 1, window)
+}
+
+// throughPipelinedN is throughPipelined with several producers, each
+// appending its share of ms with up to window/producers AppendAsyncs in
+// flight.
+func throughPipelinedN(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, producers, window int) time.Duration {
 	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -253,27 +260,66 @@ func throughPipelined(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox,
 	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
 	defer func() { cancel(); wg.Wait() }()
 	start := time.Now()
-	var q []*outbox.Pending
-	for _, m := range ms {
-		if len(q) == window {
-			if _, err := q[0].Wait(); err != nil {
-				b.Fatal(err)
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			var q []*outbox.Pending
+			for i := p; i < len(ms); i += producers {
+				if len(q) == window/producers {
+					if _, err := q[0].Wait(); err != nil {
+						b.Error(err)
+						return
+					}
+					q = q[1:]
+				}
+				pe, err := ob.AppendAsync(ms[i])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				q = append(q, pe)
 			}
-			q = q[1:]
-		}
-		p, err := ob.AppendAsync(m)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q = append(q, p)
+			for _, pe := range q {
+				if _, err := pe.Wait(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
 	}
-	for _, p := range q {
-		if _, err := p.Wait(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	pw.Wait()
 	waitEmpty(b, ob)
 	return time.Since(start)
+}
+
+// BenchmarkOutboxVsBareConcurrentPipelined: four producers, each keeping a
+// window of 64 AppendAsyncs in flight (256 in all, as the bare publisher),
+// each message reported stored only when its Wait returns, after its commit.
+func BenchmarkOutboxVsBareConcurrentPipelined(b *testing.B) {
+	const producers = 4
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := amqptest.AlphaID
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughPipelinedN(b, conn, ob, ms, producers, 256)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	b.ReportMetric(producers, "producers")
 }
 
 // BenchmarkOutboxVsBareConcurrent: BenchmarkOutboxVsBare with 4 producers
