@@ -67,34 +67,46 @@ func benchOutbox(b *testing.B) (*outbox.Outbox, *bolt.DB) {
 
 // bare publishes ms with a window of 256 deferred confirms and waits for all.
 func bare(b *testing.B, conn *amqp091.Connection, ms []outbox.Message) time.Duration {
-	ch, err := conn.Channel()
+	d, err := bareRun(conn, ms)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return d
+}
+
+// bareRun is bare, returning its error (for a goroutine other than the
+// benchmark's).
+func bareRun(conn *amqp091.Connection, ms []outbox.Message) (time.Duration, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
 	defer ch.Close()
-	ch.Confirm(false)
+	if err := ch.Confirm(false); err != nil {
+		return 0, err
+	}
 	ctx := context.Background()
 	start := time.Now()
 	var q []*amqp091.DeferredConfirmation
 	for _, m := range ms {
 		if len(q) == 256 {
 			if ok, err := q[0].WaitContext(ctx); !ok || err != nil {
-				b.Fatal("nack", err)
+				return 0, fmt.Errorf("nack: %v", err)
 			}
 			q = q[1:]
 		}
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, m.Exchange, m.RoutingKey, false, false, tamqp.Publishing(m))
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		q = append(q, dc)
 	}
 	for _, dc := range q {
 		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
-			b.Fatal("nack", err)
+			return 0, fmt.Errorf("nack: %v", err)
 		}
 	}
-	return time.Since(start)
+	return time.Since(start), nil
 }
 
 // through appends ms one by one (one fsynced commit each, as the session
@@ -184,8 +196,10 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 	ob, _ := benchOutbox(b)
 	var tb, to time.Duration
 	commits := 0
+	var fl floorMetrics
 	for b.Loop() {
 		tb += bare(b, conn, ms)
+		fl.measure(b, conn, ms)
 		c0 := txid(b, ob)
 		to += through(b, conn, ob, ms)
 		commits += txid(b, ob) - c0
@@ -196,6 +210,7 @@ func BenchmarkOutboxVsBare(b *testing.B) {
 	b.ReportMetric(obRate, "outbox-events/s")
 	b.ReportMetric(obRate/bareRate, "outbox/bare")
 	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	fl.report(b, 1, bareRate)
 }
 
 // BenchmarkOutboxVsBarePipelined: BenchmarkOutboxVsBare with the one
@@ -228,6 +243,13 @@ func BenchmarkOutboxVsBarePipelined(b *testing.B) {
 
 // throughPipelined is through with up to window AppendAsyncs in flight.
 func throughPipelined(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, window int) time.Duration {
+	return throughPipelinedN(b, conn, ob, ms, 1, window)
+}
+
+// throughPipelinedN is throughPipelined with several producers, each
+// appending its share of ms with up to window/producers AppendAsyncs in
+// flight.
+func throughPipelinedN(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, producers, window int) time.Duration {
 	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -238,27 +260,66 @@ func throughPipelined(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox,
 	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
 	defer func() { cancel(); wg.Wait() }()
 	start := time.Now()
-	var q []*outbox.Pending
-	for _, m := range ms {
-		if len(q) == window {
-			if _, err := q[0].Wait(); err != nil {
-				b.Fatal(err)
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			var q []*outbox.Pending
+			for i := p; i < len(ms); i += producers {
+				if len(q) == window/producers {
+					if _, err := q[0].Wait(); err != nil {
+						b.Error(err)
+						return
+					}
+					q = q[1:]
+				}
+				pe, err := ob.AppendAsync(ms[i])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				q = append(q, pe)
 			}
-			q = q[1:]
-		}
-		p, err := ob.AppendAsync(m)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q = append(q, p)
+			for _, pe := range q {
+				if _, err := pe.Wait(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
 	}
-	for _, p := range q {
-		if _, err := p.Wait(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	pw.Wait()
 	waitEmpty(b, ob)
 	return time.Since(start)
+}
+
+// BenchmarkOutboxVsBareConcurrentPipelined: four producers, each keeping a
+// window of 64 AppendAsyncs in flight (256 in all, as the bare publisher),
+// each message reported stored only when its Wait returns, after its commit.
+func BenchmarkOutboxVsBareConcurrentPipelined(b *testing.B) {
+	const producers = 4
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := amqptest.AlphaID
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughPipelinedN(b, conn, ob, ms, producers, 256)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	b.ReportMetric(producers, "producers")
 }
 
 // BenchmarkOutboxVsBareConcurrent: BenchmarkOutboxVsBare with 4 producers
@@ -273,8 +334,10 @@ func BenchmarkOutboxVsBareConcurrent(b *testing.B) {
 	ob, _ := benchOutbox(b)
 	var tb, to time.Duration
 	commits := 0
+	var fl floorMetrics
 	for b.Loop() {
 		tb += bare(b, conn, ms)
+		fl.measure(b, conn, ms)
 		c0 := txid(b, ob)
 		to += throughConcurrent(b, conn, ob, ms, producers)
 		commits += txid(b, ob) - c0
@@ -285,6 +348,7 @@ func BenchmarkOutboxVsBareConcurrent(b *testing.B) {
 	b.ReportMetric(obRate, "outbox-events/s")
 	b.ReportMetric(obRate/bareRate, "outbox/bare")
 	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	fl.report(b, producers, bareRate)
 	b.ReportMetric(producers, "producers")
 }
 
@@ -321,5 +385,86 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "drained-events/s")
 	b.ReportMetric(float64(n), "backlog")
-	_ = fmt.Sprint()
 }
+
+// throughTx is the agent's path: each of sessions producers commits its
+// share of ms one step at a time, each step one bbolt transaction of the
+// outbox's file that writes the session's record and appends the step's
+// event with AppendTx (as session/store's Update and cmd/hcp-edge's uplink
+// do), while the Publisher runs; then it waits until the outbox is empty.
+func throughTx(b *testing.B, conn *amqp091.Connection, ob *outbox.Outbox, ms []outbox.Message, sessions int) time.Duration {
+	pub, err := tamqp.NewPublisher(ob, tamqp.PublisherOpts{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx, conn) }()
+	defer func() { cancel(); wg.Wait() }()
+	rec := make([]byte, 200) // about a session record
+	start := time.Now()
+	var pw sync.WaitGroup
+	for s := range sessions {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			key := []byte(fmt.Sprintf("session-%d", s))
+			for i := s; i < len(ms); i += sessions {
+				if err := ob.DB().Update(func(tx *bolt.Tx) error {
+					bk, err := tx.CreateBucketIfNotExists([]byte("sessions"))
+					if err != nil {
+						return err
+					}
+					if err := bk.Put(key, rec); err != nil {
+						return err
+					}
+					_, err = ob.AppendTx(tx, ms[i])
+					return err
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	pw.Wait()
+	waitEmpty(b, ob)
+	return time.Since(start)
+}
+
+// benchTx runs throughTx against bare, as BenchmarkOutboxVsBare does.
+func benchTx(b *testing.B, sessions int) {
+	conn := amqptest.Dial(b, amqptest.URL())
+	caller := amqptest.AlphaID
+	benchQueue(b, conn, caller)
+	const n = 2000
+	ms := benchEvents(b, caller, n)
+	ob, _ := benchOutbox(b)
+	var tb, to time.Duration
+	commits := 0
+	for b.Loop() {
+		tb += bare(b, conn, ms)
+		c0 := txid(b, ob)
+		to += throughTx(b, conn, ob, ms, sessions)
+		commits += txid(b, ob) - c0
+	}
+	bareRate := float64(n*b.N) / tb.Seconds()
+	obRate := float64(n*b.N) / to.Seconds()
+	b.ReportMetric(bareRate, "bare-events/s")
+	b.ReportMetric(obRate, "outbox-events/s")
+	b.ReportMetric(obRate/bareRate, "outbox/bare")
+	b.ReportMetric(float64(commits)/float64(n*b.N), "commits/event")
+	b.ReportMetric(float64(sessions), "sessions")
+}
+
+// BenchmarkOutboxTxVsBare: the agent's own path, one session: each event is
+// appended with AppendTx in the step's transaction (one commit per step);
+// commits/event above 1 are the commits the outbox makes of its own
+// (deletions of confirmed messages).
+func BenchmarkOutboxTxVsBare(b *testing.B) { benchTx(b, 1) }
+
+// BenchmarkOutboxTxVsBareConcurrent: BenchmarkOutboxTxVsBare with four
+// sessions stepping at once (each step its own transaction, as the session
+// store commits them).
+func BenchmarkOutboxTxVsBareConcurrent(b *testing.B) { benchTx(b, 4) }

@@ -27,7 +27,9 @@
 // caller's own transaction (the agent's state file commits each step with
 // its messages that way, the command inbox its replies), Telemetry bound
 // included: the waiting Telemetry count is kept in "meta" by every writing
-// transaction.
+// transaction. DeleteLater keys ride along with an AppendTx transaction as
+// with an Append's commit; they leave the queue only once that transaction
+// has committed (a rolled-back one leaves them to the committer).
 //
 // Every Message has a Class. Protocol messages are never dropped. Telemetry
 // messages are bounded by Opts.TelemetryBound: an Append past the bound drops

@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -44,17 +46,57 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 		}
 		as = append(as, &appendReq{class: m.Class, rec: rec})
 	}
-	res, err := ob.write(tx, as, nil)
+	// Deletions waiting from DeleteLater ride along with this transaction as
+	// they would with an Append's commit: the agent appends only here, so
+	// without this every burst of confirms would cost a commit of its own.
+	// They stay queued until tx commits (a rolled-back tx leaves them to the
+	// committer); deleting a key twice is harmless.
+	del := ob.rideTx()
+	res, err := ob.write(tx, as, del)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: append: %w", err)
 	}
 	// Commit handlers run after bbolt has released its writer lock, and
 	// nothing holds ob.mu while waiting for that lock (the committer takes
-	// ob.mu only between its transactions): taking it here cannot deadlock.
-	tx.OnCommit(func() { ob.finish(res) })
+	// ob.mu only between its transactions): taking it here, and in rideTx,
+	// cannot deadlock.
+	tx.OnCommit(func() {
+		ob.finish(res)
+		if len(del) > 0 {
+			ob.rode(del)
+		}
+	})
 	return res.keys, nil
 }
 
 // DB returns the bbolt database the outbox lives in, so a caller can open a
 // transaction for AppendTx.
 func (ob *Outbox) DB() *bolt.DB { return ob.db }
+
+// rideTx notes an append (for DeleteDelay's idle rule) and returns a copy of
+// the DeleteLater keys that ride along with a commit now (see take), sorted;
+// nil when none should.
+func (ob *Outbox) rideTx() []uint64 {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	now := time.Now()
+	ob.lastAppend = now
+	if len(ob.later) == 0 || len(ob.later) < rideCount && now.Sub(ob.laterSince) < ob.opts.DeleteDelay {
+		return nil
+	}
+	del := slices.Clone(ob.later)
+	slices.Sort(del)
+	return slices.Compact(del)
+}
+
+// rode takes the keys a committed AppendTx deleted off the DeleteLater queue
+// (the committer may have taken some meanwhile: those are gone already).
+func (ob *Outbox) rode(del []uint64) {
+	ob.mu.Lock()
+	ob.later = slices.DeleteFunc(ob.later, func(k uint64) bool { _, found := slices.BinarySearch(del, k); return found })
+	if len(ob.later) == 0 {
+		ob.later = nil
+	}
+	ob.mu.Unlock()
+	ob.forgetLater(del)
+}
