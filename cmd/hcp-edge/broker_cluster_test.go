@@ -20,6 +20,7 @@ import (
 
 	"github.com/rabbitmq/amqp091-go"
 
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -382,6 +383,21 @@ func (b *brokerEnv) deleteQueuesOn(urls []string) {
 		}
 		b.t.Log("cleanup: no cluster node answered; queues left")
 	})
+}
+
+// auditTail is the last n entries of the (stopped) daemon's audit log.
+func (e *env) auditTail(n int) []audit.Entry {
+	e.t.Helper()
+	st, err := store.Open(filepath.Join(e.dir, stateFile), store.DefaultOpts())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer st.Close()
+	all, err := st.Audit().Tail(context.Background(), n)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return all
 }
 
 // storedEvents is the number of events the (stopped) daemon stored for

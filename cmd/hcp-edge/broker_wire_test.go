@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
@@ -253,6 +254,18 @@ func TestCallersSeeAndFetch(t *testing.T) {
 		}
 		if !strings.Contains(e2.logs.String(), "capabilities_request of a broker user mapped to no caller") {
 			t.Fatalf("the daemon did not log the unmapped request:\n%s", e2.logs)
+		}
+		// Beta's refused discovery (not_found, in the discovery subtest) is
+		// in the audit log, with the caller the broker login maps to.
+		found := false
+		for _, e := range e2.auditTail(500) {
+			if e.Kind == audit.KindDiscovery && strings.Contains(e.Detail, `"caller":"`+amqptest.BetaID+`"`) &&
+				strings.Contains(e.Detail, `"refused":"`+wire.ReasonNotFound+`"`) && strings.Contains(e.Detail, `"capability":"cvd-material-synthesis"`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("beta's refused capabilities_request is not in the audit log")
 		}
 	})
 }

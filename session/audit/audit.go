@@ -24,12 +24,13 @@ const (
 	KindApproval   Kind = "approval"           // a human approval, denial or pause by an operator
 	KindDataAccess Kind = "data_access"        // an access to a T2+ session's data
 	KindOwnership  Kind = "ownership"          // a change of a session's owner, or a refused hand-off or control
+	KindDiscovery  Kind = "discovery"          // a refused capabilities_request (no session)
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery:
 		return true
 	}
 	return false

@@ -461,8 +461,14 @@ func (g *Gate) approve(a *admission) Decision {
 	return a.d
 }
 
-func (g *Gate) floor(c *capability.Capability) capability.RiskLevel {
-	if p, ok := g.cfg.Capabilities[c.Name]; ok && p.RiskFloor != "" {
+func (g *Gate) floor(c *capability.Capability) capability.RiskLevel { return Floor(g.cfg, c) }
+
+// Floor is c's static risk floor under cfg: the configured
+// capabilities.NAME.risk_floor, or the one derived from the declaration.
+// A caller whose max_risk_level is below it can never run c: the gate
+// refuses every task of it (and discovery does not offer it).
+func Floor(cfg Config, c *capability.Capability) capability.RiskLevel {
+	if p, ok := cfg.Capabilities[c.Name]; ok && p.RiskFloor != "" {
 		return p.RiskFloor
 	}
 	return derivedFloor(c)

@@ -72,8 +72,12 @@ type CapabilitiesResponse struct {
 // of it is bound by (absent for a capability that involves no physical
 // resources).
 type CapabilityOffer struct {
-	Capability     CapabilityDeclaration `json:"capability"`
-	SafetyEnvelope *SafetyEnvelope       `json:"safety_envelope,omitempty"`
+	Capability CapabilityDeclaration `json:"capability"`
+	// RiskFloor is the lowest risk level a task of the capability is
+	// assessed at on this agent (never above the caller's max_risk_level:
+	// a capability whose floor is above it is not offered).
+	RiskFloor      string          `json:"risk_floor,omitempty"`
+	SafetyEnvelope *SafetyEnvelope `json:"safety_envelope,omitempty"`
 }
 
 // CapabilityDeclaration is L3's Capability Declaration; the schemas, the

@@ -118,7 +118,7 @@ func writeOffers(w io.Writer, r *wire.CapabilitiesResponse) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CAPABILITY\tVERSION\tRISK CEILING\tAPPROVAL\tSAFETY ENVELOPE")
+	fmt.Fprintln(tw, "  CAPABILITY\tVERSION\tRISK\tAPPROVAL\tSAFETY ENVELOPE")
 	for _, o := range r.Capabilities {
 		var s capability.Safety
 		_ = json.Unmarshal(o.Capability.Safety, &s)
@@ -134,7 +134,7 @@ func writeOffers(w io.Writer, r *wire.CapabilitiesResponse) {
 			env = fmt.Sprintf("%d limits (%s), %d prohibited actions, %d emergency procedures", len(se.Parameters),
 				strings.Join(limits, ", "), len(se.ProhibitedActions), len(se.EmergencyProcedures))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%s\n", o.Capability.Name, o.Capability.Version, s.RiskCeiling, s.RequiresHumanApproval, env)
+		fmt.Fprintf(tw, "  %s\t%s\t%s–%s\t%t\t%s\n", o.Capability.Name, o.Capability.Version, o.RiskFloor, s.RiskCeiling, s.RequiresHumanApproval, env)
 	}
 	_ = tw.Flush()
 }

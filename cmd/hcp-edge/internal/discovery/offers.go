@@ -16,9 +16,11 @@ import (
 var ErrNoACL = errors.New("no permissions on this agent")
 
 // Offers is what callerID may use per acl: every version of every
-// capability its ACL names ("*": all), with the declaration and the
-// safety envelope of a session of it; only, when set, keeps that
-// capability alone. A caller without an ACL entry is ErrNoACL.
+// capability its ACL names ("*": all) whose risk floor is within the
+// caller's max_risk_level (the gate refuses every task of one above it),
+// with the declaration, the floor and the safety envelope of a session of
+// it; only, when set, keeps that capability alone. A caller without an ACL
+// entry is ErrNoACL.
 func Offers(calleeID, callerID string, acl gate.Config, reg *capability.Registry, env *envelope.Envelope, only string) (*wire.CapabilitiesResponse, error) {
 	a, ok := acl.Callers[callerID]
 	if !ok {
@@ -33,10 +35,15 @@ func Offers(calleeID, callerID string, acl gate.Config, reg *capability.Registry
 		if only != "" && c.Name != only {
 			continue
 		}
+		floor := gate.Floor(acl, c)
+		if floor.Rank() > a.MaxRiskLevel.Rank() {
+			continue
+		}
 		o, err := offer(c, env)
 		if err != nil {
 			return nil, err
 		}
+		o.RiskFloor = string(floor)
 		out.Capabilities = append(out.Capabilities, o)
 	}
 	return out, nil

@@ -33,7 +33,11 @@ func TestOffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	acl := f.Gate
-	acl.Callers["star"] = gate.CallerACL{Capabilities: []string{"*"}, MaxRiskLevel: "R1", MaxDataClassification: "T1"}
+	acl.Callers["star"] = gate.CallerACL{Capabilities: []string{"*"}, MaxRiskLevel: "R3", MaxDataClassification: "T1"}
+	// A caller authorised for R2 may run no task of cvd-material-synthesis
+	// (its floor is R3): it is not offered.
+	acl.Callers["star-r2"] = gate.CallerACL{Capabilities: []string{"*"}, MaxRiskLevel: "R2", MaxDataClassification: "T1"}
+	acl.Callers["star-r1"] = gate.CallerACL{Capabilities: []string{"*"}, MaxRiskLevel: "R1", MaxDataClassification: "T1"}
 	tests := []struct {
 		caller, only string
 		want         string
@@ -44,6 +48,9 @@ func TestOffers(t *testing.T) {
 		{"harness-beta-002", "", "rig-status", nil},
 		{"harness-beta-002", "leak-check", "", nil},
 		{"star", "", "cvd-material-synthesis,leak-check,rig-status", nil},
+		{"star-r2", "", "leak-check,rig-status", nil},
+		{"star-r1", "", "rig-status", nil},
+		{"star-r1", "leak-check", "", nil},
 		{"nobody", "", "", ErrNoACL},
 	}
 	for _, tc := range tests {
@@ -57,6 +64,12 @@ func TestOffers(t *testing.T) {
 			}
 			if got := strings.Join(names(r), ","); got != tc.want {
 				t.Fatalf("Offers %q, want %q", got, tc.want)
+			}
+			for _, o := range r.Capabilities {
+				floor := capability.RiskLevel(o.RiskFloor)
+				if floor.Rank() == 0 || floor.Rank() > acl.Callers[tc.caller].MaxRiskLevel.Rank() {
+					t.Fatalf("%s offered with risk floor %q to a caller authorised for %s", o.Capability.Name, o.RiskFloor, acl.Callers[tc.caller].MaxRiskLevel)
+				}
 			}
 			e, err := wire.NewEnvelope(nil, r, time.Now())
 			if err != nil {

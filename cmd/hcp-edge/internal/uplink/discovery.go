@@ -2,15 +2,19 @@ package uplink
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -59,6 +63,18 @@ func refused(cmd tamqp.Command, code, format string, args ...any) (tamqp.Outcome
 	return tamqp.Outcome{Replies: []tamqp.Reply{{CallerID: cmd.MappedCallerID, Envelope: env}}, Unrecorded: true}, nil
 }
 
+// discoveryAudit is the detail of a refused capabilities_request's audit
+// entry.
+type discoveryAudit struct {
+	Caller     string `json:"caller"`
+	User       string `json:"user"`
+	Request    string `json:"request"`
+	MessageID  string `json:"message_id"`
+	Capability string `json:"capability,omitempty"`
+	Refused    string `json:"refused"`
+	Reason     string `json:"reason"`
+}
+
 // capabilities answers a capabilities_request: the asking harness is the
 // broker-validated login's caller (cmd.MappedCallerID), never a payload
 // field. A login that maps to no caller has no queue to answer to: it is
@@ -78,14 +94,35 @@ func (u *Uplink) capabilities(_ context.Context, cmd tamqp.Command) (tamqp.Outco
 	}
 	x := u.ext
 	resp, err := discovery.Offers(x.calleeID, cmd.MappedCallerID, x.acl, x.reg, x.env, req.Capability)
+	// A refusal is audited (audit.KindDiscovery) in the inbox's transaction
+	// that queues it: a harness probing for what it may not use leaves a
+	// trace, as a refused submit does.
+	refuse := func(code, format string, args ...any) (tamqp.Outcome, error) {
+		msg := fmt.Sprintf(format, args...)
+		u.log.Warn("capabilities_request refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "code", code, "reason", msg)
+		out, err := refused(cmd, code, "%s", msg)
+		if err != nil {
+			return out, err
+		}
+		d, err := json.Marshal(discoveryAudit{Caller: cmd.MappedCallerID, User: cmd.UserID, Request: string(wire.TypeCapabilitiesRequest),
+			MessageID: cmd.Envelope.MessageID.String(), Capability: req.Capability, Refused: code, Reason: msg})
+		if err != nil {
+			return tamqp.Outcome{}, err
+		}
+		out.Record = func(tx *bolt.Tx) ([]tamqp.Reply, error) {
+			_, err := audit.AppendTx(tx, audit.Entry{At: time.Now(), Kind: audit.KindDiscovery, Detail: string(d)})
+			return nil, err
+		}
+		return out, nil
+	}
 	switch {
 	case errors.Is(err, discovery.ErrNoACL):
-		u.log.Warn("capabilities_request refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "err", err)
-		return refused(cmd, wire.ReasonForbidden, "caller %s has no permissions on this agent", cmd.MappedCallerID)
+		return refuse(wire.ReasonForbidden, "caller %s has no permissions on this agent", cmd.MappedCallerID)
 	case err != nil:
 		return tamqp.Outcome{}, err
 	case req.Capability != "" && len(resp.Capabilities) == 0:
-		return refused(cmd, wire.ReasonNotFound, "caller %s may use no capability named %q here", cmd.MappedCallerID, req.Capability)
+		return refuse(wire.ReasonNotFound, "caller %s may use no capability named %q here (not in its access list, or its risk floor is above the caller's max_risk_level)",
+			cmd.MappedCallerID, req.Capability)
 	}
 	env, err := wire.NewEnvelope(nil, resp, time.Now())
 	if err != nil {
