@@ -16,8 +16,9 @@ import (
 
 // TestBudgetOverrunThroughBroker: the seed's task, published by
 // harness-alpha-001 on the real broker with constraints.budgets asking for
-// at most 1 scc of H2S (wire.TaskSubmit has no such field: the command is
-// published raw, as a caller of another implementation would), is
+// at most 1 scc of H2S (published raw, as a caller of another
+// implementation would; a Go caller sets wire.Constraints.Budgets, which
+// session/budget's TestWireBudgetsMatchSpec keeps the same shape), is
 // approved, reports its budgets in data.budgets of the progress events the
 // caller receives, and ends in task_failed budget_exceeded naming H2S.
 func TestBudgetOverrunThroughBroker(t *testing.T) {

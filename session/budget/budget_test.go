@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
 var t0 = time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
@@ -283,5 +286,51 @@ func TestReport(t *testing.T) {
 		`{"budget":"gas_volume","gas":"H2S","unit":"scc","used":0,"limit":10}]}`
 	if string(b) != want {
 		t.Fatalf("report\n%s\nwant\n%s", b, want)
+	}
+}
+
+// TestWireBudgetsMatchSpec: wire.Budgets (what a Go caller sets in
+// constraints.budgets) and Spec (what the agent parses) are one shape:
+// a task the caller builds with every field set parses to the limits it
+// asked for, and both types have the same JSON fields.
+func TestWireBudgetsMatchSpec(t *testing.T) {
+	heater, actions := 1200.0, 40
+	ts := wire.TaskSubmit{CallerID: "harness-alpha-001", Capability: "cvd-material-synthesis", Intent: "budgets",
+		Inputs: json.RawMessage(`{}`), Constraints: &wire.Constraints{Budgets: &wire.Budgets{
+			GasVolumeSCC: map[string]float64{"H2S": 50, "Ar": 0}, HeaterFullPowerS: &heater, MaxActions: &actions}}}
+	env, err := wire.NewEnvelope(nil, &ts, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := wire.Encode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := wire.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ParseTask(back.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Spec{GasVolume: map[string]float64{"H2S": 50, "Ar": 0}, HeaterFullPower: &heater, MaxActions: &actions}.Limits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l, want) {
+		t.Fatalf("parsed %+v, want %+v", l, want)
+	}
+	tags := func(v any) []string {
+		var out []string
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			out = append(out, rt.Field(i).Tag.Get("json"))
+		}
+		sort.Strings(out)
+		return out
+	}
+	if a, b := tags(wire.Budgets{}), tags(Spec{}); !reflect.DeepEqual(a, b) {
+		t.Fatalf("wire.Budgets fields %v, Spec fields %v", a, b)
 	}
 }

@@ -62,6 +62,23 @@ type Constraints struct {
 	ConfidenceThreshold *float64 `json:"confidence_threshold,omitempty"`
 	DataClassification  string   `json:"data_classification,omitempty"`
 	Priority            string   `json:"priority,omitempty"`
+	// Budgets tightens the capability's resource budgets for this task
+	// (an hcp-edge extension, docs/PROTOCOL-NOTES.md "Resource budgets").
+	Budgets *Budgets `json:"budgets,omitempty"`
+}
+
+// Budgets is constraints.budgets: what a session may use at most, each
+// only tighter than the capability's policy (the agent refuses a task
+// whose budgets are malformed with invalid_input). Absent fields leave the
+// policy's budget as it is.
+type Budgets struct {
+	// GasVolumeSCC is the volume each gas may use, in standard cm³ (0:
+	// the gas may not flow).
+	GasVolumeSCC map[string]float64 `json:"gas_volume_scc,omitempty"`
+	// HeaterFullPowerS is the heater energy, in seconds at full output.
+	HeaterFullPowerS *float64 `json:"heater_full_power_s,omitempty"`
+	// MaxActions is the number of actuator actions.
+	MaxActions *int `json:"max_actions,omitempty"`
 }
 
 // ExpectedOutput describes the desired result (L4). Schema is a JSON Schema,
