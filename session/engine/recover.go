@@ -140,7 +140,7 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 	}
 	latched, _ := e.cfg.Rig.Latched()
 	var notReady string
-	if err := executor.Ready(e.cfg.Rig.Readings(ctx)); err != nil {
+	if err := executor.Ready(e.cfg.Rig.Readings(ctx), e.cfg.Rig.Envelope().MaxReadingAge()); err != nil {
 		notReady = err.Error()
 	}
 	now := e.cfg.Now()

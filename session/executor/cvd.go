@@ -400,12 +400,13 @@ func (r *cvdRecipe) preflight(ctx context.Context) error {
 
 // Ready checks the safety inputs of a snapshot as a physical recipe's
 // preflight does: e-stop released, no leak, door closed, the interlock
-// relay energised (where the rig reports them). The error wraps
-// ErrNotReady and names the input. The engine asks it when it recovers a
-// physical session at start: the agent starts with the relay de-energised.
-func Ready(rd envelope.Readings) error { return ready(rd) }
-
-func ready(rd envelope.Readings) error { return readyFresh(rd, 0) }
+// relay energised (where the rig reports them), each read within maxAge
+// of the snapshot (0: any reading at all). The error wraps ErrNotReady and
+// names the input. The engine asks it, with the envelope's
+// max_reading_age, when it recovers a physical session at start: the agent
+// starts with the relay de-energised, and a session must not resume on
+// an old reading of the e-stop or the leak detector.
+func Ready(rd envelope.Readings, maxAge time.Duration) error { return readyFresh(rd, maxAge) }
 
 // readyFresh is ready with every input read within maxAge of the readings
 // (0: any reading at all), as a preflight judges the rig by.

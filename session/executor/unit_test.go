@@ -253,3 +253,29 @@ func TestApplyRetriesStaleAndTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyJudgesAge: the recovery check refuses a rig whose safety
+// inputs say "ready" from a reading older than max_reading_age (a session
+// must not resume on an old e-stop or leak-detector level), and accepts
+// the same levels read recently.
+func TestReadyJudgesAge(t *testing.T) {
+	now := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	levels := func(at time.Time) envelope.Readings {
+		return envelope.Readings{At: now, Inputs: map[string]envelope.Level{
+			"estop_pressed": {On: false, At: at}, "leak_detected": {On: false, At: at},
+			"door_closed": {On: true, At: at}, "relay_fb": {On: true, At: at}}}
+	}
+	if err := Ready(levels(now.Add(-100*time.Millisecond)), 2*time.Second); err != nil {
+		t.Fatalf("fresh and ready: %v", err)
+	}
+	err := Ready(levels(now.Add(-10*time.Second)), 2*time.Second)
+	if !errors.Is(err, ErrNotReady) {
+		t.Fatalf("levels read 10 s ago with a 2 s limit: %v, want ErrNotReady", err)
+	}
+	t.Logf("refused: %v", err)
+	rd := levels(now)
+	rd.Inputs["relay_fb"] = envelope.Level{On: false, At: now}
+	if err := Ready(rd, 2*time.Second); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("relay de-energised: %v, want ErrNotReady", err)
+	}
+}
