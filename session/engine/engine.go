@@ -51,8 +51,7 @@ type Config struct {
 	Executors   []executor.Executor
 	// GateRecorder, when set, wraps the recorder of each gate decision (the
 	// store transaction of the submit it decides): the metrics count
-	// decisions there. A decision whose transaction then rolls back has
-	// been counted.
+	// decisions there, once that transaction commits (store.Tx.OnCommit).
 	GateRecorder func(gate.Recorder) gate.Recorder
 	// Rig is the tool pipeline every run's actions go through
 	// (executor.ToolRig over an envelope.Invoker).

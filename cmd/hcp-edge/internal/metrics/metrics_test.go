@@ -172,6 +172,30 @@ func TestEndpoint(t *testing.T) {
 	if n, err := st.Audit().Verify(context.Background()); err != nil || n != 5 {
 		t.Fatalf("audit log through the recorder: %d entries, %v; want 5", n, err)
 	}
+	// In the engine a decision is recorded in the store transaction of its
+	// submit: one whose transaction rolls back is not counted, one whose
+	// transaction commits is (accepted: 2 above + 1 here).
+	for _, commit := range []bool{false, true} {
+		sub := &wire.TaskSubmit{Capability: "rig-status", CallerID: "alpha", Intent: "metrics test", Inputs: json.RawMessage(`{}`)}
+		env, err := wire.NewEnvelope(nil, sub, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rollback := errors.New("rolled back")
+		err = st.Update(context.Background(), func(w *store.Tx) error {
+			d, err := g.DecideWith(context.Background(), gate.Request{MessageID: env.MessageID.String(), BrokerUser: "alpha", Submit: sub}, m.Recorder(w))
+			if err != nil || d.Outcome != gate.Accepted {
+				t.Fatalf("decision in a transaction: %+v, %v", d, err)
+			}
+			if !commit {
+				return rollback
+			}
+			return nil
+		})
+		if commit != (err == nil) {
+			t.Fatalf("commit %v: %v", commit, err)
+		}
+	}
 
 	if err := m.Watch(metrics.State{
 		Latched: func() bool { return true },
@@ -223,7 +247,7 @@ func TestEndpoint(t *testing.T) {
 		{"hcp_edge_interlock_trips_total", map[string]string{"cause": "safe_state"}, 1},
 		{"hcp_edge_interlock_trips_total", map[string]string{"cause": "gas_leak_detected"}, 0},
 		{"hcp_edge_interlock_latched", nil, 1},
-		{"hcp_edge_gate_decisions_total", map[string]string{"decision": "accepted", "reason_code": "none"}, 2},
+		{"hcp_edge_gate_decisions_total", map[string]string{"decision": "accepted", "reason_code": "none"}, 3},
 		{"hcp_edge_gate_decisions_total", map[string]string{"decision": "pending_approval", "reason_code": "none"}, 0},
 		{"hcp_edge_gate_decisions_total", map[string]string{"decision": "rejected", "reason_code": "unauthorized"}, 1},
 		{"hcp_edge_gate_decisions_total", map[string]string{"decision": "rejected", "reason_code": "forbidden"}, 1},

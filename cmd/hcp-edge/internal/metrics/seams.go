@@ -52,7 +52,9 @@ func (a auditor) Record(ctx context.Context, e envelope.Entry) error {
 // next unchanged, and a gate decision (audit.KindGate) that next recorded
 // counts in hcp_edge_gate_decisions_total under its outcome and reason
 // code. A decision next failed to record is not counted: the engine does
-// not act on it.
+// not act on it. When next is a transaction (it has OnCommit, as the
+// engine's store.Tx does), the decision counts once the transaction
+// commits: one that rolls back never happened.
 func (m *Metrics) Recorder(next gate.Recorder) gate.Recorder {
 	return recorder{m: m, next: next}
 }
@@ -66,10 +68,18 @@ type recorder struct {
 func (r recorder) Append(ctx context.Context, e audit.Entry) (audit.Entry, error) {
 	out, err := r.next.Append(ctx, e)
 	if err == nil && e.Kind == audit.KindGate {
-		r.m.countGate(e.Detail)
+		if tx, ok := r.next.(committer); ok {
+			tx.OnCommit(func() { r.m.countGate(e.Detail) })
+		} else {
+			r.m.countGate(e.Detail)
+		}
 	}
 	return out, err
 }
+
+// committer is a recorder whose entries are durable only when its
+// transaction commits (store.Tx).
+type committer interface{ OnCommit(f func()) }
 
 // countGate counts a gate decision from its audit detail (the gate's
 // JSON: outcome, reason_code), keeping the labels to the known values.
