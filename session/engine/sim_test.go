@@ -219,11 +219,14 @@ func TestSimAbortMidRun(t *testing.T) {
 	if last.EventType != "session_closed" || !strings.Contains(string(last.Data), `"ABORTED"`) {
 		t.Fatalf("last event %s %s", last.EventType, last.Data)
 	}
-	// The rig ends safe: heater off, reactive gas off.
+	// The rig ends safe: heater off, reactive gas off, and the carrier
+	// closed after its purge (nobody owns the rig after an abort: argon
+	// left flowing would run the cylinder empty).
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		r := b.Monitor.Readings()
-		if !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && !r.Switches["h2s_valve"].On {
+		if !r.Furnace.HeaterEnabled && r.Flows["H2S"].Setpoint == 0 && !r.Switches["h2s_valve"].On &&
+			r.Flows["Ar"].Setpoint == 0 && !r.Switches["ar_valve"].On {
 			break
 		}
 		if time.Now().After(deadline) {

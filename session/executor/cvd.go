@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -894,13 +895,52 @@ func (r *cvdRecipe) Partial(env *Env) (map[string]any, []Artifact) {
 }
 
 // Cleanup drives the reactive gases off and the heater off (safe actions
-// only, which pass even while latched). The carrier and the pump stay as
-// they are: an inert, pumped chamber is the right place to cool.
+// only, which pass even while latched), lets the carrier flush the
+// reactive gas out for a purge, then closes the carrier too: its flow and
+// its line valve. The pump stays as it is: a pumped chamber is the right
+// place to cool, and a carrier left flowing after the session ended would
+// run the cylinder empty with nobody owning the rig.
 func (r *cvdRecipe) Cleanup(ctx context.Context, env *Env) error {
 	if env == nil || env.Rig == nil {
 		return nil
 	}
-	return cleanupReactive(ctx, env, namesOf(env.Rig.Envelope()))
+	n := namesOf(env.Rig.Envelope())
+	purge := DefaultCVDOpts().PurgeTime
+	if r.c != nil && r.c.opts.PurgeTime > 0 {
+		purge = r.c.opts.PurgeTime
+	}
+	return errors.Join(cleanupReactive(ctx, env, n), closeCarriers(ctx, env, n, purge))
+}
+
+// closeCarriers purges with whatever carrier flows for purge of process
+// time — at most half of what is left of ctx's deadline, so the closing
+// writes always have time — then sets every non-reactive gas's flow to 0
+// and closes its line valve, each with apply's retries, every one tried.
+func closeCarriers(ctx context.Context, env *Env, n rigNames, purge time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok {
+		purge = min(purge, env.Clock.Process(time.Until(dl)/2))
+	}
+	if purge > 0 {
+		_ = env.Clock.Sleep(ctx, purge) // cut short only by ctx
+	}
+	reactive := env.Rig.Envelope().Config().ReactiveGases
+	p := &proc{env: env}
+	var errs []error
+	for _, g := range env.Rig.Envelope().Spec().Gases {
+		if slices.Contains(reactive, g.Gas) {
+			continue
+		}
+		acts := []envelope.Action{envelope.FlowAction(g.Gas, 0)}
+		if v, ok := n.valve[g.Gas]; ok && v != "" {
+			acts = append(acts, envelope.SwitchAction(v, false))
+		}
+		for _, a := range acts {
+			if _, err := p.apply(ctx, a); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func cleanupReactive(ctx context.Context, env *Env, n rigNames) error {
