@@ -113,7 +113,7 @@ func TestKillAgentAtRandom(t *testing.T) {
 	t.Setenv("HCP_AMQP_URL", px.url())
 	b.start()
 	k := &killer{t: t, b: b, e: b.env, px: px, rnd: rnd, done: map[string]bool{}}
-	k.armRig()
+	k.e.arm()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	tap := newKillTap(t, b.tap())
 	c := b.client(nil)
@@ -176,53 +176,6 @@ type killer struct {
 	done     map[string]bool // sessions already ended
 	aborted  []string        // sessions the caller aborted
 	arClosed int             // times the operator closed the argon line between runs
-}
-
-// armRig arms the interlock (relay energised, read back). A latch left by
-// the restart (comms loss before the first readings) is reset first; on a
-// loaded machine an instrument may stay unread past the comms timeout after
-// the reset too, and the monitor latches again (as it must): the operator
-// resets and arms again until the hang guard.
-func (k *killer) armRig() {
-	k.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for try := 1; ; try++ {
-		r := k.e.cli("arm", "--operator", "tess")
-		if r.code == 0 && k.energised(deadline) {
-			return
-		}
-		if r.code == 0 {
-			r = k.e.cli("arm", "--operator", "tess") // latched again before the relay read back: its refusal
-		}
-		if !strings.Contains(r.stdout+r.stderr, "latched") || time.Now().After(deadline) {
-			k.t.Fatalf("arm (try %d): exit %d: %s%s", try, r.code, r.stdout, r.stderr)
-		}
-		if try > 1 {
-			k.t.Logf("arm try %d refused: %s", try, strings.TrimSpace(r.stdout+r.stderr))
-			time.Sleep(500 * time.Millisecond)
-		}
-		if r := k.e.cli("reset", "--operator", "tess"); r.code != 0 && time.Now().After(deadline) {
-			k.t.Fatalf("reset: exit %d: %s", r.code, r.stderr)
-		}
-	}
-}
-
-// energised waits for the relay to read back energised (true), or for the
-// monitor to latch first (false; the caller resets and arms again).
-func (k *killer) energised(deadline time.Time) bool {
-	k.t.Helper()
-	for {
-		st := k.e.mustCLI("status", "--json").stdout
-		switch {
-		case strings.Contains(st, `"relay": "energised"`):
-			return true
-		case strings.Contains(st, `"latched": true`):
-			return false
-		case time.Now().After(deadline):
-			k.t.Fatalf("relay never read back energised:\n%s", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // current is the session of this test not yet ended (sessions run one at a
@@ -307,7 +260,7 @@ func (k *killer) session(c *caller.Client, capab string, plan []killKind) *calle
 				_ = k.e.cli("approve", s.ApprovalID, "--operator", "olga")
 			}
 		case "PAUSED": // held after a restart: arm, then resume
-			k.armRig()
+			k.e.arm()
 			_ = k.e.cli("resume", s.ID, "--operator", "olga")
 		case "COMPLETED", "FAILED", "ABORTED", "REJECTED":
 			k.done[s.ID] = true // the caller's Task ends once its final message arrives
@@ -377,7 +330,7 @@ func (k *killer) kill(kind killKind, note string) {
 		}
 	}
 	k.e = restartEnv(k.e)
-	k.armRig()
+	k.e.arm()
 	k.px.resume()
 }
 

@@ -324,6 +324,15 @@ func TestRTU(t *testing.T) {
 				return
 			}
 			got, err := c.do(tt.raw, len(tt.want), 2*time.Second)
+			// The bad frame's bytes and this one may reach the simulator in
+			// one read when the machine is loaded (a pseudo-terminal keeps no
+			// inter-frame silence): it then discards both, as an RTU slave
+			// must. The master retries after its timeout, as a real one does;
+			// the line has recovered when a retry is answered.
+			for try := 2; tt.name == "after bad crc the line recovers" && errors.Is(err, os.ErrDeadlineExceeded) && try <= 3; try++ {
+				t.Logf("try %d: the first request after the bad frame was not answered (%v): retried", try, err)
+				got, err = c.do(tt.raw, len(tt.want), 2*time.Second)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
