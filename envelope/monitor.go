@@ -136,7 +136,11 @@ type Monitor struct {
 	env  *Envelope
 	opts MonitorOpts
 	log  *slog.Logger
-	wake chan struct{} // an update arrived; capacity 1
+	// evalMu serialises evaluations: each poller evaluates after its own
+	// update, on its own goroutine, and the evaluator after a silence.
+	evalMu sync.Mutex
+	// silence fires when no evaluation has run for FurnaceEvery (set by Start).
+	silence *time.Timer
 
 	mu        sync.Mutex // guards the fields below
 	r         Readings   // cache; r.At unused
@@ -146,8 +150,8 @@ type Monitor struct {
 	active    map[string]TripEvent // conditions that held at the last evaluation, by trip kind
 	// scratch is the evaluator's copy of the cache, its maps reused from one
 	// evaluation to the next (evaluate runs about 190 times a second; cloning
-	// the maps each time was half of the idle daemon's garbage). Only the
-	// evaluator goroutine uses it, under mu while it is filled.
+	// the maps each time was half of the idle daemon's garbage). Only
+	// evaluate uses it, under evalMu (and under mu while it is filled).
 	scratch  Readings
 	trips    []TripEvent
 	subs     map[chan TripEvent]struct{}
@@ -189,7 +193,7 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 	if opts.Logger == nil {
 		opts.Logger = il.log
 	}
-	m := &Monitor{il: il, env: il.env, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+	m := &Monitor{il: il, env: il.env, opts: opts, log: opts.Logger,
 		r:       Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
 		scratch: Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
 		lastOK:  map[string]time.Time{}, active: map[string]TripEvent{}, subs: map[chan TripEvent]struct{}{},
@@ -395,9 +399,10 @@ func (m *Monitor) pollers() []poller {
 	return ps
 }
 
-// Start launches the monitor's goroutines: one poller per instrument (each
-// read bounded by the interlock's ReadTimeout, so a silent instrument stalls
-// only its own poller), the evaluator and the watchdog kicker. They run
+// Start launches the monitor's goroutines: one poller per instrument or
+// bank of them (each read bounded by the interlock's ReadTimeout, so a silent
+// instrument stalls only its own poller; each evaluates the trips after its
+// update), the evaluator for silences and the watchdog kicker. They run
 // until ctx ends or Close. Start may be called once.
 func (m *Monitor) Start(ctx context.Context) error {
 	m.mu.Lock()
@@ -410,6 +415,7 @@ func (m *Monitor) Start(ctx context.Context) error {
 	}
 	m.started = true
 	m.startedAt = m.opts.Clock()
+	m.silence = time.NewTimer(m.opts.FurnaceEvery)
 	ctx, m.cancel = context.WithCancel(ctx)
 	// Stagger the pollers: the furnace keeps phase 0, and the others are spread
 	// evenly over their period, so that they never all wake at once. (Started
@@ -515,10 +521,10 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 				}
 			}
 			m.mu.Unlock()
-			select {
-			case m.wake <- struct{}{}:
-			default:
-			}
+			// Judge the update here, on this goroutine: waking an evaluator
+			// goroutine after each of ~110 polls a second cost a goroutine
+			// switch (often a futex) each (docs/FOOTPRINT.md).
+			m.evaluateNow(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -555,21 +561,30 @@ func (m *Monitor) kicker(ctx context.Context) {
 	}
 }
 
-// evaluator evaluates the trips after every update, and at least every
-// FurnaceEvery so that silence is noticed.
+// evaluator evaluates the trips when no poller has for FurnaceEvery (every
+// instrument silent, or every read failing), so that silence is noticed:
+// each successful poll evaluates by itself (evaluateNow) and pushes the
+// silence timer back, so at rest this goroutine hardly ever wakes.
 func (m *Monitor) evaluator(ctx context.Context) {
 	defer m.wg.Done()
-	t := time.NewTicker(m.opts.FurnaceEvery)
-	defer t.Stop()
+	defer m.silence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
-		case <-t.C:
+		case <-m.silence.C:
 		}
-		m.evaluate(ctx)
+		m.evaluateNow(ctx)
 	}
+}
+
+// evaluateNow runs one evaluation (at most one at a time) and re-arms the
+// silence timer.
+func (m *Monitor) evaluateNow(ctx context.Context) {
+	m.evalMu.Lock()
+	m.evaluate(ctx)
+	m.evalMu.Unlock()
+	m.silence.Reset(m.opts.FurnaceEvery)
 }
 
 // Readings returns the latest cached snapshot; each part keeps the instant it
@@ -626,7 +641,8 @@ func (m *Monitor) readingsLocked() Readings {
 }
 
 // scratchLocked is readingsLocked into m.scratch, whose maps are reused: the
-// result is valid until the next call, and only the evaluator calls it.
+// result is valid until the next call, and only evaluate (under evalMu)
+// calls it.
 func (m *Monitor) scratchLocked() Readings {
 	sc := &m.scratch
 	sc.At, sc.Furnace, sc.Pressure = m.opts.Clock(), m.r.Furnace, m.r.Pressure

@@ -158,3 +158,29 @@ func TestMonitorBankCommsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMonitorEvaluatesWhenEveryReadFails: the pollers evaluate after their
+// own successful reads; when no read succeeds at all, the evaluator's silence
+// timer still evaluates, and the comms loss trips after the comms timeout.
+func TestMonitorEvaluatesWhenEveryReadFails(t *testing.T) {
+	f := newMonFixture(t, nil)
+	waitFor(t, "healthy", f.allHealthy)
+	f.set(func(p *plant) {
+		for _, name := range []string{"furnace", "gauge", "mfc-Ar", "mfc-H2", "mfc-H2S", "relay", "pump", "gate_valve", "ar_valve",
+			"h2_valve", "h2s_valve", "vent_valve", "scrubber", "estop_pressed", "leak_detected", "relay_fb", "door_closed",
+			"exhaust_ok", "pump_running"} {
+			p.fail[name] = true
+		}
+	})
+	f.settle(3)
+	f.p.advance(3500 * time.Millisecond)
+	waitFor(t, "comms_loss with every read failing", func() bool { return len(f.tripped()) >= 1 })
+	if e := f.tripped()[0]; e.Trip != TripCommsLoss {
+		t.Fatalf("entry %+v", e)
+	}
+	for name, ok := range f.m.Status().Healthy {
+		if ok {
+			t.Errorf("%s healthy while every read fails", name)
+		}
+	}
+}
