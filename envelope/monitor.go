@@ -35,8 +35,10 @@ type MonitorOpts struct {
 }
 
 // MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
-// at least. The serial drivers (go.bug.st/serial) block an OS thread, and the
-// P it holds, in select(2) for up to their poll period; with only two Ps on a
+// at least. The Modbus RTU transport (go.bug.st/serial) blocks an OS thread,
+// and the P it holds, in select(2) for up to its poll period (the ASCII
+// serial drivers did too, before drivers/serialline read through the
+// netpoller); with only two Ps on a
 // 2-core host, the runtime takes up to ~20 ms to hand a P back, and the furnace
 // poll and the trip procedure waited that long (measured: trip latency p99
 // 62 ms with 2 Ps, 43 ms with 4, poll period 50 ms). cmd/hcp-edge raises
