@@ -27,7 +27,9 @@ type MonitorOpts struct {
 	// metrics): the poller's name ("furnace", "gauge", "flow.<gas>",
 	// "switch.<name>", "input.<name>"), how long the read took (wall clock,
 	// monotonic: not Clock) and its error (a gauge's sensor status is not
-	// one). It runs on the poller's goroutine right after the read, so it
+	// one). A bank's read (device.LevelBank) is observed once for each
+	// member it read, by the member's name, with the bank read's duration
+	// and error. It runs on the poller's goroutine right after the read, so it
 	// must be quick, must not block and must not call the Monitor; the
 	// monitor allocates nothing to call it. A read cut short by Close is not
 	// reported. nil: nothing is measured.
