@@ -37,14 +37,16 @@ type MonitorOpts struct {
 }
 
 // MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
-// at least. The Modbus RTU transport (go.bug.st/serial) blocks an OS thread,
-// and the P it holds, in select(2) for up to its poll period (the ASCII
-// serial drivers did too, before drivers/serialline read through the
-// netpoller); with only two Ps on a
-// 2-core host, the runtime takes up to ~20 ms to hand a P back, and the furnace
-// poll and the trip procedure waited that long (measured: trip latency p99
-// 62 ms with 2 Ps, 43 ms with 4, poll period 50 ms). cmd/hcp-edge raises
-// GOMAXPROCS to this unless GOMAXPROCS is set in the environment.
+// at least. It was chosen when the serial drivers blocked an OS thread, and
+// the P it held, in select(2) (go.bug.st/serial's Read) for up to their poll
+// period: with only two Ps on a 2-core host, the runtime took up to ~20 ms to
+// hand a P back, and the furnace poll and the trip procedure waited that long
+// (measured: trip latency p99 62 ms with 2 Ps, 43 ms with 4, poll period
+// 50 ms). The serial reads now wait in the netpoller (drivers/serialline.Port,
+// also under the Modbus RTU transport); 4 Ps are kept because the trip latency
+// figures are measured with them and 2 are not cheaper at rest
+// (docs/FOOTPRINT.md). cmd/hcp-edge raises GOMAXPROCS to this unless
+// GOMAXPROCS is set in the environment.
 const MonitorMinProcs = 4
 
 // DefaultMonitorOpts returns the defaults: the furnace at 20 Hz, everything

@@ -107,7 +107,7 @@ type Line struct {
 	lateDiscarded int // bytes settle discarded (tests)
 
 	mu     sync.Mutex // guards port and closed
-	port   *port
+	port   *Port
 	closed bool
 }
 
@@ -142,9 +142,9 @@ func Open(path string, opts Opts) (*Line, error) {
 	return l, nil
 }
 
-func (l *Line) open() (*port, error) {
+func (l *Line) open() (*Port, error) {
 	mode := l.opts.Mode
-	p, err := openPort(l.path, &mode)
+	p, err := OpenPort(l.path, &mode)
 	if err != nil {
 		return nil, fmt.Errorf("serialline %s: open %s: %w", l.opts.Name, l.path, err)
 	}
@@ -237,7 +237,7 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 // drop closes p after an I/O error so the next Do reopens the path.
-func (l *Line) drop(p *port) {
+func (l *Line) drop(p *Port) {
 	l.mu.Lock()
 	if l.port == p {
 		l.port = nil
@@ -271,7 +271,7 @@ func (l *Line) ctxErr(ctx context.Context, op string) error {
 // must not be used from another goroutine.
 type Tx struct {
 	l      *Line
-	port   *port
+	port   *Port
 	buf    []byte // received bytes not yet returned
 	chunk  [512]byte
 	broken bool
