@@ -156,6 +156,25 @@ type DigitalInput interface {
 	Read(ctx context.Context) (bool, error)
 }
 
+// LevelBank is a group of switches or digital inputs that one exchange reads
+// together: the coils, or the discrete inputs, of one digital I/O module. A
+// poller that reads the bank once per period reads every member at that
+// period, in one transaction instead of one per member.
+type LevelBank interface {
+	// Levels reads every member in one exchange, indexed as each member's
+	// Bank reports it; each level means what the member's own State or Read
+	// would return (an inverted input comes inverted).
+	Levels(ctx context.Context) ([]bool, error)
+}
+
+// BankMember is implemented by a Switch or a DigitalInput whose level its
+// LevelBank also reads.
+type BankMember interface {
+	// Bank returns the member's bank and its index in the bank's Levels, or
+	// a nil bank when the member is to be read on its own.
+	Bank() (LevelBank, int)
+}
+
 // Spectrum is one acquired spectrum: intensities at Raman shifts.
 type Spectrum struct {
 	Shift       []float64 // Raman shift in cm^-1, ascending

@@ -69,9 +69,14 @@
 // furnace at FurnaceEvery, 20 Hz by default; the gauge, each flow
 // controller, each switch read-back and each input at OtherEvery, 10 Hz),
 // each read bounded by the interlock's ReadTimeout so that a silent
-// instrument stalls only its own poller. It caches the newest reading of each
-// part (Readings, Status) and runs EvaluateTrips after every update and at
-// least every FurnaceEvery. A trip kind going from not holding to holding is
+// instrument stalls only its own poller. Switches or inputs that one exchange
+// reads together (a device.LevelBank: the DIO module's coils, its discrete
+// inputs) have one poller per bank, which reads every member at OtherEvery in
+// one transaction; each member keeps its own cached level and health. It
+// caches the newest reading of each part (Readings, Status) and runs
+// EvaluateTrips after every update, on the poller's own goroutine, and at
+// least every FurnaceEvery (an evaluator goroutine wakes only when no
+// evaluation has run for that long). A trip kind going from not holding to holding is
 // an onset: the monitor latches at once and runs Interlock.Trip (the
 // procedure, audited) exactly once for it, in its own goroutine; a kind that
 // holds while the interlock is not latched (a reset that raced the

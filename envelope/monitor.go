@@ -27,7 +27,9 @@ type MonitorOpts struct {
 	// metrics): the poller's name ("furnace", "gauge", "flow.<gas>",
 	// "switch.<name>", "input.<name>"), how long the read took (wall clock,
 	// monotonic: not Clock) and its error (a gauge's sensor status is not
-	// one). It runs on the poller's goroutine right after the read, so it
+	// one). A bank's read (device.LevelBank) is observed once for each
+	// member it read, by the member's name, with the bank read's duration
+	// and error. It runs on the poller's goroutine right after the read, so it
 	// must be quick, must not block and must not call the Monitor; the
 	// monitor allocates nothing to call it. A read cut short by Close is not
 	// reported. nil: nothing is measured.
@@ -35,12 +37,16 @@ type MonitorOpts struct {
 }
 
 // MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
-// at least. The serial drivers (go.bug.st/serial) block an OS thread, and the
-// P it holds, in select(2) for up to their poll period; with only two Ps on a
-// 2-core host, the runtime takes up to ~20 ms to hand a P back, and the furnace
-// poll and the trip procedure waited that long (measured: trip latency p99
-// 62 ms with 2 Ps, 43 ms with 4, poll period 50 ms). cmd/hcp-edge raises
-// GOMAXPROCS to this unless GOMAXPROCS is set in the environment.
+// at least. It was chosen when the serial drivers blocked an OS thread, and
+// the P it held, in select(2) (go.bug.st/serial's Read) for up to their poll
+// period: with only two Ps on a 2-core host, the runtime took up to ~20 ms to
+// hand a P back, and the furnace poll and the trip procedure waited that long
+// (measured: trip latency p99 62 ms with 2 Ps, 43 ms with 4, poll period
+// 50 ms). The serial reads now wait in the netpoller (drivers/serialline.Port,
+// also under the Modbus RTU transport); 4 Ps are kept because the trip latency
+// figures are measured with them and 2 are not cheaper at rest
+// (docs/FOOTPRINT.md). cmd/hcp-edge raises GOMAXPROCS to this unless
+// GOMAXPROCS is set in the environment.
 const MonitorMinProcs = 4
 
 // DefaultMonitorOpts returns the defaults: the furnace at 20 Hz, everything
@@ -136,7 +142,11 @@ type Monitor struct {
 	env  *Envelope
 	opts MonitorOpts
 	log  *slog.Logger
-	wake chan struct{} // an update arrived; capacity 1
+	// evalMu serialises evaluations: each poller evaluates after its own
+	// update, on its own goroutine, and the evaluator after a silence.
+	evalMu sync.Mutex
+	// silence fires when no evaluation has run for FurnaceEvery (set by Start).
+	silence *time.Timer
 
 	mu        sync.Mutex // guards the fields below
 	r         Readings   // cache; r.At unused
@@ -146,8 +156,8 @@ type Monitor struct {
 	active    map[string]TripEvent // conditions that held at the last evaluation, by trip kind
 	// scratch is the evaluator's copy of the cache, its maps reused from one
 	// evaluation to the next (evaluate runs about 190 times a second; cloning
-	// the maps each time was half of the idle daemon's garbage). Only the
-	// evaluator goroutine uses it, under mu while it is filled.
+	// the maps each time was half of the idle daemon's garbage). Only
+	// evaluate uses it, under evalMu (and under mu while it is filled).
 	scratch  Readings
 	trips    []TripEvent
 	subs     map[chan TripEvent]struct{}
@@ -189,13 +199,13 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 	if opts.Logger == nil {
 		opts.Logger = il.log
 	}
-	m := &Monitor{il: il, env: il.env, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+	m := &Monitor{il: il, env: il.env, opts: opts, log: opts.Logger,
 		r:       Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
 		scratch: Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
 		lastOK:  map[string]time.Time{}, active: map[string]TripEvent{}, subs: map[chan TripEvent]struct{}{},
 		reassert: map[Procedure]time.Time{}, running: map[Procedure]bool{}}
 	for _, p := range m.pollers() {
-		m.names = append(m.names, p.name)
+		m.names = append(m.names, p.healthNames()...)
 	}
 	il.mu.Lock()
 	il.observe = m.merge
@@ -223,17 +233,103 @@ func (m *Monitor) WaitFirstReadings(ctx context.Context) error {
 	}
 }
 
-// poller reads one instrument into the cache.
+// poller reads one instrument, or one bank of switches or inputs, into the
+// cache.
 type poller struct {
 	name  string
 	every time.Duration
 	read  func(ctx context.Context) error
+	// members names the instruments a bank poller reads (each vouched for,
+	// and reported to OnPoll, by each read); nil for one instrument, name.
+	members []string
+}
+
+// healthNames are the instruments whose health p's reads decide.
+func (p poller) healthNames() []string {
+	if p.members != nil {
+		return p.members
+	}
+	return []string{p.name}
+}
+
+// bankOf returns the bank that reads x with others, and x's index in it.
+func bankOf(x any) (device.LevelBank, int) {
+	if bm, ok := x.(device.BankMember); ok {
+		return bm.Bank()
+	}
+	return nil, 0
+}
+
+// levelBank is the rig's switches (or inputs) that one device.LevelBank
+// reads: names in order, each with its index in the bank's Levels.
+type levelBank struct {
+	bank  device.LevelBank
+	names []string
+	index []int
+}
+
+// bankLevels groups the members of levels that belong to a bank with at
+// least two members of levels, in order of their first name; the rest are
+// returned as single names, sorted.
+func bankLevels[T any](levels map[string]T) (banks []*levelBank, single []string) {
+	names := slices.Sorted(maps.Keys(levels))
+	by := map[device.LevelBank]*levelBank{}
+	for _, name := range names {
+		b, i := bankOf(levels[name])
+		if b == nil {
+			continue
+		}
+		lb := by[b]
+		if lb == nil {
+			lb = &levelBank{bank: b}
+			by[b] = lb
+			banks = append(banks, lb)
+		}
+		lb.names = append(lb.names, name)
+		lb.index = append(lb.index, i)
+	}
+	banks = slices.DeleteFunc(banks, func(lb *levelBank) bool { return len(lb.names) < 2 })
+	for _, name := range names {
+		if b, _ := bankOf(levels[name]); b == nil || len(by[b].names) < 2 {
+			single = append(single, name)
+		}
+	}
+	return banks, single
+}
+
+// bankPoller reads lb in one exchange into the cache's levels (the switches
+// or the inputs), each member's level as of the read's start.
+func (m *Monitor) bankPoller(kind string, lb *levelBank, levels func() map[string]Level) poller {
+	members := make([]string, len(lb.names))
+	for i, n := range lb.names {
+		members[i] = kind + n
+	}
+	return poller{name: kind + "bank(" + strings.Join(lb.names, ",") + ")", every: m.opts.OtherEvery, members: members,
+		read: func(ctx context.Context) error {
+			at := m.opts.Clock() // the values are no older than the read's start
+			got, err := lb.bank.Levels(ctx)
+			if err != nil {
+				return err
+			}
+			for _, i := range lb.index {
+				if i < 0 || i >= len(got) {
+					return fmt.Errorf("envelope: monitor: %s: bank returned %d levels, member index %d: %w", members[0], len(got), i, device.ErrFrame)
+				}
+			}
+			m.mu.Lock()
+			dst := levels()
+			for j, name := range lb.names {
+				dst[name] = newerLevel(dst[name], Level{On: got[lb.index[j]], At: at})
+			}
+			m.mu.Unlock()
+			return nil
+		}}
 }
 
 func (m *Monitor) pollers() []poller {
 	rig := m.il.rig
 	var ps []poller
-	ps = append(ps, poller{"furnace", m.opts.FurnaceEvery, func(ctx context.Context) error {
+	ps = append(ps, poller{name: "furnace", every: m.opts.FurnaceEvery, read: func(ctx context.Context) error {
 		st, err := m.il.furnaceStatus(ctx)
 		if err == nil {
 			m.mu.Lock()
@@ -244,7 +340,7 @@ func (m *Monitor) pollers() []poller {
 		}
 		return err
 	}})
-	ps = append(ps, poller{"gauge", m.opts.OtherEvery, func(ctx context.Context) error {
+	ps = append(ps, poller{name: "gauge", every: m.opts.OtherEvery, read: func(ctx context.Context) error {
 		p, err := rig.Gauge.ReadPressure(ctx)
 		if err == nil || errors.Is(err, device.ErrSensor) {
 			m.mu.Lock()
@@ -257,7 +353,7 @@ func (m *Monitor) pollers() []poller {
 		return err
 	}})
 	for gas, fc := range rig.Flows {
-		ps = append(ps, poller{FlowChannel(gas), m.opts.OtherEvery, func(ctx context.Context) error {
+		ps = append(ps, poller{name: FlowChannel(gas), every: m.opts.OtherEvery, read: func(ctx context.Context) error {
 			st, err := fc.ReadFlow(ctx)
 			if err == nil {
 				m.mu.Lock()
@@ -269,8 +365,20 @@ func (m *Monitor) pollers() []poller {
 			return err
 		}})
 	}
-	for name, sw := range rig.Switches {
-		ps = append(ps, poller{SwitchChannel(name), m.opts.OtherEvery, func(ctx context.Context) error {
+	// Switches and inputs that a device.LevelBank reads together (the DIO
+	// module's coils, its discrete inputs) are read by one poller per bank:
+	// each still at OtherEvery, in one transaction instead of one each.
+	swBanks, swSingle := bankLevels(rig.Switches)
+	for _, lb := range swBanks {
+		ps = append(ps, m.bankPoller("switch.", lb, func() map[string]Level { return m.r.Switches }))
+	}
+	inBanks, inSingle := bankLevels(rig.Inputs)
+	for _, lb := range inBanks {
+		ps = append(ps, m.bankPoller("input.", lb, func() map[string]Level { return m.r.Inputs }))
+	}
+	for _, name := range swSingle {
+		sw := rig.Switches[name]
+		ps = append(ps, poller{name: SwitchChannel(name), every: m.opts.OtherEvery, read: func(ctx context.Context) error {
 			at := m.opts.Clock() // the value is no older than the read's start
 			on, err := sw.State(ctx)
 			if err == nil {
@@ -281,8 +389,9 @@ func (m *Monitor) pollers() []poller {
 			return err
 		}})
 	}
-	for name, in := range rig.Inputs {
-		ps = append(ps, poller{"input." + name, m.opts.OtherEvery, func(ctx context.Context) error {
+	for _, name := range inSingle {
+		in := rig.Inputs[name]
+		ps = append(ps, poller{name: "input." + name, every: m.opts.OtherEvery, read: func(ctx context.Context) error {
 			at := m.opts.Clock() // the value is no older than the read's start
 			on, err := in.Read(ctx)
 			if err == nil {
@@ -296,9 +405,10 @@ func (m *Monitor) pollers() []poller {
 	return ps
 }
 
-// Start launches the monitor's goroutines: one poller per instrument (each
-// read bounded by the interlock's ReadTimeout, so a silent instrument stalls
-// only its own poller), the evaluator and the watchdog kicker. They run
+// Start launches the monitor's goroutines: one poller per instrument or
+// bank of them (each read bounded by the interlock's ReadTimeout, so a silent
+// instrument stalls only its own poller; each evaluates the trips after its
+// update), the evaluator for silences and the watchdog kicker. They run
 // until ctx ends or Close. Start may be called once.
 func (m *Monitor) Start(ctx context.Context) error {
 	m.mu.Lock()
@@ -311,6 +421,7 @@ func (m *Monitor) Start(ctx context.Context) error {
 	}
 	m.started = true
 	m.startedAt = m.opts.Clock()
+	m.silence = time.NewTimer(m.opts.FurnaceEvery)
 	ctx, m.cancel = context.WithCancel(ctx)
 	// Stagger the pollers: the furnace keeps phase 0, and the others are spread
 	// evenly over their period, so that they never all wake at once. (Started
@@ -395,26 +506,31 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 			return
 		}
 		if m.opts.OnPoll != nil {
-			m.opts.OnPoll(p.name, time.Since(t0), err)
+			took := time.Since(t0)
+			for _, name := range p.healthNames() {
+				m.opts.OnPoll(name, took, err)
+			}
 		}
 		if err != nil {
 			m.log.Debug("monitor read failed", "instrument", p.name, "err", err)
 		} else {
 			m.mu.Lock()
-			if asked.After(m.lastOK[p.name]) {
-				m.lastOK[p.name] = asked
+			for _, name := range p.healthNames() {
+				if asked.After(m.lastOK[name]) {
+					m.lastOK[name] = asked
+				}
 			}
 			if first {
 				first = false
-				if m.unread--; m.unread == 0 {
+				if m.unread -= len(p.healthNames()); m.unread == 0 {
 					close(m.ready)
 				}
 			}
 			m.mu.Unlock()
-			select {
-			case m.wake <- struct{}{}:
-			default:
-			}
+			// Judge the update here, on this goroutine: waking an evaluator
+			// goroutine after each of ~110 polls a second cost a goroutine
+			// switch (often a futex) each (docs/FOOTPRINT.md).
+			m.evaluateNow(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -451,21 +567,30 @@ func (m *Monitor) kicker(ctx context.Context) {
 	}
 }
 
-// evaluator evaluates the trips after every update, and at least every
-// FurnaceEvery so that silence is noticed.
+// evaluator evaluates the trips when no poller has for FurnaceEvery (every
+// instrument silent, or every read failing), so that silence is noticed:
+// each successful poll evaluates by itself (evaluateNow) and pushes the
+// silence timer back, so at rest this goroutine hardly ever wakes.
 func (m *Monitor) evaluator(ctx context.Context) {
 	defer m.wg.Done()
-	t := time.NewTicker(m.opts.FurnaceEvery)
-	defer t.Stop()
+	defer m.silence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
-		case <-t.C:
+		case <-m.silence.C:
 		}
-		m.evaluate(ctx)
+		m.evaluateNow(ctx)
 	}
+}
+
+// evaluateNow runs one evaluation (at most one at a time) and re-arms the
+// silence timer.
+func (m *Monitor) evaluateNow(ctx context.Context) {
+	m.evalMu.Lock()
+	m.evaluate(ctx)
+	m.evalMu.Unlock()
+	m.silence.Reset(m.opts.FurnaceEvery)
 }
 
 // Readings returns the latest cached snapshot; each part keeps the instant it
@@ -522,7 +647,8 @@ func (m *Monitor) readingsLocked() Readings {
 }
 
 // scratchLocked is readingsLocked into m.scratch, whose maps are reused: the
-// result is valid until the next call, and only the evaluator calls it.
+// result is valid until the next call, and only evaluate (under evalMu)
+// calls it.
 func (m *Monitor) scratchLocked() Readings {
 	sc := &m.scratch
 	sc.At, sc.Furnace, sc.Pressure = m.opts.Clock(), m.r.Furnace, m.r.Pressure

@@ -15,8 +15,8 @@ BY=${BY:-module}
 TOP=${TOP:-30}
 export CGO_ENABLED=0 GOOS=linux GOARCH=${GOARCH:-arm} GOARM=${GOARM:-7}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$GO" build -trimpath -o "$tmp/sym" ./cmd/hcp-edge
-"$GO" build -trimpath -ldflags '-s -w' -o "$tmp/stripped" ./cmd/hcp-edge
+"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -o "$tmp/sym" ./cmd/hcp-edge
+"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -ldflags '-s -w' -o "$tmp/stripped" ./cmd/hcp-edge
 echo "hcp-edge linux/$GOARCH${GOARM:+ GOARM=$GOARM}: stripped $(stat -c %s "$tmp/stripped") bytes"
 if command -v readelf >/dev/null; then
   readelf -SW "$tmp/stripped" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 ~ /^\.(text|rodata|gopclntab|noptrdata|data)$/ {print $1, $5}' | while read -r s h; do printf "  section %-12s %10d bytes\n" "$s" "$((16#$h))"; done

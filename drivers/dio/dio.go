@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -73,6 +74,9 @@ type Module struct {
 	o      Opts
 	coils  map[string]*Switch
 	inputs map[string]*Input
+	// coilBank and inputBank read every coil, every input, in one
+	// transaction (nil when the addresses are not contiguous).
+	coilBank, inputBank *bank
 }
 
 // New returns a Module on bus. It sends nothing.
@@ -103,7 +107,91 @@ func New(bus Bus, o Opts) (*Module, error) {
 		seenIn[in.Name] = true
 		m.inputs[in.Name] = &Input{m: m, spec: in}
 	}
+	var coils, inputs []bankBit
+	for _, c := range o.Coils {
+		coils = append(coils, bankBit{name: c.Name, addr: c.Address})
+	}
+	for _, in := range o.Inputs {
+		inputs = append(inputs, bankBit{name: in.Name, addr: in.Address, invert: in.Invert})
+	}
+	if m.coilBank = newBank(m, false, coils); m.coilBank != nil {
+		for i, b := range m.coilBank.bits {
+			m.coils[b.name].index = i
+		}
+	}
+	if m.inputBank = newBank(m, true, inputs); m.inputBank != nil {
+		for i, b := range m.inputBank.bits {
+			m.inputs[b.name].index = i
+		}
+	}
 	return m, nil
+}
+
+// bankBit is one member of a bank.
+type bankBit struct {
+	name   string
+	addr   uint16
+	invert bool
+}
+
+// bank is the module's coils (FC 01) or discrete inputs (FC 02) read in one
+// transaction over their address span.
+type bank struct {
+	m      *Module
+	inputs bool
+	lo, n  uint16
+	bits   []bankBit // by address, then name: the index of Levels
+}
+
+var _ device.LevelBank = (*bank)(nil)
+
+// newBank returns the bank of bits, or nil when it would read an address no
+// member has (a gap: a real module may refuse it) or more than one Modbus
+// read allows, or has fewer than two members.
+func newBank(m *Module, inputs bool, bits []bankBit) *bank {
+	if len(bits) < 2 {
+		return nil
+	}
+	bits = slices.Clone(bits)
+	sort.Slice(bits, func(i, j int) bool {
+		if bits[i].addr != bits[j].addr {
+			return bits[i].addr < bits[j].addr
+		}
+		return bits[i].name < bits[j].name
+	})
+	lo, hi := bits[0].addr, bits[len(bits)-1].addr
+	distinct := 1
+	for i := 1; i < len(bits); i++ {
+		if bits[i].addr != bits[i-1].addr {
+			distinct++
+		}
+	}
+	span := int(hi) - int(lo) + 1
+	if span != distinct || span > 2000 {
+		return nil
+	}
+	return &bank{m: m, inputs: inputs, lo: lo, n: uint16(span), bits: bits}
+}
+
+// Levels reads the bank in one transaction (FC 01 or FC 02 over the members'
+// address span); each level is what the member's State or Read returns.
+func (b *bank) Levels(ctx context.Context) ([]bool, error) {
+	read, what := b.m.bus.ReadCoils, "coils"
+	if b.inputs {
+		read, what = b.m.bus.ReadDiscreteInputs, "inputs"
+	}
+	raw, err := read(ctx, b.m.o.Unit, b.lo, b.n)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s %d..%d: read: %w", b.m.o.Name, what, b.lo, b.lo+b.n-1, err)
+	}
+	if len(raw) < int(b.n) {
+		return nil, fmt.Errorf("%s %s %d..%d: read %d bits: %w", b.m.o.Name, what, b.lo, b.lo+b.n-1, len(raw), device.ErrFrame)
+	}
+	out := make([]bool, len(b.bits))
+	for i, bit := range b.bits {
+		out[i] = raw[bit.addr-b.lo] != bit.invert
+	}
+	return out, nil
 }
 
 // String names the module.
@@ -151,8 +239,9 @@ var _ device.Instrument = (*Module)(nil)
 
 // Switch is one coil of the module.
 type Switch struct {
-	m    *Module
-	spec CoilSpec
+	m     *Module
+	spec  CoilSpec
+	index int // in m.coilBank
 }
 
 var _ device.Switch = (*Switch)(nil)
@@ -163,6 +252,18 @@ func (s *Switch) String() string { return s.spec.Name }
 func (s *Switch) prefix() string {
 	return fmt.Sprintf("%s coil %s (%d)", s.m.o.Name, s.spec.Name, s.spec.Address)
 }
+
+// Bank returns the module's coil bank, which reads every coil in one
+// transaction (FC 01), and the coil's index in it; nil when the coils'
+// addresses are not contiguous.
+func (s *Switch) Bank() (device.LevelBank, int) {
+	if s.m.coilBank == nil {
+		return nil, 0
+	}
+	return s.m.coilBank, s.index
+}
+
+var _ device.BankMember = (*Switch)(nil)
 
 // SafeState is the level Halt drives the coil to.
 func (s *Switch) SafeState() bool { return s.spec.Safe }
@@ -196,14 +297,27 @@ func (s *Switch) Halt(ctx context.Context) error { return s.Set(ctx, s.spec.Safe
 
 // Input is one discrete input of the module.
 type Input struct {
-	m    *Module
-	spec InputSpec
+	m     *Module
+	spec  InputSpec
+	index int // in m.inputBank
 }
 
 var _ device.DigitalInput = (*Input)(nil)
 
 // String is the input's name.
 func (in *Input) String() string { return in.spec.Name }
+
+// Bank returns the module's input bank, which reads every discrete input in
+// one transaction (FC 02), and the input's index in it; nil when the inputs'
+// addresses are not contiguous.
+func (in *Input) Bank() (device.LevelBank, int) {
+	if in.m.inputBank == nil {
+		return nil, 0
+	}
+	return in.m.inputBank, in.index
+}
+
+var _ device.BankMember = (*Input)(nil)
 
 // Read returns the input (FC 02), inverted when configured.
 func (in *Input) Read(ctx context.Context) (bool, error) {

@@ -155,3 +155,66 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Fatal("unknown switch returned")
 	}
 }
+
+// TestBanks: the coils, and the inputs, read in one transaction each give
+// every member the level its own State or Read gives (inverted inputs too);
+// a bank is not formed over addresses no member has.
+func TestBanks(t *testing.T) {
+	ctx := ctxT(t)
+	o := dio.DefaultOpts()
+	o.Inputs = append(o.Inputs, dio.InputSpec{Name: "door_open", Address: 0, Invert: true})
+	srv, m := module(t, o)
+	type member interface {
+		device.BankMember
+		String() string
+	}
+	var members []member
+	single := map[string]bool{}
+	for _, c := range o.Coils {
+		s, _ := m.Switch(c.Name)
+		on, err := s.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members, single[c.Name] = append(members, s), on
+	}
+	for _, spec := range o.Inputs {
+		in, _ := m.Input(spec.Name)
+		on, err := in.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members, single[spec.Name] = append(members, in), on
+	}
+	coilReads, inputReads := srv.Requests(1), srv.Requests(2)
+	levels := map[device.LevelBank][]bool{}
+	for _, mb := range members {
+		b, i := mb.Bank()
+		if b == nil {
+			t.Fatalf("%s: no bank", mb)
+		}
+		if levels[b] == nil {
+			l, err := b.Levels(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			levels[b] = l
+		}
+		if got := levels[b][i]; got != single[mb.String()] {
+			t.Errorf("%s: bank level %v, own read %v", mb, got, single[mb.String()])
+		}
+	}
+	if len(levels) != 2 || srv.Requests(1)-coilReads != 1 || srv.Requests(2)-inputReads != 1 {
+		t.Fatalf("%d banks, %d FC01 and %d FC02 requests: want 2 banks, one request each",
+			len(levels), srv.Requests(1)-coilReads, srv.Requests(2)-inputReads)
+	}
+
+	gap := dio.DefaultOpts()
+	gap.Coils = []dio.CoilSpec{{Name: "pump", Address: 0}, {Name: "vent_valve", Address: 5}}
+	_, m2 := module(t, gap)
+	if s, _ := m2.Switch("pump"); s != nil {
+		if b, _ := s.Bank(); b != nil {
+			t.Fatal("a bank over coils 0 and 5 would read coils 1..4, which no member has")
+		}
+	}
+}

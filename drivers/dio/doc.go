@@ -16,6 +16,11 @@
 // read-back. An input may be inverted so that Read is true when its named
 // condition holds.
 //
+// The coils, and the inputs, form a device.LevelBank when their addresses are
+// contiguous (DefaultOpts: coils 0–6, inputs 0–2): one FC 01 (FC 02) reads all
+// of them, so a monitor polling every switch at 10 Hz sends one transaction
+// per period instead of one per switch.
+//
 // # Caveats
 //
 // A gas valve coil keeps its value when the interlock relay cuts valve power:

@@ -18,10 +18,9 @@
 //		...
 //	})
 //
-// Every read honours the context: its deadline becomes the port's read
-// timeout (sliced into short polls so a cancellation is noticed quickly), and a
-// read that gets nothing before the deadline returns an error wrapping
-// device.ErrTimeout. A frame longer than Opts.MaxFrame without its terminator
+// Every read honours the context: its deadline becomes the read's deadline, a
+// cancellation cuts the read short at once, and a read that gets nothing
+// before the deadline returns an error wrapping device.ErrTimeout. A frame longer than Opts.MaxFrame without its terminator
 // wraps device.ErrFrame. When the context has no deadline, Opts.Timeout
 // applies.
 //
@@ -29,11 +28,21 @@
 // the port is closed, and the next Do opens the path again, so the line
 // recovers by itself once the device is back.
 //
+// # Two descriptors
+//
+// go.bug.st/serial opens the port, sets its mode and takes exclusive access,
+// and flushes its input; the bytes go through a second, non-blocking
+// descriptor of the same tty (opened first, before exclusive access), which the
+// Go runtime's netpoller waits on with deadlines. go.bug.st/serial's own Read
+// blocks an OS thread in select(2) for the whole wait: four instruments polled
+// at 10 Hz kept a thread in a syscall most of the time, and the runtime's
+// sysmon spinning to take its P back (docs/FOOTPRINT.md). A waiting read here
+// is a parked goroutine.
+//
 // # Caveats
 //
-// go.bug.st/serial v1.8.0 returns (0, nil) from Read when its read timeout
-// expires; this package turns that into device.ErrTimeout so no caller can spin
-// on it. The library has no write timeout: a write blocks until the kernel
-// accepts the bytes, which on a serial port or a pty is immediate for the short
-// commands used here. Baud rate and parity are ignored by a pty.
+// A write also has the context's deadline; on a serial port or a pty the
+// kernel takes the short commands used here at once. Baud rate and parity are
+// ignored by a pty. A device the netpoller cannot wait on (no poll(2) support
+// in its tty driver) fails to open, with an error that says so.
 package serialline

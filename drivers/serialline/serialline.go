@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +26,9 @@ type Opts struct {
 	Timeout time.Duration
 	// MaxFrame is the longest frame ReadUntil accepts, terminator excluded.
 	MaxFrame int
-	// Poll is the longest single wait on the port, so a cancelled context is
-	// noticed within about this long.
+	// Poll is the longest single wait of settle, which judges a line quiet
+	// after 5 Poll intervals without a byte. (ReadUntil waits in one read,
+	// cut short by a cancelled context.)
 	Poll time.Duration
 	// Settle makes the transaction after one whose reply did not come in
 	// time first discard a late reply (Tx.settle), at the cost of up to a
@@ -105,7 +107,7 @@ type Line struct {
 	lateDiscarded int // bytes settle discarded (tests)
 
 	mu     sync.Mutex // guards port and closed
-	port   serial.Port
+	port   *Port
 	closed bool
 }
 
@@ -140,9 +142,9 @@ func Open(path string, opts Opts) (*Line, error) {
 	return l, nil
 }
 
-func (l *Line) open() (serial.Port, error) {
+func (l *Line) open() (*Port, error) {
 	mode := l.opts.Mode
-	p, err := serial.Open(l.path, &mode)
+	p, err := OpenPort(l.path, &mode)
 	if err != nil {
 		return nil, fmt.Errorf("serialline %s: open %s: %w", l.opts.Name, l.path, err)
 	}
@@ -170,7 +172,7 @@ func (l *Line) Close() error {
 	if p == nil {
 		return nil
 	}
-	if err := p.Close(); err != nil {
+	if err := p.close(); err != nil {
 		return fmt.Errorf("serialline %s: close: %w", l.opts.Name, err)
 	}
 	return nil
@@ -208,7 +210,7 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			_ = np.Close()
+			_ = np.close()
 			return fmt.Errorf("serialline %s: %w", l.opts.Name, device.ErrClosed)
 		}
 		l.port = np
@@ -217,7 +219,7 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 
 	tx := &Tx{l: l, port: p}
-	if err := p.ResetInputBuffer(); err != nil {
+	if err := p.resetInput(); err != nil {
 		l.drop(p)
 		return l.ioErr("reset input", err)
 	}
@@ -235,13 +237,13 @@ func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 // drop closes p after an I/O error so the next Do reopens the path.
-func (l *Line) drop(p serial.Port) {
+func (l *Line) drop(p *Port) {
 	l.mu.Lock()
 	if l.port == p {
 		l.port = nil
 	}
 	l.mu.Unlock()
-	_ = p.Close()
+	_ = p.close()
 }
 
 func (l *Line) isClosed() bool {
@@ -269,19 +271,26 @@ func (l *Line) ctxErr(ctx context.Context, op string) error {
 // must not be used from another goroutine.
 type Tx struct {
 	l      *Line
-	port   serial.Port
+	port   *Port
 	buf    []byte // received bytes not yet returned
 	chunk  [512]byte
 	broken bool
 }
 
-// Write sends p. It fails with ctx's error if ctx is already done.
+// Write sends p. It fails with ctx's error if ctx is already done, and with
+// an error wrapping device.ErrTimeout if the port does not take p by ctx's
+// deadline.
 func (tx *Tx) Write(ctx context.Context, p []byte) error {
 	if ctx.Err() != nil {
 		return tx.l.ctxErr(ctx, "write")
 	}
+	deadline, _ := ctx.Deadline()
 	for len(p) > 0 {
-		n, err := tx.port.Write(p)
+		n, err := tx.port.write(p, deadline)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			tx.broken = true
+			return fmt.Errorf("serialline %s: write: %w (%w)", tx.l.opts.Name, device.ErrTimeout, err)
+		}
 		if err != nil {
 			tx.broken = true
 			return tx.l.ioErr("write", err)
@@ -309,6 +318,9 @@ func (tx *Tx) ReadUntil(ctx context.Context, term []byte) ([]byte, error) {
 		deadline = time.Now().Add(tx.l.opts.Timeout)
 	}
 	max := tx.l.opts.MaxFrame
+	// A cancelled ctx cuts the read short at once: its deadline moves to the past.
+	stop := context.AfterFunc(ctx, tx.port.interrupt)
+	defer stop()
 	for {
 		if i := bytes.Index(tx.buf, term); i >= 0 {
 			if i > max {
@@ -324,22 +336,18 @@ func (tx *Tx) ReadUntil(ctx context.Context, term []byte) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, tx.readErr(ctx, "read")
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		if !time.Now().Before(deadline) {
 			return nil, tx.timeout()
 		}
-		wait = min(wait, tx.l.opts.Poll)
-		if err := tx.port.SetReadTimeout(wait); err != nil {
-			tx.broken = true
-			return nil, tx.l.ioErr("set read timeout", err)
-		}
-		n, err := tx.port.Read(tx.chunk[:])
+		// read waits in the netpoller (no thread held) until a byte comes,
+		// the deadline passes or ctx is cancelled (interrupt).
+		n, err := tx.port.read(ctx, tx.chunk[:], deadline)
 		if err != nil {
 			tx.broken = true
 			return nil, tx.l.ioErr("read", err)
 		}
-		// n == 0 with a nil error is go.bug.st/serial's read timeout: loop,
-		// and let the deadline check above decide.
+		// n == 0 with a nil error: the deadline passed or ctx was
+		// cancelled; loop, and let the checks above decide.
 		tx.buf = append(tx.buf, tx.chunk[:n]...)
 	}
 }
@@ -370,10 +378,7 @@ func (tx *Tx) settle(ctx context.Context) error {
 			tx.l.late = false
 			return nil
 		}
-		if err := tx.port.SetReadTimeout(min(tx.l.opts.Poll, end.Sub(now))); err != nil {
-			return tx.l.ioErr("set read timeout", err)
-		}
-		n, err := tx.port.Read(tx.chunk[:])
+		n, err := tx.port.read(context.Background(), tx.chunk[:], now.Add(min(tx.l.opts.Poll, end.Sub(now))))
 		if err != nil {
 			return tx.l.ioErr("read", err)
 		}
@@ -411,7 +416,7 @@ func (tx *Tx) readErr(ctx context.Context, op string) error {
 // Discard drops the bytes buffered by ReadUntil and the port's input buffer.
 func (tx *Tx) Discard() error {
 	tx.buf = nil
-	if err := tx.port.ResetInputBuffer(); err != nil {
+	if err := tx.port.resetInput(); err != nil {
 		tx.broken = true
 		return tx.l.ioErr("reset input", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -296,4 +297,44 @@ func TestLateReplyNotTakenForTheNext(t *testing.T) {
 		t.Fatalf("again = %q, %v", got, err)
 	}
 	t.Logf("after settling, a transaction took %v", time.Since(start))
+}
+
+// TestWaitingReadsHoldNoThread: a read waiting for a reply parks its
+// goroutine in the runtime's netpoller instead of blocking an OS thread in
+// select(2) (go.bug.st/serial's Read), so the idle agent's four serial
+// pollers keep no thread in a syscall and no P from the scheduler
+// (docs/FOOTPRINT.md). With blocking reads, n lines waiting at once need n
+// threads.
+func TestWaitingReadsHoldNoThread(t *testing.T) {
+	const n = 24
+	lines := make([]*serialline.Line, n)
+	for i := range lines {
+		p := serialtest.NewPeer(t)
+		p.Serve(serialtest.SplitOn(cr), func([]byte) []byte { return nil })
+		lines[i] = openLine(t, p)
+	}
+	threads := pprof.Lookup("threadcreate")
+	before := threads.Count()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, l := range lines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := ask(ctx, l, "x")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, device.ErrTimeout) {
+			t.Fatalf("silent peer: %v, want ErrTimeout", err)
+		}
+	}
+	if grew := threads.Count() - before; grew >= n/2 {
+		t.Fatalf("%d reads waiting at once created %d OS threads: the reads block threads", n, grew)
+	}
 }

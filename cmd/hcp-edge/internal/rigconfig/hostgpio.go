@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
+	"periph.io/x/conn/v3/driver/driverreg"
 	pgpio "periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/gpio/gpioreg"
-	"periph.io/x/host/v3"
 
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 )
@@ -70,10 +70,11 @@ type hostGPIO struct {
 	pins map[string]pgpio.PinIO
 }
 
-// openHostGPIO initialises periph's host drivers and looks up the pins of
-// g. It configures nothing: StartInputs and Relay do.
+// openHostGPIO initialises periph's host drivers (those of
+// hostdrivers_linux.go and hostdrivers_pi.go) and looks up the pins of g. It
+// configures nothing: StartInputs and Relay do.
 func openHostGPIO(g GPIO) (*hostGPIO, error) {
-	state, err := host.Init()
+	state, err := driverreg.Init()
 	if err != nil {
 		return nil, fmt.Errorf("rigconfig: gpio: periph host drivers: %w", err)
 	}
