@@ -128,11 +128,12 @@ type daemon struct {
 // environment sets them.
 func tuneRuntime(log *slog.Logger) {
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
-		// go.bug.st/serial reads block an OS thread (and its P) in select(2);
-		// on a 2-core host that delayed the monitor's furnace poll and trip
-		// procedure by up to 20 ms. See envelope.MonitorMinProcs.
+		// Chosen when the serial reads blocked an OS thread (and its P) in
+		// select(2), which on a 2-core host delayed the monitor's furnace
+		// poll and trip procedure by up to 20 ms; they wait in the netpoller
+		// now, and 4 stays for the trip latency. See envelope.MonitorMinProcs.
 		runtime.GOMAXPROCS(procs)
-		log.Debug("GOMAXPROCS raised for blocking serial I/O", "procs", procs)
+		log.Debug("GOMAXPROCS raised for the monitor", "procs", procs)
 	}
 	if os.Getenv("GOGC") == "" {
 		// The daemon's live heap is about 1 MB at rest and a few MB during a
