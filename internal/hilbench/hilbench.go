@@ -179,13 +179,35 @@ func New(t testing.TB, o Opts) *Bench {
 	if o.Arm == "" {
 		return b
 	}
-	// Arm as an operator would: on a loaded machine an instrument may go
-	// unread for longer than the comms-loss window right after the start,
-	// and the interlock refuses to arm (the trip condition holds) or the
-	// monitor latches before the relay reads back; the operator waits,
-	// resets and arms again, until the bench's wait runs out.
+	b.ArmAs(t, o.Arm, deadline, o.Poll)
+	return b
+}
+
+// ArmAs arms the interlock as operator would at the rig, and waits for
+// the relay feedback to read energised, until deadline. On a loaded machine
+// an instrument may go unread for longer than the comms-loss window (after
+// the start, or after a stall latched the interlock), and the interlock
+// refuses to arm (the trip condition holds) or the monitor latches before
+// the relay reads back: the operator waits for every instrument to read
+// again, resets a latch and arms again. Any other failure fails the test.
+func (b *Bench) ArmAs(t testing.TB, operator string, deadline time.Time, poll time.Duration) {
+	t.Helper()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("hilbench: timed out waiting for %s", what)
+			}
+			time.Sleep(poll)
+		}
+	}
 	for try := 1; ; try++ {
-		err := b.Interlock.Arm(ctx, o.Arm)
+		if latched, _ := b.Interlock.Latched(); latched {
+			if err := b.Interlock.Reset(b.Ctx, operator); err != nil && time.Now().After(deadline) {
+				t.Fatalf("reset: %v", err)
+			}
+		}
+		err := b.Interlock.Arm(b.Ctx, operator)
 		if err == nil {
 			// The relay feedback input is read by the monitor: wait for it,
 			// or for a latch that dropped it again.
@@ -194,7 +216,7 @@ func New(t testing.TB, o Opts) *Bench {
 				return latched || b.Monitor.Readings().Inputs["relay_fb"].On
 			})
 			if latched, _ := b.Interlock.Latched(); !latched {
-				return b
+				return
 			}
 		}
 		if err != nil && !errors.Is(err, envelope.ErrViolation) || time.Now().After(deadline) {
@@ -210,11 +232,6 @@ func New(t testing.TB, o Opts) *Bench {
 			}
 			return true
 		})
-		if latched, _ := b.Interlock.Latched(); latched {
-			if err := b.Interlock.Reset(ctx, o.Arm); err != nil && time.Now().After(deadline) {
-				t.Fatalf("reset: %v", err)
-			}
-		}
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 )
 
 // TestOnlyTestsImport: no non-test Go file of the module imports this
@@ -91,3 +93,37 @@ func TestBench(t *testing.T) {
 type auditFunc func(envelope.Entry) error
 
 func (f auditFunc) Record(_ context.Context, e envelope.Entry) error { return f(e) }
+
+// TestArmAsAfterCommsLoss: a silent instrument trips comms_loss and drops
+// the relay; ArmAs refuses nothing the operator could not do: once the
+// instrument reads again it resets the latch and arms (the relay reads
+// back energised), as the leak test does after a loaded machine's stall.
+func TestArmAsAfterCommsLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the simulated rig")
+	}
+	b := New(t, Opts{TimeScale: 300, Authorizer: AllowAll{Session: "bench"}, Arm: "bench-operator"})
+	if err := b.Plant.Inject(plant.FaultSilent, "furnace"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(DefaultWait)
+	for !b.Audit.Tripped(envelope.TripCommsLoss) {
+		if time.Now().After(deadline) {
+			t.Fatal("no comms_loss trip with the furnace silent")
+		}
+		time.Sleep(DefaultPoll)
+	}
+	if latched, _ := b.Interlock.Latched(); !latched {
+		t.Fatal("tripped but not latched")
+	}
+	if err := b.Plant.Clear(plant.FaultSilent, "furnace"); err != nil {
+		t.Fatal(err)
+	}
+	b.ArmAs(t, "bench-operator", time.Now().Add(DefaultWait), DefaultPoll)
+	if latched, why := b.Interlock.Latched(); latched || !b.Plant.Relay() {
+		t.Fatalf("after ArmAs: latched %v (%s), relay %v", latched, why, b.Plant.Relay())
+	}
+	if n := b.Audit.Count(envelope.DecisionArmed); n != 2 {
+		t.Fatalf("%d armed entries, want 2", n)
+	}
+}
