@@ -231,13 +231,14 @@ func TestDIOAndGauge(t *testing.T) {
 
 			// Pumping: the gauge reading falls, and agrees with the simulator.
 			prev := r0.Pressure
-			falls := 0
+			falls, reads := 0, 0
 			var last device.PressureReading
 			if err := eventually(ctx, 20*time.Millisecond, func() (bool, error) {
 				r, err := g.ReadPressure(ctx)
 				if err != nil {
 					return false, err
 				}
+				reads++
 				if r.Pressure < prev {
 					falls++
 				}
@@ -246,8 +247,12 @@ func TestDIOAndGauge(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("chamber never pumped below 10 Pa: %v (last %v)", err, last.Pressure)
 			}
-			if falls < 2 {
-				t.Errorf("pressure fell on only %d readings", falls)
+			// The readings fall as the chamber pumps down: on two readings at
+			// least, unless a stall of the loaded machine let the simulator
+			// (at its time scale) pump the chamber down between the first
+			// two reads, when the one fall is all there was to see.
+			if falls < 1 || falls < 2 && reads > 2 {
+				t.Errorf("pressure fell on only %d of %d readings", falls, reads)
 			}
 			// The gauge against the chamber at the instant it was read (still pumping down).
 			pa, err := bracket(s.p.ChamberPressure, func() (float64, error) {
