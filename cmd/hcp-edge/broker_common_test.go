@@ -202,7 +202,7 @@ func (b *brokerEnv) deleteQueuesFresh() {
 			defer conn.Close()
 			conns = append(conns, conn)
 		}
-		deleteQueues(b.t.(*testing.T), conns[0], conns[1], b.calleeID, b.callerID)
+		amqptest.DeleteQueues(conns[0], conns[1], b.calleeID, b.callerID)
 	})
 }
 
@@ -214,12 +214,12 @@ type outageProxy struct {
 	addr   string
 	target string
 	mu     sync.Mutex
-	p      *proxy // nil while cut
+	p      *amqptest.Proxy // nil while cut
 }
 
 func startOutageProxy(t *testing.T) *outageProxy {
 	t.Helper()
-	o := &outageProxy{t: t, addr: closedPort(t), target: u0Target(t)}
+	o := &outageProxy{t: t, addr: amqptest.ClosedPort(t), target: u0Target(t)}
 	o.resume()
 	return o
 }
@@ -230,7 +230,7 @@ func (o *outageProxy) url() string {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	u.Host, u.Port = strings.Split(o.addr, ":")[0], mustPort(o.t, o.addr)
+	u.Host, u.Port = strings.Split(o.addr, ":")[0], amqptest.Port(o.t, o.addr)
 	return u.String()
 }
 
@@ -238,7 +238,7 @@ func (o *outageProxy) cut() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.p != nil {
-		o.p.close()
+		o.p.Close()
 		o.p = nil
 	}
 }
@@ -248,7 +248,7 @@ func (o *outageProxy) resume() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.p == nil {
-		o.p = startProxy(o.t, o.addr, o.target)
+		o.p = amqptest.StartProxy(o.t, o.addr, o.target)
 	}
 }
 

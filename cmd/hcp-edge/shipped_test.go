@@ -219,8 +219,8 @@ func TestShippedCapabilities(t *testing.T) {
 	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
 	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
 	b.sock = filepath.Join(b.dir, "control.sock")
-	deleteQueues(t, edge, conn, b.calleeID, b.callerID)
-	t.Cleanup(func() { deleteQueues(t, edge, conn, b.calleeID, b.callerID) })
+	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
+	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
 	t.Setenv("HCP_AMQP_URL", testBrokerURL())
 	t.Setenv("HCP_CALLEE_ID", b.calleeID)
 	b.start()

@@ -68,8 +68,8 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 	// The shipped ids on the process's own bench vhost: configs/sim.yaml
 	// maps harness-alpha-001's login to itself, as the bench provisions it.
 	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
-	deleteQueues(t, edge, conn, b.calleeID, b.callerID)
-	t.Cleanup(func() { deleteQueues(t, edge, conn, b.calleeID, b.callerID) })
+	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
+	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
 	b.env = newEnv(t, nil)
 	cfg, err := os.ReadFile(b.cfg)
 	if err != nil {
@@ -130,21 +130,6 @@ func newBrokerEnvAs(t *testing.T, conn *amqp091.Connection, calleeID, callerID s
 	}
 	t.Setenv("HCP_CALLEE_ID", b.calleeID)
 	return b
-}
-
-// deleteQueues deletes the callee's command queue (with the callee's login,
-// the only one allowed to) and the caller's event queue (with the caller's):
-// each test starts and ends with neither, as the broker's users allow.
-func deleteQueues(t *testing.T, edge, caller *amqp091.Connection, calleeID, callerID string) {
-	for _, d := range []struct {
-		conn *amqp091.Connection
-		q    string
-	}{{edge, "hcp.cmd." + calleeID}, {edge, "hcp.dlq." + calleeID}, {caller, "hcp.evt." + callerID}} {
-		if ch, err := d.conn.Channel(); err == nil {
-			_, _ = ch.QueueDelete(d.q, false, false, false)
-			_ = ch.Close()
-		}
-	}
 }
 
 // statusJSON is hcp-edge status --json.
@@ -452,24 +437,12 @@ func TestUplinkMoS2(t *testing.T) {
 	}
 }
 
-// closedPort returns a loopback port nothing listens on (just closed).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // TestUplinkBrokerUnreachable: with the broker URL on a closed port the
 // daemon starts, serves the control socket, reports the uplink down in
 // status, logs its reconnect attempts, and stops cleanly. Needs no broker.
 func TestUplinkBrokerUnreachable(t *testing.T) {
 	e := newEnv(t, nil)
-	t.Setenv("HCP_AMQP_URL", "amqp://hcp-edge:secret-pw@"+closedPort(t)+"/hcp")
+	t.Setenv("HCP_AMQP_URL", "amqp://hcp-edge:secret-pw@"+amqptest.ClosedPort(t)+"/hcp")
 	t.Setenv("HCP_CALLEE_ID", "hcp-edge-unreachable")
 	e.start()
 	up := e.waitUplink("tried", func(u *uplinkStatus) bool { return u.LastError != "" })
@@ -488,70 +461,6 @@ func TestUplinkBrokerUnreachable(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "amqp: connect failed") {
 		t.Fatalf("no reconnect attempt logged:\n%s", e.logs)
 	}
-}
-
-// proxy forwards loopback connections on addr to the broker once started.
-type proxy struct {
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, addr, target string) *proxy {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: target}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
-		}
-	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) close() {
-	_ = p.l.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func mustPort(t *testing.T, addr string) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if _, err := fmt.Sscan(p, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // u0Target is the real broker's host:port.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,84 +22,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// deleteQueues deletes the callee's command queue (with the callee's login,
-// the only one allowed to) and the caller's event queue (with the caller's):
-// each test starts and ends with neither, as the broker's users allow.
-func deleteQueues(t *testing.T, edge, caller *amqp091.Connection, calleeID, callerID string) {
-	for _, d := range []struct {
-		conn *amqp091.Connection
-		q    string
-	}{{edge, "hcp.cmd." + calleeID}, {edge, "hcp.dlq." + calleeID}, {caller, "hcp.evt." + callerID}} {
-		if ch, err := d.conn.Channel(); err == nil {
-			_, _ = ch.QueueDelete(d.q, false, false, false)
-			_ = ch.Close()
-		}
-	}
-}
-
-// closedPort returns a loopback port nothing listens on (just closed).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// proxy forwards loopback connections on addr to the broker once started.
-type proxy struct {
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, addr, target string) *proxy {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: target}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
-		}
-	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) close() {
-	_ = p.l.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // TestUplinkBrokerAppearsLater: the uplink in-process, its broker address
 // closed at first: messages queue durably in the outbox; when the broker
 // appears (a proxy starts listening there) the backlog drains to the
@@ -111,12 +32,12 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := closedPort(t)
-	u0.Host, u0.Port = strings.Split(addr, ":")[0], mustPort(t, addr)
+	addr := amqptest.ClosedPort(t)
+	u0.Host, u0.Port = strings.Split(addr, ":")[0], amqptest.Port(t, addr)
 	callee, callerID := amqptest.CalleeID, amqptest.AlphaID
 	edge := amqptest.Dial(t, amqptest.URL())
-	deleteQueues(t, edge, conn, callee, callerID)
-	t.Cleanup(func() { deleteQueues(t, edge, conn, callee, callerID) })
+	amqptest.DeleteQueues(edge, conn, callee, callerID)
+	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, callee, callerID) })
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +108,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 	if up.Status().Connected || up.backlog() != n {
 		t.Fatalf("status %+v while the broker is away", up.Status())
 	}
-	startProxy(t, addr, u0Target(t))
+	amqptest.StartProxy(t, addr, u0Target(t))
 	for up.backlog() > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("backlog not drained: %+v", up.Status())
@@ -213,19 +134,6 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 	if err := up.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func mustPort(t *testing.T, addr string) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if _, err := fmt.Sscan(p, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // u0Target is the real broker's host:port.
