@@ -118,6 +118,22 @@ await_node() {
   done
 }
 
+# app_running N: node N's rabbit application runs (not only its Erlang VM: a node a killed
+# test left stopping or starting has a VM whose application is down).
+app_running() { ctl "$1" -q eval 'rabbit:is_running().' 2>/dev/null | grep -qx true; }
+
+# ensure_app N: node N's application runs: started (again) until WAIT.
+ensure_app() {
+  local n=$1 deadline=$(( $(date +%s) + WAIT ))
+  until app_running "$n"; do
+    [ "$(date +%s)" -lt "$deadline" ] || die "$(node_name "$n")'s rabbit application did not start within ${WAIT}s; see $DIR/n$n/log/"
+    running "$n" || start_node "$n"
+    log "$(node_name "$n"): rabbit application down; starting it"
+    ctl "$n" -q start_app >/dev/null 2>&1 || true
+    sleep 1
+  done
+}
+
 # members N: the running nodes of node N's cluster, one per line.
 members() {
   ctl "$1" -q eval 'io:format("~s~n", [string:join([atom_to_list(X) || X <- rabbit_nodes:all_running()], " ")]).' 2>/dev/null |
@@ -197,6 +213,7 @@ case "$cmd" in
     prepare
     for n in "${NODES[@]}"; do start_node "$n"; done
     for n in "${NODES[@]}"; do await_node "$n"; done
+    for n in "${NODES[@]}"; do ensure_app "$n"; done
     for n in 2 3; do join "$n"; done
     provision 1
     log "running: $(members 1 | tr '\n' ' ')"
@@ -218,6 +235,7 @@ case "$cmd" in
     prepare
     start_node "$n"
     await_node "$n"
+    ensure_app "$n"
     log "$(node_name "$n") running; cluster: $(members "$n" | tr '\n' ' ')"
     ;;
   status)
