@@ -207,9 +207,22 @@ any_running() {
 
 check_n() { case "${1:-}" in 1|2|3) ;; *) die "node number 1, 2 or 3, not '${1:-}'";; esac; }
 
+# cluster_lock waits for the lock the cluster's tests hold (transport/internal/brokerlock,
+# ClusterPath) while they stop and start nodes: `up` and `down` of another checkout (make ci
+# beside a test run) must not race a chaos test's node stops. The tests themselves only call
+# stop, start and ctl, which never take it.
+cluster_lock() {
+  exec 9>"${TMPDIR:-/tmp}/hcp-edge-cluster-tests.lock"
+  if ! flock -n 9; then
+    log "waiting for the cluster's tests (another checkout's) to release the cluster"
+    flock 9
+  fi
+}
+
 cmd=${1:-up}
 case "$cmd" in
   up)
+    cluster_lock
     prepare
     for n in "${NODES[@]}"; do start_node "$n"; done
     for n in "${NODES[@]}"; do await_node "$n"; done
@@ -251,6 +264,7 @@ case "$cmd" in
     print_urls
     ;;
   down)
+    cluster_lock
     for n in "${NODES[@]}"; do
       if running "$n"; then log "stopping $(node_name "$n")"; ctl "$n" -q stop "$DIR/n$n/pid" || true; fi
     done
