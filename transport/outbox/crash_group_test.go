@@ -125,15 +125,30 @@ func TestCrashGroupCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := make(chan []string, 1)
+		first := make(chan struct{}) // closed at the child's first acknowledgement
 		go func() {
 			var ls []string
+			seen := false
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
+				if !seen && strings.HasPrefix(sc.Text(), "A ") {
+					seen = true
+					close(first)
+				}
 				ls = append(ls, sc.Text())
 			}
 			lines <- ls
 		}()
-		time.Sleep(time.Duration(150+rng.IntN(300)) * time.Millisecond)
+		// The kill falls at a random moment once the producers run (after
+		// the child's first acknowledgement: on a loaded machine the child
+		// may take longer than any fixed delay to start).
+		select {
+		case <-first:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Signal(syscall.SIGKILL)
+			t.Fatalf("run %d: the child acknowledged nothing in 30 s", run)
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		var ls []string
 		select {
