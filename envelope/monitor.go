@@ -42,11 +42,11 @@ type MonitorOpts struct {
 // period: with only two Ps on a 2-core host, the runtime took up to ~20 ms to
 // hand a P back, and the furnace poll and the trip procedure waited that long
 // (measured: trip latency p99 62 ms with 2 Ps, 43 ms with 4, poll period
-// 50 ms). The serial reads now wait in the netpoller (drivers/serialline.Port,
-// also under the Modbus RTU transport); 4 Ps are kept because the trip latency
-// figures are measured with them and 2 are not cheaper at rest
-// (docs/FOOTPRINT.md). cmd/hcp-edge raises GOMAXPROCS to this unless
-// GOMAXPROCS is set in the environment.
+// 50 ms). The ASCII serial drivers' reads now wait in the netpoller
+// (drivers/serialline.Port); the Modbus RTU transport still blocks a thread
+// in go.bug.st/serial's Read, and 4 Ps are kept for it and because the trip
+// latency figures are measured with them (docs/FOOTPRINT.md). cmd/hcp-edge
+// raises GOMAXPROCS to this unless GOMAXPROCS is set in the environment.
 const MonitorMinProcs = 4
 
 // DefaultMonitorOpts returns the defaults: the furnace at 20 Hz, everything

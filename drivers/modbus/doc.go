@@ -37,12 +37,11 @@
 //   - its RTU handler is not goroutine-safe: one mutex per Bus;
 //   - its RTU transporter misreads exception replies split over two reads as
 //     CRC errors (upstream #81) and sleeps instead of reading: it is not used;
-//     the RTU packager runs over our transporter on a serialline.Port
-//     (go.bug.st/serial opens and configures the port; reads and writes go
-//     through the Go netpoller), which reads until the length computed from
-//     the function code, exception bit and byte count (RTUReplyLength), or a
-//     silence of Opts.FrameGap for unknown function codes, treating a read
-//     that times out as "nothing yet";
+//     the RTU packager runs over our transporter on go.bug.st/serial, which
+//     reads until the length computed from the function code, exception bit
+//     and byte count (RTUReplyLength), or a silence of Opts.FrameGap for
+//     unknown function codes, treating go.bug.st's (0, nil) read timeout as
+//     "nothing yet";
 //   - its TCP transporter never reconnects and leaves a late reply in the
 //     socket after a timeout: our TCP transporter closes the connection after
 //     every failure that is not an exception, and the next call redials.

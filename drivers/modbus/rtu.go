@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"go.bug.st/serial"
-
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 )
 
-// rtuPoll bounds one serial read so that a cancelled context is noticed. The
-// read waits in the Go netpoller (serialline.Port), so a poll holds no thread.
+// rtuPoll bounds one serial read so that a cancelled context is noticed.
 const rtuPoll = 50 * time.Millisecond
 
 func serialMode(o Opts) (*serial.Mode, error) {
@@ -45,9 +42,7 @@ func serialMode(o Opts) (*serial.Mode, error) {
 }
 
 // rtuTransport replaces goburrow's RTU transporter (upstream issue #81, sleeps
-// instead of reads, goburrow/serial). Its port is a serialline.Port:
-// go.bug.st/serial opens and configures it, the bytes go through the
-// netpoller. One exchange: reset the input buffer,
+// instead of reads, goburrow/serial). One exchange: reset the input buffer,
 // write the request, read until the reply length computed from its function
 // code, exception bit and byte count (or, when that cannot be known, until a
 // silence of gap), then check unit, function and CRC.
@@ -55,13 +50,13 @@ type rtuTransport struct {
 	path     string
 	mode     *serial.Mode
 	gap      time.Duration
-	port     *serialline.Port
+	port     serial.Port
 	ctx      context.Context
 	deadline time.Time
 }
 
 func (t *rtuTransport) open() error {
-	p, err := serialline.OpenPort(t.path, t.mode)
+	p, err := serial.Open(t.path, t.mode)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", t.path, err)
 	}
@@ -83,11 +78,11 @@ func (t *rtuTransport) Send(req []byte) ([]byte, error) {
 			return nil, &ioError{err}
 		}
 	}
-	if err := t.port.ResetInput(); err != nil {
+	if err := t.port.ResetInputBuffer(); err != nil {
 		return nil, &ioError{t.fail(fmt.Errorf("reset input buffer: %w", err))}
 	}
 	for off := 0; off < len(req); {
-		n, err := t.port.Write(req[off:], t.deadline)
+		n, err := t.port.Write(req[off:])
 		if err != nil {
 			return nil, &ioError{t.fail(fmt.Errorf("write: %w", err))}
 		}
@@ -100,8 +95,8 @@ func (t *rtuTransport) Send(req []byte) ([]byte, error) {
 	return reply, nil
 }
 
-// read collects one reply. Port.Read returns (0, nil) when a read times out;
-// every read here is bounded, so the loop ends at the deadline.
+// read collects one reply. go.bug.st/serial returns (0, nil) when a read
+// times out; every read here is bounded, so the loop ends at the deadline.
 func (t *rtuTransport) read(ctx context.Context, req []byte) ([]byte, error) {
 	var chunk [rtuMaxFrame]byte
 	buf := make([]byte, 0, rtuMaxFrame)
@@ -129,7 +124,10 @@ func (t *rtuTransport) read(ctx context.Context, req []byte) ([]byte, error) {
 			return nil, timeoutError(nil, "incomplete RTU reply (% x)", buf)
 		}
 		wait = max(min(wait, rtuPoll), time.Millisecond)
-		n, err := t.port.Read(chunk[:], time.Now().Add(wait))
+		if err := t.port.SetReadTimeout(wait); err != nil {
+			return nil, t.fail(err)
+		}
+		n, err := t.port.Read(chunk[:])
 		if err != nil {
 			return nil, t.fail(fmt.Errorf("read: %w", err))
 		}
@@ -172,7 +170,11 @@ func (t *rtuTransport) reset() {
 	var chunk [rtuMaxFrame]byte
 	end := time.Now().Add(10 * t.gap)
 	for time.Now().Before(end) {
-		n, err := t.port.Read(chunk[:], time.Now().Add(t.gap))
+		if err := t.port.SetReadTimeout(t.gap); err != nil {
+			_ = t.fail(err)
+			return
+		}
+		n, err := t.port.Read(chunk[:])
 		if err != nil {
 			_ = t.fail(err)
 			return
@@ -181,7 +183,7 @@ func (t *rtuTransport) reset() {
 			break
 		}
 	}
-	_ = t.port.ResetInput()
+	_ = t.port.ResetInputBuffer()
 }
 
 func (t *rtuTransport) close() error {
