@@ -207,28 +207,48 @@ any_running() {
 
 check_n() { case "${1:-}" in 1|2|3) ;; *) die "node number 1, 2 or 3, not '${1:-}'";; esac; }
 
-# cluster_lock waits for the lock the cluster's tests hold (transport/internal/brokerlock,
-# ClusterPath) while they stop and start nodes: `up` and `down` of another checkout (make ci
-# beside a test run) must not race a chaos test's node stops. The tests themselves only call
-# stop, start and ctl, which never take it.
+# cluster_lock re-runs this command holding the lock the cluster's tests hold
+# (transport/internal/brokerlock, ClusterPath) while they stop and start nodes: `up` and `down`
+# of another checkout (make ci beside a test run) must not race a chaos test's node stops. The
+# tests themselves only call stop, start and ctl, which never take it.
+#
+# The lock is held by flock(1) itself, with -o: the descriptor is closed before this script
+# runs again, so the RabbitMQ nodes and epmd that `up` starts as daemons do not inherit it. (An
+# `exec 9>lock; flock 9` here once left every node holding the lock for its lifetime, and the
+# first cluster test of a fresh machine waited for it until its timeout.)
 cluster_lock() {
-  exec 9>"${TMPDIR:-/tmp}/hcp-edge-cluster-tests.lock"
-  if ! flock -n 9; then
+  [ -n "${HCP_CLUSTER_LOCK_HELD:-}" ] && return 0
+  local lock="${TMPDIR:-/tmp}/hcp-edge-cluster-tests.lock"
+  if ! flock -n -o "$lock" true; then
     log "waiting for the cluster's tests (another checkout's) to release the cluster"
-    flock 9
   fi
+  HCP_CLUSTER_LOCK_HELD=1 exec flock -o "$lock" bash "$0" "$@"
+}
+
+# no_node_holds_lock: no node's VM (nor epmd) has the cluster lock open; one that had would
+# hold it for its lifetime and every cluster test would wait for it.
+no_node_holds_lock() {
+  local lock="${TMPDIR:-/tmp}/hcp-edge-cluster-tests.lock" n pid fd
+  for pid in $(for n in "${NODES[@]}"; do cat "$DIR/n$n/pid" 2>/dev/null; done) $(pgrep -x epmd || true); do
+    for fd in /proc/"$pid"/fd/*; do
+      [ "$(readlink "$fd" 2>/dev/null)" = "$lock" ] && die "process $pid ($(tr '\0' ' ' < /proc/"$pid"/cmdline | cut -c1-60)) holds $lock"
+    done
+  done
+  return 0
 }
 
 cmd=${1:-up}
 case "$cmd" in
   up)
-    cluster_lock
+    cluster_lock "$@"
+    unset HCP_CLUSTER_LOCK_HELD
     prepare
     for n in "${NODES[@]}"; do start_node "$n"; done
     for n in "${NODES[@]}"; do await_node "$n"; done
     for n in "${NODES[@]}"; do ensure_app "$n"; done
     for n in 2 3; do join "$n"; done
     provision 1
+    no_node_holds_lock
     log "running: $(members 1 | tr '\n' ' ')"
     print_urls
     ;;
@@ -264,7 +284,8 @@ case "$cmd" in
     print_urls
     ;;
   down)
-    cluster_lock
+    cluster_lock "$@"
+    unset HCP_CLUSTER_LOCK_HELD
     for n in "${NODES[@]}"; do
       if running "$n"; then log "stopping $(node_name "$n")"; ctl "$n" -q stop "$DIR/n$n/pid" || true; fi
     done

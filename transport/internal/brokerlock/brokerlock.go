@@ -19,8 +19,10 @@ package brokerlock
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,7 +64,65 @@ func Cluster(t testing.TB) {
 		return // this process holds it (a subtest of a test that does)
 	}
 	t.Cleanup(func() { clusterHeld.Store(false) })
-	holdFile(t, ClusterPath, unix.LOCK_EX)
+	f, err := os.OpenFile(ClusterPath, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("brokerlock: %v", err)
+	}
+	deadline := time.Now().Add(ClusterWait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != unix.EWOULDBLOCK {
+			f.Close()
+			t.Fatalf("brokerlock: flock %s: %v", ClusterPath, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			t.Fatalf("brokerlock: the cluster lock %s was still held after %v by: %s "+
+				"(a cluster test of another checkout, or a process that inherited the lock from scripts/cluster.sh)",
+				ClusterPath, ClusterWait, strings.Join(Holders(ClusterPath), "; "))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	})
+}
+
+// ClusterWait bounds how long Cluster waits for another process's hold: far
+// longer than every cluster test of a checkout together, so that a lock no
+// test will ever release fails with its holders named rather than hanging
+// until the suite's timeout.
+var ClusterWait = 12 * time.Minute
+
+// Holders names the processes with path open ("pid command line"), read
+// from /proc; it is for the message of a lock that is never released.
+func Holders(path string) []string {
+	var out []string
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range pids {
+		fds, _ := os.ReadDir(filepath.Join(p, "fd"))
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(p, "fd", fd.Name()))
+			if err != nil || target != path {
+				continue
+			}
+			cmd, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+			line := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+			if len(line) > 120 {
+				line = line[:120] + "…"
+			}
+			out = append(out, filepath.Base(p)+" "+line)
+			break
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no process found in /proc")
+	}
+	return out
 }
 
 // clusterHeld: this process holds the cluster lock (flock locks of two
