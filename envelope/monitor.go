@@ -423,24 +423,23 @@ func (m *Monitor) Start(ctx context.Context) error {
 	m.startedAt = m.opts.Clock()
 	m.silence = time.NewTimer(m.opts.FurnaceEvery)
 	ctx, m.cancel = context.WithCancel(ctx)
-	// Stagger the pollers: the furnace keeps phase 0, and the others are spread
-	// evenly over their period, so that they never all wake at once. (Started
-	// together, a burst of a dozen reads every OtherEvery landed on every other
-	// furnace poll and delayed it by up to 20 ms on a 2-core host: the trip
-	// latency's p99 exceeded one poll period.)
+	// Phase the pollers: the furnace keeps phase 0, and every other poller
+	// shares one phase, half a furnace period later. Waking from idle is what
+	// an idle agent pays for, not the exchanges (~0.3 ms of CPU per wake-up
+	// on the development VM, ~60 µs per exchange when they come together:
+	// docs/FOOTPRINT.md, "Third round"), so the others come in one burst per
+	// OtherEvery instead of one wake-up each; the burst lands midway between
+	// two furnace polls, so it never delays one. (The first version spread
+	// the others evenly over their period; before that, started together
+	// with the furnace, a burst of a dozen reads whose serial reads each held
+	// a thread in select(2) landed on every other furnace poll and delayed it
+	// by up to 20 ms on a 2-core host. The serial reads now wait in the
+	// netpoller, and the DIO banks are one exchange each.)
 	ps := m.pollers()
-	others := 0
-	for _, p := range ps {
-		if p.name != "furnace" {
-			others++
-		}
-	}
-	i := 0
 	for _, p := range ps {
 		var phase time.Duration
 		if p.name != "furnace" {
-			phase = m.opts.FurnaceEvery/4 + time.Duration(i)*p.every/time.Duration(others)
-			i++
+			phase = m.opts.FurnaceEvery / 2
 		}
 		m.wg.Add(1)
 		go m.poll(ctx, p, phase)
