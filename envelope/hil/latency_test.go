@@ -29,7 +29,8 @@ type tripLatency struct {
 // measureTripLatency heats the furnace to its maximum setpoint (1000 °C),
 // then runs thermal runaway trips: for each, the onset is the first instant a
 // watcher (1 ms period) sees the simulated furnace above the over_temperature
-// limit, and the end is the write log's At of the heater-off write (and of the
+// limit (or, when the trip beat its tick, its last sample below the limit),
+// and the end is the write log's At of the heater-off write (and of the
 // relay write). The monitor runs at its default rates.
 func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) {
 	// Measure as the daemon runs: with at least envelope.MonitorMinProcs Ps.
@@ -53,11 +54,12 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 	b.arm()
 	b.heat(1000)
 	var out []tripLatency
+	missed := 0
 	for range runs {
 		b.waitFor("near the setpoint", func() bool { return b.Plant.FurnaceTemperature() > 990 })
 		mark := b.mark()
 		trips := len(b.Audit.Entries(envelope.DecisionTripped))
-		var onset, seen atomic.Int64
+		var onset, seen, below atomic.Int64
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { // watcher: owned by this iteration, stopped below
@@ -65,8 +67,12 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 			t := time.NewTicker(time.Millisecond)
 			defer t.Stop()
 			for {
-				if onset.Load() == 0 && b.Plant.FurnaceTemperature() > overTempC {
-					onset.Store(time.Now().UnixNano())
+				if onset.Load() == 0 {
+					if now := time.Now().UnixNano(); b.Plant.FurnaceTemperature() > overTempC {
+						onset.Store(now)
+					} else {
+						below.Store(now)
+					}
 				}
 				if f := b.Monitor.Readings().Furnace; onset.Load() != 0 && f.ProcessValue > device.Celsius(overTempC) {
 					seen.Store(f.At.UnixNano())
@@ -92,7 +98,15 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 		close(stop)
 		<-done
 		if onset.Load() == 0 {
-			tb.Fatal("tripped before the watcher saw the furnace over the limit")
+			// The trip beat this watcher's 1 ms tick (a delayed tick, and a
+			// crossing just before a furnace poll): the onset was after its
+			// last sample below the limit. Counting from that sample
+			// overstates this run's latency, never understates it.
+			if below.Load() == 0 {
+				tb.Fatal("tripped before the watcher sampled the furnace at all")
+			}
+			onset.Store(below.Load())
+			missed++
 		}
 		at := time.Unix(0, onset.Load())
 		lat := tripLatency{heaterOff: heater.At.Sub(at), relayOff: relay.At.Sub(at)}
@@ -108,6 +122,9 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 		b.reset()
 		b.arm()
 		b.apply(envelope.HeaterAction(true))
+	}
+	if missed > 0 {
+		tb.Logf("%d of %d trips beat the watcher's tick: their onset is its last sample below the limit (an overstatement)", missed, runs)
 	}
 	return out, rtt
 }

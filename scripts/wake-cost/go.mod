@@ -1,0 +1,3 @@
+module wakecost
+
+go 1.23
