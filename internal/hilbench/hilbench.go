@@ -123,7 +123,12 @@ func New(t testing.TB, o Opts) *Bench {
 		}
 	})
 	b := &Bench{Rig: r, Plant: r.Plant(), Audit: &Audit{}, Ctx: ctx}
-	er := b.openDrivers(t, ctx, o.TimeScale)
+	mopts := envelope.DefaultMonitorOpts()
+	if o.Monitor != nil {
+		mopts = *o.Monitor
+	}
+	// The GPIO watchers on the monitor's grid, as the daemon sets them.
+	er := b.openDrivers(t, ctx, o.TimeScale, mopts.FurnaceEvery/2)
 	var auditor envelope.Auditor = b.Audit
 	if o.Audit != nil {
 		auditor = o.Audit(b.Audit)
@@ -140,10 +145,6 @@ func New(t testing.TB, o Opts) *Bench {
 		if b.Invoker, err = envelope.NewInvoker(b.Interlock, tools, *o.Invoker); err != nil {
 			t.Fatal(err)
 		}
-	}
-	mopts := envelope.DefaultMonitorOpts()
-	if o.Monitor != nil {
-		mopts = *o.Monitor
 	}
 	b.Monitor, err = envelope.NewMonitor(b.Interlock, mopts)
 	if err != nil {
@@ -237,7 +238,7 @@ func (b *Bench) ArmAs(t testing.TB, operator string, deadline time.Time, poll ti
 
 // openDrivers opens every driver on the rig, each closed at cleanup, and
 // returns the device set; the GPIO inputs run until ctx ends or cleanup.
-func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) envelope.Rig {
+func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64, inputPhase time.Duration) envelope.Rig {
 	t.Helper()
 	r := b.Rig
 	bus := func() *modbus.Bus {
@@ -325,6 +326,7 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 	}{{"estop_pressed", simgpio.EStop, true}, {"leak_detected", simgpio.Leak, true}, {"relay_fb", simgpio.RelayFB, false}} {
 		o := gpio.DefaultInputOpts(in.name)
 		o.ActiveLow = in.activeLow
+		o.Phase = inputPhase
 		gi, err := gpio.NewInput(gc.Pin(in.pin), o)
 		if err != nil {
 			t.Fatal(err)
