@@ -423,27 +423,26 @@ func (m *Monitor) Start(ctx context.Context) error {
 	m.startedAt = m.opts.Clock()
 	m.silence = time.NewTimer(m.opts.FurnaceEvery)
 	ctx, m.cancel = context.WithCancel(ctx)
-	// Phase the pollers on one grid of the clock (device.UntilGrid): the
-	// furnace on multiples of FurnaceEvery, every other poller half a furnace
-	// period later, on multiples of OtherEvery plus FurnaceEvery/2. Waking
-	// from idle is what an idle agent pays for, not the exchanges (~0.3 ms of
-	// CPU per wake-up on the development VM, ~60 µs per exchange when they
-	// come together: docs/FOOTPRINT.md, "Third round"), so the others come in
-	// one burst per OtherEvery instead of one wake-up each, and the burst
-	// lands midway between two furnace polls, so it never delays one. (The
-	// first version spread the others evenly over their period; before that,
-	// started together with the furnace, a burst of a dozen reads whose
-	// serial reads each held a thread in select(2) landed on every other
-	// furnace poll and delayed it by up to 20 ms on a 2-core host. The serial
-	// reads now wait in the netpoller, and the DIO banks are one exchange
-	// each.)
-	for _, p := range m.pollers() {
-		var offset time.Duration
+	// Phase the pollers: the furnace keeps phase 0, and every other poller
+	// shares one phase, half a furnace period later. Waking from idle is what
+	// an idle agent pays for, not the exchanges (~0.3 ms of CPU per wake-up
+	// on the development VM, ~60 µs per exchange when they come together:
+	// docs/FOOTPRINT.md, "Third round"), so the others come in one burst per
+	// OtherEvery instead of one wake-up each; the burst lands midway between
+	// two furnace polls, so it never delays one. (The first version spread
+	// the others evenly over their period; before that, started together
+	// with the furnace, a burst of a dozen reads whose serial reads each held
+	// a thread in select(2) landed on every other furnace poll and delayed it
+	// by up to 20 ms on a 2-core host. The serial reads now wait in the
+	// netpoller, and the DIO banks are one exchange each.)
+	ps := m.pollers()
+	for _, p := range ps {
+		var phase time.Duration
 		if p.name != "furnace" {
-			offset = m.opts.FurnaceEvery / 2
+			phase = m.opts.FurnaceEvery / 2
 		}
 		m.wg.Add(1)
-		go m.poll(ctx, p, offset)
+		go m.poll(ctx, p, phase)
 	}
 	m.wg.Add(1)
 	go m.evaluator(ctx)
@@ -474,17 +473,20 @@ func (m *Monitor) Close() error {
 	return nil
 }
 
-// poll reads p at every instant of the grid (p.every, offset) of the clock
-// (device.UntilGrid), the first time at the next one.
-func (m *Monitor) poll(ctx context.Context, p poller, offset time.Duration) {
+// poll reads p every p.every, the first time after phase.
+func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 	defer m.wg.Done()
-	t := time.NewTimer(device.UntilGrid(time.Now(), p.every, offset))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
+	if phase > 0 {
+		first := time.NewTimer(phase)
+		select {
+		case <-ctx.Done():
+			first.Stop()
+			return
+		case <-first.C:
+		}
 	}
+	t := time.NewTicker(p.every)
+	defer t.Stop()
 	first := true
 	for {
 		rctx, cancel := context.WithTimeout(ctx, m.il.opts.ReadTimeout)
@@ -529,7 +531,6 @@ func (m *Monitor) poll(ctx context.Context, p poller, offset time.Duration) {
 			// switch (often a futex) each (docs/FOOTPRINT.md).
 			m.evaluateNow(ctx)
 		}
-		t.Reset(device.UntilGrid(time.Now(), p.every, offset))
 		select {
 		case <-ctx.Done():
 			return
@@ -540,15 +541,16 @@ func (m *Monitor) poll(ctx context.Context, p poller, offset time.Duration) {
 
 func (m *Monitor) kicker(ctx context.Context) {
 	defer m.wg.Done()
-	// On the other pollers' grid offset, half a furnace period out of phase
-	// with the furnace poller (they share a line), in the others' burst.
-	t := time.NewTimer(device.UntilGrid(time.Now(), m.opts.KickEvery, m.opts.FurnaceEvery/2))
-	defer t.Stop()
+	// Half a furnace period out of phase with the furnace poller: they share a line.
+	first := time.NewTimer(m.opts.FurnaceEvery / 2)
 	select {
 	case <-ctx.Done():
+		first.Stop()
 		return
-	case <-t.C:
+	case <-first.C:
 	}
+	t := time.NewTicker(m.opts.KickEvery)
+	defer t.Stop()
 	for {
 		kctx, cancel := context.WithTimeout(ctx, min(m.opts.KickEvery, m.il.opts.WriteTimeout))
 		err := m.il.rig.Furnace.KickWatchdog(kctx)
@@ -556,7 +558,6 @@ func (m *Monitor) kicker(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			m.log.Warn("furnace watchdog kick failed", "err", err)
 		}
-		t.Reset(device.UntilGrid(time.Now(), m.opts.KickEvery, m.opts.FurnaceEvery/2))
 		select {
 		case <-ctx.Done():
 			return

@@ -2,9 +2,7 @@ package envelope
 
 import (
 	"context"
-	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,74 +182,5 @@ func TestMonitorEvaluatesWhenEveryReadFails(t *testing.T) {
 		if ok {
 			t.Errorf("%s healthy while every read fails", name)
 		}
-	}
-}
-
-// TestMonitorPollsOnTheGrid: the furnace is read on the instants of the grid
-// (FurnaceEvery, 0) and every other instrument on (OtherEvery,
-// FurnaceEvery/2) of the clock (device.UntilGrid): the others together,
-// midway between two furnace polls, so that an idle agent wakes once for
-// all of them (docs/FOOTPRINT.md, "Third round"). Judged on the median
-// lateness of each poller's reads, which a loaded machine moves by far less
-// than the half period allowed.
-func TestMonitorPollsOnTheGrid(t *testing.T) {
-	p := newPlant(t0)
-	rig, _ := fakeRig(p)
-	rig.Furnace = kickFurnace{fakeFurnace{p}, &atomic.Int64{}}
-	opts := DefaultInterlockOpts()
-	opts.Clock = p.clock
-	il, err := NewInterlock(testEnvelope(t), rig, tokens{}, &auditLog{}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	starts := map[string][]time.Time{}
-	mopts := DefaultMonitorOpts()
-	mopts.OnPoll = func(name string, took time.Duration, err error) {
-		mu.Lock()
-		starts[name] = append(starts[name], time.Now().Add(-took))
-		mu.Unlock()
-	}
-	m, err := NewMonitor(il, mopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
-	cancel()
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	half := mopts.FurnaceEvery / 2
-	for name, ts := range starts {
-		every, offset := mopts.OtherEvery, half
-		if name == "furnace" {
-			every, offset = mopts.FurnaceEvery, 0
-		}
-		if len(ts) < 3 {
-			t.Errorf("%s: %d reads in 1 s", name, len(ts))
-			continue
-		}
-		late := make([]time.Duration, len(ts))
-		for i, s := range ts {
-			// how long after its grid instant the read began
-			late[i] = every - device.UntilGrid(s, every, offset)
-			if late[i] == every {
-				late[i] = 0
-			}
-		}
-		slices.Sort(late)
-		if med := late[len(late)/2]; med >= half {
-			t.Errorf("%s: reads begin a median %v after the instants of the grid (%v, %v); want under %v (lateness %v)",
-				name, med, every, offset, half, late)
-		}
-	}
-	if len(starts) < 5 {
-		t.Fatalf("polled only %v", slices.Sorted(maps.Keys(starts)))
 	}
 }

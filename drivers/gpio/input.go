@@ -37,17 +37,6 @@ type ContextWriter interface {
 	OutContext(ctx context.Context, l pgpio.Level) error
 }
 
-// LevelWaiter is implemented by pins whose wait for an edge reads the level
-// as it ends (the simulator's long poll answers with it): the watcher then
-// samples that level instead of reading the pin again after every wake-up,
-// one exchange per wait instead of two, at the same sampling rate.
-// WaitForLevel returns after at most timeout (plus the pin's own per-call
-// bound) with the level the pin reported as the wait ended, changed or not,
-// or an error (the pin could not be read); it returns at once when ctx ends.
-type LevelWaiter interface {
-	WaitForLevel(ctx context.Context, timeout time.Duration) (pgpio.Level, error)
-}
-
 // InputOpts configures an Input.
 type InputOpts struct {
 	// Name names the input in errors and logs, e.g. "estop".
@@ -62,13 +51,7 @@ type InputOpts struct {
 	Debounce time.Duration
 	// Wait is the finite timeout of each WaitForEdge call of the watcher (and
 	// the polling period when the pin has no edge detection). Must be > 0.
-	// The waits end on the grid {k·Wait + Phase} of the clock
-	// (device.UntilGrid), so that the inputs of one rig, and the trip
-	// monitor's pollers on the same grid, wake the agent together; an edge
-	// still ends a wait at once.
 	Wait time.Duration
-	// Phase is the offset of the watcher's grid (see Wait).
-	Phase time.Duration
 	// ReadTimeout bounds one read of a pin that implements ContextReader.
 	ReadTimeout time.Duration
 	// Clock measures Debounce. nil means the real clock.
@@ -296,22 +279,17 @@ func (in *Input) Close() error {
 func (in *Input) stopped() bool { return in.ctx.Err() != nil }
 
 // watch is the watcher loop: wait (finite timeout) for an edge or poll, re-read
-// the level after every wake-up whatever woke it (or, for a LevelWaiter pin,
-// take the level the wait ended on), and debounce.
+// the level after every wake-up whatever woke it, and debounce.
 func (in *Input) watch() {
 	defer in.wg.Done()
 	for !in.stopped() {
-		wait := device.UntilGrid(time.Now(), in.opts.Wait, in.opts.Phase)
+		wait := in.opts.Wait
 		in.mu.Lock()
 		if in.cand != nil {
 			// Wake up in time to confirm the pending level.
 			wait = max(min(wait, in.opts.Debounce-in.clock.Now().Sub(in.since)), time.Millisecond)
 		}
 		in.mu.Unlock()
-		if lw, ok := in.pin.(LevelWaiter); ok && in.edges {
-			in.waitForLevel(lw, wait)
-			continue
-		}
 		if in.edges {
 			in.pin.WaitForEdge(wait)
 		} else {
@@ -330,30 +308,6 @@ func (in *Input) watch() {
 		}
 		in.sample(v, err)
 	}
-}
-
-// waitForLevel is one turn of the watcher for a LevelWaiter pin: the level
-// the wait ended on is the sample. After a failure it waits out the rest of
-// wait, so that a pin that fails at once is not asked again at once.
-func (in *Input) waitForLevel(lw LevelWaiter, wait time.Duration) {
-	start := time.Now()
-	l, err := lw.WaitForLevel(in.ctx, wait)
-	if in.stopped() {
-		return
-	}
-	if err != nil {
-		in.sample(false, fmt.Errorf("%s: read %s: %w", in.opts.Name, in.pin, err))
-		if rest := wait - time.Since(start); rest > 0 {
-			t := time.NewTimer(rest)
-			defer t.Stop()
-			select {
-			case <-in.ctx.Done():
-			case <-t.C:
-			}
-		}
-		return
-	}
-	in.sample(in.toActive(l), nil)
 }
 
 // sample feeds one reading into the debouncer.

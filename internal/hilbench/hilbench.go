@@ -123,12 +123,7 @@ func New(t testing.TB, o Opts) *Bench {
 		}
 	})
 	b := &Bench{Rig: r, Plant: r.Plant(), Audit: &Audit{}, Ctx: ctx}
-	mopts := envelope.DefaultMonitorOpts()
-	if o.Monitor != nil {
-		mopts = *o.Monitor
-	}
-	// The GPIO watchers on the monitor's grid, as the daemon sets them.
-	er := b.openDrivers(t, ctx, o.TimeScale, mopts.FurnaceEvery/2)
+	er := b.openDrivers(t, ctx, o.TimeScale)
 	var auditor envelope.Auditor = b.Audit
 	if o.Audit != nil {
 		auditor = o.Audit(b.Audit)
@@ -145,6 +140,10 @@ func New(t testing.TB, o Opts) *Bench {
 		if b.Invoker, err = envelope.NewInvoker(b.Interlock, tools, *o.Invoker); err != nil {
 			t.Fatal(err)
 		}
+	}
+	mopts := envelope.DefaultMonitorOpts()
+	if o.Monitor != nil {
+		mopts = *o.Monitor
 	}
 	b.Monitor, err = envelope.NewMonitor(b.Interlock, mopts)
 	if err != nil {
@@ -238,7 +237,7 @@ func (b *Bench) ArmAs(t testing.TB, operator string, deadline time.Time, poll ti
 
 // openDrivers opens every driver on the rig, each closed at cleanup, and
 // returns the device set; the GPIO inputs run until ctx ends or cleanup.
-func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64, inputPhase time.Duration) envelope.Rig {
+func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) envelope.Rig {
 	t.Helper()
 	r := b.Rig
 	bus := func() *modbus.Bus {
@@ -326,7 +325,6 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64, in
 	}{{"estop_pressed", simgpio.EStop, true}, {"leak_detected", simgpio.Leak, true}, {"relay_fb", simgpio.RelayFB, false}} {
 		o := gpio.DefaultInputOpts(in.name)
 		o.ActiveLow = in.activeLow
-		o.Phase = inputPhase
 		gi, err := gpio.NewInput(gc.Pin(in.pin), o)
 		if err != nil {
 			t.Fatal(err)

@@ -196,7 +196,6 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if _, err := in.Relay(); err != nil { // de-energised at start
 		return err
 	}
-	in.InputPhase = f.Monitor.FurnaceEvery / 2 // with the monitor's other pollers (envelope.Monitor.Start)
 	if err := in.StartInputs(ctx); err != nil {
 		return err
 	}

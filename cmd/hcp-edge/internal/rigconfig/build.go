@@ -40,11 +40,6 @@ type Instruments struct {
 	// Set by Relay: the interlock relay output.
 	RelayOut *gpio.Output
 
-	// InputPhase is the offset of the GPIO watchers' grid (gpio.InputOpts.Phase):
-	// the daemon sets it to the trip monitor's (half a furnace period), so that
-	// the watchers wake the agent with the monitor's other pollers.
-	InputPhase time.Duration
-
 	// Unreachable names what BuildPartial could not open, and why.
 	Unreachable map[string]error
 
@@ -246,7 +241,6 @@ func (in *Instruments) StartInputs(ctx context.Context) error {
 		o := gpio.DefaultInputOpts(name)
 		o.ActiveLow = activeLow
 		o.Wait = 200 * time.Millisecond
-		o.Phase = in.InputPhase
 		o.ReadTimeout = time.Second
 		pin, err := in.gpioPin(line)
 		if err != nil {
