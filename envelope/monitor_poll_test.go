@@ -2,7 +2,9 @@ package envelope
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,6 +183,65 @@ func TestMonitorEvaluatesWhenEveryReadFails(t *testing.T) {
 	for name, ok := range f.m.Status().Healthy {
 		if ok {
 			t.Errorf("%s healthy while every read fails", name)
+		}
+	}
+}
+
+// TestMonitorPhasesOthersTogether: every poller but the furnace's reads at
+// one phase, midway between two furnace polls, so that an idle agent wakes
+// once for all of them (docs/FOOTPRINT.md, "Third round") and their burst
+// never lands on a furnace poll. Judged on each poller's median phase, which
+// a loaded machine moves far less than the quarter period allowed.
+func TestMonitorPhasesOthersTogether(t *testing.T) {
+	p := newPlant(t0)
+	rig, _ := fakeRig(p)
+	rig.Furnace = kickFurnace{fakeFurnace{p}, &atomic.Int64{}}
+	opts := DefaultInterlockOpts()
+	opts.Clock = p.clock
+	il, err := NewInterlock(testEnvelope(t), rig, tokens{}, &auditLog{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	mopts := DefaultMonitorOpts()
+	mopts.OnPoll = func(name string, took time.Duration, err error) {
+		mu.Lock()
+		starts[name] = append(starts[name], time.Now().Add(-took))
+		mu.Unlock()
+	}
+	m, err := NewMonitor(il, mopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	furnace := starts["furnace"]
+	if len(furnace) < 3 || len(starts) < 5 {
+		t.Fatalf("polled %v, the furnace %d times", slices.Sorted(maps.Keys(starts)), len(furnace))
+	}
+	period := mopts.FurnaceEvery
+	for name, ts := range starts {
+		if name == "furnace" {
+			continue
+		}
+		phases := make([]time.Duration, len(ts))
+		for i, s := range ts {
+			phases[i] = s.Sub(furnace[0]) % period // after the furnace poll before it
+		}
+		slices.Sort(phases)
+		if med := phases[len(phases)/2]; med < period/4 || med >= 3*period/4 {
+			t.Errorf("%s reads a median %v after a furnace poll; want about %v (between %v and %v): phases %v",
+				name, med, period/2, period/4, 3*period/4, phases)
 		}
 	}
 }
