@@ -3,52 +3,23 @@ package agent
 import (
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent/notifytest"
 )
 
 // notifySocket listens where systemd would and returns its datagrams.
 func notifySocket(t *testing.T, name string) <-chan string {
 	t.Helper()
-	addr := name
-	if strings.HasPrefix(name, "@") {
-		addr = "\x00" + name[1:]
-	}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: addr, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("NOTIFY_SOCKET", name)
-	ch := make(chan string, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			ch <- string(buf[:n])
-		}
-	}()
-	t.Cleanup(func() { _ = conn.Close(); <-done })
-	return ch
+	return notifytest.Listen(t, name)
 }
 
 func next(t *testing.T, ch <-chan string) string {
 	t.Helper()
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(hangGuard):
-		t.Fatal("no notification")
-		return ""
-	}
+	return notifytest.Next(t, ch, hangGuard)
 }
 
 func TestSDNotify(t *testing.T) {
