@@ -17,6 +17,7 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
@@ -164,21 +165,16 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit, grown
 	return "COMPLETED"
 }
 
-// exposureRatio is the H2S the plant received over what the default recipe
-// plans (3 sccm for 15 min make about 0.9 layer at 725 °C).
+// exposureRatio and overgrown judge a run by the plant against the default
+// recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
 	o := executor.DefaultCVDOpts()
-	return snap.H2SExposureSCCMs / (o.H2SFlowSCCM * o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
 }
 
-// overgrown reports a run the loaded machine made unfaithful: more than
-// 1.3× the planned H2S, and more than 1.3 layers grown. At the simulator's
-// time scale a stall of a second between the growth hold's end and the H2S
-// valve closing is minutes of plant time. A run within 1.3× of its plan
-// that does not make a monolayer still fails: that is the recipe's fault,
-// not the machine's. (The same rule as session/executor's E2E tests.)
 func overgrown(snap plant.Snapshot) bool {
-	return exposureRatio(snap) > 1.3 && snap.Layers > 1.3
+	o := executor.DefaultCVDOpts()
+	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
 }
 
 // grown is the plant of an env with an in-process rig after its session.

@@ -454,3 +454,21 @@ func (x AllowAll) Authorize(context.Context, string, envelope.Action) (envelope.
 func (x AllowAll) Authenticate(context.Context, string) (envelope.Grant, error) {
 	return envelope.Grant{SessionID: x.Session}, nil
 }
+
+// ExposureRatio is the H2S the plant received over plannedSCCMs, what the
+// recipe plans (executor.DefaultCVDOpts: 3 sccm for 15 min, about 0.9 layer
+// at 725 °C; 1.27 layers still reads as one).
+func ExposureRatio(snap plant.Snapshot, plannedSCCMs float64) float64 {
+	return snap.H2SExposureSCCMs / plannedSCCMs
+}
+
+// Overgrown reports a CVD run that a loaded machine made unfaithful: more
+// than 1.3× the planned H2S and more than 1.3 layers grown. At a simulator
+// time scale of hundreds, a stall of a second between the growth hold's end
+// and the H2S valve closing is minutes of plant time. A run within 1.3× of
+// its plan that does not make a monolayer is not overgrown: its failure is
+// the recipe's, not the machine's. The one rule of the engine's, the
+// executor's and package main's simulated MoS2 tests.
+func Overgrown(snap plant.Snapshot, plannedSCCMs float64) bool {
+	return ExposureRatio(snap, plannedSCCMs) > 1.3 && snap.Layers > 1.3
+}

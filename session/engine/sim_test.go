@@ -252,19 +252,14 @@ func (h *harness) waitTerminal(t testing.TB, id string) lifecycle.State {
 	}
 }
 
-// exposureRatio is the H2S the plant received over what the default recipe
-// plans (3 sccm for 15 min make about 0.9 layer at 725 °C; 1.27 still
-// reads as one).
+// exposureRatio and overgrown judge a run by the plant against the default
+// recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
 	o := executor.DefaultCVDOpts()
-	return snap.H2SExposureSCCMs / (o.H2SFlowSCCM * o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
 }
 
-// overgrown reports a run the loaded machine made unfaithful: more than
-// 1.3× the planned H2S and more than 1.3 layers grown. At the simulator's
-// time scale (×600) a stall of a second between the growth hold's end and
-// the H2S valve closing is ten minutes of plant time. A run within 1.3× of
-// its plan that does not make a monolayer still fails.
 func overgrown(snap plant.Snapshot) bool {
-	return exposureRatio(snap) > 1.3 && snap.Layers > 1.3
+	o := executor.DefaultCVDOpts()
+	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
 }
