@@ -2,19 +2,17 @@ package main
 
 // The chaos test on the local three-node cluster of scripts/cluster.sh
 // (make cluster): the daemon reaches each node through a TCP proxy of the
-// test (chaosProxy), so that its connection can be partitioned (bytes
+// test (amqptest.Proxy), so that its connection can be partitioned (bytes
 // blackholed, nothing closed) as well as lost with a stopped node.
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,139 +65,6 @@ func cluster(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// chaosProxy forwards loopback connections to one cluster node. Blackhole
-// partitions it: nothing is read or written any more in either direction
-// and nothing is closed (new connections are accepted and stall too), as
-// when a network path dies; Heal lets the bytes flow again. Close ends it.
-type chaosProxy struct {
-	t      *testing.T
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	open  chan struct{} // closed while bytes flow; replaced by Blackhole
-	done  chan struct{}
-	conns map[net.Conn]bool
-}
-
-func startChaosProxy(t *testing.T, target string) *chaosProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &chaosProxy{t: t, l: l, target: target, open: make(chan struct{}), done: make(chan struct{}), conns: map[net.Conn]bool{}}
-	close(p.open)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[u] = true, true
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go p.pipe(u, c)
-			go p.pipe(c, u)
-		}
-	}()
-	t.Cleanup(p.Close)
-	return p
-}
-
-// gate waits while the proxy is blackholed; false once it is closed.
-func (p *chaosProxy) gate() bool {
-	p.mu.Lock()
-	open := p.open
-	p.mu.Unlock()
-	select {
-	case <-open:
-		return true
-	case <-p.done:
-		return false
-	}
-}
-
-// pipe copies src to dst through the gate, then closes both.
-func (p *chaosProxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	defer func() {
-		_ = src.Close()
-		_ = dst.Close()
-		p.mu.Lock()
-		delete(p.conns, src)
-		delete(p.conns, dst)
-		p.mu.Unlock()
-	}()
-	buf := make([]byte, 32<<10)
-	for p.gate() {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.gate() {
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// Addr is the proxy's host:port.
-func (p *chaosProxy) Addr() string { return p.l.Addr().String() }
-
-// Blackhole partitions every connection through the proxy, present and new.
-func (p *chaosProxy) Blackhole() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.open:
-		p.open = make(chan struct{})
-	default:
-	}
-}
-
-// Heal lets bytes flow again.
-func (p *chaosProxy) Heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.open:
-	default:
-		close(p.open)
-	}
-}
-
-// Close stops accepting, closes every connection and waits.
-func (p *chaosProxy) Close() {
-	p.mu.Lock()
-	select {
-	case <-p.done:
-		p.mu.Unlock()
-		return
-	default:
-	}
-	close(p.done)
-	_ = p.l.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // chaosCounts is what the caller saw over the whole test.
 type chaosCounts struct {
 	sessions, events, lost, duplicated, redelivered int
@@ -219,10 +84,10 @@ func TestClusterChaos(t *testing.T) {
 	}
 	conn := requireCluster(t)
 	ports := amqptest.ClusterPorts()
-	proxies := make([]*chaosProxy, len(ports))
+	proxies := make([]*amqptest.Proxy, len(ports))
 	var edgeURLs []string
 	for i, port := range ports {
-		proxies[i] = startChaosProxy(t, fmt.Sprintf("127.0.0.1:%d", port))
+		proxies[i] = amqptest.StartProxy(t, "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
 		edgeURLs = append(edgeURLs, "amqp://hcp-edge:hcp-edge-dev@"+proxies[i].Addr()+"/hcp")
 	}
 	stopped := map[int]bool{}

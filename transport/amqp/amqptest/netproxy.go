@@ -2,7 +2,6 @@ package amqptest
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -39,26 +38,33 @@ func Port(t testing.TB, addr string) int {
 }
 
 // Proxy forwards TCP connections accepted on its address to a target (the
-// broker), byte for byte: a test starts one where an agent expects its
-// broker to appear, and closes it to cut every connection at once. Its
-// goroutines (the accept loop, two copies per connection) end at Close,
-// which the test's cleanup also calls.
+// broker, or one cluster node), byte for byte: a test starts one where an
+// agent expects its broker to appear, and closes it to cut every connection
+// at once. Blackhole partitions it instead: nothing is read or written any
+// more in either direction and nothing is closed (new connections are
+// accepted and stall too), as when a network path dies; Heal lets the bytes
+// flow again. Its goroutines (the accept loop, two copies per connection)
+// end at Close, which the test's cleanup also calls.
 type Proxy struct {
-	l     net.Listener
-	wg    sync.WaitGroup
+	l  net.Listener
+	wg sync.WaitGroup
+
 	mu    sync.Mutex
-	conns []net.Conn
-	once  sync.Once
+	open  chan struct{} // closed while bytes flow; replaced by Blackhole
+	done  chan struct{} // closed by Close
+	conns map[net.Conn]bool
 }
 
-// StartProxy listens on addr and forwards to target until Close.
+// StartProxy listens on addr ("127.0.0.1:0" for any port) and forwards to
+// target until Close.
 func StartProxy(t testing.TB, addr, target string) *Proxy {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{l: l}
+	p := &Proxy{l: l, open: make(chan struct{}), done: make(chan struct{}), conns: map[net.Conn]bool{}}
+	close(p.open)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -73,29 +79,100 @@ func StartProxy(t testing.TB, addr, target string) *Proxy {
 				continue
 			}
 			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
+			p.conns[c], p.conns[u] = true, true
 			p.mu.Unlock()
 			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); _ = u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); _ = c.Close() }()
+			go p.pipe(u, c)
+			go p.pipe(c, u)
 		}
 	}()
 	t.Cleanup(p.Close)
 	return p
 }
 
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
+
+// gate waits while the proxy is blackholed; false once it is closed.
+func (p *Proxy) gate() bool {
+	p.mu.Lock()
+	open := p.open
+	p.mu.Unlock()
+	select {
+	case <-open:
+		return true
+	case <-p.done:
+		return false
+	}
+}
+
+// pipe copies src to dst through the gate, then closes both.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		_ = src.Close()
+		_ = dst.Close()
+		p.mu.Lock()
+		delete(p.conns, src)
+		delete(p.conns, dst)
+		p.mu.Unlock()
+	}()
+	buf := make([]byte, 32<<10)
+	for p.gate() {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.gate() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Blackhole partitions every connection through the proxy, present and new.
+func (p *Proxy) Blackhole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+		p.open = make(chan struct{})
+	default:
+	}
+}
+
+// Heal lets bytes flow again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+	default:
+		close(p.open)
+	}
+}
+
 // Close stops listening, closes every forwarded connection and waits for
 // the proxy's goroutines. It may be called more than once.
 func (p *Proxy) Close() {
-	p.once.Do(func() {
-		_ = p.l.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
+	p.mu.Lock()
+	select {
+	case <-p.done:
 		p.mu.Unlock()
-		p.wg.Wait()
-	})
+		return
+	default:
+	}
+	close(p.done)
+	_ = p.l.Close()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // DeleteQueues deletes the callee's command and dead-letter queues (with
