@@ -1,16 +1,13 @@
 package outbox
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -105,58 +102,15 @@ func TestCrashGroupCommit(t *testing.T) {
 	if testing.Short() {
 		runs = 3
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "group.db")
 	acked := map[uint64][2]int{} // key → producer, i
 	var maxSeen uint64
 	lastTx := 0
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 15))
 	for run := range runs {
-		cmd := exec.Command(exe, "-test.run=^TestCrashGroupChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashGroupEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan []string, 1)
-		first := make(chan struct{}) // closed at the child's first acknowledgement
-		go func() {
-			var ls []string
-			seen := false
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if !seen && strings.HasPrefix(sc.Text(), "A ") {
-					seen = true
-					close(first)
-				}
-				ls = append(ls, sc.Text())
-			}
-			lines <- ls
-		}()
-		// The kill falls at a random moment once the producers run (after
-		// the child's first acknowledgement: on a loaded machine the child
-		// may take longer than any fixed delay to start).
-		select {
-		case <-first:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Signal(syscall.SIGKILL)
-			t.Fatalf("run %d: the child acknowledged nothing in 30 s", run)
-		}
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		var ls []string
-		select {
-		case ls = <-lines:
-		case <-time.After(30 * time.Second):
-			t.Fatal("child output did not end")
-		}
-		cmd.Wait()
+		// The kill falls at a random moment once the producers run, after
+		// the child's first acknowledgement.
+		ls := killChild(t, run, "TestCrashGroupChild", crashGroupEnv+"="+path, "A ", time.Duration(rng.IntN(300))*time.Millisecond)
 		n := 0
 		for _, l := range ls {
 			f := strings.Fields(l)

@@ -16,6 +16,63 @@ import (
 
 const crashEnv = "HCP_OUTBOX_CRASH_DB"
 
+// killChild runs child, a test of this binary, with env added to its
+// environment and SIGKILLs it: delay after its start, or, when after is not
+// empty, delay after the first line it prints that begins with after (on a
+// loaded machine a child may take longer than any fixed delay to start). It
+// returns the lines the child printed; the last may be cut by the kill.
+func killChild(t *testing.T, run int, child, env, after string, delay time.Duration) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan []string, 1)
+	first := make(chan struct{}) // closed at the first line beginning with after
+	go func() {                  // the reader: ends when the killed child's stdout closes
+		var ls []string
+		seen := after == ""
+		if seen {
+			close(first)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if !seen && strings.HasPrefix(sc.Text(), after) {
+				seen = true
+				close(first)
+			}
+			ls = append(ls, sc.Text())
+		}
+		lines <- ls
+	}()
+	select {
+	case <-first:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		t.Fatalf("run %d: the child printed no %q line in 30 s", run, after)
+	}
+	time.Sleep(delay)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	var ls []string
+	select {
+	case ls = <-lines:
+	case <-time.After(30 * time.Second):
+		t.Fatal("child output did not end")
+	}
+	_ = cmd.Wait()
+	return ls
+}
+
 // TestCrashChild is the subprocess of TestCrashSafety: it appends in a loop
 // (mixed classes, telemetry bound 20), deletes the oldest few every so often
 // (with Delete, and with DeleteLater, whose deletions ride along with later
@@ -90,10 +147,6 @@ func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		runs = 4
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "crash.db")
 	deleted := map[uint64]bool{}  // confirmed deleted: must never reappear
 	deleting := map[uint64]bool{} // delete begun: may be present or gone
@@ -101,33 +154,7 @@ func TestCrashSafety(t *testing.T) {
 	var maxSeen uint64
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	for run := 0; run < runs; run++ {
-		cmd := exec.Command(exe, "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan []string, 1)
-		go func() {
-			var ls []string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				ls = append(ls, sc.Text())
-			}
-			lines <- ls
-		}()
-		time.Sleep(time.Duration(30+rng.IntN(250)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		var ls []string
-		select {
-		case ls = <-lines:
-		case <-time.After(30 * time.Second):
-			t.Fatal("child output did not end")
-		}
-		cmd.Wait()
+		ls := killChild(t, run, "TestCrashChild", crashEnv+"="+path, "", time.Duration(30+rng.IntN(250))*time.Millisecond)
 		appended := 0
 		for _, l := range ls {
 			f := strings.Fields(l)
