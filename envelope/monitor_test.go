@@ -76,6 +76,24 @@ func newMonFixture(t *testing.T, mutate func(*Rig, *plant)) *monFixture {
 	return &monFixture{fixture: &fixture{il: il, p: p, audit: audit, sw: sws}, m: m, kicks: kicks}
 }
 
+// silence makes the plant's instrument (or bank) name stop answering and
+// checks that the monitor trips for comms loss once: not 2 s later (within
+// the test envelope's comms timeout), but 3.5 s later (past it).
+func (f *monFixture) silence(t *testing.T, name string) {
+	t.Helper()
+	f.set(func(p *plant) { p.fail[name] = true })
+	f.p.advance(2 * time.Second)
+	f.settle(5)
+	if n := len(f.tripped()); n != 0 {
+		t.Fatalf("tripped %d times within the comms timeout", n)
+	}
+	f.p.advance(1500 * time.Millisecond)
+	waitFor(t, "comms_loss", func() bool { return len(f.tripped()) == 1 })
+	if e := f.tripped()[0]; e.Trip != TripCommsLoss {
+		t.Fatalf("entry %+v", e)
+	}
+}
+
 // waitFor polls cond until it holds or the hang guard runs out.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -283,18 +301,7 @@ func TestMonitorRetripsWhenUnlatchedWhileConditionHolds(t *testing.T) {
 func TestMonitorCommsLoss(t *testing.T) {
 	f := newMonFixture(t, nil)
 	waitFor(t, "healthy", f.allHealthy)
-	f.set(func(p *plant) { p.fail["gauge"] = true })
-	// Within the comms timeout a silent gauge is not yet a trip.
-	f.p.advance(2 * time.Second)
-	f.settle(5)
-	if n := len(f.tripped()); n != 0 {
-		t.Fatalf("tripped %d times within the comms timeout", n)
-	}
-	f.p.advance(1500 * time.Millisecond)
-	waitFor(t, "comms_loss", func() bool { return len(f.tripped()) == 1 })
-	if e := f.tripped()[0]; e.Trip != TripCommsLoss {
-		t.Fatalf("entry %+v", e)
-	}
+	f.silence(t, "gauge")
 	st := f.m.Status()
 	if st.Healthy["gauge"] || !st.Healthy["furnace"] {
 		t.Fatalf("health %v", st.Healthy)
