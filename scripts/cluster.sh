@@ -217,7 +217,7 @@ check_n() { case "${1:-}" in 1|2|3) ;; *) die "node number 1, 2 or 3, not '${1:-
 # `exec 9>lock; flock 9` here once left every node holding the lock for its lifetime, and the
 # first cluster test of a fresh machine waited for it until its timeout.)
 cluster_lock() {
-  [ -n "${HCP_CLUSTER_LOCK_HELD:-}" ] && return 0
+  if [ -n "${HCP_CLUSTER_LOCK_HELD:-}" ]; then unset HCP_CLUSTER_LOCK_HELD; return 0; fi
   local lock="${TMPDIR:-/tmp}/hcp-edge-cluster-tests.lock"
   if ! flock -n -o "$lock" true; then
     log "waiting for the cluster's tests (another checkout's) to release the cluster"
@@ -241,7 +241,6 @@ cmd=${1:-up}
 case "$cmd" in
   up)
     cluster_lock "$@"
-    unset HCP_CLUSTER_LOCK_HELD
     prepare
     for n in "${NODES[@]}"; do start_node "$n"; done
     for n in "${NODES[@]}"; do await_node "$n"; done
@@ -285,7 +284,6 @@ case "$cmd" in
     ;;
   down)
     cluster_lock "$@"
-    unset HCP_CLUSTER_LOCK_HELD
     for n in "${NODES[@]}"; do
       if running "$n"; then log "stopping $(node_name "$n")"; ctl "$n" -q stop "$DIR/n$n/pid" || true; fi
     done

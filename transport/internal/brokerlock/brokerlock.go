@@ -42,13 +42,13 @@ func Shared(t testing.TB) {
 	if exclusive.Load() {
 		return
 	}
-	hold(t, unix.LOCK_SH)
+	holdFile(t, Path, unix.LOCK_SH, 0)
 }
 
 // Exclusive holds the broker alone until t ends: for a test that restarts it.
 func Exclusive(t testing.TB) {
 	t.Helper()
-	hold(t, unix.LOCK_EX)
+	holdFile(t, Path, unix.LOCK_EX, 0)
 	exclusive.Store(true)
 	t.Cleanup(func() { exclusive.Store(false) })
 }
@@ -64,38 +64,16 @@ func Cluster(t testing.TB) {
 		return // this process holds it (a subtest of a test that does)
 	}
 	t.Cleanup(func() { clusterHeld.Store(false) })
-	f, err := os.OpenFile(ClusterPath, os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatalf("brokerlock: %v", err)
-	}
-	deadline := time.Now().Add(ClusterWait)
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != unix.EWOULDBLOCK {
-			f.Close()
-			t.Fatalf("brokerlock: flock %s: %v", ClusterPath, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			t.Fatalf("brokerlock: the cluster lock %s was still held after %v by: %s "+
-				"(a cluster test of another checkout, or a process that inherited the lock from scripts/cluster.sh)",
-				ClusterPath, ClusterWait, strings.Join(Holders(ClusterPath), "; "))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Cleanup(func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	})
+	holdFile(t, ClusterPath, unix.LOCK_EX, ClusterWait)
 }
 
 // ClusterWait bounds how long Cluster waits for another process's hold: far
-// longer than every cluster test of a checkout together, so that a lock no
-// test will ever release fails with its holders named rather than hanging
-// until the suite's timeout.
+// longer than every cluster test of a checkout together, so that a lock
+// nothing will release (a process that inherited it from scripts/cluster.sh)
+// fails with its holders named rather than hanging until the suite's
+// timeout. (Shared and Exclusive block without a bound: they wait for the
+// broker tests of every package, and a blocked flock(2) takes the lock the
+// moment it is free, where polling could lose it to each new shared holder.)
 var ClusterWait = 12 * time.Minute
 
 // Holders names the processes with path open ("pid command line"), read
@@ -129,20 +107,28 @@ func Holders(path string) []string {
 // descriptors of one process conflict).
 var clusterHeld atomic.Bool
 
-func hold(t testing.TB, how int) {
-	t.Helper()
-	holdFile(t, Path, how)
-}
-
-func holdFile(t testing.TB, path string, how int) {
+// holdFile takes the flock(2) how on path until t ends, waiting for it
+// without a bound (wait 0) or at most wait, polling, and then failing t with
+// the processes that hold it.
+func holdFile(t testing.TB, path string, how int, wait time.Duration) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		t.Fatalf("brokerlock: %v", err)
 	}
-	if err := unix.Flock(int(f.Fd()), how); err != nil {
+	if wait == 0 {
+		err = unix.Flock(int(f.Fd()), how)
+	} else {
+		deadline := time.Now().Add(wait)
+		for err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err == unix.EWOULDBLOCK && time.Now().Before(deadline); {
+			time.Sleep(250 * time.Millisecond)
+			err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		}
+	}
+	if err != nil {
 		f.Close()
-		t.Fatalf("brokerlock: flock %s: %v", path, err)
+		t.Fatalf("brokerlock: flock %s: %v; held by: %s (another checkout's test, or a process that inherited the lock)",
+			path, err, strings.Join(Holders(path), "; "))
 	}
 	t.Cleanup(func() {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
