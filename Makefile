@@ -17,7 +17,7 @@ export TAGS
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus size clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus size clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -47,6 +47,9 @@ verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qem
 
 test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+soak: ## the long statistics (HCP_SOAK=1): 100-run leak checks, 40-sequence property runs; not in ci
+	HCP_SOAK=1 $(GO) test -timeout 60m ./...
 
 test-under-load: ## the whole suite with -race -count=3 while a CPU hog keeps every core busy (COUNT, PKGS, HOGS)
 	bash scripts/test-under-load.sh

@@ -269,6 +269,7 @@ func TestMoS2SealedThroughCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator (~25 s)")
 	}
+	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
 	e := newEnv(t, nil)
 	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA+"\n", 0o600)
 	key, err := atrest.LoadKey(keyFile)
@@ -289,7 +290,7 @@ func TestMoS2SealedThroughCLI(t *testing.T) {
 	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("HCP_AMQP_URL", "amqps://hcp-edge:unused@127.0.0.1:9/hcp")
+	e.extra = append(e.extra, "HCP_AMQP_URL=amqps://hcp-edge:unused@127.0.0.1:9/hcp")
 	task, err := os.ReadFile(seedTask)
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,8 @@ type env struct {
 	exited  chan error
 	logs    *lockedBuffer // the daemon writes it while the test reads
 	stopped bool
-	simDir  string // the rig-sim process's run directory when r is nil
+	simDir  string   // the rig-sim process's run directory when r is nil
+	extra   []string // environment of the daemon and the CLI beyond the state paths (a parallel test cannot t.Setenv)
 }
 
 // monitorYAML replaces the monitor section of the embedded config.
@@ -124,7 +125,7 @@ func (e *env) environ() []string {
 	if e.r != nil {
 		sim = e.r.Dir()
 	}
-	return append(os.Environ(), "HCP_STATE_DIR="+e.dir, "HCP_CONTROL_SOCKET="+e.sock, "HCP_RIG_SIM_DIR="+sim)
+	return append(append(os.Environ(), "HCP_STATE_DIR="+e.dir, "HCP_CONTROL_SOCKET="+e.sock, "HCP_RIG_SIM_DIR="+sim), e.extra...)
 }
 
 // start runs the daemon and waits until its control socket answers.

@@ -134,6 +134,7 @@ func TestMoS2ThroughCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator (~25 s)")
 	}
+	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
 	e := newEnv(t, nil)
 	e.start()
 	e.arm()

@@ -78,3 +78,34 @@ func PythonImport(t testing.TB, module, debianPackage string) string {
 	MissingPeer(t, fmt.Sprintf("%s -c 'import %s' failed: %s", py, module, last), "apt-get install "+pkg)
 	return ""
 }
+
+// SoakEnv is the environment variable that turns on the long statistics:
+// the 100-run leak checks, property runs beyond their default size. `make
+// soak` sets it to 1; `make test` and `make ci` run the default sizes, which
+// still exercise every behaviour those tests guard.
+const SoakEnv = "HCP_SOAK"
+
+// Soak reports whether HCP_SOAK=1 is set.
+func Soak() bool { return os.Getenv(SoakEnv) == "1" }
+
+// Runs is how many times a statistical test repeats its trial: def by
+// default, soak under HCP_SOAK=1, and the positive integer in the
+// environment variable override when that is set (a malformed one fails the
+// test). -short caps def at short.
+func Runs(t testing.TB, override string, short, def, soak int) int {
+	t.Helper()
+	if s := os.Getenv(override); s != "" {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive integer", override, s)
+		}
+		return n
+	}
+	switch {
+	case Soak():
+		return soak
+	case testing.Short():
+		return min(short, def)
+	}
+	return def
+}

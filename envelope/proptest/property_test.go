@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
@@ -446,21 +447,21 @@ func sequence(t *testing.T, seed uint64, n int, lim limits, yamlBytes []byte, ty
 // HCP_PROPTEST_ACTIONS change its size.
 func TestRandomActionsStayInsideEnvelope(t *testing.T) {
 	lim, yamlBytes := loadLimits(t)
-	seqs, n := 40, 100
+	// 12 sequences by default (1,200 actions, ~15 s: a run here refused
+	// under 16 distinct rules and injected ~90 faults), 40 under `make soak`
+	// (HCP_SOAK=1); -short runs 6 of 60.
+	seqs := devicetest.Runs(t, "HCP_PROPTEST_SEQUENCES", 6, 12, 40)
+	n := 100
 	if testing.Short() {
-		seqs, n = 6, 60
+		n = 60
 	}
-	envInt := func(name string, def int) int {
-		if s := os.Getenv(name); s != "" {
-			v, err := strconv.Atoi(s)
-			if err != nil || v <= 0 {
-				t.Fatalf("%s=%q", name, s)
-			}
-			return v
+	if s := os.Getenv("HCP_PROPTEST_ACTIONS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			t.Fatalf("HCP_PROPTEST_ACTIONS=%q", s)
 		}
-		return def
+		n = v
 	}
-	seqs, n = envInt("HCP_PROPTEST_SEQUENCES", seqs), envInt("HCP_PROPTEST_ACTIONS", n)
 	seed := rand.Uint64() >> 12
 	if s := os.Getenv("HCP_PROPTEST_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

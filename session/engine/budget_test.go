@@ -329,6 +329,7 @@ func TestSimShippedBudgetsFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end against the simulator")
 	}
+	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
 	h, b := simHarness(t)
 	for _, tc := range []struct {
 		name string

@@ -265,6 +265,7 @@ func TestSimSealedEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end against the simulator")
 	}
+	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
 	key := atRestKey(t, keyHexA)
 	h, b := simHarness(t, protect(fullProtection, key))
 	ctx := context.Background()

@@ -104,6 +104,7 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end against the simulator")
 	}
+	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
 	h, b := simHarness(t)
 	ctx := context.Background()
 	start := time.Now()

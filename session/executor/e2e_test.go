@@ -77,6 +77,7 @@ func TestE2ESeedMonolayer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end against the simulator")
 	}
+	t.Parallel() // its own simulated rig: runs beside the other whole-recipe tests
 	run := runSynthesis(t, `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":700,"max":750,"unit":"celsius"}}`, 0.95)
 	snap := run.bench.Plant.Snapshot()
 	t.Logf("H2S exposure %.0f sccm·s, %.2f× the plan; plant layers %.3f", snap.H2SExposureSCCMs, exposureRatio(snap), snap.Layers)
@@ -124,6 +125,7 @@ func TestE2EHotterIsThicker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end against the simulator")
 	}
+	t.Parallel() // its own simulated rig: runs beside the other whole-recipe tests
 	run := runSynthesis(t, `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":840,"max":860,"unit":"celsius"}}`, 0)
 	if run.err != nil {
 		t.Fatalf("synthesis failed: %v", run.err)

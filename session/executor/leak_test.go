@@ -7,32 +7,21 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 )
 
 // leakRuns is how many leak checks TestLeakCheckAgainstSimulator runs per
-// case (HCP_LEAK_RUNS overrides; -short runs 10).
-func leakRuns(t *testing.T) int {
-	if s := os.Getenv("HCP_LEAK_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("HCP_LEAK_RUNS=%q", s)
-		}
-		return n
-	}
-	if testing.Short() {
-		return 10
-	}
-	return 100
-}
+// case: 10 (every verdict and rate still checked on each), 100 under `make
+// soak` (HCP_SOAK=1), HCP_LEAK_RUNS when set.
+func leakRuns(t *testing.T) int { return devicetest.Runs(t, "HCP_LEAK_RUNS", 10, 10, 100) }
 
 // TestLeakCheckAgainstSimulator runs the leak-check executor against the
 // simulated rig (every real driver, the interlock and its monitor, readings
@@ -44,6 +33,7 @@ func leakRuns(t *testing.T) int {
 // pump-down, the capability's default 300 s hold, restore); the rate comes from two gauge readings taken after the
 // isolation, divided by the interval between their own timestamps.
 func TestLeakCheckAgainstSimulator(t *testing.T) {
+	t.Parallel() // its own simulated rig: runs beside the other whole-recipe tests
 	b := newSimBench(t, e2eScale)
 	clock, _ := NewScaledClock(e2eScale)
 	lc, _ := NewLeakCheck(resolve(t, LeakCheckName))
