@@ -67,7 +67,8 @@ func tapOn(t *testing.T, conn *amqp091.Connection, caller string) <-chan amqp091
 // task_submit with a session_id, one without user_id, and one from
 // harness-beta-002 claiming harness-alpha-001's caller_id. Each is refused,
 // answered with task_rejected and the inbox's reason code where a reply
-// route can be derived (never to the impersonated caller), nothing runs (no
+// route can be derived (the login's caller; the payload's caller_id only
+// without user_id; never the impersonated caller), nothing runs (no
 // session, no write to the rig but the watchdog kicks), and a valid
 // rig-status of harness-alpha-001 then completes: the consumer keeps
 // consuming.
@@ -101,8 +102,10 @@ func TestDaemonPoisonAndHostile(t *testing.T) {
 	}
 	cases := []hostile{
 		{"malformed JSON", b.conn, func(id string) amqp091.Publishing {
+			// Not JSON: no caller_id can be read, and the answer goes to the
+			// caller alpha's login maps to.
 			return pub(id, "task_submit", alpha, []byte(`{"hcp_version":"1.0","message_id":"`+id+`","type":"task_submit","payload":{"caller_id":"`+b.callerID+`"`))
-		}, "", ""},
+		}, b.callerID, wire.ReasonInvalidInput},
 		{"wrong field types", b.conn, func(id string) amqp091.Publishing {
 			return pub(id, "task_submit", alpha, []byte(fmt.Sprintf(`{"hcp_version":1.0,"message_id":%q,"timestamp":12,"session_id":null,"type":"task_submit","payload":{"capability":["rig-status"],"caller_id":%q,"intent":7,"inputs":[]}}`, id, b.callerID)))
 		}, b.callerID, wire.ReasonInvalidInput},

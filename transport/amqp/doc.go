@@ -72,8 +72,11 @@
 // Inbox consumes hcp.cmd.{callee_id} with manual ack and a prefetch. A
 // delivery without user_id is refused (task_rejected unauthorized); one that
 // fails strict decoding or the property check is rejected without requeue
-// and answered with task_rejected invalid_input when its message_id and
-// caller_id can be read. A message_id already in the persisted window gets its
+// and answered with task_rejected invalid_input (request_refused for an
+// extension request), naming the field, when its message_id can be read and
+// its login maps to a caller (InboxOpts.CallerOf; without a mapping, the
+// payload's caller_id); InboxOpts.Refused sees every refusal in the
+// transaction of its answer. A message_id already in the persisted window gets its
 // recorded replies again; otherwise the Engine decides, and its replies, the
 // window entry and the engine's own Outcome.Record commit in one bbolt
 // transaction before the ack.

@@ -1,18 +1,15 @@
 package amqp
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
@@ -98,8 +95,17 @@ type InboxOpts struct {
 	// CallerOf maps a broker login to the caller_id it may use. When set, a
 	// task_submit whose caller_id differs (or whose login maps to nothing) is
 	// refused with task_rejected unauthorized, answered to the login's own
-	// caller when there is one. When nil, both are handed to the engine.
+	// caller when there is one, and a command that does not decode is
+	// answered to the login's caller (never to a payload's caller_id). When
+	// nil, both are handed to the engine, and an undecodable command is
+	// answered to its payload's caller_id when one can be read.
 	CallerOf func(userID string) (callerID string, ok bool)
+	// Refused, when set, runs inside the transaction that queues the answer
+	// to a command the inbox refused before the engine, or in one of its own
+	// when nobody is answered: the engine's side audits the refusal there, so
+	// the audit entry and the answer commit together. An error rolls both
+	// back and the delivery is requeued, as for any storage failure.
+	Refused func(tx *bolt.Tx, r Refusal) error
 	// HandleTimeout bounds one Engine.Handle (default 30 s).
 	HandleTimeout time.Duration
 	Logger        *slog.Logger
@@ -257,7 +263,7 @@ type dedupRecord struct {
 func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 	now := in.opts.Now()
 	if d.UserId == "" {
-		return in.refuse(d, wire.ReasonUnauthorized, "the message has no user_id property; publish with user_id set to your broker login", true, "")
+		return in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: "the message has no user_id property; publish with user_id set to your broker login", auth: true})
 	}
 	env, err := in.dec.Decode(d.Body)
 	if err == nil {
@@ -268,7 +274,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		err = &wire.DecodeError{Field: "type", Kind: wire.KindInvalid, Detail: string(env.Type) + " is not a command"}
 	}
 	if err != nil {
-		return in.refuse(d, wire.ReasonInvalidInput, err.Error(), false, "")
+		return in.refuse(d, fault{reason: wire.ReasonInvalidInput, detail: err.Error(), cause: err})
 	}
 	cmd := Command{Envelope: env, UserID: d.UserId, Redelivered: d.Redelivered, Received: now}
 	mapped, ok := "", false
@@ -282,7 +288,8 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		ts, _ := env.TaskSubmit()
 		cmd.CallerID = ts.CallerID
 		if in.opts.CallerOf != nil && (!ok || mapped != ts.CallerID) {
-			return in.refuse(d, wire.ReasonUnauthorized, fmt.Sprintf("broker user %q may not submit as caller_id %q", d.UserId, ts.CallerID), true, mapped)
+			return in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: fmt.Sprintf("broker user %q may not submit as caller_id %q", d.UserId, ts.CallerID),
+				auth: true, route: mapped})
 		}
 	} else {
 		cmd.CallerID = mapped
@@ -398,15 +405,6 @@ func (in *Inbox) messages(id string, cmd Command, replies []Reply) ([]outbox.Mes
 	return ms, nil
 }
 
-// record appends ms and stores the dedup entry for id in one transaction.
-func (in *Inbox) record(id string, now time.Time, ms []outbox.Message) error {
-	err := in.db.Update(func(tx *bolt.Tx) error { return in.recordTx(tx, id, now, ms) })
-	if err != nil {
-		return fmt.Errorf("amqp: inbox record: %w", err)
-	}
-	return nil
-}
-
 // recordTx appends ms and stores the dedup entry for id ("" for none) in tx.
 func (in *Inbox) recordTx(tx *bolt.Tx, id string, now time.Time, ms []outbox.Message) error {
 	rec := dedupRecord{At: now.UnixNano()}
@@ -440,87 +438,6 @@ func timeKey(t time.Time, id string) []byte {
 	k := make([]byte, 8, 8+len(id))
 	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
 	return append(k, id...)
-}
-
-// refuse rejects d without requeue and, when a reply route can be derived,
-// answers it with task_rejected reason (request_refused for an extension
-// request). auth marks an authentication refusal:
-// it is not recorded in the window (an impostor must not poison a message_id
-// for its owner) and is answered to route (the login's own caller) when set,
-// else — for a message without user_id — to the caller_id it names.
-func (in *Inbox) refuse(d amqp091.Delivery, reason, detail string, auth bool, route string) error {
-	in.refused.Add(1)
-	msgID, caller, typ := peekRoute(d, in.opts.MaxBodySize)
-	if route == "" && !(auth && d.UserId != "") {
-		route = caller
-	}
-	in.log.Warn("amqp: command refused", "reason", reason, "detail", detail, "user_id", d.UserId,
-		"message_id", msgID, "reply_to", route, "err", ErrRefused)
-	if msgID == "" || route == "" || typ == string(wire.TypeAbort) {
-		return d.Reject(false)
-	}
-	if len(detail) > 500 {
-		detail = detail[:500]
-	}
-	var p wire.Payload = &wire.TaskRejected{ReasonCode: reason, ReasonMessage: detail}
-	if t := wire.Type(typ); t.IsRequest() { // an extension request is refused in its own terms
-		p = &wire.RequestRefused{RequestType: t, ReasonCode: reason, ReasonMessage: detail}
-	}
-	env, err := wire.NewEnvelope(nil, p, in.opts.Now())
-	if err == nil {
-		var m outbox.Message
-		if m, err = outbox.MessageFor(route, env, msgID); err == nil {
-			recordID := msgID
-			if auth {
-				recordID = ""
-			}
-			if err = in.record(recordID, in.opts.Now(), []outbox.Message{m}); err != nil {
-				in.failed.Add(1)
-				d.Nack(false, true)
-				return err
-			}
-			in.answered.Add(1)
-		}
-	}
-	if err != nil {
-		in.log.Warn("amqp: refusal not answered", "err", err)
-	}
-	return d.Reject(false)
-}
-
-// peekRoute reads, leniently, what a refusal needs from a message that did
-// not pass: the message_id (body, else the property; a canonical UUID v4),
-// the payload's caller_id (a valid id) and the type. Bodies over 8× the size
-// bound are not parsed.
-func peekRoute(d amqp091.Delivery, maxBody int) (msgID, caller, typ string) {
-	okID := func(s string) bool {
-		u, err := uuid.Parse(s)
-		return err == nil && len(s) == 36 && u.Version() == 4
-	}
-	var top map[string]json.RawMessage
-	if len(d.Body) <= 8*maxBody && json.Unmarshal(bytes.TrimSpace(d.Body), &top) == nil {
-		var s string
-		if json.Unmarshal(top["message_id"], &s) == nil && okID(s) {
-			msgID = strings.ToLower(s)
-		}
-		_ = json.Unmarshal(top["type"], &typ)
-		var p struct {
-			CallerID json.RawMessage `json:"caller_id"`
-		}
-		if json.Unmarshal(top["payload"], &p) == nil {
-			var c string
-			if json.Unmarshal(p.CallerID, &c) == nil && wire.CheckID(c) == nil {
-				caller = c
-			}
-		}
-	}
-	if msgID == "" && okID(d.MessageId) {
-		msgID = strings.ToLower(d.MessageId)
-	}
-	if typ == "" {
-		typ = d.Type
-	}
-	return msgID, caller, typ
 }
 
 // Prune forgets message_ids older than the window.

@@ -34,6 +34,8 @@ var (
 	ErrDuplicateField = errors.New("hcp wire: duplicate field")
 	// ErrPropertyMismatch: an AMQP property is missing or disagrees with the body.
 	ErrPropertyMismatch = errors.New("hcp wire: AMQP property mismatch")
+	// ErrPathTraversal: a path (an artifact URI) has a ".." segment.
+	ErrPathTraversal = errors.New("hcp wire: path traversal")
 )
 
 // Kind classifies a DecodeError. Each Kind corresponds to one sentinel error.
@@ -54,6 +56,7 @@ const (
 	KindSessionRequired
 	KindDuplicate
 	KindProperty
+	KindTraversal
 )
 
 var kindSentinel = map[Kind]error{
@@ -70,6 +73,7 @@ var kindSentinel = map[Kind]error{
 	KindSessionRequired: ErrSessionRequired,
 	KindDuplicate:       ErrDuplicateField,
 	KindProperty:        ErrPropertyMismatch,
+	KindTraversal:       ErrPathTraversal,
 }
 
 // Sentinel returns the sentinel error of k (nil for an unknown Kind).

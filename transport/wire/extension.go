@@ -278,12 +278,26 @@ func checkArtifactURI(field, uri string) error {
 	if !ok || len(uri) > 512 {
 		return bad()
 	}
+	if hasDotDot(rest) {
+		return derr(field, KindTraversal, `a ".." segment in `+strconv.Quote(truncate(uri))+`: an artifact is hcp://{session}/artifacts/{name}, its name one path segment`)
+	}
 	sid, name, ok := strings.Cut(rest, "/artifacts/")
 	if !ok || sid == "" || name == "" || name == "." || name == ".." || strings.ContainsAny(sid, "/\\") ||
 		strings.ContainsAny(name, "/\\") {
 		return bad()
 	}
 	return nil
+}
+
+// hasDotDot reports whether path has a ".." segment between separators (/
+// or \).
+func hasDotDot(path string) bool {
+	for _, seg := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func checkChecksum(field, s string) error {

@@ -44,7 +44,12 @@ func TestExtensionMessages(t *testing.T) {
 		{"artifact_request", extBody(TypeArtifactRequest, extSession, `{"uri":"`+extURI+`","offset":1024,"chunk_size":1024}`), nil},
 		{"artifact_request without session", extBody(TypeArtifactRequest, "", `{"uri":"`+extURI+`"}`), ErrSessionRequired},
 		{"artifact_request, bad uri", extBody(TypeArtifactRequest, extSession, `{"uri":"file:///etc/passwd"}`), ErrMalformed},
-		{"artifact_request, traversal", extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://x/artifacts/../y"}`), ErrMalformed},
+		{"artifact_request, traversal", extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://x/artifacts/../y"}`), ErrPathTraversal},
+		{"artifact_request, traversal out of the state dir", extBody(TypeArtifactRequest, extSession,
+			`{"uri":"hcp://`+extSession+`/artifacts/../../etc/passwd"}`), ErrPathTraversal},
+		{"artifact_request, traversal in the session", extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://x/../artifacts/y"}`), ErrPathTraversal},
+		{"artifact_request, backslash traversal", extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://x/artifacts/..\\y"}`), ErrPathTraversal},
+		{"artifact_request, dots in a name", extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://x/artifacts/a..b"}`), nil},
 		{"artifact_request, chunk too big", extBody(TypeArtifactRequest, extSession, `{"uri":"`+extURI+`","chunk_size":600000}`), ErrInvalidValue},
 		{"artifact_request, negative offset", extBody(TypeArtifactRequest, extSession, `{"uri":"`+extURI+`","offset":-1}`), ErrInvalidValue},
 		{"artifact_chunk", extBody(TypeArtifactChunk, extSession, `{"uri":"`+extURI+`","offset":3,"data":"AAEC","size_bytes":6,`+
@@ -109,5 +114,22 @@ func TestExtensionTypes(t *testing.T) {
 	}
 	if _, _, err := ParseArtifactURI("hcp://" + strings.Repeat("a", 600) + "/artifacts/x"); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("long uri: %v", err)
+	}
+}
+
+// TestArtifactURITraversal: a ".." segment is its own typed error naming
+// the field, so a refusal can say what was wrong ("payload.uri: path
+// traversal").
+func TestArtifactURITraversal(t *testing.T) {
+	_, err := Decode([]byte(extBody(TypeArtifactRequest, extSession, `{"uri":"hcp://`+extSession+`/artifacts/../../etc/passwd"}`)))
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Field != "payload.uri" || de.Kind != KindTraversal || !errors.Is(err, ErrPathTraversal) {
+		t.Fatalf("decode: %#v", err)
+	}
+	if !strings.Contains(err.Error(), "payload.uri: path traversal") {
+		t.Fatalf("message %q does not name the field and the fault", err)
+	}
+	if _, _, err := ParseArtifactURI("hcp://s/artifacts/.."); !errors.Is(err, ErrPathTraversal) {
+		t.Fatalf("ParseArtifactURI(..): %v", err)
 	}
 }

@@ -176,6 +176,9 @@ type fetchAudit struct {
 	Object    string `json:"object"`
 	Via       string `json:"via"`
 	DataClass string `json:"data_classification"`
+	// MessageID is the refused artifact_request's, when it did not decode
+	// (refusalaudit.go).
+	MessageID string `json:"message_id,omitempty"`
 	Refused   string `json:"refused"`
 	Reason    string `json:"reason"`
 }

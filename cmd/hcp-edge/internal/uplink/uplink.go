@@ -183,7 +183,10 @@ func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 			}
 			return c, true
 		},
-		Logger: u.log,
+		// A refused extension request is audited with its answer
+		// (refusalaudit.go).
+		Refused: u.auditRefusal,
+		Logger:  u.log,
 	})
 	if err != nil {
 		return fmt.Errorf("uplink inbox: %w", err)
