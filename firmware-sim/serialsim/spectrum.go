@@ -122,6 +122,19 @@ func synthSpectrum(film plant.Film, ms int, rng *rand.Rand) []uint64 {
 	return out
 }
 
+// Spectrum is one acquisition of integrationMS milliseconds (sim time) of a
+// sample with film on it, as the spectrometer sends it (the shifts of the
+// axis and the counts), drawn with the noise source seed seeds. It is the
+// data block's content without the instrument, for tests of what reads it.
+func Spectrum(film plant.Film, integrationMS int, seed uint64) (shift []float64, counts []uint64) {
+	counts = synthSpectrum(film, integrationMS, newRand(seed))
+	shift = make([]float64, len(counts))
+	for i := range shift {
+		shift[i] = ShiftAt(i)
+	}
+	return shift, counts
+}
+
 // shotNoise draws a Poisson-like count of mean lambda: exact Poisson for small
 // means, the normal approximation above.
 func shotNoise(lambda float64, rng *rand.Rand) uint64 {
