@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
@@ -202,4 +204,101 @@ func TestClassifyForWS2(t *testing.T) {
 	if lo, hi, ok := WindowFor(MoS2); !ok || lo != WindowLo || hi != WindowHi {
 		t.Errorf("WindowFor(MoS2) = %v %v %v", lo, hi, ok)
 	}
+}
+
+// grow runs the simulated plant with precursor in the boat: spC (0.1 °C
+// units) settled, then 5 sccm of H2S for d. It returns the film.
+func grow(t *testing.T, precursor plant.Precursor, spC uint16, d time.Duration) plant.Film {
+	t.Helper()
+	p, err := plant.New(plant.Opts{RelayEnergised: true, Precursor: precursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.FurnaceWriteHolding("tcp", plant.HRWatchdogTimeout, []uint16{0}))
+	must(p.FurnaceWriteHolding("tcp", plant.HRSetpoint, []uint16{spC, 0, 1}))
+	must(p.DIOWriteCoils("tcp", plant.CoilPump, []bool{true, true, true}))
+	must(p.SetMFCSetpoint("ar", 100))
+	p.Step(2 * time.Hour)
+	must(p.SetMFCSetpoint("h2s", 5))
+	must(p.DIOWriteCoils("tcp", plant.CoilH2SValve, []bool{true}))
+	p.Step(d)
+	must(p.DIOWriteCoils("tcp", plant.CoilH2SValve, []bool{false}))
+	return p.Film()
+}
+
+// TestGrownFilmsAreNamed grows films in the simulated plant, the way a
+// synthesis would, and reads their simulated spectra back.
+func TestGrownFilmsAreNamed(t *testing.T) {
+	tests := []struct {
+		name      string
+		precursor plant.Precursor
+		spC       uint16
+		d         time.Duration
+		want      Material
+		layers    int
+	}{
+		{"MoO3 725 C 10 min", plant.MoO3, 7250, 10 * time.Minute, MoS2, 1},
+		{"WO3 800 C 10 min", plant.WO3, 8000, 10 * time.Minute, WS2, 1},
+		{"WO3 850 C 10 min", plant.WO3, 8500, 10 * time.Minute, WS2, 2},
+		{"WO3 900 C 20 min", plant.WO3, 9000, 20 * time.Minute, WS2, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := grow(t, tt.precursor, tt.spC, tt.d)
+			r, err := AnalyzeFor(simulated(f, 1), Auto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Found || r.Material != tt.want || r.LayerCount != tt.layers {
+				t.Fatalf("film %+v: found %v %q %d layers (distance %.2f, confidence %.2f) %s",
+					f, r.Found, r.Material, r.LayerCount, r.Distance, r.Confidence, r.Reason)
+			}
+		})
+	}
+}
+
+func FuzzAnalyzeForAuto(f *testing.F) {
+	enc := func(sp device.Spectrum) []byte {
+		var b []byte
+		for i := range sp.Shift {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sp.Shift[i]))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sp.Counts[i]))
+		}
+		return b
+	}
+	f.Add([]byte{})
+	f.Add(enc(simulated(plant.Film{WS2: 1}, 1)))
+	f.Add(enc(simulated(plant.Film{MoS2: 1, WS2: 1}, 2)))
+	f.Add(enc(synth{e2g: 356.5, a1g: 404, ampE: 12000, ampA: 12500, bg: 1600, sigma: 40, seed: 6, step: 2, lo: 320, hi: 460}.spectrum()))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var sp device.Spectrum
+		for len(data) >= 16 {
+			sp.Shift = append(sp.Shift, math.Float64frombits(binary.LittleEndian.Uint64(data)))
+			sp.Counts = append(sp.Counts, math.Float64frombits(binary.LittleEndian.Uint64(data[8:])))
+			data = data[16:]
+		}
+		r, err := AnalyzeFor(sp, Auto)
+		if err != nil {
+			if !errors.Is(err, ErrNoData) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if !(r.Confidence >= 0 && r.Confidence <= 1) {
+			t.Fatalf("confidence %v", r.Confidence)
+		}
+		if r.Found != (r.Material == MoS2 || r.Material == WS2) {
+			t.Fatalf("found %v material %q", r.Found, r.Material)
+		}
+		if !r.Found && (r.LayerCount != 0 || r.Reason == "") {
+			t.Fatalf("not found with %+v", r)
+		}
+	})
 }
