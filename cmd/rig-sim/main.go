@@ -1,8 +1,9 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on]
+//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
 //	rig-sim status [--json]
+//	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
 //	rig-sim fault inject NAME [--target X]
 //	rig-sim fault clear NAME|all [--target X]
@@ -48,8 +49,9 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on]
+  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
   rig-sim status [--json] [--dir D]
+  rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
   rig-sim fault inject NAME [--target X] [--dir D]
   rig-sim fault clear NAME|all [--target X] [--dir D]
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdFault(ctx, args, stdout, stderr)
 	case "gpio":
 		return cmdGPIO(ctx, args, stdout, stderr)
+	case "precursor":
+		return cmdPrecursor(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -122,6 +126,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addr := fs.String("modbus-addr", d.ModbusAddr, "Modbus TCP listen address (units 1 and 2)")
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
+	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -133,19 +138,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *scale <= 0 {
 		return fmt.Errorf("run: --time-scale must be > 0")
 	}
+	pr, err := plant.ParsePrecursor(*precursor)
+	if err != nil {
+		return fmt.Errorf("run: --precursor: %w", err)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
-		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay,
+		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, Precursor: pr,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay])
+	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
 	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
 	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
@@ -216,7 +225,12 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(w, "coils       %s\n", boolMap(s.Coils))
 	fmt.Fprintf(w, "inputs      %s\n", boolMap(s.DiscreteInputs))
 	fmt.Fprintf(w, "gpio        %s\n", boolMap(s.GPIO))
-	fmt.Fprintf(w, "growth      %.3f layers\n", s.Layers)
+	material := s.Material
+	if material == "" {
+		material = "none"
+	}
+	fmt.Fprintf(w, "growth      %.3f layers, material %s (MoS2 %.3f, WS2 %.3f), precursor %s\n",
+		s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor)
 	var fl []string
 	for _, f := range s.Faults {
 		if f.Target != "" {
@@ -330,4 +344,35 @@ func cmdGPIO(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprint(stderr, usage)
 	return errors.New("gpio: want get PIN or set relay 0|1")
+}
+
+func cmdPrecursor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, dir := newFlags("precursor", stderr)
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("precursor: want at most one of MoO3, WO3")
+	}
+	c := client(*dir)
+	defer c.Close()
+	ctx, cancel := reqCtx(ctx)
+	defer cancel()
+	if len(pos) == 1 {
+		pr, err := plant.ParsePrecursor(pos[0])
+		if err != nil {
+			return err
+		}
+		if err := c.SetPrecursor(ctx, pr); err != nil {
+			return err
+		}
+	}
+	pr, err := c.Precursor(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "precursor %s\n", pr)
+	return nil
 }

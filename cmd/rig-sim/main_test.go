@@ -52,6 +52,15 @@ func TestRunAndSubcommands(t *testing.T) {
 	if got := cli("status"); !strings.Contains(got, "relay=1") || !strings.Contains(got, "write log   1 entries") {
 		t.Fatalf("status: %s", got)
 	}
+	if got := cli("precursor"); got != "precursor MoO3\n" {
+		t.Fatalf("precursor: %q", got)
+	}
+	if got := cli("precursor", "wo3"); got != "precursor WO3\n" {
+		t.Fatalf("precursor wo3: %q", got)
+	}
+	if got := cli("status"); !strings.Contains(got, "material none (MoS2 0.000, WS2 0.000), precursor WO3") {
+		t.Fatalf("status after precursor: %s", got)
+	}
 	if got := cli("status", "--json"); !strings.Contains(got, `"writes":[{"seq":1`) {
 		t.Fatalf("status --json: %s", got)
 	}
@@ -69,5 +78,13 @@ func TestRunAndSubcommands(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+func TestRunRejectsUnknownPrecursor(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"run", "--dir", t.TempDir(), "--modbus-addr", "127.0.0.1:0", "--precursor", "V2O5"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "V2O5") {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -146,3 +146,18 @@ func (c *Client) WaitEdge(ctx context.Context, pin string, level bool, timeout t
 	_, err := c.Do(ctx, http.MethodGet, path, nil, &r)
 	return r.Level, r.Changed, err
 }
+
+// Precursor returns what the precursor boat holds (GET /precursor).
+func (c *Client) Precursor(ctx context.Context) (plant.Precursor, error) {
+	var r PrecursorReply
+	_, err := c.Do(ctx, http.MethodGet, "/precursor", nil, &r)
+	return r.Precursor, err
+}
+
+// SetPrecursor puts pr in the precursor boat (PUT /precursor): plant.MoO3
+// grows MoS2 from then on, plant.WO3 grows WS2; what has grown stays. An
+// unknown precursor is refused with a 400 *APIError and changes nothing.
+func (c *Client) SetPrecursor(ctx context.Context, pr plant.Precursor) error {
+	_, err := c.Do(ctx, http.MethodPut, "/precursor", PrecursorReply{Precursor: pr}, nil)
+	return err
+}

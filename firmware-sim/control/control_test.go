@@ -154,3 +154,34 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 }
+
+func TestPrecursor(t *testing.T) {
+	p, c, _ := start(t)
+	if pr, err := c.Precursor(ctx(t)); err != nil || pr != plant.MoO3 {
+		t.Fatalf("default precursor %q %v", pr, err)
+	}
+	if err := c.SetPrecursor(ctx(t), plant.WO3); err != nil {
+		t.Fatal(err)
+	}
+	if p.Precursor() != plant.WO3 {
+		t.Fatalf("plant precursor %q", p.Precursor())
+	}
+	var ae *APIError
+	if err := c.SetPrecursor(ctx(t), "V2O5"); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Fatalf("unknown precursor: %v", err)
+	}
+	if _, err := c.Do(ctx(t), http.MethodPut, "/precursor", map[string]int{"precursor": 3}, nil); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Fatalf("bad body: %v", err)
+	}
+	var r PrecursorReply
+	if _, err := c.Do(ctx(t), http.MethodGet, "/precursor", nil, &r); err != nil || r.Precursor != plant.WO3 || r.Material != plant.WS2 {
+		t.Fatalf("GET /precursor %+v %v", r, err)
+	}
+	s, err := c.Status(ctx(t))
+	if err != nil || s.Precursor != plant.WO3 || s.Material != "" || s.Film != (plant.Film{}) {
+		t.Fatalf("status precursor %q material %q film %+v: %v", s.Precursor, s.Material, s.Film, err)
+	}
+	if ws, _ := c.Writes(ctx(t), 0); len(ws) != 0 {
+		t.Fatalf("the precursor reached the write log: %+v", ws)
+	}
+}

@@ -1,6 +1,7 @@
 // Package control is the simulator's control panel: the HTTP-over-unix-socket
-// API of configs/rig-protocols.md (status, write log, faults, virtual GPIO)
-// over a plant.Plant, and a small Client for it.
+// API of configs/rig-protocols.md (status, write log, faults, precursor,
+// virtual GPIO) over a plant.Plant, and a small Client for it. The status
+// carries the sample's growth: material, layers per material, precursor.
 //
 // # API
 //
@@ -9,12 +10,14 @@
 //	GET    /faults                     {"faults": [...]}
 //	POST   /faults/{name}              optional body {"target": "..."}; → {"faults": [...]}
 //	DELETE /faults/{name}              optional body or ?target=; /faults/all clears all
+//	GET    /precursor                  {"precursor": "MoO3", "material": "MoS2"}
+//	PUT    /precursor                  body {"precursor": "WO3"}; → {"precursor", "material"}
 //	GET    /gpio/{pin}                 {"pin": "estop", "level": true}
 //	PUT    /gpio/{pin}                 body {"level": true}; only relay (inputs → 409)
 //	GET    /gpio/{pin}/edge?level=L&timeout_ms=T
 //	                                   long poll → {"pin", "level", "changed"}
 //
-// Errors are {"error": "..."} with 400 (bad request or target), 404 (unknown
+// Errors are {"error": "..."} with 400 (bad request, target or precursor), 404 (unknown
 // fault or pin) or 409 (driving an input).
 //
 // # Caveats

@@ -51,6 +51,13 @@ type EdgeReply struct {
 	Changed bool   `json:"changed"`
 }
 
+// PrecursorReply is the body of GET/PUT /precursor: what the precursor boat
+// holds ("MoO3" or "WO3") and the material it grows ("MoS2" or "WS2").
+type PrecursorReply struct {
+	Precursor plant.Precursor `json:"precursor"`
+	Material  plant.Material  `json:"material,omitempty"`
+}
+
 // ErrorReply is the body of every error.
 type ErrorReply struct {
 	Error string `json:"error"`
@@ -102,6 +109,25 @@ func Handler(p *plant.Plant) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, FaultsReply{Faults: p.Faults()})
+	})
+	mux.HandleFunc("GET /precursor", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, precursorReply(p.Precursor()))
+	})
+	mux.HandleFunc("PUT /precursor", func(w http.ResponseWriter, r *http.Request) {
+		var req PrecursorReply
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+			writeErr(w, http.StatusBadRequest, errors.New(`body must be {"precursor": "MoO3"|"WO3"}`))
+			return
+		}
+		pr, err := plant.ParsePrecursor(string(req.Precursor))
+		if err == nil {
+			err = p.SetPrecursor(pr)
+		}
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, precursorReply(pr))
 	})
 	mux.HandleFunc("GET /gpio/{pin}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("pin")
@@ -159,6 +185,11 @@ func Handler(p *plant.Plant) http.Handler {
 		writeJSON(w, http.StatusOK, EdgeReply{Pin: name, Level: l, Changed: changed})
 	})
 	return mux
+}
+
+func precursorReply(pr plant.Precursor) PrecursorReply {
+	m, _ := pr.Material() // the plant holds only known precursors
+	return PrecursorReply{Precursor: pr, Material: m}
 }
 
 func faultRequest(r *http.Request) (FaultRequest, error) {

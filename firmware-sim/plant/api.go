@@ -95,12 +95,14 @@ func (p *Plant) ChamberPressure() float64 {
 	return p.pressurePa
 }
 
-// Layers is the amount of MoS2 grown on the sample so far, in layers (0 = bare
-// substrate; fractional values mean partial coverage of the next layer).
+// Layers is the film grown on the sample so far, in layers of whatever
+// material (0 = bare substrate; fractional values mean partial coverage of
+// the next layer). With the default precursor (MoO3) it is MoS2; Film says
+// which material grew.
 func (p *Plant) Layers() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.layers
+	return p.film.Layers()
 }
 
 // SimElapsed is the simulated time since the plant started.

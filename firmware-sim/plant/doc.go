@@ -29,9 +29,29 @@
 //   - Gases: three mass-flow controllers with first-order response and noise;
 //     their flow reaches the chamber only through a line valve that is open,
 //     i.e. its coil is on and the interlock relay is energised.
-//   - Growth: MoS2 layers grow at a rate ∝ H2S flow into the chamber × an
-//     Arrhenius factor, nil below about 550 °C; 10 min at 725 °C with 5 sccm
-//     H2S give about one layer.
+//   - Growth: layers of MoS2 or WS2, by the precursor in the boat, at a rate
+//     ∝ H2S flow into the chamber × an Arrhenius factor (see Growth).
+//
+// # Growth
+//
+// H2S sulfurizes what the precursor boat gives off: MoO3 (the default) grows
+// MoS2, WO3 grows WS2 (Opts.Precursor at start, SetPrecursor later; the boat
+// is loaded by hand, so the write log does not record it). Layers grow at a
+// rate ∝ H2S flow into the chamber × an Arrhenius factor of the material,
+// faded in smoothly above an onset temperature, so the rate never decreases
+// with temperature (MaterialGrowthRate):
+//
+//	material  precursor  one layer (5 sccm H2S)  Ea/k_B    onset → full
+//	MoS2      MoO3       10 min at 725 °C        14000 K   540 → 600 °C
+//	WS2       WO3        10 min at 800 °C        18000 K   620 → 680 °C
+//
+// WS2 is slower at every temperature below about 1180 °C: at 725 °C ten
+// minutes give about 0.28 of a layer and a monolayer takes about 35 min (WS2
+// is grown hotter than MoS2 in practice, typically 800–900 °C, WO3 being far
+// less volatile than MoO3). The MoS2 numbers are the simulator's original
+// calibration, unchanged. The plant keeps the layers per material (Film); a
+// sample has one material per run, and when the precursor was changed while
+// growing the snapshot says so (material "MoS2+WS2") rather than naming one.
 //
 // # Caveats
 //

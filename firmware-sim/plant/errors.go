@@ -19,6 +19,8 @@ var (
 	ErrUnknownPin = errors.New("plant: unknown gpio pin")
 	// ErrInputPin: an attempt to drive an input pin.
 	ErrInputPin = errors.New("plant: pin is an input")
+	// ErrUnknownPrecursor: not a precursor the plant knows (MoO3, WO3).
+	ErrUnknownPrecursor = errors.New("plant: unknown precursor")
 	// ErrClosed: the plant has been closed.
 	ErrClosed = errors.New("plant: closed")
 )

@@ -45,11 +45,14 @@ type Opts struct {
 	RelayEnergised bool
 	// MaxWrites bounds the write log (default 100000).
 	MaxWrites int
+	// Precursor is what the precursor boat holds at start: MoO3 (the
+	// default, "" too) grows MoS2, WO3 grows WS2. SetPrecursor changes it.
+	Precursor Precursor
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
 func DefaultOpts() Opts {
-	return Opts{TimeScale: 300, Tick: 10 * time.Millisecond, Now: time.Now, Seed: 1, MaxWrites: 100000}
+	return Opts{TimeScale: 300, Tick: 10 * time.Millisecond, Now: time.Now, Seed: 1, MaxWrites: 100000, Precursor: MoO3}
 }
 
 // Gas indices.
@@ -108,8 +111,9 @@ type Plant struct {
 	mfcs [numGases]mfc
 
 	// growth
-	layers     float64
-	h2sExposed float64 // sccm·s of H2S into the chamber, for the status
+	precursor  Precursor // what the precursor boat holds
+	film       Film      // layers grown per material
+	h2sExposed float64   // sccm·s of H2S into the chamber, for the status
 
 	// gpio
 	relay bool
@@ -154,6 +158,12 @@ func New(opts Opts) (*Plant, error) {
 	if opts.MaxWrites <= 0 {
 		opts.MaxWrites = d.MaxWrites
 	}
+	if opts.Precursor == "" {
+		opts.Precursor = d.Precursor
+	}
+	if _, err := opts.Precursor.Material(); err != nil {
+		return nil, err
+	}
 	p := &Plant{
 		opts:        opts,
 		now:         opts.Now,
@@ -167,6 +177,7 @@ func New(opts Opts) (*Plant, error) {
 		wsp:         AmbientC,
 		pressurePa:  AtmospherePa,
 		relay:       opts.RelayEnergised,
+		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
 	}
 	p.start = p.now()
@@ -370,41 +381,4 @@ func (p *Plant) stepChamberLocked(h float64) {
 
 func (p *Plant) pumpingLocked() bool {
 	return p.coils[CoilPump] && p.coils[CoilGateValve]
-}
-
-// Growth calibration: at growthRefC with growthRefSCCM of H2S, one layer takes
-// growthRefS; the rate scales linearly with the flow and with an Arrhenius
-// factor of activation temperature growthEaK, and vanishes below about 550 °C.
-const (
-	growthRefC    = 725.0
-	growthRefSCCM = 5.0
-	growthRefS    = 600.0
-	growthEaK     = 14000.0
-	growthOnsetC  = 540.0
-	growthFullC   = 600.0
-)
-
-// GrowthRate is the MoS2 growth rate in layers per sim second at temperature
-// tempC with h2sSCCM of H2S flowing into the chamber.
-func GrowthRate(tempC, h2sSCCM float64) float64 {
-	if h2sSCCM <= 0 || tempC <= growthOnsetC {
-		return 0
-	}
-	tk := tempC + 273.15
-	tref := growthRefC + 273.15
-	r := (h2sSCCM / growthRefSCCM) / growthRefS * math.Exp(-growthEaK*(1/tk-1/tref))
-	if tempC < growthFullC { // smooth onset
-		x := (tempC - growthOnsetC) / (growthFullC - growthOnsetC)
-		r *= x * x * (3 - 2*x)
-	}
-	return r
-}
-
-func (p *Plant) stepGrowthLocked(h float64) {
-	f := p.chamberInflowSCCMLocked(gasH2S)
-	if f <= 0 {
-		return
-	}
-	p.h2sExposed += f * h
-	p.layers += GrowthRate(p.tempC, f) * h
 }

@@ -40,21 +40,27 @@ type MFCSnapshot struct {
 
 // Snapshot is every state variable of the plant at one instant.
 type Snapshot struct {
-	At               time.Time              `json:"at"`
-	SimTimeS         float64                `json:"sim_time_s"`
-	TimeScale        float64                `json:"time_scale"`
-	Furnace          FurnaceSnapshot        `json:"furnace"`
-	ChamberPa        float64                `json:"chamber_pa"`
-	Pumping          bool                   `json:"pumping"`
-	MFCs             map[string]MFCSnapshot `json:"mfcs"`
-	Coils            map[string]bool        `json:"coils"`
-	DiscreteInputs   map[string]bool        `json:"discrete_inputs"`
-	GPIO             map[string]bool        `json:"gpio"`
-	Layers           float64                `json:"layers"`
-	H2SExposureSCCMs float64                `json:"h2s_exposure_sccm_s"`
-	Faults           []Fault                `json:"faults"`
-	WriteLogLastSeq  uint64                 `json:"write_log_last_seq"`
-	WriteLogDropped  uint64                 `json:"write_log_dropped"`
+	At             time.Time              `json:"at"`
+	SimTimeS       float64                `json:"sim_time_s"`
+	TimeScale      float64                `json:"time_scale"`
+	Furnace        FurnaceSnapshot        `json:"furnace"`
+	ChamberPa      float64                `json:"chamber_pa"`
+	Pumping        bool                   `json:"pumping"`
+	MFCs           map[string]MFCSnapshot `json:"mfcs"`
+	Coils          map[string]bool        `json:"coils"`
+	DiscreteInputs map[string]bool        `json:"discrete_inputs"`
+	GPIO           map[string]bool        `json:"gpio"`
+	// Layers is the film's total thickness (Film.Layers); Material names what
+	// grew ("", "MoS2", "WS2", or "MoS2+WS2" when both did), Film has the
+	// layers per material, and Precursor is what the boat holds now.
+	Layers           float64   `json:"layers"`
+	Material         string    `json:"material"`
+	Film             Film      `json:"film"`
+	Precursor        Precursor `json:"precursor"`
+	H2SExposureSCCMs float64   `json:"h2s_exposure_sccm_s"`
+	Faults           []Fault   `json:"faults"`
+	WriteLogLastSeq  uint64    `json:"write_log_last_seq"`
+	WriteLogDropped  uint64    `json:"write_log_dropped"`
 }
 
 var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
@@ -75,7 +81,10 @@ func (p *Plant) Snapshot() Snapshot {
 		Coils:            map[string]bool{},
 		DiscreteInputs:   map[string]bool{},
 		GPIO:             map[string]bool{},
-		Layers:           p.layers,
+		Layers:           p.film.Layers(),
+		Material:         p.film.Material(),
+		Film:             p.film,
+		Precursor:        p.precursor,
 		H2SExposureSCCMs: p.h2sExposed,
 		Faults:           p.faultsLocked(),
 		WriteLogLastSeq:  last,

@@ -40,6 +40,10 @@ type Opts struct {
 	ModbusAddr     string  // Modbus TCP address, e.g. 127.0.0.1:5020
 	TimeScale      float64 // sim seconds per wall second
 	RelayEnergised bool    // start with the interlock relay energised
+	// Precursor is what the precursor boat holds at start: plant.MoO3 (the
+	// default, "" too) grows MoS2, plant.WO3 grows WS2. The control API's
+	// PUT /precursor (control.Client.SetPrecursor) changes it later.
+	Precursor plant.Precursor
 	Logger         *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
@@ -95,6 +99,9 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	po := plant.DefaultOpts()
 	po.TimeScale = opts.TimeScale
 	po.RelayEnergised = opts.RelayEnergised
+	if opts.Precursor != "" {
+		po.Precursor = opts.Precursor
+	}
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}

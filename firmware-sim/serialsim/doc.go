@@ -29,7 +29,10 @@
 //     command (again at every ENQ). Spaces are ignored and ETX clears the input,
 //     as on a TPG 26x.
 //   - Raman: *IDN?, ACQ <ms>, STOP; lines end with CR LF (either CR or LF ends a
-//     command). The acquisition lasts ms/time-scale of wall-clock time.
+//     command). The acquisition lasts ms/time-scale of wall-clock time. The
+//     spectrum shows the plant's Film: the silicon line at 520.7 cm⁻¹, and the
+//     E2g and A1g bands of each material grown (MoS2Peaks; WS2Peaks, with
+//     the literature it follows in ws2.go), with shot noise.
 //
 // # Faults
 //

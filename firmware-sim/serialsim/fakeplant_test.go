@@ -20,7 +20,8 @@ type fakePlant struct {
 	mu       sync.Mutex
 	mfcs     map[string]*plant.MFCState
 	pressure float64
-	layers   float64
+	layers   float64 // of MoS2
+	ws2      float64 // layers of WS2
 	scale    float64
 	faults   map[string]bool
 	writes   []write
@@ -94,10 +95,10 @@ func (p *fakePlant) ChamberPressure() float64 {
 	return p.pressure
 }
 
-func (p *fakePlant) Layers() float64 {
+func (p *fakePlant) Film() plant.Film {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.layers
+	return plant.Film{MoS2: p.layers, WS2: p.ws2}
 }
 
 func (p *fakePlant) SimElapsed() time.Duration { return 0 }

@@ -17,8 +17,8 @@ type Plant interface {
 	SetMFCHold(gas string, hold bool) error
 	// ChamberPressure is the true chamber pressure in pascal.
 	ChamberPressure() float64
-	// Layers is the amount of MoS2 grown so far, in layers.
-	Layers() float64
+	// Film is what has grown on the sample so far, in layers per material.
+	Film() plant.Film
 	// SimElapsed is the simulated time since the plant started.
 	SimElapsed() time.Duration
 	// TimeScale is sim seconds per wall-clock second.

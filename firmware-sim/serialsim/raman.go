@@ -170,7 +170,7 @@ func (f *ramanFirmware) finish(gen uint64) {
 	if f.p.FaultActive(faultSilent, ramanDevice) {
 		return
 	}
-	counts := synthSpectrum(f.p.Layers(), f.acqMS, f.rng)
+	counts := synthSpectrum(f.p.Film(), f.acqMS, f.rng)
 	reply(f.w, f.dataBlock(counts, f.p.FaultActive(faultCorrupt, ramanDevice)))
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 )
 
 func startRaman(t *testing.T, p *fakePlant) *client {
@@ -285,7 +287,7 @@ func TestRamanPeakPositions(t *testing.T) {
 }
 
 func TestRamanBareSubstrateHasNoMoS2(t *testing.T) {
-	rates := expectedRates(0.1)
+	rates := expectedRates(plant.Film{MoS2: 0.1})
 	base := rates[int((395-ShiftFirst)/ShiftStep)]
 	for _, x := range []float64{385, 404} {
 		if r := rates[int((x-ShiftFirst)/ShiftStep)]; r > base*1.05 {
@@ -298,9 +300,9 @@ func TestRamanBareSubstrateHasNoMoS2(t *testing.T) {
 }
 
 func TestSynthSpectrumDeterministic(t *testing.T) {
-	a := synthSpectrum(1.3, 500, newRand(42))
-	b := synthSpectrum(1.3, 500, newRand(42))
-	c := synthSpectrum(1.3, 500, newRand(43))
+	a := synthSpectrum(plant.Film{MoS2: 1.3}, 500, newRand(42))
+	b := synthSpectrum(plant.Film{MoS2: 1.3}, 500, newRand(42))
+	c := synthSpectrum(plant.Film{MoS2: 1.3}, 500, newRand(43))
 	same, differ := true, false
 	for i := range a {
 		same = same && a[i] == b[i]
@@ -310,7 +312,7 @@ func TestSynthSpectrumDeterministic(t *testing.T) {
 		t.Fatalf("same seed same spectrum: %v; other seed differs: %v", same, differ)
 	}
 	// Counts scale with integration time.
-	short, long := synthSpectrum(1, 100, newRand(1)), synthSpectrum(1, 10000, newRand(1))
+	short, long := synthSpectrum(plant.Film{MoS2: 1}, 100, newRand(1)), synthSpectrum(plant.Film{MoS2: 1}, 10000, newRand(1))
 	i := int((520.5 - ShiftFirst) / ShiftStep)
 	if r := float64(long[i]) / float64(short[i]); r < 80 || r > 120 {
 		t.Fatalf("Si counts ratio %v for 100x the integration", r)

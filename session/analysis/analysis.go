@@ -19,7 +19,7 @@ var (
 	ErrNoData = errors.New("analysis: spectrum unusable")
 )
 
-// Analysis windows, cm⁻¹.
+// The MoS2 analysis window, cm⁻¹ (WindowFor gives each material's).
 const (
 	WindowLo = 350.0
 	WindowHi = 440.0
@@ -57,6 +57,11 @@ type Result struct {
 	// Reason says which. The other fields are then zero.
 	Found  bool   `json:"found"`
 	Reason string `json:"reason,omitempty"`
+	// Material names the material whose bands were fitted, "MoS2" or "WS2",
+	// when AnalyzeFor or AnalyzeMaterial found them. Analyze and AnalyzeWith,
+	// the MoS2-only entry points that predate it, leave it empty (and so
+	// their JSON unchanged): there it means MoS2.
+	Material Material `json:"material,omitempty"`
 
 	E2g         Peak    `json:"e2g"`
 	A1g         Peak    `json:"a1g"`
@@ -107,7 +112,7 @@ type Band struct {
 	CoreLo, CoreHi float64
 }
 
-// Bands is the distance-to-layer mapping (see the package doc).
+// bands is the MoS2 distance-to-layer mapping (see the package doc).
 var bands = [...]Band{
 	{Layers: 1, Lo: 17.0, Hi: 20.2, CoreLo: 18.5, CoreHi: 19.5},
 	{Layers: 2, Lo: 20.2, Hi: 22.4, CoreLo: 21.0, CoreHi: 22.0},
@@ -115,13 +120,19 @@ var bands = [...]Band{
 	{Layers: 4, Lo: 24.0, Hi: 26.5, CoreLo: 24.5, CoreHi: 25.5},
 }
 
-// Bands returns the distance bands of the layer classes, thinnest first.
+// Bands returns the MoS2 distance bands of the layer classes, thinnest first
+// (BandsFor gives each material's).
 func Bands() []Band { return slices.Clone(bands[:]) }
 
-// Classify maps an A1g−E2g distance (cm⁻¹) with its uncertainty to a layer
-// count (4 = bulk; 0 = outside every band) and the position × certainty part
-// of the confidence.
+// Classify maps an MoS2 A1g−E2g distance (cm⁻¹) with its uncertainty to a
+// layer count (4 = bulk; 0 = outside every band) and the position ×
+// certainty part of the confidence (ClassifyFor does it for each material).
 func Classify(distance, sigma float64) (layers int, bulk bool, conf float64) {
+	return classifyIn(bands[:], distance, sigma)
+}
+
+// classifyIn is Classify over a material's bands.
+func classifyIn(bands []Band, distance, sigma float64) (layers int, bulk bool, conf float64) {
 	if !finite(distance) {
 		return 0, false, 0
 	}
@@ -158,10 +169,17 @@ func clamp01(v float64) float64 {
 // Analyze analyses a spectrum with DefaultOpts.
 func Analyze(s device.Spectrum) (Result, error) { return AnalyzeWith(s.Shift, s.Counts, DefaultOpts()) }
 
-// AnalyzeWith analyses the points (shift[i], counts[i]) in any order;
-// non-finite points are dropped. It returns ErrNoData when the window holds
-// too few points, and a Result with Found false when the peaks are absent.
+// AnalyzeWith analyses the points (shift[i], counts[i]) in any order as a
+// spectrum of MoS2; non-finite points are dropped. It returns ErrNoData when
+// the window holds too few points, and a Result with Found false when the
+// peaks are absent.
 func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
+	return analyzeIn(&mos2Profile, shift, counts, opts)
+}
+
+// analyzeIn is the analysis of the package doc in pr's window, with pr's
+// detection regions and layer bands. It leaves Result.Material empty.
+func analyzeIn(pr *profile, shift, counts []float64, opts Opts) (Result, error) {
 	if opts.DetectSNR <= 0 || !finite(opts.DetectSNR) {
 		opts.DetectSNR = DefaultOpts().DetectSNR
 	}
@@ -172,7 +190,7 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 	pts := make([]pt, 0, len(shift))
 	for i := range shift {
 		x, y := shift[i], counts[i]
-		if finite(x) && finite(y) && x >= WindowLo && x <= WindowHi && math.Abs(y) < 1e15 {
+		if finite(x) && finite(y) && x >= pr.windowLo && x <= pr.windowHi && math.Abs(y) < 1e15 {
 			pts = append(pts, pt{x, y})
 		}
 	}
@@ -189,18 +207,18 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 		ys = append(ys, sum/float64(j-i))
 		i = j
 	}
-	if len(xs) < minPts || xs[len(xs)-1]-xs[0] < 0.6*(WindowHi-WindowLo) {
-		return Result{}, fmt.Errorf("%w: %d finite points in %g–%g cm⁻¹", ErrNoData, len(xs), WindowLo, WindowHi)
+	if len(xs) < minPts || xs[len(xs)-1]-xs[0] < 0.6*(pr.windowHi-pr.windowLo) {
+		return Result{}, fmt.Errorf("%w: %d finite points in %g–%g cm⁻¹", ErrNoData, len(xs), pr.windowLo, pr.windowHi)
 	}
 	n := len(xs)
 
 	// Baseline: the line through the medians of the two edge regions.
 	var lx, ly, rx, ry []float64
 	for i := range xs {
-		if xs[i] <= xs[0]+edgeW {
+		if xs[i] <= xs[0]+pr.edgeW {
 			lx, ly = append(lx, xs[i]), append(ly, ys[i])
 		}
-		if xs[i] >= xs[n-1]-edgeW {
+		if xs[i] >= xs[n-1]-pr.edgeW {
 			rx, ry = append(rx, xs[i]), append(ry, ys[i])
 		}
 	}
@@ -246,21 +264,21 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 		}
 		return best, best >= 0 && smooth[best] >= opts.DetectSNR*noise
 	}
-	ie, okE := peakIn(e2gLo, e2gHi)
-	ia, okA := peakIn(a1gLo, a1gHi)
+	ie, okE := peakIn(pr.e2gLo, pr.e2gHi)
+	ia, okA := peakIn(pr.a1gLo, pr.a1gHi)
 	switch {
 	case !okE && !okA:
-		return Result{Reason: "no MoS2 found: neither the E2g nor the A1g peak stands above the noise", Noise: noise, Points: n}, nil
+		return Result{Reason: "no " + pr.name + " found: neither the E2g nor the A1g peak stands above the noise", Noise: noise, Points: n}, nil
 	case !okE:
-		return Result{Reason: "no MoS2 found: no E2g peak (375–392 cm⁻¹) above the noise", Noise: noise, Points: n}, nil
+		return Result{Reason: fmt.Sprintf("no %s found: no E2g peak (%g–%g cm⁻¹) above the noise", pr.name, pr.e2gLo, pr.e2gHi), Noise: noise, Points: n}, nil
 	case !okA:
-		return Result{Reason: "no MoS2 found: no A1g peak (398–416 cm⁻¹) above the noise", Noise: noise, Points: n}, nil
+		return Result{Reason: fmt.Sprintf("no %s found: no A1g peak (%g–%g cm⁻¹) above the noise", pr.name, pr.a1gLo, pr.a1gHi), Noise: noise, Points: n}, nil
 	}
 
 	p0 := [nParams]float64{b0, b1, smooth[ie], xs[ie], 2, smooth[ia], xs[ia], 2}
-	fr, err := lmFit(model{xc: xc}, xs, ys, p0, [2]float64{e2gLo - 3, a1gLo - 3}, [2]float64{e2gHi + 3, a1gHi + 3})
+	fr, err := lmFit(model{xc: xc}, xs, ys, p0, [2]float64{pr.e2gLo - 3, pr.a1gLo - 3}, [2]float64{pr.e2gHi + 3, pr.a1gHi + 3})
 	if err != nil {
-		return Result{Reason: "no MoS2 found: the two-peak fit did not converge (" + err.Error() + ")", Noise: noise, Points: n}, nil
+		return Result{Reason: "no " + pr.name + " found: the two-peak fit did not converge (" + err.Error() + ")", Noise: noise, Points: n}, nil
 	}
 	p := fr.p
 	sd := func(i int) float64 { return math.Sqrt(math.Max(fr.cov[i][i], 0)) }
@@ -272,8 +290,8 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 		Baseline: Baseline{Center: xc, Offset: p[0], Slope: p[1]}}
 	if r.E2g.Amplitude < opts.DetectSNR*noise || r.A1g.Amplitude < opts.DetectSNR*noise ||
 		r.E2g.FWHM > 20 || r.A1g.FWHM > 20 || r.A1g.Position <= r.E2g.Position {
-		return Result{Reason: fmt.Sprintf("no MoS2 found: the fitted peaks are not MoS2 bands (E2g %.1f cm⁻¹ FWHM %.1f, A1g %.1f cm⁻¹ FWHM %.1f)",
-			r.E2g.Position, r.E2g.FWHM, r.A1g.Position, r.A1g.FWHM), Noise: noise, Points: n}, nil
+		return Result{Reason: fmt.Sprintf("no %s found: the fitted peaks are not %s bands (E2g %.1f cm⁻¹ FWHM %.1f, A1g %.1f cm⁻¹ FWHM %.1f)",
+			pr.name, pr.name, r.E2g.Position, r.E2g.FWHM, r.A1g.Position, r.A1g.FWHM), Noise: noise, Points: n}, nil
 	}
 	r.Distance = r.A1g.Position - r.E2g.Position
 	r.DistanceErr = math.Sqrt(math.Max(fr.cov[3][3]+fr.cov[6][6]-2*fr.cov[3][6], 0))
@@ -294,7 +312,7 @@ func AnalyzeWith(shift, counts []float64, opts Opts) (Result, error) {
 	r.FitResidual = math.Sqrt(fr.ssr/float64(n)) / math.Max(r.E2g.Amplitude, r.A1g.Amplitude)
 	r.SNR = math.Min(r.E2g.Amplitude, r.A1g.Amplitude) / noise
 
-	layers, bulk, posConf := Classify(r.Distance, r.DistanceErr)
+	layers, bulk, posConf := classifyIn(pr.bands, r.Distance, r.DistanceErr)
 	r.LayerCount, r.Bulk = layers, bulk
 	fit := clamp01(1-5*(1-r.RSquared)) * clamp01(1-math.Exp(-r.SNR/8))
 	r.Confidence = clamp01(fit * posConf)

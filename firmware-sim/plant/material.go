@@ -1,0 +1,120 @@
+package plant
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Material is a transition-metal disulfide the rig grows.
+type Material string
+
+// The materials the plant grows.
+const (
+	MoS2 Material = "MoS2"
+	WS2  Material = "WS2"
+)
+
+// Precursor is the metal oxide in the precursor boat; H2S sulfurizes what it
+// gives off into the material of Precursor.Material.
+type Precursor string
+
+// The precursors the plant knows.
+const (
+	MoO3 Precursor = "MoO3" // grows MoS2; the default
+	WO3  Precursor = "WO3"  // grows WS2
+)
+
+// Precursors lists every precursor the plant knows, the default first.
+var Precursors = []Precursor{MoO3, WO3}
+
+// ParsePrecursor returns the precursor named s ("MoO3" or "WO3", any case,
+// surrounding space ignored), or an error wrapping ErrUnknownPrecursor.
+func ParsePrecursor(s string) (Precursor, error) {
+	t := strings.TrimSpace(s)
+	for _, p := range Precursors {
+		if strings.EqualFold(t, string(p)) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q (want MoO3 or WO3)", ErrUnknownPrecursor, s)
+}
+
+// Material is what H2S grows from the precursor: MoS2 from MoO3, WS2 from
+// WO3; an error wrapping ErrUnknownPrecursor for anything else.
+func (p Precursor) Material() (Material, error) {
+	switch p {
+	case MoO3:
+		return MoS2, nil
+	case WO3:
+		return WS2, nil
+	}
+	return "", fmt.Errorf("%w: %q (want MoO3 or WO3)", ErrUnknownPrecursor, string(p))
+}
+
+// Film is what has grown on the sample, in layers per material (0 = none;
+// fractional values mean partial coverage of the next layer). A run normally
+// grows one material; if the precursor was changed while growing, both show.
+type Film struct {
+	MoS2 float64 `json:"MoS2"`
+	WS2  float64 `json:"WS2"`
+}
+
+// Layers is the film's total thickness in layers, every material counted.
+func (f Film) Layers() float64 { return f.MoS2 + f.WS2 }
+
+// Material names what has grown: "" on a bare substrate, "MoS2" or "WS2" when
+// only one material has grown, "MoS2+WS2" when both have (a stack, not a
+// sample of either).
+func (f Film) Material() string {
+	switch {
+	case f.MoS2 > 0 && f.WS2 > 0:
+		return string(MoS2) + "+" + string(WS2)
+	case f.MoS2 > 0:
+		return string(MoS2)
+	case f.WS2 > 0:
+		return string(WS2)
+	}
+	return ""
+}
+
+// add grows n layers of m.
+func (f *Film) add(m Material, n float64) {
+	switch m {
+	case MoS2:
+		f.MoS2 += n
+	case WS2:
+		f.WS2 += n
+	}
+}
+
+// Precursor is what the precursor boat holds now.
+func (p *Plant) Precursor() Precursor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.precursor
+}
+
+// SetPrecursor puts pr in the precursor boat (MoO3 or WO3): what grows from
+// now on is its material; what has grown stays. It fails with an error
+// wrapping ErrUnknownPrecursor, and changes nothing, for anything else. The
+// boat is loaded by hand, not through the firmware: the write log does not
+// record it.
+func (p *Plant) SetPrecursor(pr Precursor) error {
+	if _, err := pr.Material(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		p.catchUpLocked() // what grew until now grew from the old precursor
+	}
+	p.precursor = pr
+	return nil
+}
+
+// Film is what has grown on the sample so far, per material.
+func (p *Plant) Film() Film {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.film
+}
