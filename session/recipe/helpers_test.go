@@ -29,3 +29,12 @@ func simEnvelope(t testing.TB) *envelope.Envelope {
 	}
 	return env
 }
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
