@@ -77,6 +77,7 @@ func (p Problem) String() string {
 // of its problems is of that rule.
 type Problems []Problem
 
+// Error lists the problems, one FILE:LINE: key: message a line.
 func (ps Problems) Error() string {
 	lines := make([]string, len(ps))
 	for i, p := range ps {
