@@ -122,6 +122,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Envelope(ctx, args[1:], stdout, stderr)
 	case "config":
 		return cli.Config(args[1:], stdout, stderr)
+	case "recipe":
+		return cli.Recipe(args[1:], stdout, stderr)
 	case "broker":
 		return cli.Broker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -163,6 +165,7 @@ commands:
   envelope  envelope coverage: every writable channel and the rule that bounds it
   broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
+  recipe    recipe check FILE...: check process recipes against the rig's envelope, every problem with its line
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
 
@@ -183,6 +186,7 @@ examples:
   hcp-edge audit replay SESSION
   hcp-edge envelope coverage
   hcp-edge config check /etc/hcp-edge/hcp-edge.yaml
+  hcp-edge recipe check configs/recipes/*.yaml
   hcp-edge probe                                 # the simulated rig (embedded configs/sim.yaml)
   hcp-edge probe --config /etc/hcp-edge/rig.yaml --json
   hcp-edge probe --spectrum 1000                 # also acquire a 1 s Raman spectrum

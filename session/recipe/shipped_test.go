@@ -1,0 +1,31 @@
+package recipe
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+)
+
+// TestShippedRecipesPass: every recipe of configs/recipes loads and passes
+// Check against the shipped configs/sim.yaml envelope.
+func TestShippedRecipesPass(t *testing.T) {
+	env := simEnvelope(t)
+	names, err := fs.Glob(configs.Recipes, "recipes/*.yaml")
+	if err != nil || len(names) < 3 {
+		t.Fatalf("shipped recipes: %v %v", names, err)
+	}
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) {
+			data, _ := fs.ReadFile(configs.Recipes, n)
+			r, err := Load(n, data)
+			if err != nil {
+				t.Fatalf("Load:\n%v", err)
+			}
+			for _, p := range Check(r, env) {
+				t.Errorf("%s", p)
+			}
+			t.Logf("%s %s: policy %+v", r.Name, r.Version, r.Policy())
+		})
+	}
+}
