@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Sentinel errors of the envelope. Typed errors match them with errors.Is.
@@ -66,6 +67,9 @@ type Violation struct {
 	Value   float64
 	Unit    string
 	Reason  string
+	// Waited is how long the interlock waited for a fresh reading before
+	// it refused (stale_reading after the wait bound; see awaitFresh).
+	Waited time.Duration
 }
 
 func (v *Violation) Error() string {

@@ -132,6 +132,9 @@ type Interlock struct {
 	// interlock takes for its own decisions (Reset, Arm, the view): the
 	// monitor's cache is then never older than what a decision saw.
 	observe func(Readings)
+	// polls are the monitor's poll periods (set by NewMonitor), the base
+	// of the bound of a wait for a fresh reading (freshwait.go).
+	polls pollPeriods
 }
 
 type instrumentRole int
@@ -271,6 +274,10 @@ type Result struct {
 	ReadBack float64 // the instrument's read-back in device units (1/0 for on/off)
 	At       time.Time
 	Spectrum *device.Spectrum // ActAcquire only
+	// Waited is how long the interlock waited for a fresh reading before
+	// it judged the action (0: its first snapshot was fresh). Late is not
+	// stale: see awaitFresh.
+	Waited time.Duration
 }
 
 func (il *Interlock) record(ctx context.Context, e Entry) error {
@@ -355,6 +362,10 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 		v = err.(*Violation)
 	}
 	il.mu.Unlock()
+	var waited time.Duration
+	if v != nil && v.Rule == RuleStale { // late is not stale: wait, within a bound, for a fresh reading
+		_, v, waited = il.awaitFresh(ctx, a, r, v)
+	}
 	if v != nil {
 		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
 	}
@@ -380,6 +391,7 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 		}
 		return Result{}, err
 	}
+	res.Waited = waited
 	il.mu.Lock()
 	il.env.Accept(il.state, a, res.At)
 	il.mu.Unlock()

@@ -361,6 +361,10 @@ func (iv *Invoker) count(ref ToolRef, start time.Time, o *outcome) {
 	if o.safe {
 		s.TowardSafe++
 	}
+	if w := o.freshWait(); w > 0 {
+		s.FreshWaits++
+		s.MaxFreshWait = max(s.MaxFreshWait, w)
+	}
 	s.TotalLatency += lat
 	s.MaxLatency = max(s.MaxLatency, lat)
 	s.Latency.Observe(lat)

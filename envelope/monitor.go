@@ -210,6 +210,7 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 	il.mu.Lock()
 	il.observe = m.merge
 	il.mu.Unlock()
+	il.setPollPeriods(opts.FurnaceEvery, opts.OtherEvery)
 	sort.Strings(m.names)
 	m.unread, m.ready = len(m.names), make(chan struct{})
 	if m.unread == 0 {

@@ -89,6 +89,15 @@ const (
 	RuleUnknownTool  Rule = "unknown_tool" // no such tool or version, or no translation of it
 )
 
+// freshWait is how long the action of o waited for a fresh reading.
+func (o *outcome) freshWait() time.Duration {
+	var v *Violation
+	if o.err != nil && errors.As(o.err, &v) {
+		return v.Waited
+	}
+	return o.res.Waited
+}
+
 // refusalRule names the rule of a refusal by the interlock for the
 // statistics: a Violation's rule, or unauthorized.
 func refusalRule(err error) Rule {
@@ -115,7 +124,12 @@ type ToolStats struct {
 	RefusedBy map[Rule]uint64
 	// TowardSafe counts the calls that moved an output toward its safe
 	// state: they are never refused for want of scope or for rate.
-	TowardSafe   uint64
+	TowardSafe uint64
+	// FreshWaits counts the calls whose action waited for a fresh reading
+	// before the interlock judged it (late is not stale), whatever the
+	// outcome; MaxFreshWait is the longest such wait.
+	FreshWaits   uint64
+	MaxFreshWait time.Duration
 	TotalLatency time.Duration // summed over every call
 	MaxLatency   time.Duration
 	Latency      LatencyHistogram // every call's latency

@@ -68,7 +68,7 @@ type crashRig struct {
 func (r *crashRig) Apply(context.Context, string, envelope.Action) (envelope.Result, error) {
 	return envelope.Result{}, nil
 }
-func (r *crashRig) Readings(context.Context) envelope.Readings { return envelope.Readings{} }
+func (r *crashRig) Readings(context.Context) envelope.Readings { return freshReadings(nil) }
 func (r *crashRig) Envelope() *envelope.Envelope               { return r.env }
 func (r *crashRig) Latched() (bool, string)                    { return false, "" }
 

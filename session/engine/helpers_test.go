@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -98,9 +99,17 @@ func (r *fakeRig) Apply(context.Context, string, envelope.Action) (envelope.Resu
 	r.mu.Unlock()
 	return envelope.Result{}, nil
 }
-func (r *fakeRig) Readings(context.Context) envelope.Readings { return envelope.Readings{} }
-func (r *fakeRig) Envelope() *envelope.Envelope               { return r.env }
-func (r *fakeRig) Latched() (bool, string)                    { return false, "" }
+func (r *fakeRig) Readings(context.Context) envelope.Readings { return freshReadings(nil) }
+
+// freshReadings is a snapshot of a healthy rig read just now: the furnace
+// and the gauge, and inputs (none if nil). Recovery resumes a physical
+// session only on fresh readings of every instrument.
+func freshReadings(inputs map[string]envelope.Level) envelope.Readings {
+	now := time.Now()
+	return envelope.Readings{At: now, Furnace: device.FurnaceStatus{At: now}, Pressure: device.PressureReading{At: now}, Inputs: inputs}
+}
+func (r *fakeRig) Envelope() *envelope.Envelope { return r.env }
+func (r *fakeRig) Latched() (bool, string)      { return false, "" }
 
 // slowExec is a fake executor of capability name: steps of d wall each.
 type slowExec struct {

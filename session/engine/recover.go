@@ -139,9 +139,19 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		}
 	}
 	latched, _ := e.cfg.Rig.Latched()
+	// A physical session resumes only on a rig whose every instrument has
+	// a fresh reading (waited for within max_reading_age: late is not
+	// stale) and whose safety inputs say ready.
 	var notReady string
-	if err := executor.Ready(e.cfg.Rig.Readings(ctx), e.cfg.Rig.Envelope().MaxReadingAge()); err != nil {
-		notReady = err.Error()
+	if len(sessions) > 0 {
+		maxAge := e.cfg.Rig.Envelope().MaxReadingAge()
+		rd, err := executor.AwaitFresh(ctx, e.cfg.Rig, maxAge, maxAge)
+		if err == nil {
+			err = executor.Ready(rd, maxAge)
+		}
+		if err != nil {
+			notReady = err.Error()
+		}
 	}
 	now := e.cfg.Now()
 	var out []Recovery

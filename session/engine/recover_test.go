@@ -116,6 +116,18 @@ func TestRecover(t *testing.T) {
 			t.Fatalf("ended with %s", msgs[len(msgs)-1].Type)
 		}
 	})
+	t.Run("held while an instrument's reading stays old", func(t *testing.T) {
+		h, _ := fakeHarness(t, 20, 10*time.Millisecond, nil)
+		res := run(t, h)
+		rig := &oldGaugeRig{fakeRig: fakeRig{env: testEnvelope(t)}} // the gauge's last reading is 10 s old
+		start := time.Now()
+		h2, recs := restart(t, h, 20, 5*time.Millisecond, func(c *Config) { c.Rig = rig })
+		if len(recs) != 1 || recs[0].Decision.Action != ActHold || !strings.Contains(recs[0].Decision.Reason, "gauge") {
+			t.Fatalf("recoveries %+v", recs)
+		}
+		t.Logf("held after waiting %v for a fresh gauge reading: %s", time.Since(start).Round(time.Millisecond), recs[0].Decision.Reason)
+		h2.waitState(t, res.SessionID, lifecycle.Paused)
+	})
 	t.Run("held in PAUSED while the relay is off", func(t *testing.T) {
 		h, _ := fakeHarness(t, 20, 10*time.Millisecond, nil)
 		res := run(t, h)
@@ -186,6 +198,15 @@ func TestRecover(t *testing.T) {
 	})
 }
 
+// oldGaugeRig is a fake rig whose gauge last answered 10 s ago.
+type oldGaugeRig struct{ fakeRig }
+
+func (r *oldGaugeRig) Readings(context.Context) envelope.Readings {
+	rd := freshReadings(nil)
+	rd.Pressure.At = rd.At.Add(-10 * time.Second)
+	return rd
+}
+
 // relayRig is a fake rig that reports the interlock relay's read-back.
 type relayRig struct {
 	fakeRig
@@ -193,5 +214,5 @@ type relayRig struct {
 }
 
 func (r *relayRig) Readings(context.Context) envelope.Readings {
-	return envelope.Readings{At: time.Now(), Inputs: map[string]envelope.Level{"relay_fb": {On: r.on.Load(), At: time.Now()}}}
+	return freshReadings(map[string]envelope.Level{"relay_fb": {On: r.on.Load(), At: time.Now()}})
 }

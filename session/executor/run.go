@@ -147,31 +147,30 @@ func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Rea
 	return r, nil
 }
 
-// staleTries bounds how often one action refused for a stale reading is
-// tried again (see apply); timeoutTries how often one whose write or
-// read-back the instrument did not answer in time is.
-const (
-	staleTries   = 3
-	timeoutTries = 3
-)
+// timeoutTries bounds how often an action whose write or read-back the
+// instrument did not answer in time is tried (see apply).
+const timeoutTries = 3
 
 // apply runs one action through the interlock. A rate-of-change refusal is
 // retried after the time the limit needs (process clock, at most 5 tries):
 // the envelope counts rates on its own clock. A refusal for a stale reading
-// (an instrument that did not answer the interlock's snapshot in time) is
-// tried again at once, at most staleTries times in all: each try takes a new
-// snapshot of every instrument and is judged on it alone, so a retry never
-// acts on the reading that was refused, and an instrument that stays silent
-// still fails the step, with the last refusal. A write or read-back that
-// the instrument did not answer in time (device.ErrTimeout) is tried again
-// the same way, at most timeoutTries times in all: every action but an
-// acquisition sets a value (a setpoint, a flow, a switch), so writing it
-// again is harmless, and each try passes the whole interlock anew (a fresh
-// snapshot, the envelope's check, the audit).
+// is final: the interlock has already waited, within the bound of the
+// instruments it lacked (their poll period × 3 + its read timeout), for a
+// fresh snapshot, and never acts on a stale one (late is not stale,
+// envelope/freshwait.go); an action that waited is logged with how long. A
+// write or read-back that the instrument did not answer in time
+// (device.ErrTimeout) is tried again, at most timeoutTries times in all:
+// every action but an acquisition sets a value (a setpoint, a flow, a
+// switch), so writing it again is harmless, and each try passes the whole
+// interlock anew (a fresh snapshot, the envelope's check, the audit).
 func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, error) {
-	stales, timeouts := 0, 0
+	timeouts := 0
 	for try := 0; ; try++ {
 		res, err := p.env.Rig.Apply(ctx, p.env.Token, a)
+		if err == nil && res.Waited > 0 {
+			p.log(ctx, "warn", "the action waited for a fresh reading (late, not stale)",
+				map[string]any{"action": a.String(), "waited_ms": res.Waited.Milliseconds()})
+		}
 		if err != nil && errors.Is(err, device.ErrTimeout) && a.Kind != envelope.ActAcquire && timeouts+1 < timeoutTries && ctx.Err() == nil {
 			timeouts++
 			p.log(ctx, "warn", "the instrument did not answer the write in time; trying again",
@@ -179,12 +178,6 @@ func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, e
 			continue
 		}
 		var v *envelope.Violation
-		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleStale && stales+1 < staleTries && ctx.Err() == nil {
-			stales++
-			p.log(ctx, "warn", "stale reading refused the action; trying again on a new snapshot",
-				map[string]any{"action": a.String(), "try": stales + 1, "reason": v.Error()})
-			continue
-		}
 		if err != nil && errors.As(err, &v) && v.Rule == envelope.RuleRate && try < 5 && v.Limit > 0 {
 			wait := time.Duration(math.Abs(v.Value-v.Limit)/v.Limit*float64(time.Minute)) + 10*time.Second
 			p.log(ctx, "warn", "rate of change refused; retrying", map[string]any{"action": a.String(), "wait_s": wait.Seconds()})

@@ -211,9 +211,10 @@ func (s *staleRig) Apply(ctx context.Context, tok string, a envelope.Action) (en
 	return s.fakeRig.Apply(ctx, tok, a)
 }
 
-// TestApplyRetriesStaleRefusals: a refusal for a stale reading is tried
-// again on a new snapshot, at most staleTries times in all; any other
-// refusal is not, and a rig that stays stale fails with the refusal.
+// TestApplyRetriesStaleAndTimeouts: a refusal for a stale reading is final
+// (the interlock has already waited within its bound for a fresh snapshot:
+// envelope/freshwait.go), as is any other refusal; a write the instrument
+// did not answer in time is tried again, at most timeoutTries times in all.
 func TestApplyRetriesStaleAndTimeouts(t *testing.T) {
 	env := loadEnvelope(t)
 	clock, _ := NewScaledClock(1e5)
@@ -225,9 +226,7 @@ func TestApplyRetriesStaleAndTimeouts(t *testing.T) {
 		executed bool
 		wantRule envelope.Rule
 	}{
-		{"one stale refusal", 1, envelope.RuleStale, 2, true, ""},
-		{"stale until the last try", staleTries - 1, envelope.RuleStale, staleTries, true, ""},
-		{"stays stale", 10, envelope.RuleStale, staleTries, false, envelope.RuleStale},
+		{"a stale refusal is final", 1, envelope.RuleStale, 1, false, envelope.RuleStale},
 		{"a limit is not retried", 1, envelope.RuleMax, 1, false, envelope.RuleMax},
 		{"one write timeout", 1, ruleTimeout, 2, true, ""},
 		{"the instrument stays silent", 10, ruleTimeout, timeoutTries, false, ruleTimeout},

@@ -121,7 +121,8 @@ func printTools(w io.Writer, r reply.Tools) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tVERSION\tCALLS\tOK\tREFUSED\tFAILED\tSAFE\tP50\tP99\tMAX\tREFUSALS BY RULE")
-	var calls, refused, failed uint64
+	var calls, refused, failed, waits uint64
+	var longest float64
 	for _, t := range r.Tools {
 		rules := make([]string, 0, len(t.RefusedBy))
 		for rule, n := range t.RefusedBy {
@@ -135,9 +136,13 @@ func printTools(w io.Writer, r reply.Tools) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Tool, t.Version, t.Calls, t.Succeeded, t.Refused,
 			t.Failed, t.TowardSafe, msText(t.P50), msText(t.P99), msText(t.Max), by)
 		calls, refused, failed = calls+t.Calls, refused+t.Refused, failed+t.Failed
+		waits, longest = waits+t.FreshWaits, max(longest, t.MaxFreshWait)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d calls of %d tools: %d refused, %d failed\n", calls, len(r.Tools), refused, failed)
+	if waits > 0 {
+		fmt.Fprintf(w, "%d calls waited for a fresh reading (late, not stale), the longest %s\n", waits, msText(longest))
+	}
 }
 
 func msText(v float64) string {

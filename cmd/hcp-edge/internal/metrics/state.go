@@ -104,6 +104,8 @@ func writeTools(w *expoWriter, stats []envelope.ToolStats) {
 		func(s envelope.ToolStats) uint64 { return s.Failed })
 	counter(Namespace+"_tool_toward_safe_calls_total", "Calls of a tool that moved an output toward its safe state (never refused for scope or rate).",
 		func(s envelope.ToolStats) uint64 { return s.TowardSafe })
+	counter(Namespace+"_tool_fresh_waits_total", "Calls whose action waited, within the instruments' bound, for a fresh reading before the interlock judged it (late, not stale).",
+		func(s envelope.ToolStats) uint64 { return s.FreshWaits })
 	name := Namespace + "_tool_refusals_total"
 	w.header(name, "Calls of a tool refused by a rule (an envelope rule, permission_required, unauthorized, rate_limit, invalid_input, unknown_tool); nothing reached an instrument.", "counter")
 	rl := []string{"tool", "version", "rule"}

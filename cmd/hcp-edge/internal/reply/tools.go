@@ -18,6 +18,10 @@ type Tool struct {
 	P99        float64           `json:"p99_ms"`
 	Max        float64           `json:"max_ms"`
 	Mean       float64           `json:"mean_ms"`
+	// FreshWaits counts the calls that waited for a fresh reading before the
+	// interlock judged them (late, not stale); MaxFreshWait is the longest.
+	FreshWaits   uint64  `json:"fresh_waits,omitempty"`
+	MaxFreshWait float64 `json:"max_fresh_wait_ms,omitempty"`
 }
 
 // Tools is the daemon's answer to tools.

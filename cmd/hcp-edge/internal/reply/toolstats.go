@@ -24,7 +24,8 @@ func ToolsOf(stats []envelope.ToolStats) Tools {
 	for _, s := range stats {
 		v := Tool{Tool: s.Tool.Name, Version: s.Tool.Version, Calls: s.Calls, Succeeded: s.Succeeded,
 			Refused: s.Refused, Failed: s.Failed, TowardSafe: s.TowardSafe,
-			P50: ms(s.P50()), P99: ms(s.P99()), Max: ms(s.MaxLatency), Mean: ms(s.MeanLatency())}
+			P50: ms(s.P50()), P99: ms(s.P99()), Max: ms(s.MaxLatency), Mean: ms(s.MeanLatency()),
+			FreshWaits: s.FreshWaits, MaxFreshWait: ms(s.MaxFreshWait)}
 		if len(s.RefusedBy) > 0 {
 			v.RefusedBy = make(map[string]uint64, len(s.RefusedBy))
 			for r, n := range s.RefusedBy {
