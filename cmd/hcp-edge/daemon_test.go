@@ -397,7 +397,7 @@ func TestEStopWithDaemonHung(t *testing.T) {
 	_ = e.daemon.Process.Signal(syscall.SIGCONT)
 	rep := decodeReport(t, r.stdout)
 	t.Logf("e-stop with the daemon hung: exit %d after %v (fallback)\n%s", r.code, r.took, r.stderr)
-	if rep.Via != "fallback" || !strings.Contains(r.stderr, "did not acknowledge within 500ms") {
+	if rep.Via != "fallback" || !strings.Contains(r.stderr, "did not acknowledge within 150ms") {
 		t.Fatalf("report %+v\n%s", rep, r.stderr)
 	}
 	// The relay, the coils and the heater must be confirmed whatever happens

@@ -14,7 +14,7 @@ import (
 
 // TestEStopLatency measures the e-stop from CLI start to every output read
 // back safe (the CLI returns only then), through the daemon and with the
-// daemon hung (SIGSTOP: the fallback after the 500 ms acknowledgement
+// daemon hung (SIGSTOP: the fallback after the 150 ms acknowledgement
 // window). It logs p50/p99 and asserts nothing about them. It is a
 // measurement, like envelope/hil's TestTripLatency, so it runs only when asked:
 // HCP_ESTOP_LATENCY=1 runs 20 e-stops each way (HCP_ESTOP_LATENCY=N runs N).

@@ -11,7 +11,7 @@
 //	                                      monitor, furnace watchdog, session engine, control socket
 //	hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
 //	                                      every output safe, through the daemon or, if it does
-//	                                      not acknowledge within 500 ms, directly
+//	                                      not acknowledge within 150 ms, directly
 //	hcp-edge status [--json]              readings, envelope margins, latch, instrument health
 //	hcp-edge tools [--json] [--state-dir DIR] per-tool calls, refusals by rule, failures, p50/p99
 //	hcp-edge reset --operator NAME        clear a latched trip (recorded)

@@ -147,6 +147,10 @@ func (p *proc) read(ctx context.Context, stage string, force bool) (envelope.Rea
 	return r, nil
 }
 
+// freshWaitLog is the message of the log event of an action that waited
+// for a fresh reading.
+const freshWaitLog = "the action waited for a fresh reading (late, not stale)"
+
 // timeoutTries bounds how often an action whose write or read-back the
 // instrument did not answer in time is tried (see apply).
 const timeoutTries = 3
@@ -168,7 +172,7 @@ func (p *proc) apply(ctx context.Context, a envelope.Action) (envelope.Result, e
 	for try := 0; ; try++ {
 		res, err := p.env.Rig.Apply(ctx, p.env.Token, a)
 		if err == nil && res.Waited > 0 {
-			p.log(ctx, "warn", "the action waited for a fresh reading (late, not stale)",
+			p.log(ctx, "warn", freshWaitLog,
 				map[string]any{"action": a.String(), "waited_ms": res.Waited.Milliseconds()})
 		}
 		if err != nil && errors.Is(err, device.ErrTimeout) && a.Kind != envelope.ActAcquire && timeouts+1 < timeoutTries && ctx.Err() == nil {
