@@ -290,6 +290,7 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 				return fmt.Errorf("%w: inbox cancel: %v", ErrChannelClosed, err)
 			}
 			tag = ""
+			in.log.Warn("amqp: inbox consumer cancelled: commands wait in their queue until intake opens", "queue", q)
 			n := 0
 			for d := range ds {
 				n++
@@ -301,8 +302,7 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 				}
 			}
 			ds = nil
-			in.log.Warn("amqp: inbox consumer cancelled: commands wait in their queue until intake opens", "queue", q,
-				"handled_after_cancel", n)
+			in.log.Info("amqp: inbox handled the deliveries sent before the cancel", "queue", q, "deliveries", n)
 			continue
 		}
 		select {
