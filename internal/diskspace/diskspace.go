@@ -39,9 +39,10 @@ type Opts struct {
 	Reserve uint64
 	// Every is the polling period (default 1 s).
 	Every time.Duration
-	// OnChange, when set, is called with the new State each time Low or
-	// the reserve changes, outside the Watcher's lock, from the goroutine
-	// that saw the change.
+	// OnChange, when set, is called with the new State each time Low
+	// changes after New, outside the Watcher's lock, from the goroutine
+	// that saw the change (New's own first reading reports nothing: read
+	// State).
 	OnChange func(State)
 	Logger   *slog.Logger
 	// Statfs replaces statfs(2) (tests): free (available to this user)
@@ -83,6 +84,9 @@ type Watcher struct {
 	done    chan struct{}
 	started bool
 	closed  bool
+	// started0 is set once New's first reading is done: OnChange reports
+	// from then on.
+	started0 bool
 }
 
 // New checks opts, takes a first reading, allocates the reserve when there
@@ -115,6 +119,9 @@ func New(opts Opts) (*Watcher, error) {
 		}
 	}
 	w.poll()
+	w.mu.Lock()
+	w.started0 = true
+	w.mu.Unlock()
 	return w, nil
 }
 
@@ -223,7 +230,7 @@ func (w *Watcher) Failed(err error) bool {
 		w.log.Warn("disk reserve released for the terminal steps of running sessions", "path", w.reservePath(),
 			"bytes", w.opts.Reserve)
 	}
-	w.report(raised || released, st)
+	w.report(raised, st)
 	return released
 }
 
@@ -242,7 +249,7 @@ func (w *Watcher) poll() {
 	case !w.st.Low && free < w.opts.Watermark:
 		changed = w.raiseLocked(fmt.Sprintf("free space %s is below the watermark %s", Bytes(free), Bytes(w.opts.Watermark)))
 	case !w.st.Low && !w.st.ReserveHeld && w.opts.Reserve > 0 && free >= w.opts.Watermark+w.opts.Reserve:
-		changed = w.allocLocked()
+		w.allocLocked() // not a change of the alarm
 	case w.st.Low && free >= w.opts.Watermark+w.margin()+w.missingReserve():
 		if w.missingReserve() > 0 && !w.allocLocked() {
 			break // no reserve, no intake
@@ -257,6 +264,7 @@ func (w *Watcher) poll() {
 			"watermark", Bytes(w.opts.Watermark), "alarm_for", time.Since(since).Round(time.Millisecond))
 	}
 	st := w.st
+	changed = changed && w.started0
 	w.mu.Unlock()
 	w.report(changed, st)
 }

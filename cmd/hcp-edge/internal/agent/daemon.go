@@ -82,7 +82,7 @@ func Run(ctx context.Context, c Config) (err error) {
 
 	// systemd (Type=notify): ready now that the control socket is up; the
 	// watchdog is fed while the monitor answers. No-op outside systemd.
-	d.sd = startNotifier(d.log, "control socket "+d.srv.Path(), func() bool { d.mon.Status(); return true })
+	d.sd = startNotifier(d.log, diskNotifyStatus(d.disk.State(), d.srv.Path()), func() bool { d.mon.Status(); return true })
 	<-ctx.Done()
 	return d.stop()
 }

@@ -29,13 +29,19 @@ func openDisk(f rigconfig.File, socket string, log *slog.Logger) (*diskspace.Wat
 	return w, nil
 }
 
-// notifyDisk puts the alarm in sd_notify's STATUS (no-op outside systemd).
-func notifyDisk(s diskspace.State, socket string, log *slog.Logger) {
+// diskNotifyStatus is sd_notify's STATUS line: the control socket, after
+// the alarm while the disk is low.
+func diskNotifyStatus(s diskspace.State, socket string) string {
 	status := "control socket " + socket
 	if s.Low {
 		status = "DISK LOW, command intake paused: " + s.Reason + "; " + status
 	}
-	if _, err := sdNotify("STATUS=" + status); err != nil {
+	return status
+}
+
+// notifyDisk puts the alarm in sd_notify's STATUS (no-op outside systemd).
+func notifyDisk(s diskspace.State, socket string, log *slog.Logger) {
+	if _, err := sdNotify("STATUS=" + diskNotifyStatus(s, socket)); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
 }
