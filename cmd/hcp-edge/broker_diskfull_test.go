@@ -257,6 +257,7 @@ func TestDiskFull(t *testing.T) {
 	lost := strings.Count(logs, "amqp: connection lost")
 	alarms := strings.Count(logs, "state directory short of space")
 	held := strings.Count(logs, "command held unacked")
+	t.Logf("daemon log: %d lines, %d at ERROR", strings.Count(logs, "\n"), strings.Count(logs, "level=ERROR"))
 	t.Logf("after: %d commands dead-lettered, %d reconnects (connection lost), %d alarm lines, %d held deliveries, %d sessions all terminal, outbox drained",
 		dead, lost, alarms, held, accepted)
 	if dead != 0 {

@@ -120,7 +120,10 @@ type InboxOpts struct {
 	// of it (it may raise the alarm that closes Intake). Such a delivery is
 	// held, unacked, on its channel and handled again once Intake is open
 	// again, never nacked and never taken for a broker fault; past HoldMax
-	// it is nacked with requeue.
+	// it is nacked with requeue (once the consumer is cancelled, so it
+	// waits in the queue), and so is every delivery failing the same way
+	// until one is recorded again. Give it with Intake, which it should
+	// close: without one, a held delivery is tried every 250 ms.
 	LocalError func(err error) bool
 	// HoldMax bounds how long deliveries are held for a local write
 	// failure (default 10 min, well below RabbitMQ's 30-minute
@@ -160,6 +163,11 @@ type Inbox struct {
 	name []byte
 
 	handled, duplicates, refused, answered, failed, held, paused atomic.Uint64
+	// holdSpent is set when a hold outlasted HoldMax: until a command is
+	// recorded again, a local write failure requeues at once (the broker's
+	// consumer_timeout would otherwise close the channel on the deliveries
+	// waiting behind it).
+	holdSpent atomic.Bool
 }
 
 var (
@@ -265,8 +273,29 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 	prune := time.NewTicker(time.Hour)
 	defer prune.Stop()
 	wasPaused := false
+	var requeue []amqp091.Delivery // nacked with requeue once nothing consumes them again
+	nackAll := func() {
+		for _, d := range requeue {
+			_ = d.Nack(false, true)
+		}
+		requeue = requeue[:0]
+	}
+	deliver := func(d amqp091.Delivery) error {
+		err := in.deliver(ctx, d)
+		if errors.Is(err, errRequeue) {
+			requeue = append(requeue, d)
+			return nil
+		}
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
 	for {
 		open, changed := in.intakeOpen()
+		if open && len(requeue) > 0 {
+			nackAll() // they come back to this consumer, which takes them
+		}
 		switch {
 		case open && tag == "":
 			tag = fmt.Sprintf("hcp-inbox-%s-%d", in.opts.CalleeID, time.Now().UnixNano())
@@ -294,14 +323,12 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 			n := 0
 			for d := range ds {
 				n++
-				if err := in.deliver(ctx, d); err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
+				if err := deliver(d); err != nil {
 					return err
 				}
 			}
 			ds = nil
+			nackAll() // no consumer now: they wait ready in the queue
 			in.log.Info("amqp: inbox handled the deliveries sent before the cancel", "queue", q, "deliveries", n)
 			continue
 		}
@@ -318,10 +345,7 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 				tag = ""
 				return fmt.Errorf("%w: inbox deliveries ended", ErrChannelClosed)
 			}
-			if err := in.deliver(ctx, d); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+			if err := deliver(d); err != nil {
 				return err
 			}
 		}
@@ -343,18 +367,30 @@ type localError struct{ err error }
 func (e *localError) Error() string { return e.err.Error() }
 func (e *localError) Unwrap() error { return e.err }
 
+// errRequeue is deliver's answer for a delivery to nack with requeue once
+// the consumer is cancelled (or at once while it may consume): requeued
+// before the cancel, the broker would hand it straight back.
+var errRequeue = errors.New("amqp: inbox: requeue")
+
 // holdRetry is the least wait between two tries of a held delivery.
 const holdRetry = 250 * time.Millisecond
 
 // deliver handles d; a local write failure holds it, unacked, until intake
-// is open again (or HoldMax), then handles it again.
+// is open again, then handles it again; past HoldMax it returns errRequeue.
 func (in *Inbox) deliver(ctx context.Context, d amqp091.Delivery) error {
 	var since time.Time
 	for {
 		err := in.handle(ctx, d)
 		var le *localError
 		if !errors.As(err, &le) {
+			if err == nil {
+				in.holdSpent.Store(false)
+			}
 			return err
+		}
+		if in.holdSpent.Load() {
+			in.log.Warn("amqp: command requeued: the state file still cannot be written here", "message_id", d.MessageId, "err", le.err)
+			return errRequeue
 		}
 		if since.IsZero() {
 			since = time.Now()
@@ -366,9 +402,10 @@ func (in *Inbox) deliver(ctx context.Context, d amqp091.Delivery) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			in.log.Error("amqp: command held too long for a local write failure: requeued", "message_id", d.MessageId,
-				"held", time.Since(since).Round(time.Second), "err", le.err)
-			return d.Nack(false, true)
+			in.log.Error("amqp: command held too long for a local write failure: requeued (it counts once toward the delivery limit)",
+				"message_id", d.MessageId, "held", time.Since(since).Round(time.Second), "err", le.err)
+			in.holdSpent.Store(true)
+			return errRequeue
 		}
 	}
 }

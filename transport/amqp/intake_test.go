@@ -155,3 +155,52 @@ func TestInboxIntakeAndLocalFailure(t *testing.T) {
 	}
 	t.Logf("stats %+v", s)
 }
+
+// TestInboxHoldMax: a local write failure that outlasts HoldMax requeues
+// the held delivery, and the ones behind it at once; intake being closed,
+// they wait ready in the queue (redelivered once) and are handled when it
+// opens.
+func TestInboxHoldMax(t *testing.T) {
+	caller := amqptest.AlphaID
+	g := newGate(true)
+	eng := &failingEngine{}
+	c := startCalleeWrapped(t, 0, tamqp.InboxOpts{Intake: g, HoldMax: 400 * time.Millisecond, Prefetch: 4,
+		LocalError: func(err error) bool {
+			if !errors.Is(err, syscall.ENOSPC) {
+				return false
+			}
+			g.set(false)
+			return true
+		}}, func(e tamqp.Engine) tamqp.Engine { eng.next = e; return eng })
+	alpha := amqptest.Dial(t, amqptest.AlphaURL())
+	ds := eventQueue(t, alpha, caller)
+	eng.fail.Store(true)
+	for i := 0; i < 3; i++ {
+		env, body := submitBody(t, caller)
+		publish(t, alpha, c.id, amqptest.AlphaUser, commandPublishing(env, body))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	ch, err := amqptest.Dial(t, amqptest.URL()).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	q, _ := wire.CommandQueue(c.id)
+	st, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 3 || st.Consumers != 0 {
+		t.Fatalf("after HoldMax: %d ready, %d consumers; want 3, 0", st.Messages, st.Consumers)
+	}
+	eng.fail.Store(false)
+	g.set(true)
+	got := map[wire.Type]int{}
+	for i := 0; i < 6; i++ {
+		_, rep := next(t, ds, 10*time.Second)
+		got[rep.Type]++
+	}
+	if got[wire.TypeTaskAccepted] != 3 || eng.redelivered.Load() != 3 || c.sup.State().Reconnects != 0 {
+		t.Fatalf("replies %v, %d redelivered (want 3), %d reconnects", got, eng.redelivered.Load(), c.sup.State().Reconnects)
+	}
+}
