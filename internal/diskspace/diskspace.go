@@ -17,12 +17,8 @@ import (
 // ReserveFile is the name of the reserve file in the watched directory.
 const ReserveFile = "disk-reserve"
 
-// Defaults of Opts.
-const (
-	DefaultWatermark = 64 << 20 // bytes
-	DefaultReserve   = 4 << 20  // bytes
-	DefaultEvery     = time.Second
-)
+// DefaultEvery is Opts.Every's default.
+const DefaultEvery = time.Second
 
 // ErrBadOpts is wrapped by New's errors about its options.
 var ErrBadOpts = errors.New("diskspace: bad options")
