@@ -13,6 +13,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -151,6 +152,56 @@ func (e *Engine) step(l *live, f func(w *store.Tx) error) error {
 	return nil
 }
 
+// endRetry paces the tries of a session's terminal step that failed for a
+// local write failure (no space): from the first to the last, doubling.
+var endRetry = [2]time.Duration{250 * time.Millisecond, 5 * time.Second}
+
+// stepEnding is step; for a terminal step (ending) that fails for a local
+// write failure of the state file (no space, I/O error) it tries again until
+// it commits or the engine stops, so a session that was accepted ends with
+// its final message recorded, whatever the disk does meanwhile. Between
+// tries l.mu is released (status and the budgets read it); nothing else
+// changes the session while its end is pending: the run has ended and
+// every other write fails alike.
+func (e *Engine) stepEnding(l *live, ending bool, f func(w *store.Tx) error) error {
+	err := e.step(l, f)
+	if err == nil || !ending || !diskspace.LocalWriteError(err) {
+		return err
+	}
+	e.log.Error("the end of a session cannot be recorded: the state file cannot be written here; trying until it can",
+		"session", l.id, "err", err)
+	t0, wait := time.Now(), endRetry[0]
+	for tries := 1; ; tries++ {
+		l.mu.Unlock()
+		ok := sleepCtx(e.base, wait)
+		l.mu.Lock()
+		if !ok {
+			return fmt.Errorf("engine: end of session %s not recorded before shutdown: %w", l.id, err)
+		}
+		wait = min(2*wait, endRetry[1])
+		if err = e.step(l, f); err == nil {
+			e.log.Warn("the end of a session is recorded after the state directory took writes again", "session", l.id,
+				"tries", tries+1, "after", time.Since(t0).Round(time.Millisecond))
+			return nil
+		}
+		if !diskspace.LocalWriteError(err) {
+			return err
+		}
+	}
+}
+
+// sleepCtx waits d or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // send queues envs for l's caller inside w; task_accepted and
 // task_rejected carry the submit's message_id (hcp-in-reply-to).
 func (e *Engine) send(w *store.Tx, l *live, envs ...*wire.Envelope) error {
@@ -207,7 +258,8 @@ func (e *Engine) transitionsLocked(l *live, cs []store.Change, final ...*wire.En
 		last := &cs[len(cs)-1]
 		last.Before = append(slices.Clip(last.Before), accessPending(r))
 	}
-	err := e.step(l, func(w *store.Tx) error {
+	terminal := len(cs) > 0 && cs[len(cs)-1].To.Terminal()
+	err := e.stepEnding(l, terminal, func(w *store.Tx) error {
 		for _, c := range cs {
 			s, evs, err := w.Transition(l.id, c)
 			if err != nil {

@@ -32,6 +32,10 @@ type Opts struct {
 	MaxSize  int              // bytes, 0 for no limit (see LIBRARIES.md on 32-bit ARM)
 	Clock    func() time.Time // time source; time.Now if nil
 	ReadOnly bool             // open for inspection (audit verify, replay) only
+	// WriteFailed, when set, is told of every Update whose commit failed;
+	// when it returns true (it freed space: the disk reserve of
+	// internal/diskspace) the Update runs once more.
+	WriteFailed func(err error) (retry bool)
 }
 
 // DefaultOpts returns a 1 s lock timeout, mode 0600, a 512 MiB size limit
@@ -47,6 +51,8 @@ type Store struct {
 	log   *audit.Log
 	clock func() time.Time
 	queue Queue // nil: messages are only handed back (Tx.Sent)
+	// writeFailed is Opts.WriteFailed.
+	writeFailed func(error) bool
 }
 
 // Open opens (or creates) the state file at path, creates the buckets,
@@ -89,7 +95,7 @@ func Open(path string, opts Opts) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, log: log, clock: opts.Clock}, nil
+	return &Store{db: db, log: log, clock: opts.Clock, writeFailed: opts.WriteFailed}, nil
 }
 
 // Close closes the file.

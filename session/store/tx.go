@@ -47,13 +47,22 @@ type Tx struct {
 // Update runs f in one read-write transaction of the state file and
 // commits it (one fsync'ed commit), or rolls everything back when f
 // returns an error. The context is checked before the transaction begins.
+// When the commit fails and Opts.WriteFailed frees space, f runs once more
+// in a new transaction.
 func (s *Store) Update(ctx context.Context, f func(w *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return f(&Tx{s: s, tx: tx, now: s.clock(), owned: true})
-	})
+	for try := 0; ; try++ {
+		var fErr error
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			fErr = f(&Tx{s: s, tx: tx, now: s.clock(), owned: true})
+			return fErr
+		})
+		if err == nil || fErr != nil || try > 0 || s.writeFailed == nil || !s.writeFailed(err) {
+			return err
+		}
+	}
 }
 
 // Bind wraps tx, a writable transaction of the state file's db opened by

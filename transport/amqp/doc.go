@@ -81,6 +81,20 @@
 // window entry and the engine's own Outcome.Record commit in one bbolt
 // transaction before the ack.
 //
+// # A full disk
+//
+// A write of the state file that fails locally (InboxOpts.LocalError: no
+// space, an I/O error) is not a broker fault: the delivery is held, unacked,
+// on its channel and handled again once InboxOpts.Intake opens (requeued
+// once past HoldMax), and Run goes on. While Intake is closed (the state
+// directory below its free-space watermark, internal/diskspace) the inbox
+// cancels its consumer and waits on the same channel: commands wait ready
+// in the queue, nothing is returned, so nothing counts toward a quorum
+// queue's x-delivery-limit (RabbitMQ counts every return: a nack with
+// requeue, and the unacked deliveries of a channel that closes). The
+// Publisher treats a failed deletion of confirmed messages alike
+// (PublisherOpts.LocalError): the outbox retries it in a later commit.
+//
 // # Caveats
 //
 // Messages are published without the mandatory flag: an event for a caller

@@ -108,8 +108,37 @@ type InboxOpts struct {
 	Refused func(tx *bolt.Tx, r Refusal) error
 	// HandleTimeout bounds one Engine.Handle (default 30 s).
 	HandleTimeout time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// Intake, when set, pauses command intake from outside (the state
+	// directory short of space): while it is closed the inbox cancels its
+	// consumer (basic.cancel), handles the deliveries the broker had
+	// already sent, and waits on the same channel, neither nacking nor
+	// reconnecting, so commands wait in their queue and none counts toward
+	// the delivery limit; it consumes again when Intake opens.
+	Intake Intake
+	// LocalError, when set, reports whether err, a failed write of the
+	// state file, is a local write failure (no space, I/O error) and is told
+	// of it (it may raise the alarm that closes Intake). Such a delivery is
+	// held, unacked, on its channel and handled again once Intake is open
+	// again, never nacked and never taken for a broker fault; past HoldMax
+	// it is nacked with requeue (once the consumer is cancelled, so it
+	// waits in the queue), and so is every delivery failing the same way
+	// until one is recorded again. Give it with Intake, which it should
+	// close: without one, a held delivery is tried every 250 ms.
+	LocalError func(err error) bool
+	// HoldMax bounds how long deliveries are held for a local write
+	// failure (default 10 min, well below RabbitMQ's 30-minute
+	// consumer_timeout, which would close the channel).
+	HoldMax time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Intake says whether the inbox may take commands. diskspace.Watcher is
+// one.
+type Intake interface {
+	// Open reports whether commands may be taken now, and returns a
+	// channel closed at the next change.
+	Open() (open bool, changed <-chan struct{})
 }
 
 // InboxStats counts what the inbox did since it was made.
@@ -119,6 +148,8 @@ type InboxStats struct {
 	Refused    uint64 // rejected without requeue before the engine
 	Answered   uint64 // refusals answered with task_rejected
 	Failed     uint64 // engine or storage errors
+	Held       uint64 // deliveries held for a local write failure
+	Paused     uint64 // times intake paused (consumer cancelled)
 }
 
 // Inbox consumes a callee's command queue. Run is a Worker for the Supervisor.
@@ -131,7 +162,12 @@ type Inbox struct {
 	log  *slog.Logger
 	name []byte
 
-	handled, duplicates, refused, answered, failed atomic.Uint64
+	handled, duplicates, refused, answered, failed, held, paused atomic.Uint64
+	// holdSpent is set when a hold outlasted HoldMax: until a command is
+	// recorded again, a local write failure requeues at once (the broker's
+	// consumer_timeout would otherwise close the channel on the deliveries
+	// waiting behind it).
+	holdSpent atomic.Bool
 }
 
 var (
@@ -169,6 +205,9 @@ func NewInbox(db *bolt.DB, ob *outbox.Outbox, eng Engine, opts InboxOpts) (*Inbo
 	if opts.HandleTimeout <= 0 {
 		opts.HandleTimeout = 30 * time.Second
 	}
+	if opts.HoldMax <= 0 {
+		opts.HoldMax = 10 * time.Minute
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -200,11 +239,13 @@ func NewInbox(db *bolt.DB, ob *outbox.Outbox, eng Engine, opts InboxOpts) (*Inbo
 // Stats returns the counters.
 func (in *Inbox) Stats() InboxStats {
 	return InboxStats{Handled: in.handled.Load(), Duplicates: in.duplicates.Load(), Refused: in.refused.Load(),
-		Answered: in.answered.Load(), Failed: in.failed.Load()}
+		Answered: in.answered.Load(), Failed: in.failed.Load(), Held: in.held.Load(), Paused: in.paused.Load()}
 }
 
 // Run consumes hcp.cmd.{callee_id} on a channel of conn with manual ack until
-// ctx ends or the channel fails. It is a Worker.
+// ctx ends or the channel fails. It is a Worker. While InboxOpts.Intake is
+// closed it cancels its consumer and waits on the channel (see Intake); a
+// local write failure never ends it.
 func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 	q, _ := wire.CommandQueue(in.opts.CalleeID)
 	ch, err := conn.Channel()
@@ -219,37 +260,193 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 	// closes: ConsumeWithContext's background basic.cancel races a deferred
 	// Close, which then waited for the connection to close (a hung Run after
 	// its context ended while the connection stayed up).
-	tag := fmt.Sprintf("hcp-inbox-%s-%d", in.opts.CalleeID, time.Now().UnixNano())
-	ds, err := ch.Consume(q, tag, false, false, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("amqp: consume %s: %w", q, err)
-	}
-	defer func() { _ = ch.Cancel(tag, false) }() // runs before the deferred Close
+	var ds <-chan amqp091.Delivery
+	tag := ""
+	defer func() {
+		if tag != "" {
+			_ = ch.Cancel(tag, false) // runs before the deferred Close
+		}
+	}()
 	if err := in.Prune(); err != nil {
 		in.log.Warn("amqp: inbox prune", "err", err)
 	}
 	prune := time.NewTicker(time.Hour)
 	defer prune.Stop()
+	wasPaused := false
+	var requeue []amqp091.Delivery // nacked with requeue once nothing consumes them again
+	nackAll := func() {
+		for _, d := range requeue {
+			_ = d.Nack(false, true)
+		}
+		requeue = requeue[:0]
+	}
+	deliver := func(d amqp091.Delivery) error {
+		err := in.deliver(ctx, d)
+		if errors.Is(err, errRequeue) {
+			requeue = append(requeue, d)
+			return nil
+		}
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
 	for {
+		open, changed := in.intakeOpen()
+		if open && len(requeue) > 0 {
+			nackAll() // they come back to this consumer, which takes them
+		}
+		switch {
+		case open && tag == "":
+			tag = fmt.Sprintf("hcp-inbox-%s-%d", in.opts.CalleeID, time.Now().UnixNano())
+			if ds, err = ch.Consume(q, tag, false, false, false, false, nil); err != nil {
+				tag = ""
+				return fmt.Errorf("amqp: consume %s: %w", q, err)
+			}
+			if wasPaused {
+				in.log.Info("amqp: inbox consumes again", "queue", q)
+				wasPaused = false
+			}
+		case !open && tag != "":
+			// Stop taking commands: the broker keeps them in the queue
+			// (nothing is returned, so nothing counts toward the delivery
+			// limit). Cancel waits for cancel-ok, so every delivery sent
+			// before it is on ds, which then closes; they are handled now.
+			in.paused.Add(1)
+			wasPaused = true
+			if err := ch.Cancel(tag, false); err != nil {
+				tag = ""
+				return fmt.Errorf("%w: inbox cancel: %v", ErrChannelClosed, err)
+			}
+			tag = ""
+			in.log.Warn("amqp: inbox consumer cancelled: commands wait in their queue until intake opens", "queue", q)
+			n := 0
+			for d := range ds {
+				n++
+				if err := deliver(d); err != nil {
+					return err
+				}
+			}
+			ds = nil
+			nackAll() // no consumer now: they wait ready in the queue
+			in.log.Info("amqp: inbox handled the deliveries sent before the cancel", "queue", q, "deliveries", n)
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-changed:
 		case <-prune.C:
 			if err := in.Prune(); err != nil {
 				in.log.Warn("amqp: inbox prune", "err", err)
 			}
 		case d, ok := <-ds:
 			if !ok {
+				tag = ""
 				return fmt.Errorf("%w: inbox deliveries ended", ErrChannelClosed)
 			}
-			if err := in.handle(ctx, d); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+			if err := deliver(d); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// intakeOpen is Intake.Open, or always open without one.
+func (in *Inbox) intakeOpen() (bool, <-chan struct{}) {
+	if in.opts.Intake == nil {
+		return true, nil
+	}
+	return in.opts.Intake.Open()
+}
+
+// localError is handle's error for a local write failure: the delivery was
+// neither acked nor nacked.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
+// errRequeue is deliver's answer for a delivery to nack with requeue once
+// the consumer is cancelled (or at once while it may consume): requeued
+// before the cancel, the broker would hand it straight back.
+var errRequeue = errors.New("amqp: inbox: requeue")
+
+// holdRetry is the least wait between two tries of a held delivery.
+const holdRetry = 250 * time.Millisecond
+
+// deliver handles d; a local write failure holds it, unacked, until intake
+// is open again, then handles it again; past HoldMax it returns errRequeue.
+func (in *Inbox) deliver(ctx context.Context, d amqp091.Delivery) error {
+	var since time.Time
+	for {
+		err := in.handle(ctx, d)
+		var le *localError
+		if !errors.As(err, &le) {
+			if err == nil {
+				in.holdSpent.Store(false)
+			}
+			return err
+		}
+		if in.holdSpent.Load() {
+			in.log.Warn("amqp: command requeued: the state file still cannot be written here", "message_id", d.MessageId, "err", le.err)
+			return errRequeue
+		}
+		if since.IsZero() {
+			since = time.Now()
+			in.held.Add(1)
+			in.log.Warn("amqp: command held unacked: the state file cannot be written here; handled again when there is space",
+				"message_id", d.MessageId, "err", le.err)
+		}
+		if !in.waitOpen(ctx, since.Add(in.opts.HoldMax)) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			in.log.Error("amqp: command held too long for a local write failure: requeued (it counts once toward the delivery limit)",
+				"message_id", d.MessageId, "held", time.Since(since).Round(time.Second), "err", le.err)
+			in.holdSpent.Store(true)
+			return errRequeue
+		}
+	}
+}
+
+// waitOpen waits at least holdRetry and until intake is open; false when ctx
+// ended or deadline passed first.
+func (in *Inbox) waitOpen(ctx context.Context, deadline time.Time) bool {
+	if !sleep(ctx, holdRetry) {
+		return false
+	}
+	for {
+		open, changed := in.intakeOpen()
+		if open {
+			return true
+		}
+		if changed == nil { // no Intake: retry every holdRetry
+			return time.Now().Before(deadline)
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+			return false
+		case <-changed:
+			t.Stop()
+		}
+	}
+}
+
+// storageFailed handles a failed write of the state file for d: a local
+// write failure (InboxOpts.LocalError) is a *localError and d stays
+// unacked; anything else nacks d with requeue and ends the worker.
+func (in *Inbox) storageFailed(d amqp091.Delivery, err error, what string) error {
+	in.failed.Add(1)
+	if in.opts.LocalError != nil && in.opts.LocalError(err) {
+		return &localError{fmt.Errorf("amqp: inbox: %s: %w", what, err)}
+	}
+	d.Nack(false, true)
+	return fmt.Errorf("amqp: inbox %s: %w", what, err)
 }
 
 // dedupRecord is what the window keeps per message_id.
@@ -306,9 +503,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		dup = &dedupRecord{}
 		return json.Unmarshal(v, dup)
 	}); err != nil {
-		in.failed.Add(1)
-		d.Nack(false, true)
-		return fmt.Errorf("amqp: inbox dedup lookup: %w", err)
+		return in.storageFailed(d, err, "dedup lookup")
 	}
 	if dup != nil {
 		ms := make([]outbox.Message, 0, len(dup.Replies))
@@ -322,9 +517,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		}
 		if len(ms) > 0 {
 			if err := in.db.Update(func(tx *bolt.Tx) error { _, err := in.ob.AppendTx(tx, ms...); return err }); err != nil {
-				in.failed.Add(1)
-				d.Nack(false, true)
-				return fmt.Errorf("amqp: inbox: re-answer duplicate: %w", err)
+				return in.storageFailed(d, err, "re-answer duplicate")
 			}
 		}
 		in.duplicates.Add(1)
@@ -362,6 +555,9 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		}
 		return in.recordTx(tx, id, now, ms)
 	})
+	if engErr != nil && in.opts.LocalError != nil && in.opts.LocalError(engErr) {
+		return in.storageFailed(d, engErr, "record") // a local write failure inside Record: held
+	}
 	if engErr != nil {
 		in.failed.Add(1)
 		requeue := !d.Redelivered
@@ -369,9 +565,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		return d.Nack(false, requeue)
 	}
 	if err != nil {
-		in.failed.Add(1)
-		d.Nack(false, true)
-		return fmt.Errorf("amqp: inbox record: %w", err)
+		return in.storageFailed(d, err, "record")
 	}
 	if out.Committed != nil {
 		out.Committed()

@@ -36,6 +36,13 @@ func fastBackoff() tamqp.Backoff {
 // startCallee runs an inbox with an Echo engine on a fresh callee id.
 func startCallee(t *testing.T, events int, opts tamqp.InboxOpts) *callee {
 	t.Helper()
+	return startCalleeWrapped(t, events, opts, nil)
+}
+
+// startCalleeWrapped is startCallee with the Echo engine wrapped by wrap
+// (nil: as it is).
+func startCalleeWrapped(t *testing.T, events int, opts tamqp.InboxOpts, wrap func(tamqp.Engine) tamqp.Engine) *callee {
+	t.Helper()
 	amqptest.Dial(t, amqptest.URL()) // skips loudly without a broker
 	c := &callee{id: amqptest.CalleeID}
 	var err error
@@ -48,7 +55,11 @@ func startCallee(t *testing.T, events int, opts tamqp.InboxOpts) *callee {
 	}
 	c.echo = amqptest.NewEcho(c.ob, events, 0)
 	opts.CalleeID = c.id
-	if c.in, err = tamqp.NewInbox(c.db, c.ob, c.echo, opts); err != nil {
+	var eng tamqp.Engine = c.echo
+	if wrap != nil {
+		eng = wrap(c.echo)
+	}
+	if c.in, err = tamqp.NewInbox(c.db, c.ob, eng, opts); err != nil {
 		t.Fatal(err)
 	}
 	c.sup, err = tamqp.NewSupervisor(c.ob, tamqp.SupervisorOpts{

@@ -30,6 +30,11 @@ type PublisherOpts struct {
 	// checks it against the connection's login, and the receiving inbox refuses
 	// messages without it. The Supervisor sets it to the URL's user.
 	UserID string
+	// LocalError, when set, reports whether err (a failed outbox commit)
+	// is a local write failure of the state file (no space): the confirmed
+	// messages' deletion waits for a later commit and Run goes on; a local
+	// write failure never ends Run, so never makes a reconnect.
+	LocalError func(err error) bool
 }
 
 // DefaultPublisherOpts returns the defaults.
@@ -145,12 +150,13 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 	timeout := time.NewTimer(p.opts.ConfirmTimeout)
 	defer timeout.Stop()
 	var (
-		q         []inflight
-		last      uint64 // highest key published on this channel
-		more      = true // the outbox may hold messages past last
-		confirmed []uint64
-		head      uint64    // key whose confirm the timeout is running for
-		headSince time.Time // when that wait began
+		q           []inflight
+		last        uint64 // highest key published on this channel
+		more        = true // the outbox may hold messages past last
+		confirmed   []uint64
+		head        uint64    // key whose confirm the timeout is running for
+		headSince   time.Time // when that wait began
+		localLogged bool      // a local write failure was logged on this channel
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -194,7 +200,13 @@ func (p *Publisher) Run(ctx context.Context, conn *amqp091.Connection) error {
 			err := p.ob.DeleteLater(confirmed...)
 			confirmed = confirmed[:0]
 			if err != nil {
-				return err
+				if p.opts.LocalError == nil || !p.opts.LocalError(err) {
+					return err
+				}
+				if !localLogged {
+					p.opts.Logger.Warn("amqp: publisher: confirmed messages not deleted yet (a local write failure); their deletion is retried", "err", err)
+					localLogged = true
+				}
 			}
 			continue // room for more
 		}

@@ -3,7 +3,6 @@ package amqp
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -113,9 +112,7 @@ func (in *Inbox) refuse(d amqp091.Delivery, r fault) error {
 		return in.recordTx(tx, recordID, now, ms)
 	})
 	if err != nil {
-		in.failed.Add(1)
-		d.Nack(false, true)
-		return fmt.Errorf("amqp: inbox: record a refusal: %w", err)
+		return in.storageFailed(d, err, "record a refusal")
 	}
 	if len(ms) > 0 {
 		in.answered.Add(1)

@@ -8,7 +8,13 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 )
+
+// localRetry paces the retries of DeleteLater keys whose commit failed for a
+// local write failure (no space).
+const localRetry = time.Second
 
 // The committer: one goroutine per Outbox, started by Open/New and stopped by
 // Close, owns every write the outbox makes on its own (AppendTx writes in the
@@ -378,6 +384,19 @@ func (ob *Outbox) reply(as []*appendReq, keys []uint64, ds []*deleteReq, later [
 		close(d.done)
 	}
 	if len(later) > 0 {
+		if delErr != nil && diskspace.LocalWriteError(delErr) {
+			// No space (or an I/O error) here: the keys stay skipped by
+			// PeekAfter and wait for a later commit, which deletes them once
+			// the disk takes writes again; republishing them all meanwhile
+			// would only flood the callers with duplicates.
+			// laterSince in the future: the next try waits localRetry.
+			ob.mu.Lock()
+			ob.laterSince = time.Now().Add(localRetry)
+			ob.later = append(ob.later, later...)
+			ob.laterErr = errors.Join(ob.laterErr, delErr)
+			ob.mu.Unlock()
+			return
+		}
 		ob.forgetLater(later)
 		if delErr != nil {
 			ob.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
@@ -81,7 +82,7 @@ func Run(ctx context.Context, c Config) (err error) {
 
 	// systemd (Type=notify): ready now that the control socket is up; the
 	// watchdog is fed while the monitor answers. No-op outside systemd.
-	d.sd = startNotifier(d.log, "control socket "+d.srv.Path(), func() bool { d.mon.Status(); return true })
+	d.sd = startNotifier(d.log, diskNotifyStatus(d.disk.State(), d.srv.Path()), func() bool { d.mon.Status(); return true })
 	<-ctx.Done()
 	return d.stop()
 }
@@ -96,6 +97,7 @@ type daemon struct {
 	t0      time.Time
 
 	// openState
+	disk    *diskspace.Watcher // the state directory's free space (disk.go)
 	st      *store.Store
 	mx      *agentMetrics // nil without agent.metrics_listen
 	key     *atrest.Key   // nil without agent.at_rest_key_file
@@ -154,8 +156,14 @@ func (d *daemon) openState(ctx context.Context) error {
 	if err := os.MkdirAll(f.Agent.StateDir, 0o750); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
+	var err error
+	if d.disk, err = openDisk(f, f.Agent.ControlSocket, d.log); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
 	path := filepath.Join(f.Agent.StateDir, rigconfig.StateFile)
-	st, err := store.Open(path, store.DefaultOpts())
+	so := store.DefaultOpts()
+	so.WriteFailed = d.disk.Failed // releases the disk reserve: the write is tried once more
+	st, err := store.Open(path, so)
 	if err != nil {
 		return fmt.Errorf("state file %s (another daemon running?): %w", path, err)
 	}
@@ -255,7 +263,7 @@ func (d *daemon) startSessions(context.Context) error {
 	if err := uplink.MigrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db
 		return err
 	}
-	if d.up, err = uplink.New(f, d.st, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
+	if d.up, err = uplink.New(f, d.st, d.disk, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
 		return err
 	}
 	if d.up != nil {
@@ -300,7 +308,7 @@ func (d *daemon) serve(context.Context) error {
 	if err := d.up.Attach(f, d.eng); err != nil {
 		return err
 	}
-	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up,
+	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk,
 		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
 	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.artifact) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})
@@ -311,7 +319,7 @@ func (d *daemon) serve(context.Context) error {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	if err := d.mx.start(f, d.il, d.iv, d.up); err != nil {
+	if err := d.mx.start(f, d.il, d.iv, d.up, d.disk); err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
@@ -380,6 +388,9 @@ func (d *daemon) release() (err error) {
 	_ = d.mx.close(context.Background()) // a nil *agentMetrics does nothing
 	if d.st != nil {
 		err = errors.Join(err, d.st.Close())
+	}
+	if d.disk != nil {
+		d.disk.Close()
 	}
 	return err
 }

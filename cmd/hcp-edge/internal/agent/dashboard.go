@@ -19,6 +19,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -38,7 +39,7 @@ func startDashboard(f rigconfig.File, h *handler, version string, log *slog.Logg
 		return nil, nil
 	}
 	log = log.With("component", "dashboard")
-	src := &dashSource{version: version, mon: h.mon, view: h.il.View(), up: h.up, sess: h.sess, plots: map[string]dashPlots{}}
+	src := &dashSource{version: version, mon: h.mon, view: h.il.View(), up: h.up, disk: h.disk, sess: h.sess, plots: map[string]dashPlots{}}
 	srv, err := dashboard.Serve(f.Agent.DashboardListen, src,
 		dashboard.Opts{AllowLAN: f.Agent.DashboardAllowLAN, Logger: log})
 	if err != nil {
@@ -57,6 +58,7 @@ type dashSource struct {
 	mon     *envelope.Monitor
 	view    *envelope.View
 	up      *uplink.Uplink // nil without a broker
+	disk    *diskspace.Watcher
 	sess    *sessions
 	mu      sync.Mutex
 	plots   map[string]dashPlots // terminal session -> its plots (a final message never changes)
@@ -103,6 +105,7 @@ type dashSnapshot struct {
 func (d *dashSource) Snapshot(ctx context.Context) (any, error) {
 	st := statusOf(d.mon.Status(), d.view.Envelope())
 	st.Uplink = d.up.Status()
+	st.Disk = diskStatus(d.disk)
 	snap := dashSnapshot{At: time.Now().UTC(), Version: d.version, Status: st, Sessions: []dashSession{}, Audit: []dashAuditEntry{}}
 	all, err := d.sess.list(ctx, true)
 	if err != nil {

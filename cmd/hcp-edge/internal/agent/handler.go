@@ -13,11 +13,13 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 )
 
 // handler serves the control socket's operations.
 type handler struct {
-	up   *uplink.Uplink // nil without a broker
+	up   *uplink.Uplink     // nil without a broker
+	disk *diskspace.Watcher // the state directory's free space
 	il   *envelope.Interlock
 	iv   *envelope.Invoker // the tool pipeline (per-tool statistics)
 	mon  *envelope.Monitor
@@ -53,6 +55,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.Status()
+		st.Disk = diskStatus(h.disk)
 		st.Budgets = h.sess.budgets(ctx)
 		return st, nil
 	case control.OpReset:

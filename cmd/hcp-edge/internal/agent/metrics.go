@@ -9,6 +9,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -65,7 +66,7 @@ func (a *agentMetrics) gateRecorder(next gate.Recorder) gate.Recorder {
 
 // start registers the scrape-time families (latch, sessions, tools, uplink) and
 // serves them on agent.metrics_listen.
-func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink.Uplink) error {
+func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink.Uplink, disk *diskspace.Watcher) error {
 	if a == nil {
 		return nil
 	}
@@ -76,6 +77,9 @@ func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envel
 	}
 	if up != nil {
 		s.Uplink = up.MetricsState
+	}
+	if disk != nil {
+		s.Disk = diskMetrics(disk)
 	}
 	if err := a.m.Watch(s); err != nil {
 		return err

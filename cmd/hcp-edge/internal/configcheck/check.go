@@ -142,6 +142,7 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkRig(f.Rig)
 	c.checkEnvelope(f)
 	c.checkPaths(f)
+	c.checkDisk(f)
 	c.checkKeyFiles(value, "")
 	c.checkCapabilities(path, capDir)
 }

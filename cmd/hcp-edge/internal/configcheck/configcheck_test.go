@@ -110,6 +110,14 @@ func TestCheckBroken(t *testing.T) {
 		{name: "a list where a mapping belongs", edit: func(s string) string {
 			return strings.Replace(s, "gauge: {name: gauge,", "gauge: [1, 2]\n  gaugex: {name: gauge,", 1)
 		}, want: []want{{"gauge: [1, 2]", "rig.gauge"}, {"gaugex:", "rig.gaugex"}}},
+		{name: "disk watermark 0", edit: func(s string) string {
+			return strings.Replace(s, "  recovery_grace: 5m ", "  disk: {watermark_mib: 0}\n  recovery_grace: 5m ", 1)
+		}, want: []want{{"watermark_mib: 0", "agent.disk.watermark_mib"}}},
+		{name: "disk watermark above the disk's size", edit: func(s string) string {
+			// 1 EiB: above any file system the state directory's parent
+			// (the test's temporary directory) lives on.
+			return strings.Replace(s, "  recovery_grace: 5m ", "  disk:\n    watermark_mib: 1099511627776\n  recovery_grace: 5m ", 1)
+		}, want: []want{{"watermark_mib: 1099511627776", "agent.disk.watermark_mib"}}},
 		{name: "every problem, not only the first", edit: func(s string) string {
 			s = strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1)
 			s = strings.Replace(s, "kick_every: 1s", "kick_every: often", 1)

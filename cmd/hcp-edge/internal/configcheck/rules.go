@@ -13,6 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
@@ -118,6 +119,29 @@ func (c *checker) checkPaths(f rigconfig.File) {
 	abs("rig.gauge.port", f.Rig.Gauge.Port)
 	abs("rig.raman.port", f.Rig.Raman.Port)
 	abs("rig.gpio.socket", f.Rig.GPIO.Socket)
+}
+
+// checkDisk: the free-space watermark must be below the size of the file
+// system that holds the state directory (or, before it exists, its nearest
+// existing parent).
+func (c *checker) checkDisk(f rigconfig.File) {
+	if f.Agent.Disk.WatermarkMiB == nil || *f.Agent.Disk.WatermarkMiB < 1 {
+		return // reported by rigconfig
+	}
+	dir := f.Agent.StateDir
+	for dir != "" && dir != "/" {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	_, total, err := diskspace.Statfs(dir)
+	if err != nil {
+		return
+	}
+	if err := diskspace.CheckWatermark(f.Agent.Disk.Watermark(), total); err != nil {
+		c.at("agent.disk.watermark_mib", "%v (the file system of %s)", err, dir)
+	}
 }
 
 // KeyFileField reports whether a configuration key holds the path of a

@@ -205,6 +205,9 @@ func TestEndpoint(t *testing.T) {
 		Uplink: func() metrics.Uplink {
 			return metrics.Uplink{Connected: true, Reconnects: 1, Backlog: 3, Telemetry: 1, OldestAge: 1500 * time.Millisecond}
 		},
+		Disk: func() metrics.Disk {
+			return metrics.Disk{Low: true, Free: 3 << 20, Watermark: 4 << 20, ReserveHeld: false, Alarms: 1, WriteFailures: 7}
+		},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +264,12 @@ func TestEndpoint(t *testing.T) {
 		{"hcp_edge_outbox_messages", nil, 3},
 		{"hcp_edge_outbox_telemetry_messages", nil, 1},
 		{"hcp_edge_outbox_oldest_message_age_seconds", nil, 1.5},
+		{"hcp_edge_disk_low", nil, 1},
+		{"hcp_edge_disk_free_bytes", nil, 3 << 20},
+		{"hcp_edge_disk_watermark_bytes", nil, 4 << 20},
+		{"hcp_edge_disk_reserve_held", nil, 0},
+		{"hcp_edge_disk_alarms_total", nil, 1},
+		{"hcp_edge_disk_write_failures_total", nil, 7},
 	}
 	for _, c := range checks {
 		if got := value(t, fams, c.name, c.labels); got != c.want {

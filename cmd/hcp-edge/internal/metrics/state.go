@@ -26,6 +26,19 @@ type State struct {
 	// Tools reads the per-tool statistics of the tool pipeline
 	// (envelope.Invoker.Stats).
 	Tools func() []envelope.ToolStats
+	// Disk reads the state directory's free-space alarm
+	// (internal/diskspace.Watcher.State).
+	Disk func() Disk
+}
+
+// Disk is the state directory's free space at a scrape.
+type Disk struct {
+	Low           bool   // the alarm: command intake paused
+	Free          uint64 // bytes available
+	Watermark     uint64 // bytes
+	ReserveHeld   bool   // the reserve file is allocated
+	Alarms        uint64 // alarms raised since start
+	WriteFailures uint64 // local write failures of the state file since start
 }
 
 // Uplink is the uplink at a scrape (transport/amqp.Supervisor.State).
@@ -75,6 +88,15 @@ func (s *State) write(w *expoWriter, log *slog.Logger) {
 	}
 	if s.Tools != nil {
 		writeTools(w, s.Tools())
+	}
+	if s.Disk != nil {
+		d := s.Disk()
+		w.single(Namespace+"_disk_low", "1 while the state directory's free space is below agent.disk.watermark_mib (or a write failed for want of space): command intake is paused, commands wait in their queue; else 0.", "gauge", b2f(d.Low))
+		w.single(Namespace+"_disk_free_bytes", "Free space of the state directory's file system.", "gauge", float64(d.Free))
+		w.single(Namespace+"_disk_watermark_bytes", "The free-space watermark below which command intake pauses.", "gauge", float64(d.Watermark))
+		w.single(Namespace+"_disk_reserve_held", "1 while the disk reserve for the terminal steps of running sessions is allocated, else 0.", "gauge", b2f(d.ReserveHeld))
+		w.single(Namespace+"_disk_alarms_total", "Free-space alarms raised since the agent started.", "counter", float64(d.Alarms))
+		w.single(Namespace+"_disk_write_failures_total", "Writes of the state file that failed for want of space (or an I/O error) since the agent started.", "counter", float64(d.WriteFailures))
 	}
 	if s.Uplink != nil {
 		u := s.Uplink()

@@ -21,6 +21,7 @@ type Status struct {
 	Trips       []Trip            `json:"trips"`
 	Healthy     map[string]bool   `json:"healthy"`
 	Uplink      *Uplink           `json:"uplink,omitempty"` // the broker uplink, when configured
+	Disk        *Disk             `json:"disk,omitempty"`   // the state directory's free space
 	// Budgets is the live resource usage of every running session against
 	// its budgets.
 	Budgets []Budget `json:"budgets,omitempty"`

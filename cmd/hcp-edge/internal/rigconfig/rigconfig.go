@@ -134,6 +134,9 @@ type Agent struct {
 	AccessApprovers []string `yaml:"access_approvers"`
 	// AMQP is the uplink to the HCP broker (amqp.go); no URL, no uplink.
 	AMQP AMQP `yaml:"amqp"`
+	// Disk is the state directory's free-space watermark and reserve
+	// (disk.go).
+	Disk Disk `yaml:"disk"`
 	// MetricsListen is the loopback host:port of the Prometheus metrics
 	// endpoint (GET /metrics), e.g. "127.0.0.1:9464". Empty (the default):
 	// no endpoint. Only loopback addresses are accepted.
@@ -204,6 +207,7 @@ func (f *File) Defaults() {
 		a.AccessApprovalFor = 24 * time.Hour
 	}
 	a.AMQP.defaults()
+	a.Disk.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
 		m.FurnaceEvery = 50 * time.Millisecond
@@ -271,6 +275,7 @@ func (f File) Validate() error {
 		}
 	}
 	f.Agent.AMQP.validate(bad)
+	f.Agent.Disk.validate(bad)
 	if l := f.Agent.MetricsListen; l != "" {
 		if err := CheckLoopback(l); err != nil {
 			bad("agent.metrics_listen", "%v", err)

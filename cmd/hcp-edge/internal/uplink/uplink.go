@@ -15,6 +15,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -76,7 +77,8 @@ type Uplink struct {
 	st    *store.Store
 	eng   *engine.Engine
 	log   *slog.Logger
-	ext   *extensions // discovery and artifact fetch (discovery.go, artifactfetch.go)
+	ext   *extensions        // discovery and artifact fetch (discovery.go, artifactfetch.go)
+	disk  *diskspace.Watcher // the state directory's free space; nil: none
 
 	mu       sync.Mutex
 	stopped  bool                       // intake stopped
@@ -91,8 +93,10 @@ type Uplink struct {
 
 // New opens the outbox in the state file, makes it the store's Queue
 // and makes the (stopped) Supervisor, or returns nil when no URL is
-// configured.
-func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
+// configured. disk (nil: none) pauses command intake while the state
+// directory is short of space; a local write failure of the state file is
+// never taken for a broker fault (no reconnect).
+func New(f rigconfig.File, st *store.Store, disk *diskspace.Watcher, log *slog.Logger) (*Uplink, error) {
 	c := f.Agent.AMQP
 	if len(c.URLs) == 0 && c.URL == "" {
 		log.Info("no broker configured (agent.amqp.url or urls, HCP_AMQP_URL or HCP_AMQP_URLS): local control socket only")
@@ -105,8 +109,10 @@ func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
 	}
-	u := &Uplink{cfg: c, ob: ob, st: st, log: log.With("component", "uplink"),
+	u := &Uplink{cfg: c, ob: ob, st: st, disk: disk, log: log.With("component", "uplink"),
 		cancels: map[int]context.CancelFunc{}}
+	po := tamqp.DefaultPublisherOpts()
+	po.LocalError = u.localError
 	u.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL:       c.URL,
 		URLs:      c.URLs,
@@ -118,7 +124,7 @@ func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
 		DeclareConn: tamqp.CalleeDeclarer(tamqp.TopologyOpts{CalleeID: c.CalleeID, Quorum: c.QuorumQueues(),
 			DeliveryLimit: c.DeliveryLimit, DeadLetter: true}, log.With("component", "uplink")),
 		Workers:        []tamqp.Worker{u.runInbox},
-		Publisher:      tamqp.DefaultPublisherOpts(),
+		Publisher:      po,
 		ConnectionName: "hcp-edge " + c.CalleeID,
 		Logger:         u.log,
 	})
@@ -186,13 +192,37 @@ func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 		// A refused extension request is audited with its answer
 		// (refusalaudit.go).
 		Refused: u.auditRefusal,
-		Logger:  u.log,
+		// A full state directory pauses intake (the consumer is cancelled,
+		// commands wait in their queue); a local write failure holds the
+		// delivery unacked until space returns (never a reconnect).
+		Intake:     u.intake(),
+		LocalError: u.localError,
+		Logger:     u.log,
 	})
 	if err != nil {
 		return fmt.Errorf("uplink inbox: %w", err)
 	}
 	u.inbox = in
 	return nil
+}
+
+// intake is the inbox's Intake: the disk watcher, or none.
+func (u *Uplink) intake() tamqp.Intake {
+	if u.disk == nil {
+		return nil
+	}
+	return u.disk
+}
+
+// localError reports whether err is a local write failure of the state
+// file and tells the disk watcher (which raises the alarm and releases the
+// reserve).
+func (u *Uplink) localError(err error) bool {
+	if !diskspace.LocalWriteError(err) {
+		return false
+	}
+	u.disk.Failed(err) // a nil watcher does nothing
+	return true
 }
 
 // Start starts the Supervisor: it connects (retrying with backoff, logging

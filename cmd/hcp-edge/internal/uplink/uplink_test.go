@@ -54,7 +54,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	up, err := New(f, st, log)
+	up, err := New(f, st, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,12 @@
     var u = st.uplink;
     $("uplink").textContent = u ? "uplink: " + (u.url || "") + (u.connected ? " connected" : " not connected") +
       ", outbox " + (u.backlog || 0) + " waiting" : "uplink: none configured";
+    var d = st.disk, p = $("disk"), mib = function (n) { return ((n || 0) / 1048576).toFixed(1) + " MiB"; };
+    p.setAttribute("data-low", d ? String(!!d.low) : "unknown");
+    p.className = d && d.low ? "sub state-bad" : "sub";
+    p.textContent = !d ? "" : d.low ?
+      "DISK LOW: command intake paused (" + (d.reason || "") + "); free " + mib(d.free_bytes) + ", watermark " + mib(d.watermark_bytes) :
+      "disk: free " + mib(d.free_bytes) + " of " + mib(d.total_bytes) + ", watermark " + mib(d.watermark_bytes);
   }
 
   function renderTrips(st) {
