@@ -12,7 +12,7 @@ type fake struct {
 	now time.Time
 }
 
-func (f *fake) Now() time.Time           { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+func (f *fake) Now() time.Time          { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
 func (f *fake) Advance(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.mu.Unlock() }
 
 var t0 = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)

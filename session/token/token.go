@@ -76,9 +76,9 @@ var _ jwt.ClaimsValidator = (*Claims)(nil)
 
 // Opts tunes an Authority.
 type Opts struct {
-	Issuer   string           // iss of issued tokens, required on verify
-	Audience string           // aud of issued tokens, required on verify
-	Leeway   time.Duration    // clock skew allowed on exp, nbf and iat
+	Issuer   string        // iss of issued tokens, required on verify
+	Audience string        // aud of issued tokens, required on verify
+	Leeway   time.Duration // clock skew allowed on exp, nbf and iat
 	// Clock is the process clock: its wall time stamps iat, nbf and exp
 	// and judges tokens of earlier processes; its monotonic time judges
 	// the tokens this Authority issued (see Verify). A clock of its own

@@ -18,7 +18,7 @@ type fakeTime struct {
 	now time.Time
 }
 
-func (f *fakeTime) Now() time.Time           { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+func (f *fakeTime) Now() time.Time          { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
 func (f *fakeTime) Advance(d time.Duration) { f.mu.Lock(); f.now = f.now.Add(d); f.mu.Unlock() }
 
 // TestDedupWindowClockStep: the de-duplication window keeps its entries

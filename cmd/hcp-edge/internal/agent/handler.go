@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
@@ -24,6 +25,7 @@ type handler struct {
 	in   *rigconfig.Instruments
 	log  *slog.Logger
 	sess *sessions
+	hold *clocksync.Hold // the clock-sync hold of new sessions
 }
 
 // HandleStream serves a watched operation (submit --watch).
@@ -53,6 +55,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.Status()
+		st.Clock = clockOf(h.hold)
 		st.Budgets = h.sess.budgets(ctx)
 		return st, nil
 	case control.OpReset:

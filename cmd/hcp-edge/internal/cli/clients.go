@@ -100,6 +100,9 @@ func printStatus(w io.Writer, st reply.Status) {
 	}
 	fmt.Fprintf(w, "relay: %s\n", st.Relay)
 	fmt.Fprintln(w, st.Uplink.Line()) // package reply
+	if st.Clock != nil {
+		fmt.Fprintln(w, st.Clock.Line())
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.Activity != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -75,6 +76,7 @@ type Uplink struct {
 	inbox *tamqp.Inbox
 	st    *store.Store
 	eng   *engine.Engine
+	clock *wallclock.Clock // the agent's process clock: the inbox's de-dup window
 	log   *slog.Logger
 	ext   *extensions // discovery and artifact fetch (discovery.go, artifactfetch.go)
 
@@ -91,8 +93,9 @@ type Uplink struct {
 
 // New opens the outbox in the state file, makes it the store's Queue
 // and makes the (stopped) Supervisor, or returns nil when no URL is
-// configured.
-func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
+// configured. clock is the agent's process clock (the inbox stamps and
+// ages its de-duplication window by it).
+func New(f rigconfig.File, st *store.Store, clock *wallclock.Clock, log *slog.Logger) (*Uplink, error) {
 	c := f.Agent.AMQP
 	if len(c.URLs) == 0 && c.URL == "" {
 		log.Info("no broker configured (agent.amqp.url or urls, HCP_AMQP_URL or HCP_AMQP_URLS): local control socket only")
@@ -105,7 +108,7 @@ func New(f rigconfig.File, st *store.Store, log *slog.Logger) (*Uplink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
 	}
-	u := &Uplink{cfg: c, ob: ob, st: st, log: log.With("component", "uplink"),
+	u := &Uplink{cfg: c, ob: ob, st: st, clock: clock, log: log.With("component", "uplink"),
 		cancels: map[int]context.CancelFunc{}}
 	u.sup, err = tamqp.NewSupervisor(ob, tamqp.SupervisorOpts{
 		URL:       c.URL,
@@ -187,6 +190,7 @@ func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 		// (refusalaudit.go).
 		Refused: u.auditRefusal,
 		Logger:  u.log,
+		Clock:   u.clock,
 	})
 	if err != nil {
 		return fmt.Errorf("uplink inbox: %w", err)
