@@ -17,7 +17,9 @@
 //   - MinAge judges a wall stamp that was stored (a de-duplication entry,
 //     a revocation's expiry) without letting a forward step age it: it is
 //     the smaller of the stamp's age by the wall clock and its age by the
-//     monotonic clock of this process (see MinAge).
+//     monotonic clock of this process (see MinAge). MaxAge is the larger:
+//     the end of a permission is judged by it, so that a step back never
+//     keeps one open longer.
 //
 // The rule across restarts: a stamp written by an earlier process has no
 // monotonic reading anyone can use, so its age is the wall clock's word —

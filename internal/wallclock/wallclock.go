@@ -94,6 +94,23 @@ func (c *Clock) MinAge(w time.Time) time.Duration {
 	return min(byWall, steady.Sub(w.Round(0)))
 }
 
+// MaxAge is an upper bound of the time that has passed since w, the
+// counterpart of MinAge: the larger of its age by the wall clock and its
+// age on the monotonic clock with the greatest offset the wall clock has
+// had. Judge a permission's end by it (closed once MaxAge(end) >= 0): a
+// step of the wall clock back never keeps a permission open longer, a step
+// forward may close it early.
+func (c *Clock) MaxAge(w time.Time) time.Duration {
+	now := c.Now()
+	el := c.Elapsed()
+	c.mu.Lock()
+	maxOff := c.maxOff
+	c.mu.Unlock()
+	byWall := now.Sub(w)
+	steady := c.start.Round(0).Add(el + maxOff)
+	return max(byWall, steady.Sub(w.Round(0)))
+}
+
 // Floor is the wall instant that stored stamps are aged from: the earlier
 // of Now and the start's wall time plus the monotonic time since, moved by
 // the least offset the wall clock has had. For a stamp w without a

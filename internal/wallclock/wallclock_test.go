@@ -70,6 +70,18 @@ func TestMinAge(t *testing.T) {
 	}
 	f := &fake{now: t0}
 	c := NewFrom(f.Now)
+	end := c.Now().Add(2 * time.Hour) // a permission's end
+	f.Advance(time.Hour)
+	c.Step(-6 * time.Hour)
+	if got := c.MaxAge(end); got != -time.Hour {
+		t.Fatalf("a step back kept a permission open: MaxAge(end) = %v, want −1h", got)
+	}
+	c.Step(12 * time.Hour)
+	if got := c.MaxAge(end); got != 5*time.Hour {
+		t.Fatalf("after a step forward: MaxAge(end) = %v, want 5h", got)
+	}
+	f = &fake{now: t0}
+	c = NewFrom(f.Now)
 	f.Advance(time.Hour)
 	c.Step(6 * time.Hour)
 	if got := c.MinAge(t0.Add(-24 * time.Hour)); got != 25*time.Hour {

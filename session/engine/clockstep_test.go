@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,6 +91,15 @@ func TestSimClockStep(t *testing.T) {
 	for _, e := range b.Audit.All() {
 		if e.Decision == envelope.DecisionRefused && e.Rule != envelope.RuleStale {
 			t.Errorf("refused: %+v", e)
+		}
+	}
+	// Freshness is judged between instants of this process (a reading's
+	// own stamp, the action's snapshot): both carry Go's monotonic
+	// reading, which no step of the wall clock moves.
+	r := b.Monitor.Status().Readings
+	for name, at := range map[string]time.Time{"furnace": r.Furnace.At, "pressure": r.Pressure.At} {
+		if !strings.Contains(at.String(), " m=") {
+			t.Errorf("the %s reading's stamp %v has no monotonic reading: its freshness would follow the wall clock", name, at)
 		}
 	}
 	n, err := h.st.Audit().Verify(ctx)
