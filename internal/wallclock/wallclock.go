@@ -129,3 +129,22 @@ func (c *Clock) Floor() time.Time {
 	}
 	return now
 }
+
+// Ceil is the latest the wall time may be: the later of Now and the
+// start's wall time plus the monotonic time since, moved by the greatest
+// offset the wall clock has had. For a stamp w without a monotonic reading,
+// MaxAge(w) is Ceil().Sub(w). Judge an expiry written by an earlier process
+// at Ceil: a step of the wall clock back never makes it valid again. It
+// carries no monotonic reading.
+func (c *Clock) Ceil() time.Time {
+	now := c.Now().Round(0)
+	el := c.Elapsed()
+	c.mu.Lock()
+	maxOff := c.maxOff
+	c.mu.Unlock()
+	steady := c.start.Round(0).Add(el + maxOff)
+	if steady.After(now) {
+		return steady
+	}
+	return now
+}

@@ -76,6 +76,9 @@ func TestMinAge(t *testing.T) {
 	if got := c.MaxAge(end); got != -time.Hour {
 		t.Fatalf("a step back kept a permission open: MaxAge(end) = %v, want −1h", got)
 	}
+	if got := c.Ceil().Sub(end); got != -time.Hour {
+		t.Fatalf("Ceil − end = %v, want −1h", got)
+	}
 	c.Step(12 * time.Hour)
 	if got := c.MaxAge(end); got != 5*time.Hour {
 		t.Fatalf("after a step forward: MaxAge(end) = %v, want 5h", got)
@@ -108,7 +111,7 @@ func TestRealClock(t *testing.T) {
 	if strings.Contains(c.Now().String(), "m=") || !strings.Contains(c.Mono().String(), "m=") {
 		t.Fatalf("stepped: Now %v, Mono %v", c.Now(), c.Mono())
 	}
-	if d := c.Now().Sub(time.Now()); d < 59*time.Minute || d > 61*time.Minute {
+	if d := time.Until(c.Now()); d < 59*time.Minute || d > 61*time.Minute {
 		t.Fatalf("Now is %v from time.Now after a step of 1h", d)
 	}
 	if a := c.MinAge(time.Now()); a > time.Second {

@@ -61,7 +61,8 @@ func TestClockStep(t *testing.T) {
 
 	pc.Step(-12 * time.Hour)
 	verify("own token after −6h from the start", tok, nil)
-	verify("earlier process's token after −6h", old, ErrExpired) // not yet valid by the wall clock
+	// Expired when the wall clock was 6 h ahead: a step back does not revive it.
+	verify("earlier process's token after −6h", old, ErrExpired)
 
 	clk.Set(t0.Add(time.Hour + 4*time.Second))
 	verify("own token at the end of its life, within leeway", tok, nil)
@@ -78,5 +79,35 @@ func TestClockStep(t *testing.T) {
 	rev.Revoke("other", time.Time{})
 	if rev.Revoked("s-rev") {
 		t.Fatal("a revocation outlived its token by more than the minute and the step back")
+	}
+}
+
+// TestClockStepEarlierProcess: a token of an earlier process is judged at
+// the latest the wall clock has been (wallclock.Clock.Ceil): a step back
+// neither makes it "not yet valid" nor keeps it valid past its exp.
+func TestClockStepEarlierProcess(t *testing.T) {
+	clk := &clock{now: t0}
+	key := newKey(t)
+	earlier, err := New(key, Opts{Clock: wallclock.NewFrom(clk.Now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := earlier.Issue(baseClaims("sha256:x", catalog.PermissionOperate), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := wallclock.NewFrom(clk.Now)
+	a, err := New(key, Opts{Clock: pc}) // the process after a restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(t0.Add(50 * time.Minute))
+	pc.Step(-6 * time.Hour)
+	if _, err := a.Verify(old); err != nil {
+		t.Fatalf("after a step back within its life: %v", err)
+	}
+	clk.Set(t0.Add(time.Hour + 6*time.Second))
+	if _, err := a.Verify(old); !errors.Is(err, ErrExpired) {
+		t.Fatalf("past its exp, the wall clock 6 h behind: %v", err)
 	}
 }

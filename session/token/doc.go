@@ -31,7 +31,9 @@
 // claims are checked at iat plus the monotonic time since it was issued,
 // so no step of the wall clock expires it or makes it "not yet valid",
 // and none makes it live longer than exp − iat plus the leeway. A token of
-// an earlier process (the same key file) is judged by the wall clock.
+// an earlier process (the same key file) is judged by the wall clock, at
+// the latest it has been in this process (wallclock.Clock.Ceil), so that a
+// step back neither revives an expired one nor makes one "not yet valid".
 // Revocations are pruned by wallclock.Clock.MinAge: a forward step drops
 // none while its token could still be valid. The Authority, its
 // Revocations and the engine share one clock.

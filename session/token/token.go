@@ -164,7 +164,9 @@ func (a *Authority) validate(c *Claims, now time.Time) error {
 // judgedAt is the instant the time claims of c are judged at: for a token
 // this Authority issued, its iat plus the monotonic time since it was
 // issued (a step of the wall clock neither expires it nor makes it "not
-// yet valid"); for any other token, the wall clock now.
+// yet valid"); for any other token, the wall clock now, or the latest it
+// has been (wallclock.Clock.Ceil: a step back never makes an expired token
+// of an earlier process valid again).
 func (a *Authority) judgedAt(c *Claims) time.Time {
 	a.mu.Lock()
 	is, ok := a.issued[c.ID]
@@ -172,7 +174,7 @@ func (a *Authority) judgedAt(c *Claims) time.Time {
 	if ok && c.IssuedAt != nil && c.IssuedAt.Time.Equal(is.iat) {
 		return is.iat.Add(a.opts.Clock.Elapsed() - is.elapsed)
 	}
-	return a.opts.Clock.Now()
+	return a.opts.Clock.Ceil()
 }
 
 // PublicKey returns the verification key.
@@ -238,7 +240,8 @@ func (a *Authority) remember(jti string, is issued, elapsed time.Duration) {
 // expires it nor makes it "not yet valid", and it never lives longer than
 // its exp − iat (plus the leeway) of real time. A token it did not issue
 // (one of an earlier process with the same key) is judged by the wall
-// clock: wrong when the clock is, and then refused, never accepted longer.
+// clock at the latest it has been in this process (wallclock.Clock.Ceil):
+// a step forward may expire it early, a step back never revives it.
 func (a *Authority) Verify(tok string) (*Claims, error) {
 	if tok == "" {
 		return nil, refuse(ErrInvalid, "no token")
