@@ -41,3 +41,50 @@ func TestInstallScriptDryRun(t *testing.T) {
 		t.Errorf("without root: %v\n%s", err, out)
 	}
 }
+
+// TestUnitClockOrdering: the systemd unit starts after time-sync.target
+// (the clock restored, the NTP client started) without waiting for the
+// clock to be synchronised, and lets the agent read the kernel's
+// clock-sync state (adjtimex) that it holds new sessions on: no
+// ProtectClock=, adjtimex allowed after the @privileged deny-list.
+func TestUnitClockOrdering(t *testing.T) {
+	b, err := os.ReadFile("../../scripts/hcp-edge.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	filters := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		switch k {
+		case "After":
+			after = append(after, strings.Fields(v)...)
+		case "ProtectClock":
+			t.Errorf("ProtectClock=%s filters adjtimex: the agent could not read the clock-sync state", v)
+		case "SystemCallFilter":
+			filters += v + "\n"
+		case "Wants", "Requires":
+			if strings.Contains(v, "time-wait-sync") {
+				t.Errorf("%s=%s: waiting for the clock would keep the interlock and the monitor down", k, v)
+			}
+		}
+	}
+	for _, want := range []string{"network-online.target", "time-sync.target"} {
+		if !strings.Contains(strings.Join(after, " "), want) {
+			t.Errorf("After= %v lacks %s", after, want)
+		}
+	}
+	deny := strings.Index(filters, "~@privileged")
+	allow := strings.Index(filters, "adjtimex")
+	if deny < 0 || allow < deny {
+		t.Errorf("SystemCallFilter lines %q: want adjtimex allowed after the ~@privileged deny-list", filters)
+	}
+	if sa, err := exec.LookPath("systemd-analyze"); err == nil {
+		if out, err := exec.Command(sa, "verify", "../../scripts/hcp-edge.service").CombinedOutput(); err != nil {
+			t.Logf("systemd-analyze verify (informational): %v\n%s", err, out)
+		}
+	}
+}

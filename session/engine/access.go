@@ -287,7 +287,7 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 			return e.auditAccess(w, r, accessAudit{Decision: "access_renewed", Operator: operator,
 				ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)})
 		}
-		if !now.Before(r.ExpiresAt) {
+		if e.pc.MinAge(r.ExpiresAt) >= 0 { // passed whichever way the wall clock stepped (the expiry timer is monotonic)
 			return fmt.Errorf("%w: access request %s (session %s) expired at %s; it is denied to the caller now",
 				ErrAccessExpired, r.ID, r.SessionID, r.ExpiresAt.UTC().Format(time.RFC3339))
 		}
@@ -455,7 +455,7 @@ func (e *Engine) readable(sess store.Session, r store.AccessRequest, rerr error,
 			ErrAccessRequired, sid, sess.DataClass, r.ID, r.ID)
 	case r.State == store.AccessDenied:
 		return fmt.Errorf("%w: session %s (%s): access request %s was denied by %s", ErrAccessDenied, sid, sess.DataClass, r.ID, orTimeout(r.Operator))
-	case !e.cfg.Now().Before(r.ValidUntil):
+	case e.pc.MaxAge(r.ValidUntil) >= 0: // a step of the wall clock back keeps no approval open longer
 		return fmt.Errorf("%w: session %s (%s): the approval of %s by %s ended at %s: renew it with hcp-edge access approve %s --operator NAME [--for DURATION]",
 			ErrAccessExpired, sid, sess.DataClass, r.ID, r.Operator, r.ValidUntil.UTC().Format(time.RFC3339), r.ID)
 	}

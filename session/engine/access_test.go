@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -23,13 +24,13 @@ func (c *skewClock) now() time.Time          { return time.Now().Add(time.Durati
 func (c *skewClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // accessHarness is a sealed harness whose engine restricts access
-// decisions to olga and reads the skewed clock.
+// decisions to olga and reads the skewed clock as its process clock.
 func accessHarness(t *testing.T, path string, clk *skewClock, mod func(*Config)) *harness {
 	t.Helper()
 	key := atRestKey(t, keyHexA)
 	return sealedHarnessAt(t, path, 2, time.Millisecond, func(c *Config) {
 		protect(fullProtection, key)(c)
-		c.Now = clk.now
+		c.Clock = wallclock.NewFrom(clk.now) // its advance is time passing, on both clocks
 		c.AccessApprovers = []string{"olga", "piet"}
 		c.AccessTimeout = time.Hour
 		if mod != nil {

@@ -58,7 +58,11 @@ func (e *Engine) limits(l *live) (budget.Limits, error) {
 // changed since) starts nothing; the run must not start either.
 func (e *Engine) startBudget(ctx context.Context, l *live) (func(), error) {
 	l.mu.Lock()
-	from, since, cancel := l.budgetFrom, l.meta.RunningSince, l.cancel
+	from, since, cancel := l.budgetFrom, l.runAt, l.cancel
+	if since.IsZero() {
+		since = l.meta.RunningSince // recovered: the wall clock's word
+	}
+	runMono, ran := l.runMono, !since.IsZero()
 	l.mu.Unlock()
 	lim, err := e.limits(l)
 	if err != nil {
@@ -88,8 +92,8 @@ func (e *Engine) startBudget(ctx context.Context, l *live) (func(), error) {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			e.observe(wctx, l, b, since)
-			if err := b.tr.Check(e.cfg.Now()); err != nil {
+			e.observe(wctx, l, b, runMono, ran)
+			if err := b.tr.Check(e.pc.Mono()); err != nil {
 				var ex *budget.ExceededError
 				errors.As(err, &ex)
 				e.log.Warn("budget exceeded: aborting the run", "session", l.id, "budget", ex.Budget, "gas", ex.Gas,
@@ -107,24 +111,26 @@ func (e *Engine) startBudget(ctx context.Context, l *live) (func(), error) {
 	return func() {
 		stop()
 		wg.Wait()
-		e.observe(context.WithoutCancel(ctx), l, b, since)
+		e.observe(context.WithoutCancel(ctx), l, b, runMono, ran)
 	}, nil
 }
 
 // observe feeds b the rig's readings, the actions counted for l and the
-// process time since it started running. The readings are the whole rig's:
+// process time since it started running (runMono: the process clock's
+// Elapsed then, ran: it has a start; the readings' own timestamps and the monotonic clock judge
+// every interval, so a step of the wall clock charges nothing). The readings are the whole rig's:
 // they are charged to sessions of capabilities that involve physical
 // resources only (the gate runs no two of those on shared equipment at
 // once); a read-only session (rig-status) is charged its actions and time.
-func (e *Engine) observe(ctx context.Context, l *live, b *budgetRun, since time.Time) {
+func (e *Engine) observe(ctx context.Context, l *live, b *budgetRun, runMono time.Duration, ran bool) {
 	if l.capab.Safety.InvolvesPhysicalResources {
 		b.tr.Observe(e.cfg.Rig.Readings(ctx))
 	}
 	if e.cfg.Actions != nil {
 		b.tr.SetActions(b.base + e.cfg.Actions.Executed(l.id) - b.counted)
 	}
-	if !since.IsZero() {
-		b.tr.SetWall(time.Duration(float64(e.cfg.Now().Sub(since)) * e.cfg.TimeScale))
+	if ran {
+		b.tr.SetWall(time.Duration(float64(e.pc.Elapsed()-runMono) * e.cfg.TimeScale))
 	}
 }
 
@@ -156,7 +162,7 @@ func (e *Engine) Budgets(id string) (budget.Report, bool) {
 	if b == nil {
 		return budget.Report{}, false
 	}
-	return b.tr.Report(e.cfg.Now()), true
+	return b.tr.Report(e.pc.Mono()), true
 }
 
 // budgetReportLocked is l's budget report for an event (l.mu held); nil
@@ -165,7 +171,7 @@ func (e *Engine) budgetReportLocked(l *live) *budget.Report {
 	if l.budget == nil {
 		return nil
 	}
-	r := l.budget.tr.Report(e.cfg.Now())
+	r := l.budget.tr.Report(e.pc.Mono())
 	return &r
 }
 

@@ -26,7 +26,12 @@
 // ends in task_completed (outputs, artifacts with size and sha256, an
 // execution summary) after session_closed, or task_failed (the L4 code,
 // partial outputs, last_checkpoint in error_details). max_duration is the
-// run's context deadline (timeout). Abort moves RUNNING or PAUSED to
+// run's context timeout, counted on the monotonic clock of Config.Clock
+// from the PENDING → RUNNING commit (across a restart the time already run
+// comes from the wall clock's running_since), as is the wall-time budget:
+// no step of the wall clock shortens or lengthens a run. Config.Hold
+// refuses new sessions (resource_unavailable, its reason) while it gives a
+// reason: the agent's clock-sync hold. Abort moves RUNNING or PAUSED to
 // ABORTING, cancels the run (its recipe's Cleanup drives the rig safe) and
 // closes ABORTED when it ends; Config.SafeState is called when the cleanup
 // overruns abort_timeout. Pause takes effect at the next step boundary

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -107,8 +108,18 @@ type Config struct {
 	// updated and checked against its budgets (default 100 ms, wall time).
 	BudgetEvery time.Duration
 	Logger      *slog.Logger
-	// Now is the wall clock of envelopes and outage measurement (time.Now).
+	// Clock is the agent's process clock (Tokens.Clock() if nil): its
+	// monotonic time judges max_duration and the wall-time budget; Now
+	// stamps. The tokens, their revocations and the engine must share one.
+	Clock *wallclock.Clock
+	// Now is the wall clock of envelopes, stamps and outage measurement
+	// across restarts (Clock.Now if nil).
 	Now func() time.Time
+	// Hold, when set, is asked before each new task_submit: a non-empty
+	// reason refuses it with task_rejected resource_unavailable and that
+	// reason (the agent holds new sessions while the system clock is not
+	// synchronised). Running sessions are not affected.
+	Hold func() string
 }
 
 // Engine runs sessions: the gate, the state machine in the store, the
@@ -118,6 +129,7 @@ type Engine struct {
 	cfg   Config
 	execs map[string]executor.Executor
 	clock *executor.ScaledClock
+	pc    *wallclock.Clock // cfg.Clock
 	log   *slog.Logger
 	base  context.Context
 	stop  context.CancelFunc
@@ -144,8 +156,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Gate.Protection().AtRestKey && cfg.AtRest == nil {
 		return nil, fmt.Errorf("engine: the gate admits T3/T4 sessions on an at-rest key, and Config.AtRest has none: %w", atrest.ErrNoKey)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = cfg.Tokens.Clock()
+	}
 	if cfg.Revocations == nil {
-		cfg.Revocations = token.NewRevocations(nil)
+		cfg.Revocations = token.NewRevocations(cfg.Clock)
 	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
@@ -169,13 +184,13 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = cfg.Clock.Now
 	}
 	clock, err := executor.NewScaledClock(cfg.TimeScale)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, execs: map[string]executor.Executor{}, clock: clock, log: cfg.Logger,
+	e := &Engine{cfg: cfg, execs: map[string]executor.Executor{}, clock: clock, pc: cfg.Clock, log: cfg.Logger,
 		live: map[string]*live{}, approval: map[string]string{}, accessTimers: map[string]*time.Timer{}}
 	for _, x := range cfg.Executors {
 		if _, dup := e.execs[x.Capability()]; dup {
@@ -299,6 +314,17 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 			return res, fmt.Errorf("engine: %w", err)
 		}
 		return rejected("", env)
+	}
+	if e.cfg.Hold != nil {
+		if why := e.cfg.Hold(); why != "" {
+			rej := &wire.TaskRejected{ReasonCode: string(gate.ReasonResourceUnavailable), ReasonMessage: why}
+			env, err := wire.NewEnvelope(nil, rej, now)
+			if err != nil {
+				return res, fmt.Errorf("engine: %w", err)
+			}
+			e.log.Warn("new session held", "reason", why, "message_id", req.MessageID)
+			return rejected(callerOf(sub), env)
+		}
 	}
 	if _, err := budget.ParseTask(req.Envelope.Payload); err != nil { // constraints.budgets (budget.go)
 		rej := &wire.TaskRejected{ReasonCode: wire.ReasonInvalidInput, ReasonMessage: err.Error()}
@@ -500,7 +526,7 @@ func (e *Engine) issue(l *live, ttl time.Duration) (string, error) {
 // The caller holds l.mu (over the whole transaction when l is already
 // known to others), so nobody sees l between the commit and that update.
 func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope, error) {
-	now := e.cfg.Now()
+	now, el, at := e.cfg.Now(), e.pc.Elapsed(), e.pc.Mono()
 	ttl := e.runWall(l.maxDur)
 	tok, err := e.issue(l, ttl)
 	if err != nil {
@@ -534,6 +560,7 @@ func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope
 	w.OnCommit(func() {
 		l.meta = m
 		l.sess, l.state, l.token, l.deadline = sess, lifecycle.Running, tok, now.Add(ttl)
+		l.runMono, l.runAt = el, at
 	})
 	return append([]*wire.Envelope{accEnv}, out...), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -208,11 +209,22 @@ type harness struct {
 // newHarness builds an engine over a fresh (or the given) state file.
 func newHarness(t *testing.T, path string, rig executor.Rig, scale float64, execs []executor.Executor, mod func(*Config)) *harness {
 	t.Helper()
+	return newHarnessClock(t, path, rig, scale, execs, nil, mod)
+}
+
+// newHarnessClock is newHarness with pc, when not nil, stamping the store
+// (mod sets the engine's Clock).
+func newHarnessClock(t *testing.T, path string, rig executor.Rig, scale float64, execs []executor.Executor, pc *wallclock.Clock, mod func(*Config)) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	if path == "" {
 		path = filepath.Join(dir, "state.db")
 	}
-	st, err := store.Open(path, store.DefaultOpts())
+	sopts := store.DefaultOpts()
+	if pc != nil {
+		sopts.Clock = pc.Now
+	}
+	st, err := store.Open(path, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}

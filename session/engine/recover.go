@@ -173,6 +173,8 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 			if !l.meta.RunningSince.IsZero() {
 				l.deadline = l.meta.RunningSince.Add(e.runWall(l.maxDur))
 				f.Expired = !now.Before(l.deadline)
+				// Across a restart only the wall clock knows how long it ran.
+				l.runMono = e.pc.Elapsed() - max(now.Sub(l.meta.RunningSince), 0)
 			}
 			var ok bool
 			cp, ok, err = e.cfg.Store.LastCheckpoint(ctx, sess.ID)

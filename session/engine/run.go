@@ -58,7 +58,15 @@ type live struct {
 	meta     meta
 	state    lifecycle.State
 	token    string
-	deadline time.Time // wall
+	deadline time.Time // wall: the token's expiry, for its revocation
+	// runMono is the process clock's Elapsed when the session started
+	// running (for a recovered session, placed there by the wall clock's
+	// word: RunningSince); max_duration and the wall-time budget are
+	// judged from it on the monotonic clock.
+	runMono time.Duration
+	// runAt is the instant (monotonic reading) it started running in this
+	// process; zero for a recovered session.
+	runAt    time.Time
 	started  bool
 	cancel   context.CancelCauseFunc
 	done     chan struct{}
@@ -427,20 +435,23 @@ func (e *Engine) start(l *live, from int, rec executor.Recipe) {
 	l.started = true
 	ctx, cancel := context.WithCancelCause(e.base)
 	l.cancel = cancel
-	deadline := l.deadline
+	left := e.runWall(l.maxDur) - (e.pc.Elapsed() - l.runMono)
 	l.mu.Unlock()
 	ok := e.spawn(func() {
 		defer close(l.done)
 		defer cancel(nil)
-		e.run(ctx, l, from, rec, deadline)
+		e.run(ctx, l, from, rec, left)
 	})
 	if !ok {
 		close(l.done)
 	}
 }
 
-func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Recipe, deadline time.Time) {
-	ctx, cancel := context.WithDeadline(parent, deadline)
+// run runs l's recipe from step from for at most left of wall time (its
+// max_duration less the time it has run, on the monotonic clock: no step
+// of the wall clock shortens or lengthens it).
+func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Recipe, left time.Duration) {
+	ctx, cancel := context.WithTimeout(parent, left)
 	defer cancel()
 	env := &executor.Env{Rig: e.cfg.Rig, Token: l.token, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
 		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, AtRest: e.atRest(l), Logger: e.log.With("session", l.id),

@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -59,17 +60,27 @@ type simBench struct {
 // token Authorizer in the interlock.
 func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	t.Helper()
+	return simHarnessClock(t, wallclock.New(), mods...)
+}
+
+// simHarnessClock is simHarness on the process clock pc: the one Authority
+// that issues the tokens and verifies them in the interlock, the
+// revocations, the engine and the store all read it, as in the agent.
+func simHarnessClock(t *testing.T, pc *wallclock.Clock, mods ...func(*Config)) (*harness, *simBench) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
 	priv, err := token.LoadOrCreateKey(filepath.Join(dir, "token.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := token.New(priv, token.DefaultOpts())
+	opts := token.DefaultOpts()
+	opts.Clock = pc
+	auth, err := token.New(priv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := token.NewRevocations(nil)
+	rev := token.NewRevocations(pc)
 	authz, err := token.NewAuthorizer(auth, testEnvelope(t), rev)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +99,8 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	}
 	rs, _ := executor.NewRigStatus(rsCap)
 	lc, _ := executor.NewLeakCheck(lcCap)
-	h := newHarness(t, path, executor.ToolRig(b.Invoker, b.Monitor), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
+	h := newHarnessClock(t, path, executor.ToolRig(b.Invoker, b.Monitor), simScale, []executor.Executor{cvd, rs, lc}, pc, func(c *Config) {
+		c.Tokens, c.Clock = auth, pc
 		c.Revocations = rev
 		c.SafeState = b.Interlock.SafeState
 		c.Actions = b.acts

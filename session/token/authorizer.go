@@ -8,22 +8,27 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
 // Revocations is the set of sessions whose tokens no longer authorise
 // anything. The engine adds a session when it aborts or closes it. Entries
-// are dropped once the token they revoke has expired anyway. The zero
+// are dropped once the token they revoke has expired anyway — a minute
+// after its expiry by wallclock.Clock.MinAge, so a step of the wall clock
+// forward never drops a revocation while the token could still be valid
+// (the Authority judges its own tokens on the monotonic clock). The zero
 // value is not usable: use NewRevocations.
 type Revocations struct {
-	clock func() time.Time
+	clock *wallclock.Clock
 	mu    sync.Mutex
 	until map[string]time.Time // session id → expiry of its latest token
 }
 
-// NewRevocations returns an empty set; clock is time.Now if nil.
-func NewRevocations(clock func() time.Time) *Revocations {
+// NewRevocations returns an empty set judged by clock (the Authority's
+// process clock; a clock of its own if nil).
+func NewRevocations(clock *wallclock.Clock) *Revocations {
 	if clock == nil {
-		clock = time.Now
+		clock = wallclock.New()
 	}
 	return &Revocations{clock: clock, until: map[string]time.Time{}}
 }
@@ -33,9 +38,8 @@ func NewRevocations(clock func() time.Time) *Revocations {
 func (r *Revocations) Revoke(sessionID string, exp time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.clock()
 	for id, t := range r.until {
-		if !t.IsZero() && now.After(t.Add(time.Minute)) {
+		if !t.IsZero() && r.clock.MinAge(t) > time.Minute {
 			delete(r.until, id)
 		}
 	}

@@ -23,6 +23,21 @@
 // audience, and allows a small leeway (Opts.Leeway, 5 s by default) for
 // clock skew between issue and check.
 //
+// # Time
+//
+// exp, nbf and iat are wall-clock seconds, and a Raspberry Pi's wall clock
+// steps by hours when NTP syncs after boot. A token this Authority issued
+// is judged on the monotonic clock of Opts.Clock (internal/wallclock): its
+// claims are checked at iat plus the monotonic time since it was issued,
+// so no step of the wall clock expires it or makes it "not yet valid",
+// and none makes it live longer than exp − iat plus the leeway. A token of
+// an earlier process (the same key file) is judged by the wall clock, at
+// the latest it has been in this process (wallclock.Clock.Ceil), so that a
+// step back neither revives an expired one nor makes one "not yet valid".
+// Revocations are pruned by wallclock.Clock.MinAge: a forward step drops
+// none while its token could still be valid. The Authority, its
+// Revocations and the engine share one clock.
+//
 // Authorizer is what the interlock holds. For every Action (and every
 // catalog tool) it verifies the token, compares the token's envelope digest
 // with the running envelope's, checks the session is not revoked

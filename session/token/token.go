@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
 // Algorithm is the only JWT "alg" the package signs and accepts.
@@ -74,16 +76,20 @@ var _ jwt.ClaimsValidator = (*Claims)(nil)
 
 // Opts tunes an Authority.
 type Opts struct {
-	Issuer   string           // iss of issued tokens, required on verify
-	Audience string           // aud of issued tokens, required on verify
-	Leeway   time.Duration    // clock skew allowed on exp, nbf and iat
-	Clock    func() time.Time // time source; time.Now if nil
+	Issuer   string        // iss of issued tokens, required on verify
+	Audience string        // aud of issued tokens, required on verify
+	Leeway   time.Duration // clock skew allowed on exp, nbf and iat
+	// Clock is the process clock: its wall time stamps iat, nbf and exp
+	// and judges tokens of earlier processes; its monotonic time judges
+	// the tokens this Authority issued (see Verify). A clock of its own
+	// (wallclock.New) if nil.
+	Clock *wallclock.Clock
 }
 
 // DefaultOpts returns issuer "hcp-edge", audience "hcp-edge/session", a
-// leeway of 5 s and time.Now.
+// leeway of 5 s and no Clock (New makes one).
 func DefaultOpts() Opts {
-	return Opts{Issuer: "hcp-edge", Audience: "hcp-edge/session", Leeway: 5 * time.Second, Clock: time.Now}
+	return Opts{Issuer: "hcp-edge", Audience: "hcp-edge/session", Leeway: 5 * time.Second}
 }
 
 // Authority issues and verifies session tokens with one Ed25519 key.
@@ -93,6 +99,17 @@ type Authority struct {
 	pub    ed25519.PublicKey
 	opts   Opts
 	parser *jwt.Parser
+
+	mu     sync.Mutex
+	issued map[string]issued // jti → issue of a token of this process
+}
+
+// issued is when this process issued a token: its iat and the monotonic
+// time then, and its lifetime.
+type issued struct {
+	iat     time.Time
+	elapsed time.Duration // Clock.Elapsed at issue
+	life    time.Duration // exp − iat
 }
 
 // New returns an Authority signing with priv. Empty fields of opts take
@@ -115,20 +132,49 @@ func New(priv ed25519.PrivateKey, opts Opts) (*Authority, error) {
 		opts.Leeway = def.Leeway
 	}
 	if opts.Clock == nil {
-		opts.Clock = def.Clock
+		opts.Clock = wallclock.New()
 	}
-	a := &Authority{priv: priv, pub: priv.Public().(ed25519.PublicKey), opts: opts}
+	a := &Authority{priv: priv, pub: priv.Public().(ed25519.PublicKey), opts: opts, issued: map[string]issued{}}
+	// The signature and the encoding are checked by the parser; the claims,
+	// with the time Verify judges them at, by validate.
 	a.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{Algorithm}),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithIssuer(opts.Issuer),
-		jwt.WithAudience(opts.Audience),
-		jwt.WithLeeway(opts.Leeway),
-		jwt.WithTimeFunc(opts.Clock),
+		jwt.WithoutClaimsValidation(),
 		jwt.WithStrictDecoding(),
 	)
 	return a, nil
+}
+
+// Clock is the Authority's process clock (Opts.Clock).
+func (a *Authority) Clock() *wallclock.Clock { return a.opts.Clock }
+
+// validate checks the registered claims (exp required, nbf, iat, issuer,
+// audience, with the leeway) and the private claims at the instant now.
+func (a *Authority) validate(c *Claims, now time.Time) error {
+	return jwt.NewValidator(
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithIssuer(a.opts.Issuer),
+		jwt.WithAudience(a.opts.Audience),
+		jwt.WithLeeway(a.opts.Leeway),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	).Validate(c)
+}
+
+// judgedAt is the instant the time claims of c are judged at: for a token
+// this Authority issued, its iat plus the monotonic time since it was
+// issued (a step of the wall clock neither expires it nor makes it "not
+// yet valid"); for any other token, the wall clock now, or the latest it
+// has been (wallclock.Clock.Ceil: a step back never makes an expired token
+// of an earlier process valid again).
+func (a *Authority) judgedAt(c *Claims) time.Time {
+	a.mu.Lock()
+	is, ok := a.issued[c.ID]
+	a.mu.Unlock()
+	if ok && c.IssuedAt != nil && c.IssuedAt.Time.Equal(is.iat) {
+		return is.iat.Add(a.opts.Clock.Elapsed() - is.elapsed)
+	}
+	return a.opts.Clock.Ceil()
 }
 
 // PublicKey returns the verification key.
@@ -145,7 +191,8 @@ func (a *Authority) Issue(c Claims, ttl time.Duration) (string, *Claims, error) 
 	if _, err := rand.Read(jti[:]); err != nil {
 		return "", nil, fmt.Errorf("token: issue: %w", err)
 	}
-	now := a.opts.Clock().Truncate(time.Second) // NumericDate has second precision
+	el := a.opts.Clock.Elapsed()
+	now := a.opts.Clock.Now().Truncate(time.Second) // NumericDate has second precision
 	c.Permissions = slices.Clone(c.Permissions)
 	c.RegisteredClaims = jwt.RegisteredClaims{
 		Issuer:    a.opts.Issuer,
@@ -163,13 +210,38 @@ func (a *Authority) Issue(c Claims, ttl time.Duration) (string, *Claims, error) 
 	if err != nil {
 		return "", nil, fmt.Errorf("token: sign for session %q: %w", c.SessionID, err)
 	}
+	a.remember(c.ID, issued{iat: now, elapsed: el, life: ttl}, el)
 	return s, &c, nil
+}
+
+// remember keeps the issue of token jti for Verify, and forgets the
+// tokens whose lifetime and leeway have passed on the monotonic clock
+// (elapsed is Clock.Elapsed now): those are refused by the wall clock's
+// word and by their own.
+func (a *Authority) remember(jti string, is issued, elapsed time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, x := range a.issued {
+		if elapsed-x.elapsed > x.life+a.opts.Leeway {
+			delete(a.issued, id)
+		}
+	}
+	a.issued[jti] = is
 }
 
 // Verify parses tok and checks its signature (EdDSA with this Authority's
 // key only), exp (required), nbf, iat, issuer, audience and the private
 // claims. A refusal matches ErrInvalid and, where it applies, ErrExpired or
 // ErrSignature.
+//
+// Time: a token this Authority issued (same jti and iat) is judged on the
+// monotonic clock — its claims are checked at iat plus the monotonic time
+// since it was issued — so a step of the wall clock either way neither
+// expires it nor makes it "not yet valid", and it never lives longer than
+// its exp − iat (plus the leeway) of real time. A token it did not issue
+// (one of an earlier process with the same key) is judged by the wall
+// clock at the latest it has been in this process (wallclock.Clock.Ceil):
+// a step forward may expire it early, a step back never revives it.
 func (a *Authority) Verify(tok string) (*Claims, error) {
 	if tok == "" {
 		return nil, refuse(ErrInvalid, "no token")
@@ -184,6 +256,11 @@ func (a *Authority) Verify(tok string) (*Claims, error) {
 		}
 		return a.pub, nil
 	})
+	if err == nil {
+		if err = a.validate(&c, a.judgedAt(&c)); err != nil {
+			err = errors.Join(jwt.ErrTokenInvalidClaims, err)
+		}
+	}
 	switch {
 	case err == nil:
 		return &c, nil

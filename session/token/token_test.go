@@ -20,6 +20,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
 var t0 = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
@@ -64,7 +65,7 @@ func newKey(t testing.TB) ed25519.PrivateKey {
 
 func newAuthority(t testing.TB, key ed25519.PrivateKey, clk *clock) *Authority {
 	t.Helper()
-	a, err := New(key, Opts{Clock: clk.Now})
+	a, err := New(key, Opts{Clock: wallclock.NewFrom(clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +254,14 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := New(newKey(t), Opts{Clock: clk.Now})
+	other, err := New(newKey(t), Opts{Clock: wallclock.NewFrom(clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	foreign, _, _ := other.Issue(baseClaims("sha256:x", catalog.PermissionOperate), time.Hour)
-	wrongIss, _ := New(key, Opts{Issuer: "someone-else", Clock: clk.Now})
+	wrongIss, _ := New(key, Opts{Issuer: "someone-else", Clock: wallclock.NewFrom(clk.Now)})
 	badIss, _, _ := wrongIss.Issue(baseClaims("sha256:x"), time.Hour)
-	wrongAud, _ := New(key, Opts{Audience: "elsewhere", Clock: clk.Now})
+	wrongAud, _ := New(key, Opts{Audience: "elsewhere", Clock: wallclock.NewFrom(clk.Now)})
 	badAud, _, _ := wrongAud.Issue(baseClaims("sha256:x"), time.Hour)
 	noExp := *c
 	noExp.ExpiresAt = nil
@@ -320,7 +321,7 @@ func TestAuthorize(t *testing.T) {
 	otherEnv := testEnvelope(t, func(c *envelope.Config) { c.MaxReadingAge = envelope.Duration(7 * time.Second) })
 	clk := &clock{now: t0}
 	a := newAuthority(t, newKey(t), clk)
-	rev := NewRevocations(clk.Now)
+	rev := NewRevocations(wallclock.NewFrom(clk.Now))
 	z, err := NewAuthorizer(a, env, rev)
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestAuthorizeTool(t *testing.T) {
 	env := testEnvelope(t, nil)
 	clk := &clock{now: t0}
 	a := newAuthority(t, newKey(t), clk)
-	rev := NewRevocations(clk.Now)
+	rev := NewRevocations(wallclock.NewFrom(clk.Now))
 	z, err := NewAuthorizer(a, env, rev)
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +442,7 @@ func TestAuthorizeTool(t *testing.T) {
 
 func TestRevocationsPrune(t *testing.T) {
 	clk := &clock{now: t0}
-	r := NewRevocations(clk.Now)
+	r := NewRevocations(wallclock.NewFrom(clk.Now))
 	r.Revoke("a", t0.Add(time.Minute))
 	r.Revoke("b", time.Time{})
 	r.Revoke("a", t0.Add(30*time.Second)) // an earlier exp does not shorten it

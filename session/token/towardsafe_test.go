@@ -11,6 +11,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
 // entries is an envelope.Auditor keeping entries in memory.
@@ -78,7 +79,7 @@ func fakeRig() (envelope.Rig, map[string]*devicetest.FakeFlow) {
 func TestTowardSafeNeedsNoScope(t *testing.T) {
 	env := testEnvelope(t, nil)
 	a := newAuthority(t, newKey(t), &clock{now: time.Now()})
-	a.opts.Clock = time.Now
+	a.opts.Clock = wallclock.New()
 	rev := NewRevocations(nil)
 	z, err := NewAuthorizer(a, env, rev)
 	if err != nil {
@@ -105,7 +106,7 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := newAuthority(t, newKey(t), &clock{now: time.Now()})
-	other.opts.Clock = time.Now
+	other.opts.Clock = wallclock.New()
 	forged, _, err := other.Issue(c, time.Hour)
 	if err != nil {
 		t.Fatal(err)

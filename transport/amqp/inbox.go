@@ -13,6 +13,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/transport/outbox"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -88,7 +89,9 @@ type InboxOpts struct {
 	Prefetch int    // basic.qos prefetch (default 10)
 	// MaxBodySize bounds a command body (default wire.DefaultMaxBodySize).
 	MaxBodySize int
-	// DedupWindow is how long a message_id is remembered (default 7 days).
+	// DedupWindow is how long a message_id is remembered (default 7 days),
+	// judged by Clock.Floor so that a step of the wall clock forward never
+	// drops an entry early (Prune).
 	DedupWindow time.Duration
 	// Bucket is the bbolt bucket of the de-duplication window (default "inbox").
 	Bucket string
@@ -130,7 +133,10 @@ type InboxOpts struct {
 	// consumer_timeout, which would close the channel).
 	HoldMax time.Duration
 	Logger  *slog.Logger
-	Now     func() time.Time
+	// Clock is the agent's process clock: it stamps the window's entries
+	// and the refusals' answers and ages the entries (a clock of its own
+	// if nil).
+	Clock *wallclock.Clock
 }
 
 // Intake says whether the inbox may take commands. diskspace.Watcher is
@@ -211,8 +217,8 @@ func NewInbox(db *bolt.DB, ob *outbox.Outbox, eng Engine, opts InboxOpts) (*Inbo
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = wallclock.New()
 	}
 	dec, err := wire.NewDecoder(wire.Opts{MaxBodySize: opts.MaxBodySize})
 	if err != nil {
@@ -458,7 +464,7 @@ type dedupRecord struct {
 // handle processes one delivery; an error means storage failed (the delivery
 // was nacked with requeue and the worker should restart).
 func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
-	now := in.opts.Now()
+	now := in.opts.Clock.Now()
 	if d.UserId == "" {
 		return in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: "the message has no user_id property; publish with user_id set to your broker login", auth: true})
 	}
@@ -634,9 +640,15 @@ func timeKey(t time.Time, id string) []byte {
 	return append(k, id...)
 }
 
-// Prune forgets message_ids older than the window.
+// Prune forgets message_ids older than the window. An entry's age is
+// wallclock.Clock.MinAge of its stamp: the smaller of its age by the wall
+// clock and by the monotonic clock of this process, so a step of the wall
+// clock forward (NTP setting a Raspberry Pi's clock hours after boot)
+// drops nothing early, and a step back keeps entries longer. An entry of an
+// earlier process is aged by the wall clock at this process's start plus
+// the monotonic time since.
 func (in *Inbox) Prune() error {
-	cut := uint64(in.opts.Now().Add(-in.opts.DedupWindow).UnixNano())
+	cut := uint64(in.opts.Clock.Floor().Add(-in.opts.DedupWindow).UnixNano())
 	return in.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(in.name)
 		ids, bt := root.Bucket(bucketIDs), root.Bucket(bucketByTime)

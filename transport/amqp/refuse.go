@@ -82,7 +82,7 @@ func (in *Inbox) refuse(d amqp091.Delivery, r fault) error {
 		if t.IsRequest() { // an extension request is refused in its own terms
 			p = &wire.RequestRefused{RequestType: t, ReasonCode: r.reason, ReasonMessage: detail}
 		}
-		env, err := wire.NewEnvelope(nil, p, in.opts.Now())
+		env, err := wire.NewEnvelope(nil, p, in.opts.Clock.Now())
 		var m outbox.Message
 		if err == nil {
 			m, err = outbox.MessageFor(route, env, msgID)
@@ -101,7 +101,7 @@ func (in *Inbox) refuse(d amqp091.Delivery, r fault) error {
 	if r.auth || t.IsRequest() || len(ms) == 0 {
 		recordID = ""
 	}
-	now := in.opts.Now()
+	now := in.opts.Clock.Now()
 	err := in.db.Update(func(tx *bolt.Tx) error {
 		if in.opts.Refused != nil {
 			if err := in.opts.Refused(tx, Refusal{MessageID: msgID, Type: t, SessionID: sid, UserID: d.UserId, CallerID: route,

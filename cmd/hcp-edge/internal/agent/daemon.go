@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
@@ -18,6 +19,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
@@ -65,7 +67,7 @@ type Config struct {
 // monitor, the shutdown policy on the outputs; then release: uplink
 // (flushed), instruments, state file.
 func Run(ctx context.Context, c Config) (err error) {
-	d := &daemon{f: c.File, reg: c.Registry, log: c.Logger, version: c.Version, t0: time.Now()}
+	d := &daemon{f: c.File, reg: c.Registry, log: c.Logger, version: c.Version, t0: time.Now(), clock: wallclock.New()}
 	defer startDebugPprof(d.log)() // only with -tags pprof (docs/FOOTPRINT.md)
 	tuneRuntime(d.log)
 	defer func() { err = errors.Join(err, d.release()) }()
@@ -95,9 +97,14 @@ type daemon struct {
 	log     *slog.Logger
 	version string
 	t0      time.Time
+	// clock is the process clock: every stamp (state file, audit, tokens,
+	// de-dup window) reads its wall time, every duration it judges its
+	// monotonic time (internal/wallclock).
+	clock *wallclock.Clock
 
 	// openState
 	disk    *diskspace.Watcher // the state directory's free space (disk.go)
+	hold    *clocksync.Hold    // new sessions held until the clock is synchronised
 	st      *store.Store
 	mx      *agentMetrics // nil without agent.metrics_listen
 	key     *atrest.Key   // nil without agent.at_rest_key_file
@@ -163,6 +170,7 @@ func (d *daemon) openState(ctx context.Context) error {
 	path := filepath.Join(f.Agent.StateDir, rigconfig.StateFile)
 	so := store.DefaultOpts()
 	so.WriteFailed = d.disk.Failed // releases the disk reserve: the write is tried once more
+	so.Clock = d.clock.Now
 	st, err := store.Open(path, so)
 	if err != nil {
 		return fmt.Errorf("state file %s (another daemon running?): %w", path, err)
@@ -176,11 +184,22 @@ func (d *daemon) openState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("session token key: %w", err)
 	}
-	if d.tokens, err = token.New(priv, token.DefaultOpts()); err != nil {
+	topts := token.DefaultOpts()
+	topts.Clock = d.clock
+	if d.tokens, err = token.New(priv, topts); err != nil {
 		return err
 	}
-	d.revoked = token.NewRevocations(nil)
-	return revokeClosed(ctx, st, d.revoked, time.Now())
+	d.revoked = token.NewRevocations(d.clock)
+	// The kernel's word on the clock: new sessions wait for it when
+	// agent.hold_until_clock_synced; nothing of the rig's safety does.
+	d.hold = clocksync.NewHold(nil, f.Agent.HoldsUntilClockSynced())
+	if r := d.hold.Check(); r.Holding {
+		d.log.Warn("system clock not synchronised: new sessions are held until it is (agent.hold_until_clock_synced); the interlock, the monitor and the e-stop run",
+			"clock", r.State.String(), "max_error", r.MaxError)
+	} else {
+		d.log.Info("system clock", "sync", r.State.String(), "hold_enabled", r.HoldEnabled)
+	}
+	return revokeClosed(ctx, st, d.revoked, d.clock.Now())
 }
 
 // openRig compiles the envelope, builds the instruments (the relay
@@ -263,14 +282,14 @@ func (d *daemon) startSessions(context.Context) error {
 	if err := uplink.MigrateOutboxFile(f.Agent.StateDir, d.st, d.log); err != nil { // an earlier version's outbox.db
 		return err
 	}
-	if d.up, err = uplink.New(f, d.st, d.disk, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
+	if d.up, err = uplink.New(f, d.st, d.disk, d.clock, d.log); err != nil { // nil without agent.amqp.url (uplink.go)
 		return err
 	}
 	if d.up != nil {
 		d.st.SetQueue(d.up)
 	}
 	d.eng, err = newEngine(f, d.st, d.st.Audit(), d.mx.gateRecorder, d.key, d.reg, d.tokens, d.revoked, d.il, d.iv, d.mon,
-		d.acts, d.hub, d.up, d.log)
+		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.log)
 	return err
 }
 
@@ -308,7 +327,7 @@ func (d *daemon) serve(context.Context) error {
 	if err := d.up.Attach(f, d.eng); err != nil {
 		return err
 	}
-	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk,
+	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk, hold: d.hold,
 		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
 	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.artifact) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})

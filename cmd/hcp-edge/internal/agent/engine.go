@@ -17,6 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -100,7 +101,7 @@ func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, e
 // the local watchers; up the uplink (nil: none).
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
-	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, log *slog.Logger) (*engine.Engine, error) {
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, clock *wallclock.Clock, hold func() string, log *slog.Logger) (*engine.Engine, error) {
 	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: uplink.ProtectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
@@ -114,7 +115,7 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
 		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
-		Actions: acts, Logger: log.With("component", "engine")})
+		Actions: acts, Clock: clock, Hold: hold, Logger: log.With("component", "engine")})
 }
 
 // loadAtRestKey loads the at-rest key of agent.at_rest_key_file; nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
@@ -26,6 +27,7 @@ type handler struct {
 	in   *rigconfig.Instruments
 	log  *slog.Logger
 	sess *sessions
+	hold *clocksync.Hold // the clock-sync hold of new sessions
 }
 
 // HandleStream serves a watched operation (submit --watch).
@@ -56,6 +58,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.Status()
 		st.Disk = diskStatus(h.disk)
+		st.Clock = clockOf(h.hold)
 		st.Budgets = h.sess.budgets(ctx)
 		return st, nil
 	case control.OpReset:

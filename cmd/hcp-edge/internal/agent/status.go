@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
@@ -68,4 +69,14 @@ func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) reply.Status {
 		out.TripAt = &at
 	}
 	return out
+}
+
+// clockOf is the clock line of the status reply (nil without a hold).
+func clockOf(h *clocksync.Hold) *reply.Clock {
+	if h == nil {
+		return nil
+	}
+	r := h.Check()
+	return &reply.Clock{Sync: r.State.String(), Synced: r.Known && r.Synced, SyncedOnce: r.SyncedOnce, Holding: r.Holding,
+		HoldEnabled: r.HoldEnabled, MaxErrorMS: float64(r.MaxError) / float64(time.Millisecond)}
 }

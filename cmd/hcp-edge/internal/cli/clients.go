@@ -103,6 +103,9 @@ func printStatus(w io.Writer, st reply.Status) {
 	if st.Disk != nil {
 		fmt.Fprintln(w, st.Disk.Line())
 	}
+	if st.Clock != nil {
+		fmt.Fprintln(w, st.Clock.Line())
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if st.Activity != "" {

@@ -22,6 +22,7 @@ type Status struct {
 	Healthy     map[string]bool   `json:"healthy"`
 	Uplink      *Uplink           `json:"uplink,omitempty"` // the broker uplink, when configured
 	Disk        *Disk             `json:"disk,omitempty"`   // the state directory's free space
+	Clock       *Clock            `json:"clock,omitempty"`  // the system clock's synchronisation
 	// Budgets is the live resource usage of every running session against
 	// its budgets.
 	Budgets []Budget `json:"budgets,omitempty"`
@@ -63,4 +64,31 @@ type Trip struct {
 // Op is the result of reset and arm.
 type Op struct {
 	Message string `json:"message"`
+}
+
+// Clock is the system clock's synchronisation as the kernel reports it
+// (adjtimex), and whether new sessions are held until it is synchronised
+// (agent.hold_until_clock_synced).
+type Clock struct {
+	Sync        string  `json:"sync"` // "synchronised", "not synchronised" or "unknown (why)"
+	Synced      bool    `json:"synced"`
+	SyncedOnce  bool    `json:"synced_once"` // seen synchronised since the agent started
+	Holding     bool    `json:"holding"`     // new sessions are refused until it is
+	HoldEnabled bool    `json:"hold_enabled"`
+	MaxErrorMS  float64 `json:"max_error_ms"` // the kernel's maximum error
+}
+
+// Line is the clock's line of `hcp-edge status`.
+func (c *Clock) Line() string {
+	switch {
+	case c == nil:
+		return "clock: not reported"
+	case c.Holding:
+		return "clock: " + c.Sync + ": NEW SESSIONS HELD until it is (agent.hold_until_clock_synced); interlock, monitor and e-stop run"
+	case !c.Synced && c.SyncedOnce:
+		return "clock: " + c.Sync + " now (was synchronised since start: sessions not held)"
+	case !c.Synced && !c.HoldEnabled:
+		return "clock: " + c.Sync + " (sessions not held: agent.hold_until_clock_synced is false)"
+	}
+	return "clock: " + c.Sync
 }

@@ -120,6 +120,14 @@ type Agent struct {
 	// RecoveryGrace is the longest outage after which a session still
 	// resumes from its checkpoint at start (default 5m).
 	RecoveryGrace time.Duration `yaml:"recovery_grace"`
+	// HoldUntilClockSynced refuses new sessions (task_rejected
+	// resource_unavailable "clock not synchronised") until the kernel has
+	// reported the system clock synchronised once (adjtimex; a Raspberry
+	// Pi has no real-time clock and steps to the right time when NTP
+	// syncs). Default true; the interlock, the monitor and the e-stop run
+	// regardless. The simulator configuration sets it false: containers
+	// and CI machines often report the clock unsynchronised.
+	HoldUntilClockSynced *bool `yaml:"hold_until_clock_synced"`
 	// AccessTimeout denies the access request of a T4 session that no
 	// operator decided in time: its caller gets task_failed access_denied
 	// (default 24h).
@@ -156,6 +164,12 @@ type Agent struct {
 	// rest (AES-GCM). The file must be mode 0600 or stricter. Empty (the
 	// default): no key, and T3/T4 sessions are refused.
 	AtRestKeyFile string `yaml:"at_rest_key_file"`
+}
+
+// HoldsUntilClockSynced reports agent.hold_until_clock_synced (true unless
+// set false).
+func (a Agent) HoldsUntilClockSynced() bool {
+	return a.HoldUntilClockSynced == nil || *a.HoldUntilClockSynced
 }
 
 // DefaultStateDir is the state directory when neither the configuration nor

@@ -16,6 +16,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/gate"
@@ -76,6 +77,7 @@ type Uplink struct {
 	inbox *tamqp.Inbox
 	st    *store.Store
 	eng   *engine.Engine
+	clock *wallclock.Clock // the agent's process clock: the inbox's de-dup window
 	log   *slog.Logger
 	ext   *extensions        // discovery and artifact fetch (discovery.go, artifactfetch.go)
 	disk  *diskspace.Watcher // the state directory's free space; nil: none
@@ -95,8 +97,9 @@ type Uplink struct {
 // and makes the (stopped) Supervisor, or returns nil when no URL is
 // configured. disk (nil: none) pauses command intake while the state
 // directory is short of space; a local write failure of the state file is
-// never taken for a broker fault (no reconnect).
-func New(f rigconfig.File, st *store.Store, disk *diskspace.Watcher, log *slog.Logger) (*Uplink, error) {
+// never taken for a broker fault (no reconnect). clock is the agent's
+// process clock (the inbox stamps and ages its de-duplication window by it).
+func New(f rigconfig.File, st *store.Store, disk *diskspace.Watcher, clock *wallclock.Clock, log *slog.Logger) (*Uplink, error) {
 	c := f.Agent.AMQP
 	if len(c.URLs) == 0 && c.URL == "" {
 		log.Info("no broker configured (agent.amqp.url or urls, HCP_AMQP_URL or HCP_AMQP_URLS): local control socket only")
@@ -109,7 +112,7 @@ func New(f rigconfig.File, st *store.Store, disk *diskspace.Watcher, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
 	}
-	u := &Uplink{cfg: c, ob: ob, st: st, disk: disk, log: log.With("component", "uplink"),
+	u := &Uplink{cfg: c, ob: ob, st: st, disk: disk, clock: clock, log: log.With("component", "uplink"),
 		cancels: map[int]context.CancelFunc{}}
 	po := tamqp.DefaultPublisherOpts()
 	po.LocalError = u.localError
@@ -198,6 +201,7 @@ func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 		Intake:     u.intake(),
 		LocalError: u.localError,
 		Logger:     u.log,
+		Clock:      u.clock,
 	})
 	if err != nil {
 		return fmt.Errorf("uplink inbox: %w", err)

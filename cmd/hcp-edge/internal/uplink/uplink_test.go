@@ -16,6 +16,7 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
@@ -54,7 +55,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	up, err := New(f, st, nil, log)
+	up, err := New(f, st, nil, wallclock.New(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
