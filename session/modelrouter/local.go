@@ -39,41 +39,47 @@ func readQuality(x, y []float64, t1 analysis.Result) Quality {
 		noise = 1
 	}
 	top, nTop := math.Inf(-1), 0
-	for i, v := range y {
+	for _, v := range y {
 		switch {
 		case v > top:
 			top, nTop = v, 1
 		case v == top:
 			nTop++
 		}
-		if i > 0 && i+1 < len(y) {
-			nb := (y[i-1] + y[i+1]) / 2
-			lvl := math.Max(noise, math.Sqrt(math.Max(nb, 0)))
-			// a band spreads over several pixels: three away it is still
-			// high; a spike is gone there
-			far := v
-			if i >= 3 && i+3 < len(y) {
-				far = math.Min(y[i-3], y[i+3])
-			}
-			if v-nb > 10*lvl && v-nb > 0.5*(v-far) {
-				q.Spikes++
-			}
-		}
 	}
 	if nTop > 1 {
 		q.Saturated = nTop
 	}
-	// Curvature: medians of three edge regions of 300–480 cm⁻¹.
-	med := func(lo, hi float64) float64 {
-		var v []float64
-		for i := range x {
-			if x[i] >= lo && x[i] <= hi {
-				v = append(v, y[i])
-			}
+	for i := 1; i+1 < len(y); i++ {
+		v := y[i]
+		nb := (y[i-1] + y[i+1]) / 2
+		ex := v - nb
+		if ex <= 10*noise { // the level's shot noise is never below the noise
+			continue
 		}
-		if len(v) == 0 {
+		if ex*ex <= 100*nb {
+			continue
+		}
+		// a band spreads over several pixels: three away it is still
+		// high; a spike is gone there
+		far := v
+		if i >= 3 && i+3 < len(y) {
+			far = math.Min(y[i-3], y[i+3])
+		}
+		if ex > 0.5*(v-far) {
+			q.Spikes++
+		}
+	}
+	// Curvature: medians of three regions of 300–480 cm⁻¹ (x ascending).
+	var buf [64]float64
+	med := func(lo, hi float64) float64 {
+		i, _ := slices.BinarySearch(x, lo)
+		j, _ := slices.BinarySearch(x, hi)
+		if j <= i || j-i > len(buf) {
 			return math.NaN()
 		}
+		v := buf[:j-i]
+		copy(v, y[i:j])
 		slices.Sort(v)
 		return v[len(v)/2]
 	}

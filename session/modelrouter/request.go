@@ -95,6 +95,9 @@ type Decision struct {
 	// comes from another (a lower tier when every better one failed).
 	Fallback bool `json:"fallback"`
 	// Warnings say what went wrong without losing the analysis.
-	Warnings  []string   `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Reasons say why the router stopped where it did, when it stopped
+	// short of its ladder.
+	Reasons   []string   `json:"reasons,omitempty"`
 	Reacquire *Reacquire `json:"reacquire,omitempty"`
 }

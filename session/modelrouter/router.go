@@ -327,6 +327,12 @@ func (r *Router) escalate(ctx context.Context, g *routing) {
 		if m.Remote() && stopRemote {
 			break
 		}
+		if m.Remote() && !wantBest {
+			if ok, why := g.remoteCanHelp(); !ok {
+				g.dec.Reasons = append(g.dec.Reasons, "no remote model asked: "+why)
+				break
+			}
+		}
 		if !wantBest && g.best.Confidence >= g.thr && g.bestModel.Tier >= 2 {
 			return
 		}
@@ -360,6 +366,37 @@ func (r *Router) escalate(ctx context.Context, g *routing) {
 	if failed && !g.bestModel.Remote() && len(remote) > 0 {
 		g.dec.Fallback = true
 	}
+}
+
+// NoiseLimitedSNR is the signal-to-noise ratio below which the router
+// judges an answer limited by noise: no model sees through it, so it
+// advises a longer integration instead of asking a remote model (unless
+// the request wants the best).
+const NoiseLimitedSNR = 15
+
+// remoteCanHelp reports whether a remote model, which sees what tier 2
+// saw, could lift the answer: always when no local model found the bands;
+// otherwise not when noise limits it (re-acquire), nor
+// when tier 2 measured a mixture precisely (the doubt is the sample's: an
+// even mixture has no dominant layer count for any model to find).
+func (g *routing) remoteCanHelp() (bool, string) {
+	if g.best.LayerCount == 0 {
+		return true, "" // no local model found the bands: any answer is worth its cost
+	}
+	// (SNR 0: tier 1 found no band to measure it by; the remote may.)
+	if q := g.dec.Quality; q.SNR > 0 && q.SNR < NoiseLimitedSNR {
+		return false, fmt.Sprintf("noise limits the answer (SNR %.0f < %d): re-acquire", q.SNR, NoiseLimitedSNR)
+	}
+	if t2 := g.in.t2; t2 != nil && t2.Found && len(t2.Coverage) > 1 && t2.Peaks.RSquared > 0.98 {
+		worst := 0.0
+		for _, c := range t2.Coverage {
+			worst = math.Max(worst, c.Err)
+		}
+		if worst < 0.05 {
+			return false, fmt.Sprintf("tier 2 measured a mixture precisely (coverage ±%.3f): the doubt is the sample's", worst)
+		}
+	}
+	return true, ""
 }
 
 // take makes a the decision's answer.
@@ -526,9 +563,12 @@ func (g *routing) finish(r *Router) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("fell back: the answer is %s's (tier %d) with confidence %.2f", d.Model, d.Tier, d.Answer.Confidence))
 		r.audit(Event{Kind: EventFallback, Task: g.req.Task, Model: d.Model, Instance: d.Instance, Detail: d.Warnings[len(d.Warnings)-1]})
 	}
-	// Noise-limited and still unsure: advise a longer integration.
+	// Saturated and unsure: advise a shorter integration; noise-limited and
+	// unsure: a longer one.
 	q := d.Quality
-	if d.Answer.Confidence < g.thr && q.SNR < 30 && g.req.Spectrum.Integration > 0 {
+	if it := g.req.Spectrum.Integration; d.Answer.Confidence < g.thr && it > 0 && q.Saturated*20 > len(g.in.y) {
+		d.Reacquire = &Reacquire{Integration: max(it/4, time.Millisecond), Reason: fmt.Sprintf("confidence %.2f below %.2f with %d saturated points: the detector clips", d.Answer.Confidence, g.thr, q.Saturated)}
+	} else if d.Answer.Confidence < g.thr && q.SNR < 30 && g.req.Spectrum.Integration > 0 {
 		f := 4.0
 		if q.SNR > 0 {
 			f = math.Min(4, math.Max(1.5, (30/q.SNR)*(30/q.SNR)))

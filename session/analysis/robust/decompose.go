@@ -23,8 +23,8 @@ func (d decomposition) dominant() int {
 // The search grid of the decomposition: a common axis offset (cm⁻¹) and a
 // common half width at half maximum (cm⁻¹) of every band.
 var (
-	gridOffsets = []float64{-0.6, -0.4, -0.2, 0, 0.2, 0.4, 0.6}
-	gridWidths  = []float64{1.5, 1.8, 2.1, 2.5, 3}
+	gridOffsets = []float64{-0.4, -0.2, 0, 0.2, 0.4}
+	gridWidths  = []float64{1.6, 1.9, 2.3, 2.8}
 )
 
 // nCols is the columns of the full design: constant, slope, then E2g and
@@ -177,6 +177,10 @@ func decompose(table [4][2]float64, x, y []float64, noise float64) (decompositio
 	return d, len(d.cov) > 0
 }
 
+// maxSub is the most columns one subset least squares has: the baseline's
+// two and four band columns.
+const maxSub = 6
+
 // nnls solves the least squares of the baseline columns (0, 1, free) and
 // the peak columns (non-negative) from the Gram matrix g, Xᵀy and yᵀy, by
 // trying every subset of the peak columns (at most four here): the best
@@ -186,30 +190,35 @@ func decompose(table [4][2]float64, x, y []float64, noise float64) (decompositio
 func nnls(g *[nCols][nCols]float64, xy *[nCols]float64, yy float64, peak []int) (amp []float64, cov [][]float64, ssr float64, ok bool) {
 	ssr = math.Inf(1)
 	np := len(peak)
+	var bestCols [maxSub]int
+	var bestBeta [maxSub]float64
+	var bestInv [maxSub][maxSub]float64
+	bestK := 0
 	for set := 1; set < 1<<np; set++ {
-		cols := []int{0, 1}
+		var cols [maxSub]int
+		cols[0], cols[1] = 0, 1
+		k := 2
 		for j := 0; j < np; j++ {
 			if set&(1<<j) != 0 {
-				cols = append(cols, peak[j])
+				cols[k] = peak[j]
+				k++
 			}
 		}
-		k := len(cols)
-		a := make([][]float64, k)
-		b := make([]float64, k)
-		for i, ci := range cols {
-			a[i] = make([]float64, k)
-			for j, cj := range cols {
-				a[i][j] = g[ci][cj]
+		var a [maxSub][maxSub]float64
+		var b [maxSub]float64
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
+				a[i][j] = g[cols[i]][cols[j]]
 			}
-			b[i] = xy[ci]
+			b[i] = xy[cols[i]]
 		}
-		inv, err := invertSmall(a)
+		inv, err := invertSmall(&a, k)
 		if err != nil {
 			continue
 		}
-		beta := make([]float64, k)
-		for i := range beta {
-			for j := range beta {
+		var beta [maxSub]float64
+		for i := 0; i < k; i++ {
+			for j := 0; j < k; j++ {
 				beta[i] += inv[i][j] * b[j]
 			}
 		}
@@ -224,50 +233,55 @@ func nnls(g *[nCols][nCols]float64, xy *[nCols]float64, yy float64, peak []int) 
 		}
 		// SSR = yᵀy − βᵀXᵀy (at the least-squares solution)
 		s := yy
-		for i := range beta {
+		for i := 0; i < k; i++ {
 			s -= beta[i] * b[i]
 		}
 		s = math.Max(s, 0)
 		if s < ssr {
 			ssr, ok = s, true
-			amp = make([]float64, np)
-			cov = make([][]float64, np)
-			for i := range cov {
-				cov[i] = make([]float64, np)
+			bestCols, bestBeta, bestInv, bestK = cols, beta, inv, k
+		}
+	}
+	if !ok {
+		return nil, nil, ssr, false
+	}
+	amp = make([]float64, np)
+	cov = make([][]float64, np)
+	pos := func(c int) int {
+		for i := 2; i < bestK; i++ {
+			if bestCols[i] == c {
+				return i
 			}
-			idx := map[int]int{}
-			for i, c := range cols {
-				idx[c] = i
-			}
-			for j := 0; j < np; j++ {
-				if i, in := idx[peak[j]]; in {
-					amp[j] = beta[i]
-				}
-			}
-			for j1 := 0; j1 < np; j1++ {
-				for j2 := 0; j2 < np; j2++ {
-					i1, in1 := idx[peak[j1]]
-					i2, in2 := idx[peak[j2]]
-					if in1 && in2 {
-						cov[j1][j2] = inv[i1][i2]
-					}
-				}
+		}
+		return -1
+	}
+	for j1 := 0; j1 < np; j1++ {
+		cov[j1] = make([]float64, np)
+		i1 := pos(peak[j1])
+		if i1 < 0 {
+			continue
+		}
+		amp[j1] = bestBeta[i1]
+		for j2 := 0; j2 < np; j2++ {
+			if i2 := pos(peak[j2]); i2 >= 0 {
+				cov[j1][j2] = bestInv[i1][i2]
 			}
 		}
 	}
-	return amp, cov, ssr, ok
+	return amp, cov, ssr, true
 }
 
-// invertSmall inverts a small symmetric matrix by Gauss–Jordan elimination
-// with partial pivoting.
-func invertSmall(a [][]float64) ([][]float64, error) {
-	n := len(a)
-	m := make([][]float64, n)
-	for i := range m {
-		m[i] = make([]float64, 2*n)
-		copy(m[i], a[i])
+// invertSmall inverts the leading n×n block of a symmetric matrix by
+// Gauss–Jordan elimination with partial pivoting.
+func invertSmall(a *[maxSub][maxSub]float64, n int) ([maxSub][maxSub]float64, error) {
+	var m [maxSub][2 * maxSub]float64
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			m[i][j] = a[i][j]
+		}
 		m[i][n+i] = 1
 	}
+	var inv [maxSub][maxSub]float64
 	for c := 0; c < n; c++ {
 		p := c
 		for r := c + 1; r < n; r++ {
@@ -276,11 +290,11 @@ func invertSmall(a [][]float64) ([][]float64, error) {
 			}
 		}
 		if math.Abs(m[p][c]) < 1e-12*math.Max(1, math.Abs(a[c][c])) {
-			return nil, errSingular
+			return inv, errSingular
 		}
 		m[c], m[p] = m[p], m[c]
 		pv := m[c][c]
-		for k := range m[c] {
+		for k := 0; k < 2*n; k++ {
 			m[c][k] /= pv
 		}
 		for r := 0; r < n; r++ {
@@ -288,14 +302,15 @@ func invertSmall(a [][]float64) ([][]float64, error) {
 				continue
 			}
 			f := m[r][c]
-			for k := range m[r] {
+			for k := 0; k < 2*n; k++ {
 				m[r][k] -= f * m[c][k]
 			}
 		}
 	}
-	inv := make([][]float64, n)
-	for i := range inv {
-		inv[i] = m[i][n:]
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			inv[i][j] = m[i][n+j]
+		}
 	}
 	return inv, nil
 }

@@ -105,6 +105,8 @@ func Analyze(shift, counts []float64, m analysis.Material, o Opts) (Result, erro
 	r.Spikes = despike(ys, mask, noise, o.SpikeSigma)
 	if pos, ok := siLine(xs, ys, mask); ok {
 		r.SiPosition = pos
+	}
+	if pos := r.SiPosition; pos != 0 && math.Abs(SiShift-pos) >= minAxisOffset {
 		r.AxisOffset = SiShift - pos
 		for i := range xs {
 			xs[i] += r.AxisOffset
@@ -268,10 +270,13 @@ func despike(y []float64, mask []bool, noise, sigma float64) int {
 			if mask[i] {
 				continue
 			}
-			lo, hi := max(0, i-10), min(n, i+11)
-			loc := median(y[lo:hi])
 			nb := (y[i-1] + y[i+1]) / 2
 			ex := y[i] - nb
+			if ex <= sigma*noise { // the common case, without a median
+				continue
+			}
+			lo, hi := max(0, i-10), min(n, i+11)
+			loc := median(y[lo:hi])
 			// shot noise grows with the level: scale the threshold too
 			lvl := math.Max(noise, math.Sqrt(math.Max(loc, 0)))
 			if ex > sigma*lvl && ex > 0.5*(y[i]-loc) {
@@ -294,9 +299,15 @@ func despike(y []float64, mask []bool, noise, sigma float64) int {
 	return total
 }
 
-// siLine fits the Si line (a parabola through the log of the top three
-// points, enough for its position) and reports its position when it is
-// seen, unsaturated, within 3 cm⁻¹ of SiShift.
+// minAxisOffset is the smallest axis correction applied: below it the Si
+// line's position is within its own estimate's error, and the
+// decomposition's offset search absorbs it.
+const minAxisOffset = 0.15
+
+// siLine finds the Si line's position when it is seen, unsaturated, within
+// 3 cm⁻¹ of SiShift: above the median of 495–505 cm⁻¹ a Lorentzian's
+// reciprocal is a parabola in x, whose vertex through the top three points
+// is the line's centre (exact for a Lorentzian on a flat background).
 func siLine(x, y []float64, mask []bool) (float64, bool) {
 	best := -1
 	for i := range x {
@@ -307,22 +318,22 @@ func siLine(x, y []float64, mask []bool) (float64, bool) {
 	if best < 1 || best+1 >= len(x) || mask[best] || mask[best-1] || mask[best+1] {
 		return 0, false
 	}
-	ya, yb, yc := y[best-1], y[best], y[best+1]
-	if !(ya > 0 && yb > 0 && yc > 0) {
-		return 0, false
-	}
-	// peak must stand well above its surroundings
 	lo := sort.SearchFloat64s(x, SiShift-25)
 	hi := sort.SearchFloat64s(x, SiShift-15)
-	if hi <= lo || yb < 1.5*median(y[lo:hi])+50 {
+	if hi <= lo {
 		return 0, false
 	}
-	la, lb, lc := math.Log(ya), math.Log(yb), math.Log(yc)
-	den := la - 2*lb + lc
-	if den >= 0 {
+	base := median(y[lo:hi])
+	ya, yb, yc := y[best-1]-base, y[best]-base, y[best+1]-base
+	if !(ya > 0 && yb > 0 && yc > 0) || yb < 0.5*base+50 {
 		return 0, false
 	}
-	off := 0.5 * (la - lc) / den
+	ia, ib, ic := 1/ya, 1/yb, 1/yc
+	den := ia - 2*ib + ic
+	if !(den > 0) {
+		return 0, false
+	}
+	off := 0.5 * (ia - ic) / den
 	pos := x[best] + off*(x[best+1]-x[best-1])/2
 	if math.Abs(pos-SiShift) > 3 {
 		return 0, false
