@@ -64,6 +64,7 @@ type InvokeError struct {
 	Err        error
 }
 
+// Error says which model and instance failed, how, and why.
 func (e *InvokeError) Error() string {
 	s := fmt.Sprintf("modelrouter: %s at %s: %s", e.Model, e.Instance, e.Outcome)
 	if e.Status != 0 {
@@ -75,6 +76,7 @@ func (e *InvokeError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error.
 func (e *InvokeError) Unwrap() error { return e.Err }
 
 // Transient reports whether the same call may succeed when repeated.

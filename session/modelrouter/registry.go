@@ -91,6 +91,7 @@ type Problem struct {
 	Msg   string
 }
 
+// String is "models[i].key: message".
 func (p Problem) String() string { return fmt.Sprintf("models[%d].%s: %s", p.Index, p.Key, p.Msg) }
 
 // Problems lists every problem of the registry at once: duplicate ids,

@@ -411,3 +411,62 @@ func TestTrackerRecommendations(t *testing.T) {
 		t.Fatalf("recommendations %q", recs)
 	}
 }
+
+// TestRateLimitFallsBack: a model at its rpm is not sent the request; the
+// analysis falls back and is not lost.
+func TestRateLimitFallsBack(t *testing.T) {
+	srv := modeltest.New()
+	defer srv.Close()
+	m := remoteModel("remote-best", 3, mr.T4, srv.Base())
+	m.RPM = 1
+	r := newRouter(t, registry(m), mr.Opts{})
+	req := mr.Request{Spectrum: spectrum(plant.Film{MoS2: 2}, 1000, 10, plant.SpectrumFaults{}), Material: analysis.MoS2, Hint: mr.HintBest}
+	for i := range 3 {
+		d, err := r.Analyze(context.Background(), req)
+		if err != nil || d.Answer.LayerCount != 2 {
+			t.Fatalf("analysis %d: %v %+v", i, err, d)
+		}
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d requests at rpm 1", n)
+	}
+	if s := r.Tracker().Stats(); s[len(s)-1].Outcomes[mr.Refused] != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestConcurrentAnalyze: the router is safe for concurrent use (run with
+// -race): analyses in parallel against a remote that fails half the time.
+func TestConcurrentAnalyze(t *testing.T) {
+	srv := modeltest.New()
+	defer srv.Close()
+	for i := range 40 {
+		if i%2 == 0 {
+			srv.Script(modeltest.ServerError)
+		} else {
+			srv.Script(modeltest.Well)
+		}
+	}
+	r := newRouter(t, registry(remoteModel("remote-best", 3, mr.T4, srv.Base())), mr.Opts{Breaker: mr.BreakerOpts{Failures: 50}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 {
+				film := plant.Film{WS2: float64(1 + (g+i)%3)}
+				d, err := r.Analyze(context.Background(), mr.Request{Spectrum: spectrum(film, 1000, uint64(g*10+i), plant.SpectrumFaults{}), Material: analysis.WS2, Hint: mr.HintBest})
+				if err != nil || d.Answer.LayerCount != film.Truth().LayerCount {
+					errs <- errors.New("lost or wrong: " + d.Model)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,7 @@ const (
 	BadRequest                      // 400: the request is refused
 )
 
+// String names the behaviour.
 func (b Behaviour) String() string {
 	return [...]string{"well", "late", "rate-limited", "server-error", "garbage", "schema-breaking", "bad-request"}[b]
 }
@@ -57,7 +58,7 @@ func New() *Server {
 	return s
 }
 
-// URL of the API base: give it as the model's instance.
+// Base is the URL of the API base: give it as the model's instance.
 func (s *Server) Base() string { return s.URL + "/v1" }
 
 // Script queues behaviours for the next requests, one each; then the
