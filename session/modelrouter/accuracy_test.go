@@ -100,12 +100,6 @@ func remoteStandIn(d mr.Description) mr.Answer {
 	return a
 }
 
-// strategy is one column of the table.
-type strategy struct {
-	name string
-	req  func(mr.Request) mr.Request
-}
-
 type tally struct {
 	n, correct, hardN, hardCorrect int
 	time                           time.Duration
