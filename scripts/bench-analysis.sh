@@ -21,7 +21,7 @@ N=${N:-600}
 GO=${GO:-go}
 
 HCP_BENCH_ANALYSIS=1 HCP_BENCH_N="$N" $GO test -count=1 -run 'TestAccuracyTable$' -v ./session/modelrouter/ \
-	| grep -E '^(\||[0-9]+ simulated|routed /|--- |ok|FAIL)'
+	| grep -E '^(\||[0-9]+ simulated|routed /|--- |ok|FAIL|$)'
 HCP_BENCH_ANALYSIS=1 $GO test -count=1 -run 'TestRouterOverheadP50$' -v ./session/modelrouter/ | grep -E 'overhead:|--- FAIL'
 $GO test -count=1 -run '^$' -bench 'RouterOverhead' -benchtime=20000x ./session/modelrouter/ | grep -E '^Benchmark'
 $GO test -count=1 -run '^$' -bench 'Analyze' -benchtime=300x ./session/analysis/robust/ | grep -E '^Benchmark'

@@ -27,6 +27,7 @@ type benchCase struct {
 	ms    int
 	hard  bool // background, spikes, saturation or mixed coverage
 	label string
+	f     plant.SpectrumFaults
 }
 
 // benchCases draws n spectra (seeded): MoS2 and WS2; whole films of 1, 2, 3
@@ -71,7 +72,7 @@ func benchCases(n int) []benchCase {
 		}
 		out = append(out, benchCase{
 			spec: device.Spectrum{Shift: x, Counts: y, Integration: time.Duration(ms) * time.Millisecond},
-			mat:  mat, truth: truth, ms: ms, hard: f != (plant.SpectrumFaults{}),
+			mat:  mat, truth: truth, ms: ms, hard: f != (plant.SpectrumFaults{}), f: f,
 			label: fmt.Sprintf("%s %.2fL %dms %+v", mat, layers, ms, f),
 		})
 	}
@@ -203,6 +204,48 @@ func TestAccuracyTable(t *testing.T) {
 	fmt.Fprintf(&b, "\nrouted / always-best: accuracy %+.1f points, mean cost %.1f %%, mean time %.1f %%\n",
 		100*(float64(routed.correct)/float64(routed.n)-float64(best.correct)/float64(best.n)),
 		100*routed.cost/best.cost, 100*float64(routed.time)/float64(best.time))
+	// Layer count correct per condition, per strategy.
+	groups := []struct {
+		name string
+		in   func(c benchCase) bool
+	}{
+		{"MoS2", func(c benchCase) bool { return c.mat == analysis.MoS2 }},
+		{"WS2", func(c benchCase) bool { return c.mat == analysis.WS2 }},
+		{"100–300 ms", func(c benchCase) bool { return c.ms <= 300 }},
+		{"1–5 s", func(c benchCase) bool { return c.ms >= 1000 }},
+		{"no background", func(c benchCase) bool { return c.f.Fluorescence == 0 }},
+		{"fluorescence", func(c benchCase) bool { return c.f.Fluorescence > 0 }},
+		{"spikes", func(c benchCase) bool { return c.f.Spikes > 0 }},
+		{"saturating detector", func(c benchCase) bool { return c.f.FullWell > 0 }},
+		{"whole layers", func(c benchCase) bool { return !c.f.MixedCoverage }},
+		{"mixed coverage", func(c benchCase) bool { return c.f.MixedCoverage }},
+		{"clean (none of the above)", func(c benchCase) bool { return !c.hard }},
+	}
+	fmt.Fprintf(&b, "\n| condition | spectra |")
+	for _, s := range strategies {
+		fmt.Fprintf(&b, " %s |", s.name)
+	}
+	fmt.Fprintf(&b, "\n|---|---|%s\n", strings.Repeat("---|", len(strategies)))
+	for _, g := range groups {
+		n := 0
+		ok := make([]int, len(strategies))
+		for i, c := range cases {
+			if !g.in(c) {
+				continue
+			}
+			n++
+			for si := range strategies {
+				if i < len(right[si]) && right[si][i] {
+					ok[si]++
+				}
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d |", g.name, n)
+		for si := range strategies {
+			fmt.Fprintf(&b, " %.1f %% |", 100*float64(ok[si])/float64(max(1, n)))
+		}
+		b.WriteString("\n")
+	}
 	st, _ := json.Marshal(router.Tracker().Stats())
 	t.Logf("tracker: %s", st)
 	fmt.Println(b.String())
