@@ -43,7 +43,8 @@ type Request struct {
 	Material analysis.Material
 	// ConfidenceThreshold is the task's confidence_threshold (0: 0.8).
 	ConfidenceThreshold float64
-	// DataClass is the task's data classification ("": T1).
+	// DataClass is the task's data classification ("": T1; anything but
+	// T1–T4 is treated as T4).
 	DataClass DataClass
 	Hint      Hint
 	// Policy overrides the router's policy ("": the router's).

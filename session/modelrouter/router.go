@@ -414,8 +414,12 @@ func (g *routing) cleared(r *Router, m *Model) bool {
 		}
 		return false
 	}
-	if g.req.DataClass.Rank() == 0 || g.req.DataClass.Rank() > m.Cleared.Rank() {
-		return refuse(fmt.Errorf("%w: %s data, %s cleared for %s", ErrNotCleared, g.req.DataClass, m.ID, m.Cleared), true)
+	class := g.req.DataClass
+	if class.Rank() == 0 {
+		class = T4 // an unknown class is treated as the most sensitive
+	}
+	if class.Rank() > m.Cleared.Rank() {
+		return refuse(fmt.Errorf("%w: %s data (as %s), %s cleared for %s", ErrNotCleared, g.req.DataClass, class, m.ID, m.Cleared), true)
 	}
 	if left := g.deadline.Sub(r.o.Now()); m.Latency > left {
 		return refuse(fmt.Errorf("%w: %s typically takes %v, %v left", ErrOverBudget, m.ID, m.Latency, left.Round(time.Millisecond)), false)

@@ -470,3 +470,16 @@ func TestConcurrentAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnknownDataClassIsT4: a class the router does not know is the most
+// sensitive: local models answer, no remote one is sent the data.
+func TestUnknownDataClassIsT4(t *testing.T) {
+	srv := modeltest.New()
+	defer srv.Close()
+	r := newRouter(t, registry(remoteModel("remote-best", 3, mr.T3, srv.Base())), mr.Opts{})
+	d, err := r.Analyze(context.Background(), mr.Request{Spectrum: spectrum(plant.Film{MoS2: 2}, 1000, 11, plant.SpectrumFaults{}),
+		Material: analysis.MoS2, Hint: mr.HintBest, DataClass: "secret"})
+	if err != nil || d.Model != "local-robust" || len(srv.Requests()) != 0 {
+		t.Fatalf("%v %+v", err, d)
+	}
+}
