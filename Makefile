@@ -17,7 +17,7 @@ export TAGS
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus size clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -89,6 +89,9 @@ bench: ## ONE table: binary size, RSS, idle CPU, Modbus vs mbpoll, outbox vs bar
 
 bench-modbus: ## the Modbus TCP round trips against mbpoll alone, in detail
 	bash scripts/bench-modbus.sh
+
+bench-analysis: ## accuracy, time and cost of each analysis tier and of the model router on N (600) simulated spectra; router overhead; not in ci (docs/ANALYSIS.md)
+	bash scripts/bench-analysis.sh
 
 size: ## where the bytes of the armv7 binary go, by module (BY=package for packages)
 	bash scripts/size-breakdown.sh

@@ -43,6 +43,9 @@
 //	                                      validate a configuration (schema, units, envelope against
 //	                                      the device ranges, paths, key files, capabilities); every
 //	                                      problem as FILE:LINE: KEY: MESSAGE; exit 0 valid, 2 invalid
+//	hcp-edge models [--json] [--check] [--config FILE]
+//	                                      the model router's registry; --check: a health check
+//	                                      of every remote instance
 //
 // Exit codes: 0 success (estop: every output confirmed safe; submit --watch:
 // task_completed); 1 failure (an instrument could not be read, an output not
@@ -124,6 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Config(args[1:], stdout, stderr)
 	case "recipe":
 		return cli.Recipe(args[1:], stdout, stderr)
+	case "models":
+		return cli.Models(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return cli.Broker(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -166,6 +171,7 @@ commands:
   broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
   recipe    recipe check FILE...: check process recipes against the rig's envelope, every problem with its line
+  models    the analysis models of the configuration (model router registry); --check: ask every remote instance
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
 

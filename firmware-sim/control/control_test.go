@@ -185,3 +185,28 @@ func TestPrecursor(t *testing.T) {
 		t.Fatalf("the precursor reached the write log: %+v", ws)
 	}
 }
+
+// TestSpectrumFaultsAndTruth: the spectrum faults go through the control
+// API like the others, and the status reports the film's truth.
+func TestSpectrumFaultsAndTruth(t *testing.T) {
+	p, c, _ := start(t)
+	for _, f := range [][2]string{{plant.FaultRamanFluorescence, "2"}, {plant.FaultRamanSpikes, ""}, {plant.FaultRamanMixed, ""}} {
+		if err := c.Inject(ctx(t), f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ae *APIError
+	if err := c.Inject(ctx(t), plant.FaultRamanSaturation, "-3"); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Fatalf("bad full well: %v", err)
+	}
+	if got := p.SpectrumFaults(); got != (plant.SpectrumFaults{Fluorescence: 2, Spikes: 3, MixedCoverage: true}) {
+		t.Fatalf("spectrum faults %+v", got)
+	}
+	s, err := c.Status(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Truth.LayerCount != 0 || s.Truth.Coverage[0] != 1 {
+		t.Fatalf("truth of a bare sample %+v", s.Truth)
+	}
+}

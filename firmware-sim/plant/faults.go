@@ -21,12 +21,31 @@ const (
 	FaultChamberLeak    = "chamber-leak"
 	FaultEstop          = "estop"
 	FaultDoorOpen       = "door-open"
+
+	// The spectrum faults: what makes the Raman spectrum realistic rather
+	// than ideal (SpectrumFaults reads them; serialsim renders them).
+	FaultRamanFluorescence = "raman-fluorescence"
+	FaultRamanSpikes       = "raman-spikes"
+	FaultRamanSaturation   = "raman-saturation"
+	FaultRamanMixed        = "raman-mixed-coverage"
 )
 
 // FaultNames lists every fault the plant knows.
 var FaultNames = []string{
 	FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultSilent, FaultCorrupt,
 	FaultMFCStuckOpen, FaultGasLeak, FaultVacuumLoss, FaultChamberLeak, FaultEstop, FaultDoorOpen,
+	FaultRamanFluorescence, FaultRamanSpikes, FaultRamanSaturation, FaultRamanMixed,
+}
+
+// spectrumFaultArg is the numeric target of a spectrum fault: its default
+// when the target is empty and the range it must lie in (lo < v <= hi).
+var spectrumFaultArg = map[string]struct {
+	def, lo, hi float64
+	what        string
+}{
+	FaultRamanFluorescence: {1, 0, 50, "the background's strength (1 = typical)"},
+	FaultRamanSpikes:       {3, 0, 100, "the mean number of spikes per acquisition"},
+	FaultRamanSaturation:   {65535, 0, 1e12, "the detector's full-well count"},
 }
 
 // ChamberLeakMaxPaPerMin bounds the rate of rise a chamber-leak fault may
@@ -70,7 +89,19 @@ func normalizeFault(name, target string) (string, error) {
 				ErrBadTarget, name, ChamberLeakMaxPaPerMin, target)
 		}
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
-	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen:
+	case FaultRamanFluorescence, FaultRamanSpikes, FaultRamanSaturation:
+		a := spectrumFaultArg[name]
+		if target == "" {
+			return strconv.FormatFloat(a.def, 'g', -1, 64), nil
+		}
+		v, err := strconv.ParseFloat(target, 64)
+		if err != nil || !(v > a.lo) || v > a.hi {
+			return "", fmt.Errorf("%w: %s takes %s (%g < v <= %g, default %g), got %q",
+				ErrBadTarget, name, a.what, a.lo, a.hi, a.def, target)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
+		FaultRamanMixed:
 		if target != "" {
 			return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)
 		}
@@ -80,7 +111,8 @@ func normalizeFault(name, target string) (string, error) {
 }
 
 // Inject activates fault name for target ("" for faults without one).
-// Injecting an active fault again is a no-op.
+// Injecting an active fault again is a no-op. A spectrum fault holds one
+// value: injecting it with another replaces the one active.
 func (p *Plant) Inject(name, target string) error {
 	t, err := normalizeFault(name, target)
 	if err != nil {
@@ -89,6 +121,13 @@ func (p *Plant) Inject(name, target string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := faultKey{name, t}
+	if _, numeric := spectrumFaultArg[name]; numeric {
+		for o := range p.faults {
+			if o.name == name && o != k {
+				delete(p.faults, o)
+			}
+		}
+	}
 	if _, ok := p.faults[k]; !ok {
 		p.faults[k] = p.now()
 	}
@@ -183,4 +222,41 @@ func (p *Plant) chamberLeakLocked() float64 {
 		}
 	}
 	return c
+}
+
+// SpectrumFaults are the active spectrum faults as the spectrometer renders
+// them; the zero value (none active) is the ideal spectrum.
+type SpectrumFaults struct {
+	// Fluorescence is the strength of the sample's sloped fluorescence
+	// background (1 = typical); 0 for none.
+	Fluorescence float64 `json:"fluorescence,omitempty"`
+	// Spikes is the mean number of cosmic-ray spikes per acquisition.
+	Spikes float64 `json:"spikes,omitempty"`
+	// FullWell is the count at which the detector saturates; 0 never.
+	FullWell uint64 `json:"full_well,omitempty"`
+	// MixedCoverage renders a fractional layer count as a mixture of areas
+	// of whole layer counts weighted by their coverage (Film.Truth), instead
+	// of peaks at interpolated positions.
+	MixedCoverage bool `json:"mixed_coverage,omitempty"`
+}
+
+// SpectrumFaults returns the active spectrum faults.
+func (p *Plant) SpectrumFaults() SpectrumFaults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var s SpectrumFaults
+	for k := range p.faults {
+		v, _ := strconv.ParseFloat(k.target, 64) // normalised on Inject
+		switch k.name {
+		case FaultRamanFluorescence:
+			s.Fluorescence = v
+		case FaultRamanSpikes:
+			s.Spikes = v
+		case FaultRamanSaturation:
+			s.FullWell = uint64(v)
+		case FaultRamanMixed:
+			s.MixedCoverage = true
+		}
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -75,6 +76,54 @@ func (f Film) Material() string {
 		return string(WS2)
 	}
 	return ""
+}
+
+// BulkLayers is the layer count from which a film counts as bulk: Truth
+// reports thicker areas as this many layers.
+const BulkLayers = 4
+
+// Truth is what a film is, as the analysis of its spectrum should find it.
+type Truth struct {
+	// Material is Film.Material: "", "MoS2", "WS2" or "MoS2+WS2".
+	Material string `json:"material"`
+	// Layers is the film's mean thickness in layers (Film.Layers).
+	Layers float64 `json:"layers"`
+	// Coverage is the fraction of the sample with each whole layer count
+	// (0 = bare, BulkLayers = bulk): a film of n+f layers (0 <= f < 1)
+	// covers 1−f of the sample with n layers and f with n+1. It sums to 1.
+	Coverage map[int]float64 `json:"coverage"`
+	// LayerCount is the layer count the film mostly has where it is covered
+	// (1..BulkLayers); 0 on a bare sample. On a tie the thinner wins.
+	LayerCount int `json:"layer_count"`
+}
+
+// Truth returns what the film is: material, layers and coverage per layer
+// count.
+func (f Film) Truth() Truth {
+	l := f.Layers()
+	if !(l > 0) {
+		return Truth{Coverage: map[int]float64{0: 1}}
+	}
+	t := Truth{Material: f.Material(), Layers: l, Coverage: map[int]float64{}}
+	n := math.Floor(l)
+	fr := l - n
+	switch {
+	case n >= BulkLayers:
+		t.Coverage[BulkLayers] = 1
+		t.LayerCount = BulkLayers
+		return t
+	case fr == 0:
+		t.Coverage[int(n)] = 1
+		t.LayerCount = int(n)
+		return t
+	}
+	lo, hi := int(n), int(n)+1
+	t.Coverage[lo], t.Coverage[hi] = 1-fr, fr
+	t.LayerCount = hi
+	if lo > 0 && 1-fr >= fr {
+		t.LayerCount = lo
+	}
+	return t
 }
 
 // add grows n layers of m.

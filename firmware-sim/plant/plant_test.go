@@ -529,3 +529,56 @@ func TestChamberLeakFault(t *testing.T) {
 		t.Fatalf("clear: %v %v", err, p.Faults())
 	}
 }
+
+func TestSpectrumFaults(t *testing.T) {
+	p, _ := newTest(t, true)
+	if p.SpectrumFaults() != (SpectrumFaults{}) {
+		t.Fatal("spectrum faults active at start")
+	}
+	for _, f := range [][2]string{{FaultRamanFluorescence, ""}, {FaultRamanSpikes, "5"}, {FaultRamanSaturation, "30000"}, {FaultRamanMixed, ""}} {
+		if err := p.Inject(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Inject(FaultRamanSpikes, "8"); err != nil { // replaces 5
+		t.Fatal(err)
+	}
+	want := SpectrumFaults{Fluorescence: 1, Spikes: 8, FullWell: 30000, MixedCoverage: true}
+	if got := p.SpectrumFaults(); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range [][2]string{{FaultRamanSpikes, "-1"}, {FaultRamanFluorescence, "x"}, {FaultRamanMixed, "3"}, {FaultRamanSaturation, "0"}} {
+		if err := p.Inject(bad[0], bad[1]); !errors.Is(err, ErrBadTarget) {
+			t.Fatalf("%v: %v", bad, err)
+		}
+	}
+	_ = p.Clear(FaultRamanSpikes, "")
+	if p.SpectrumFaults().Spikes != 0 {
+		t.Fatal("clear")
+	}
+}
+
+func TestFilmTruth(t *testing.T) {
+	for _, c := range []struct {
+		film  Film
+		count int
+		cov   map[int]float64
+	}{
+		{Film{}, 0, map[int]float64{0: 1}},
+		{Film{MoS2: 0.25}, 1, map[int]float64{0: 0.75, 1: 0.25}},
+		{Film{MoS2: 2}, 2, map[int]float64{2: 1}},
+		{Film{WS2: 1.5}, 1, map[int]float64{1: 0.5, 2: 0.5}},
+		{Film{WS2: 1.75}, 2, map[int]float64{1: 0.25, 2: 0.75}},
+		{Film{MoS2: 6}, 4, map[int]float64{4: 1}},
+	} {
+		tr := c.film.Truth()
+		if tr.LayerCount != c.count || len(tr.Coverage) != len(c.cov) {
+			t.Fatalf("%+v: %+v", c.film, tr)
+		}
+		for k, v := range c.cov {
+			if math.Abs(tr.Coverage[k]-v) > 1e-9 {
+				t.Fatalf("%+v: %+v", c.film, tr)
+			}
+		}
+	}
+}

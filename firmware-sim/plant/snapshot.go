@@ -58,9 +58,12 @@ type Snapshot struct {
 	Film             Film      `json:"film"`
 	Precursor        Precursor `json:"precursor"`
 	H2SExposureSCCMs float64   `json:"h2s_exposure_sccm_s"`
-	Faults           []Fault   `json:"faults"`
-	WriteLogLastSeq  uint64    `json:"write_log_last_seq"`
-	WriteLogDropped  uint64    `json:"write_log_dropped"`
+	// Truth is what the film is, for judging an analysis of its spectrum:
+	// material, layers and coverage per layer count (Film.Truth).
+	Truth           Truth   `json:"truth"`
+	Faults          []Fault `json:"faults"`
+	WriteLogLastSeq uint64  `json:"write_log_last_seq"`
+	WriteLogDropped uint64  `json:"write_log_dropped"`
 }
 
 var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
@@ -84,6 +87,7 @@ func (p *Plant) Snapshot() Snapshot {
 		Layers:           p.film.Layers(),
 		Material:         p.film.Material(),
 		Film:             p.film,
+		Truth:            p.film.Truth(),
 		Precursor:        p.precursor,
 		H2SExposureSCCMs: p.h2sExposed,
 		Faults:           p.faultsLocked(),

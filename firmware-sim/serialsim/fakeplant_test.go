@@ -24,6 +24,7 @@ type fakePlant struct {
 	ws2      float64 // layers of WS2
 	scale    float64
 	faults   map[string]bool
+	spectrum plant.SpectrumFaults
 	writes   []write
 }
 
@@ -205,4 +206,10 @@ func equalWrites(a, b []write) bool {
 		}
 	}
 	return true
+}
+
+func (p *fakePlant) SpectrumFaults() plant.SpectrumFaults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spectrum
 }

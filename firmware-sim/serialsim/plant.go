@@ -25,6 +25,8 @@ type Plant interface {
 	TimeScale() float64
 	// FaultActive reports whether fault name is active for target.
 	FaultActive(name, target string) bool
+	// SpectrumFaults are the active spectrum faults the spectrometer renders.
+	SpectrumFaults() plant.SpectrumFaults
 	// RecordWrite appends a write the firmware received to the write log.
 	RecordWrite(device, via, channel string, value float64, accepted bool)
 }

@@ -78,6 +78,8 @@ type ramanFirmware struct {
 	w         io.Writer
 	sch       scheduler
 	rng       *rand.Rand
+	spikes    *rand.Rand // the cosmic-ray spikes' own stream
+	sample    uint64     // seeds the sample's fluorescence background
 	acquiring bool
 	acqMS     int
 	gen       uint64 // acquisition number, so a late timer of an aborted one does nothing
@@ -87,7 +89,8 @@ type ramanFirmware struct {
 }
 
 func newRamanFirmware(p Plant, seed uint64) *ramanFirmware {
-	return &ramanFirmware{p: p, rng: newRand(seed), buf: make([]byte, 0, maxLine)}
+	return &ramanFirmware{p: p, rng: newRand(seed), spikes: spikeRand(seed), sample: seed,
+		buf: make([]byte, 0, maxLine)}
 }
 
 func (f *ramanFirmware) feed(b []byte, _ time.Time) {
@@ -170,7 +173,7 @@ func (f *ramanFirmware) finish(gen uint64) {
 	if f.p.FaultActive(faultSilent, ramanDevice) {
 		return
 	}
-	counts := synthSpectrum(f.p.Film(), f.acqMS, f.rng)
+	counts := synthWith(f.p.Film(), f.acqMS, f.rng, f.spikes, Effects{SpectrumFaults: f.p.SpectrumFaults(), Sample: f.sample})
 	reply(f.w, f.dataBlock(counts, f.p.FaultActive(faultCorrupt, ramanDevice)))
 }
 

@@ -28,7 +28,8 @@ func TestOnlyTestsImport(t *testing.T) {
 	const mod = "github.com/hcp-edge/hcp-edge/"
 	support := map[string]bool{}
 	for _, p := range []string{"internal/hilbench", "cmd/hcp-edge/internal/agent/notifytest",
-		"transport/amqp/amqptest", "device/devicetest", "drivers/modbus/modbustest", "drivers/serialline/serialtest"} {
+		"transport/amqp/amqptest", "device/devicetest", "drivers/modbus/modbustest", "drivers/serialline/serialtest",
+		"session/modelrouter/modeltest"} {
 		support[mod+p] = true
 	}
 	fset := token.NewFileSet()

@@ -189,8 +189,9 @@ func splitKey(msg string) (key, reason string) {
 		return "", msg
 	}
 	section, _, _ := strings.Cut(k, ".")
+	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate":
+	case "rig", "envelope", "monitor", "agent", "gate", "models":
 		return k, r
 	}
 	return "", msg

@@ -384,3 +384,68 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckModels: the models section's mistakes are each one problem at
+// their line; an inline API key is refused without being echoed.
+func TestCheckModels(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("sk-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	models := `
+models:
+  - id: local-fit
+    tier: 1
+    kind: local
+    model: fit
+    data_class_cleared: T4
+    default: true
+  - id: remote-best              # M1
+    tier: 4                      # TIER
+    kind: openai
+    instances: ["ftp://x"]       # URL
+    model: gpt-x
+    api_key: sk-live-123         # INLINE
+    context_window: 100          # CTX
+    typical_latency: 2s
+    data_class_cleared: T2
+  - id: local-fit                # DUP
+    tier: 2
+    kind: local
+    model: bogus                 # LOCAL
+    data_class_cleared: T9       # CLASS
+  - id: remote-two
+    tier: 3
+    kind: openai
+    instances: ["https://api.example/v1"]
+    model: big
+    api_key_file: ` + key + `    # KEYFILE
+    context_window: 8192
+    data_class_cleared: T3
+`
+	text := string(configs.SimYAML) + models
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Check(path, filepath.Join(configsDir, "capabilities"))
+	out := report(r)
+	if strings.Contains(out, "sk-live-123") {
+		t.Fatalf("the inline key is echoed:\n%s", out)
+	}
+	for _, w := range []want{
+		{"# TIER", "models[1].tier"}, {"# URL", "models[1].instances[0]"}, {"# INLINE", "models[1].api_key"},
+		{"# CTX", "models[1].context_window"}, {"# DUP", "models[2].id"}, {"# LOCAL", "models[2].model"},
+		{"# CLASS", "models[2].data_class_cleared"}, {"# KEYFILE", "models[3].api_key_file"},
+	} {
+		prefix := fmt.Sprintf("%s:%d: %s: ", path, lineOf(t, text, w.marker), w.key)
+		if !strings.Contains(out, prefix) {
+			t.Errorf("missing %q in\n%s", prefix, out)
+		}
+	}
+	if len(r.Problems) != 8 {
+		t.Errorf("%d problems, want 8:\n%s", len(r.Problems), out)
+	}
+}

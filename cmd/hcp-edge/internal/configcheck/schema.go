@@ -94,6 +94,12 @@ func (s *Schema) validate(file string, t *tree) []finding {
 	return out
 }
 
+// refusedKeys are keys the configuration must never hold, with the reason
+// the check gives instead of "unknown key" (their value is never echoed).
+var refusedKeys = map[string]string{
+	"api_key": "an API key is never written in the configuration: put it in a file readable by its owner only (api_key_file) or in the environment (api_key_env)",
+}
+
 // place turns one leaf error into findings at their YAML nodes.
 func (s *Schema) place(file string, t *tree, e *jsonschema.ValidationError) []finding {
 	loc := pointer(e.InstanceLocation)
@@ -113,7 +119,11 @@ func (s *Schema) place(file string, t *tree, e *jsonschema.ValidationError) []fi
 			if !ok {
 				en = at
 			}
-			fd := f(en, join(at.key, p), "unknown key (known here: "+strings.Join(known, ", ")+")")
+			msg := "unknown key (known here: " + strings.Join(known, ", ") + ")"
+			if why, ok := refusedKeys[p]; ok {
+				msg = why
+			}
+			fd := f(en, join(at.key, p), msg)
 			fd.prune, fd.remove = &en, en.parent != nil
 			out = append(out, fd)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/gate"
+	"github.com/hcp-edge/hcp-edge/session/modelrouter"
 )
 
 // emptyRegistry lets Validate check the gate section without the
@@ -53,6 +54,9 @@ type File struct {
 	// (maps merge key by key; a list replaces the default list; null
 	// removes an optional rule).
 	Gate gate.Config `yaml:"gate"`
+	// Models is the model router's registry (modelrouter.Registry); absent,
+	// the two local models (ModelRegistry).
+	Models []modelrouter.Model `yaml:"models"`
 }
 
 // LocalUser is the broker user, and caller id, of the local control
@@ -239,7 +243,7 @@ func (f *File) Defaults() {
 
 // Validate checks the agent and monitor sections (after Defaults).
 func (f File) Validate() error {
-	var errs []error
+	errs := f.validateModels()
 	bad := func(key, format string, a ...any) { errs = append(errs, fmt.Errorf(key+": "+format, a...)) }
 	m := f.Monitor
 	if m.FurnaceEvery < time.Millisecond || m.OtherEvery < time.Millisecond {

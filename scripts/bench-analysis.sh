@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The accuracy table of the analysis tiers and the model router
+# (docs/ANALYSIS.md): N simulated spectra (600 by default; firmware-sim's
+# spectrum code in-process, with its truth), each analysed by tier 1 alone,
+# tier 2 alone, always the best tier (the remote stand-in of modeltest,
+# through the production HTTP client) and the router (balance, threshold
+# 0.8); then the router's own overhead (median of 2000 analyses with its
+# models stubbed, and go test -bench).
+#
+#   scripts/bench-analysis.sh          # N=600
+#   N=1000 scripts/bench-analysis.sh
+#
+# It fails when routed is less accurate than always-best, or costs more
+# than 25 % of its mean cost or time, or loses an analysis, or the router's
+# overhead is above 20 µs at the median. Not in make test or ci (about a
+# minute on two cores).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+N=${N:-600}
+GO=${GO:-go}
+
+HCP_BENCH_ANALYSIS=1 HCP_BENCH_N="$N" $GO test -count=1 -run 'TestAccuracyTable$' -v ./session/modelrouter/ \
+	| grep -E '^(\||[0-9]+ simulated|routed /|--- |ok|FAIL|$)'
+HCP_BENCH_ANALYSIS=1 $GO test -count=1 -run 'TestRouterOverheadP50$' -v ./session/modelrouter/ | grep -E 'overhead:|--- FAIL'
+$GO test -count=1 -run '^$' -bench 'RouterOverhead' -benchtime=20000x ./session/modelrouter/ | grep -E '^Benchmark'
+$GO test -count=1 -run '^$' -bench 'Analyze' -benchtime=300x ./session/analysis/robust/ | grep -E '^Benchmark'
