@@ -1,0 +1,34 @@
+package preview
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+)
+
+// Builtin returns the executor of a capability hcp-edge has a built-in
+// executor for (as the daemon builds them, cmd/hcp-edge/internal/agent),
+// and the capability, resolved in reg at its highest version.
+func Builtin(reg *capability.Registry, name string) (executor.Executor, *capability.Capability, error) {
+	c, err := reg.Resolve(name, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnknownCapability, err)
+	}
+	var x executor.Executor
+	switch name {
+	case executor.CVDName:
+		x, err = executor.NewCVD(c, executor.CVDOpts{})
+	case executor.RigStatusName:
+		x, err = executor.NewRigStatus(c)
+	case executor.LeakCheckName:
+		x, err = executor.NewLeakCheck(c)
+	default:
+		return nil, nil, fmt.Errorf("%w: capability %s has no built-in executor", ErrUnknownCapability, name)
+	}
+	return x, c, err
+}
+
+// ErrUnknownCapability: no executor serves the capability.
+var ErrUnknownCapability = errors.New("preview: unknown capability")
