@@ -48,8 +48,19 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
+// restart makes now the origin of Elapsed.
+func (c *Clock) restart() {
+	c.mu.Lock()
+	c.origin = c.now
+	c.mu.Unlock()
+}
+
 // Elapsed is the virtual time since the origin.
-func (c *Clock) Elapsed() time.Duration { return c.Now().Sub(c.origin) }
+func (c *Clock) Elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Sub(c.origin)
+}
 
 // Sleep advances virtual time by d, stepping the world chunk by chunk; it
 // returns ctx's error as soon as ctx is done (the wall-time cap).

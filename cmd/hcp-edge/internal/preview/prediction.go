@@ -34,8 +34,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // String is the duration rounded to the second.
 func (d Duration) String() string { return time.Duration(d).Round(time.Second).String() }
 
-// Prediction is what a preview predicts of a run. Times are virtual
-// process time since the simulated rig was armed (At) or spans of it.
+// Prediction is what a preview predicts of a run. Times are process time
+// since the run started (At) or spans of it.
 type Prediction struct {
 	Capability string `json:"capability"`
 	// Completed: the recipe ran to its end and built its outputs.
@@ -143,7 +143,7 @@ func (r *run) prediction(capab string, steps []executor.Step, res *executor.Resu
 	r.mu.Lock()
 	for i, s := range steps {
 		st := Step{Name: s.Name, Phase: s.Stage}
-		if i < len(r.spans) && r.spans[i] != (span{}) {
+		if i < len(r.spans) && r.spans[i].ran {
 			sp := r.spans[i]
 			if sp.end < 0 {
 				sp.end = r.clock.Elapsed()
@@ -218,7 +218,7 @@ func (r *run) stepAt(t time.Duration) string {
 	defer r.mu.Unlock()
 	name := ""
 	for i, sp := range r.spans {
-		if sp != (span{}) && sp.start <= t {
+		if sp.ran && sp.start <= t {
 			name = r.names[i]
 		}
 	}

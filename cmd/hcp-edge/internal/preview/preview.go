@@ -154,7 +154,10 @@ type run struct {
 	warns   []string
 }
 
-type span struct{ start, end time.Duration }
+type span struct {
+	start, end time.Duration
+	ran        bool
+}
 
 func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	origin := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // virtual: any fixed instant
@@ -199,6 +202,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if err := r.il.Arm(ctx, Operator); err != nil {
 		return nil, fmt.Errorf("preview: arming the simulated rig: %w", err)
 	}
+	c.restart() // process time counts from the run's start
 	return r, nil
 }
 

@@ -33,7 +33,7 @@ func (t *timedRecipe) Run(ctx context.Context, i int, env *executor.Env) error {
 	start := t.r.clock.Elapsed()
 	t.r.mu.Lock()
 	t.r.step = i
-	t.r.spans[i] = span{start: start, end: -1}
+	t.r.spans[i] = span{start: start, end: -1, ran: true}
 	t.r.mu.Unlock()
 	err := t.Recipe.Run(ctx, i, env)
 	t.r.mu.Lock()
