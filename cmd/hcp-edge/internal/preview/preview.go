@@ -195,10 +195,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 		return nil, fmt.Errorf("preview: %w", err)
 	}
 	c.advance = r.advance
-	// The operator arms the rig once every instrument has read.
-	if err := c.Sleep(ctx, o.Chunk); err != nil {
-		return nil, err
-	}
+	// The operator arms the rig (every instrument reads at once: no wait).
 	if err := r.il.Arm(ctx, Operator); err != nil {
 		return nil, fmt.Errorf("preview: arming the simulated rig: %w", err)
 	}
