@@ -16,18 +16,21 @@ func Builtin(reg *capability.Registry, name string) (executor.Executor, *capabil
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnknownCapability, err)
 	}
-	var x executor.Executor
-	switch name {
-	case executor.CVDName:
-		x, err = executor.NewCVD(c, executor.CVDOpts{})
-	case executor.RigStatusName:
-		x, err = executor.NewRigStatus(c)
-	case executor.LeakCheckName:
-		x, err = executor.NewLeakCheck(c)
-	default:
-		return nil, nil, fmt.Errorf("%w: capability %s has no built-in executor", ErrUnknownCapability, name)
-	}
+	x, err := For(c)
 	return x, c, err
+}
+
+// For returns the built-in executor of capability c.
+func For(c *capability.Capability) (executor.Executor, error) {
+	switch c.Name {
+	case executor.CVDName:
+		return executor.NewCVD(c, executor.CVDOpts{})
+	case executor.RigStatusName:
+		return executor.NewRigStatus(c)
+	case executor.LeakCheckName:
+		return executor.NewLeakCheck(c)
+	}
+	return nil, fmt.Errorf("%w: capability %s has no built-in executor", ErrUnknownCapability, c.Name)
 }
 
 // ErrUnknownCapability: no executor serves the capability.
