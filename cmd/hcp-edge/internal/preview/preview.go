@@ -172,7 +172,9 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{clock: c, plant: p, furnace: furnace, env: env, audit: &memAudit{clock: c}, ctx: ctx, step: -1,
+	// The observations outlive the wall-time cap: the recipe's cleanup after
+	// it still runs (in virtual time) and is observed.
+	r := &run{clock: c, plant: p, furnace: furnace, env: env, audit: &memAudit{clock: c}, ctx: context.WithoutCancel(ctx), step: -1,
 		margins: map[string]*Margin{}}
 	r.tracker = budget.NewTracker(budget.Limits{}, budget.State{}, budget.Opts{Scale: 1, MaxGap: 2 * o.Chunk, Start: origin})
 	iopts := envelope.DefaultInterlockOpts()

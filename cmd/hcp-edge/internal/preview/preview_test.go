@@ -156,6 +156,19 @@ func TestPreviewShowsRefusal(t *testing.T) {
 	}
 }
 
+// TestPreviewWallCap: a preview past its wall-time cap stops and says so.
+func TestPreviewWallCap(t *testing.T) {
+	p, err := Run(context.Background(), builtin(t, executor.CVDName), executor.Task{Inputs: json.RawMessage(seedInputs)},
+		Opts{Config: simConfig(t), WallLimit: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Completed || p.Failure == nil || !strings.Contains(p.Failure.Message, "wall-time cap") {
+		t.Fatalf("completed %v, failure %+v", p.Completed, p.Failure)
+	}
+	t.Logf("stopped: %+v", p.Failure)
+}
+
 // TestPreviewBadInput: inputs the capability's schema refuses, or the
 // executor refuses to plan, are an ErrInput error naming the field; nothing
 // runs.
