@@ -157,8 +157,9 @@ func (m *simMFC) SetFlow(_ context.Context, f device.Flow) error {
 		return fmt.Errorf("%s: set flow %v (range 0..%v): %w", m.name, f, m.fullScale, device.ErrOutOfRange)
 	}
 	v = math.Round(v*100) / 100 // the driver sends two decimals
-	m.p.RecordWrite(m.name, via, "setpoint", v, true)
-	if err := m.p.SetMFCSetpoint(m.gas, v); err != nil {
+	err := m.p.SetMFCSetpoint(m.gas, v)
+	m.p.RecordWrite(m.name, via, "setpoint", v, err == nil)
+	if err != nil {
 		return errSim(m.name, err)
 	}
 	if v > 0 {

@@ -224,13 +224,13 @@ func (r *run) observe(ctx context.Context) {
 	r.tracker.Observe(rd)
 	at := r.clock.Elapsed()
 	if latched, _ := r.il.Latched(); !latched {
-		for _, ev := range r.env.EvaluateTrips(rd) {
+		if evs := r.env.EvaluateTrips(rd); len(evs) > 0 { // the first: the trip latches the interlock
+			ev := evs[0]
 			r.mu.Lock()
 			r.trips = append(r.trips, Trip{At: Duration(at), Step: r.stepNameLocked(), Trip: string(ev.Trip),
 				Procedure: string(ev.Procedure), Reason: ev.Reason})
 			r.mu.Unlock()
 			_ = r.il.Trip(ctx, ev)
-			break // latched now: one procedure per onset
 		}
 	}
 	r.mu.Lock()

@@ -156,6 +156,29 @@ func TestPreviewShowsRefusal(t *testing.T) {
 	}
 }
 
+// TestPreviewShowsTrip: on a rig whose over_temperature trip is at 730 °C,
+// the seed synthesis (725 °C) overshoots it in the growth: the preview runs
+// the trip rule as the monitor would, the interlock latches and halts, and
+// the run fails in grow.
+func TestPreviewShowsTrip(t *testing.T) {
+	cfg := simConfig(t)
+	q := cfg.Envelope.Parameters[envelope.ChannelTemperature]
+	low := 730.0
+	q.Max = &low
+	cfg.Envelope.Parameters[envelope.ChannelTemperature] = q
+	p, err := Run(context.Background(), builtin(t, executor.CVDName), executor.Task{Inputs: json.RawMessage(seedInputs)}, Opts{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Completed || len(p.Trips) != 1 || p.Trips[0].Trip != "over_temperature" {
+		t.Fatalf("completed %v, trips %+v, failure %+v", p.Completed, p.Trips, p.Failure)
+	}
+	t.Logf("trip %+v; failure %+v", p.Trips[0], p.Failure)
+	if s := p.Trips[0].Step; s != "ramp" && s != "grow" {
+		t.Errorf("tripped in %s, want near the growth temperature", s)
+	}
+}
+
 // TestPreviewWallCap: a preview past its wall-time cap stops and says so.
 func TestPreviewWallCap(t *testing.T) {
 	p, err := Run(context.Background(), builtin(t, executor.CVDName), executor.Task{Inputs: json.RawMessage(seedInputs)},
