@@ -255,10 +255,9 @@ func (s *simCoil) Halt(ctx context.Context) error { return s.Set(ctx, s.safe) }
 
 // simInput is one discrete input of the digital I/O module.
 type simInput struct {
-	p      *plant.Plant
-	name   string
-	addr   int
-	invert bool
+	p    *plant.Plant
+	name string
+	addr int
 }
 
 func (s *simInput) String() string { return s.name }
@@ -268,7 +267,7 @@ func (s *simInput) Read(context.Context) (bool, error) {
 	if err := s.p.DIOReadInputs(s.addr, v); err != nil {
 		return false, errSim(s.name, err)
 	}
-	return v[0] != s.invert, nil
+	return v[0], nil
 }
 
 // simPin is a virtual GPIO line read as an input (e-stop, leak, relay

@@ -2,28 +2,41 @@ package preview
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 )
 
 // simRig builds the simulated instruments over p, named as the agent's
 // configuration names them. Only names and ranges are taken from r: no
-// port, bus, socket or GPIO line of it is opened, and no driver is built.
+// port, bus, socket or GPIO line of it is opened, and no driver is built
+// (guard_test.go keeps it so).
 // It returns the furnace too, for the watchdog the daemon configures.
 func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Rig, *simFurnace, error) {
 	f := &simFurnace{p: p, clock: c}
 	er := envelope.Rig{Furnace: f, Flows: map[string]device.FlowController{}, Switches: map[string]device.Switch{},
 		Inputs: map[string]device.DigitalInput{}}
-	d := dio.DefaultOpts() // the coil and input map the agent's digital I/O driver uses
-	for _, cs := range d.Coils {
-		er.Switches[cs.Name] = &simCoil{p: p, name: cs.Name, addr: int(cs.Address), safe: cs.Safe, clock: c}
+	// The simulator's own coil and input maps (configs/rig-protocols.md, as
+	// the agent's digital I/O driver also maps them); the safe levels are
+	// the envelope's rig spec's.
+	spec, err := rigconfig.Spec(r)
+	if err != nil {
+		return envelope.Rig{}, nil, fmt.Errorf("preview: %w", err)
 	}
-	for _, in := range d.Inputs {
-		er.Inputs[in.Name] = &simInput{p: p, name: in.Name, addr: int(in.Address), invert: in.Invert}
+	safe := map[string]bool{}
+	for _, s := range spec.Switches {
+		safe[s.Name] = s.SafeState
+	}
+	for addr := range plant.NumCoils {
+		name := strings.TrimPrefix(plant.CoilName(addr), "coil:")
+		er.Switches[name] = &simCoil{p: p, name: name, addr: addr, safe: safe[name], clock: c}
+	}
+	for name, addr := range map[string]int{"door_closed": plant.DIDoorClosed, "exhaust_ok": plant.DIExhaustOK,
+		"pump_running": plant.DIPumpRunning} {
+		er.Inputs[name] = &simInput{p: p, name: name, addr: addr}
 	}
 	er.Switches[rigconfig.SwitchRelay] = &simRelay{p: p}
 	er.Inputs[rigconfig.InputEStop] = &simPin{p: p, name: rigconfig.InputEStop, pin: plant.PinEstop, activeLow: true}
