@@ -9,8 +9,8 @@ import (
 )
 
 // Builtin returns the executor of a capability hcp-edge has a built-in
-// executor for (as the daemon builds them, cmd/hcp-edge/internal/agent),
-// and the capability, resolved in reg at its highest version.
+// executor for (For), and the capability, resolved in reg at its highest
+// version.
 func Builtin(reg *capability.Registry, name string) (executor.Executor, *capability.Capability, error) {
 	c, err := reg.Resolve(name, "")
 	if err != nil {
@@ -20,7 +20,10 @@ func Builtin(reg *capability.Registry, name string) (executor.Executor, *capabil
 	return x, c, err
 }
 
-// For returns the built-in executor of capability c.
+// For returns the built-in executor of capability c. The daemon builds its
+// sessions' executors here too (cmd/hcp-edge/internal/agent), so that a
+// preview runs what a session would: an executor for a new capability is
+// added here, once.
 func For(c *capability.Capability) (executor.Executor, error) {
 	switch c.Name {
 	case executor.CVDName:
