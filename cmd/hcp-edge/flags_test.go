@@ -17,6 +17,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
 		{"broker"}, {"broker", "provision"}, {"takeover"}, {"handback"}, {"owner"},
+		{"recipe", "simulate"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -35,6 +36,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"access", "approve", "acc-1"}, {"access", "approve", "--operator", "olga"}, {"access", "approve", "acc-1", "--operator", "olga", "--for", "soon"},
 		{"access", "deny", "acc-1", "--operator", "olga"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
 		{"takeover"}, {"takeover", "s1"}, {"handback", "s1"}, {"owner"}, {"owner", "a", "b"}, {"owner", "s1", "--operator", "x"},
+		{"recipe", "simulate"}, {"recipe", "simulate", "a", "b"}, {"recipe", "simulate", "--inputs", "{", "rig-status"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {

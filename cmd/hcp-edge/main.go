@@ -170,7 +170,8 @@ commands:
   envelope  envelope coverage: every writable channel and the rule that bounds it
   broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
-  recipe    recipe check FILE...: check process recipes against the rig's envelope, every problem with its line
+  recipe    recipe check FILE...: check process recipes against the rig's envelope, every problem with its line;
+            recipe simulate FILE|CAPABILITY --inputs JSON: preview a run on a simulated rig (no hardware)
   models    the analysis models of the configuration (model router registry); --check: ask every remote instance
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -280,4 +281,22 @@ func (a *assembler) add(ch *wire.ArtifactChunk) (done bool, err error) {
 		return false, fmt.Errorf("%w: %s: received bytes hash to %s, the artifact's checksum is %s", ErrChecksumMismatch, a.uri, got, a.sum)
 	}
 	return true, nil
+}
+
+// Preview asks Opts.CalleeID to preview a task of capability (version: a
+// version or range, "" for the highest) with inputs on its simulated rig
+// (docs/PROTOCOL-NOTES.md, "Preview"): no hardware is touched and no
+// session is opened. The answer's Prediction is the callee's prediction as
+// JSON. Inputs the capability refuses are a *RefusedError with code
+// invalid_input; a callee busy with another preview refuses unavailable.
+func (c *Client) Preview(ctx context.Context, capability, version string, inputs json.RawMessage) (*wire.PreviewResponse, error) {
+	env, err := wire.NewEnvelope(nil, &wire.PreviewRequest{Capability: capability, CapabilityVersion: version, Inputs: inputs}, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("caller: preview_request: %w", err)
+	}
+	ans, err := c.request(ctx, c.opts.CalleeID, env)
+	if err != nil {
+		return nil, err
+	}
+	return ans.PreviewResponse()
 }

@@ -40,7 +40,7 @@ const (
 )
 
 // hcp-edge's extension types (docs/PROTOCOL-NOTES.md, "Discovery and
-// artifact fetch"): requests on the command channel, their answers on the
+// artifact fetch" and "Preview"): requests on the command channel, their answers on the
 // event channel with the hcp-in-reply-to header.
 const (
 	TypeCapabilitiesRequest  Type = "capabilities_request"  // caller → callee; session_id null
@@ -48,18 +48,22 @@ const (
 	TypeArtifactRequest      Type = "artifact_request"      // caller → callee; the artifact's session
 	TypeArtifactChunk        Type = "artifact_chunk"        // callee → caller; the artifact's session
 	TypeRequestRefused       Type = "request_refused"       // callee → caller; session_id null or set
+	TypePreviewRequest       Type = "preview_request"       // caller → callee; session_id null
+	TypePreviewResponse      Type = "preview_response"      // callee → caller; session_id null
 )
 
 // Types lists every message type: L1's, then the extensions.
 var Types = []Type{TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
-	TypeSessionHandoff, TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused}
+	TypeSessionHandoff, TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused,
+	TypePreviewRequest, TypePreviewResponse}
 
 // Valid reports whether t is an L1 message type or one of hcp-edge's
 // extension types.
 func (t Type) Valid() bool {
 	switch t {
 	case TypeTaskSubmit, TypeAbort, TypeTaskAccepted, TypeTaskRejected, TypeEvent, TypeTaskCompleted, TypeTaskFailed,
-		TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused:
+		TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypeArtifactRequest, TypeArtifactChunk, TypeRequestRefused,
+		TypePreviewRequest, TypePreviewResponse:
 		return true
 	case TypeSessionHandoff: // hcp-edge's extension (handoff.go)
 		return true
@@ -70,7 +74,7 @@ func (t Type) Valid() bool {
 // IsCommand reports whether t travels on the command channel (caller → callee).
 func (t Type) IsCommand() bool {
 	switch t {
-	case TypeTaskSubmit, TypeAbort, TypeSessionHandoff, TypeCapabilitiesRequest, TypeArtifactRequest:
+	case TypeTaskSubmit, TypeAbort, TypeSessionHandoff, TypeCapabilitiesRequest, TypeArtifactRequest, TypePreviewRequest:
 		return true
 	}
 	return false
@@ -79,11 +83,13 @@ func (t Type) IsCommand() bool {
 // IsRequest reports whether t is an extension request: a read that is
 // answered, to the broker login's own caller, by a response type
 // (IsResponse) carrying the request's message_id in hcp-in-reply-to.
-func (t Type) IsRequest() bool { return t == TypeCapabilitiesRequest || t == TypeArtifactRequest }
+func (t Type) IsRequest() bool {
+	return t == TypeCapabilitiesRequest || t == TypeArtifactRequest || t == TypePreviewRequest
+}
 
 // IsResponse reports whether t answers an extension request.
 func (t Type) IsResponse() bool {
-	return t == TypeCapabilitiesResponse || t == TypeArtifactChunk || t == TypeRequestRefused
+	return t == TypeCapabilitiesResponse || t == TypeArtifactChunk || t == TypeRequestRefused || t == TypePreviewResponse
 }
 
 // SessionRule says what session_id an envelope of this type must carry.
@@ -99,7 +105,7 @@ const (
 // SessionRule returns the session_id rule of t (0 for an invalid type).
 func (t Type) SessionRule() SessionRule {
 	switch t {
-	case TypeTaskSubmit, TypeCapabilitiesRequest, TypeCapabilitiesResponse:
+	case TypeTaskSubmit, TypeCapabilitiesRequest, TypeCapabilitiesResponse, TypePreviewRequest, TypePreviewResponse:
 		return SessionNull
 	case TypeTaskRejected, TypeRequestRefused:
 		return SessionOptional

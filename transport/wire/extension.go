@@ -220,7 +220,7 @@ func (*RequestRefused) MessageType() Type { return TypeRequestRefused }
 // Validate requires a request type, reason_code and reason_message.
 func (p *RequestRefused) Validate() error {
 	if !p.RequestType.IsRequest() {
-		return derr("payload.request_type", KindInvalid, "want capabilities_request or artifact_request")
+		return derr("payload.request_type", KindInvalid, "want capabilities_request, artifact_request or preview_request")
 	}
 	if err := reqCode("payload.reason_code", p.ReasonCode); err != nil {
 		return err

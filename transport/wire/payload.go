@@ -365,6 +365,10 @@ func newPayload(t Type) Payload {
 		return &ArtifactChunk{}
 	case TypeRequestRefused:
 		return &RequestRefused{}
+	case TypePreviewRequest:
+		return &PreviewRequest{}
+	case TypePreviewResponse:
+		return &PreviewResponse{}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
@@ -42,15 +43,8 @@ func executors(reg *capability.Registry) ([]executor.Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		var x executor.Executor
-		switch c.Name {
-		case executor.CVDName:
-			x, err = executor.NewCVD(hi, executor.CVDOpts{})
-		case executor.RigStatusName:
-			x, err = executor.NewRigStatus(hi)
-		case executor.LeakCheckName:
-			x, err = executor.NewLeakCheck(hi)
-		default:
+		x, err := preview.For(hi) // the one factory: a preview runs what a session would
+		if errors.Is(err, preview.ErrUnknownCapability) {
 			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor for it", c.Name)
 		}
 		if err != nil {

@@ -12,11 +12,13 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
-// Recipe is `hcp-edge recipe check|schema`.
+// Recipe is `hcp-edge recipe check|simulate|schema`.
 func Recipe(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "check":
 		return recipeCheckCmd(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "simulate":
+		return recipeSimulateCmd(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "schema":
 		if len(args) > 1 && !isHelp(args[1]) {
 			fmt.Fprintf(stderr, "hcp-edge recipe schema: unexpected argument %q\n", args[1])
@@ -25,7 +27,7 @@ func Recipe(args []string, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(configs.RecipeSchema)
 		return ExitOK
 	}
-	return groupUsage(args, "usage: hcp-edge recipe check [--config FILE] [--json] FILE...\n       hcp-edge recipe schema\n\nRun \"hcp-edge recipe check -h\" for the flags.\n", stdout, stderr)
+	return groupUsage(args, "usage: hcp-edge recipe check [--config FILE] [--json] FILE...\n       hcp-edge recipe simulate [--config FILE] [--inputs JSON|@FILE] [--json] [--out DIR] FILE|CAPABILITY\n       hcp-edge recipe schema\n\nRun \"hcp-edge recipe check -h\" or \"hcp-edge recipe simulate -h\" for the flags.\n", stdout, stderr)
 }
 
 // recipeResult is one file's outcome, as --json prints it.

@@ -24,7 +24,7 @@ import (
 
 // extensions serves the uplink's extension requests (docs/PROTOCOL-NOTES.md,
 // "Discovery and artifact fetch"): capabilities_request here,
-// artifact_request in artifactfetch.go. Both are reads: their answers are
+// artifact_request in artifactfetch.go, preview_request in preview.go. Both are reads: their answers are
 // queued in the inbox's transaction but kept out of its de-duplication
 // window (tamqp.Outcome.Unrecorded).
 type extensions struct {
@@ -35,6 +35,8 @@ type extensions struct {
 	artifact Artifacts
 	st       *store.Store
 	log      *slog.Logger
+	config   rigconfig.File // the envelope and instrument names a preview takes (preview.go)
+	previews *previews
 }
 
 // Artifacts finds the artifact an hcp:// URI names: where its file is and
@@ -44,13 +46,15 @@ type Artifacts func(uri string) (reply.Artifact, error)
 
 // ServeExtensions gives the uplink what its extension requests read: the
 // configuration's gate ACL, the capability registry, the rig's envelope
-// and the sessions' artifacts. Call it before Start; without it the
+// and the sessions' artifacts (and, for previews, the configuration's
+// instrument names: no instrument is opened). Call it before Start; without it the
 // requests are refused unavailable.
 func (u *Uplink) ServeExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, artifacts Artifacts) {
 	if u == nil {
 		return
 	}
-	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, artifact: artifacts, st: u.st, log: u.log}
+	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, artifact: artifacts, st: u.st, log: u.log,
+		config: f, previews: newPreviews()}
 }
 
 // refused is a request_refused answer to cmd, to its login's caller.

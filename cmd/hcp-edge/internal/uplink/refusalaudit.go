@@ -34,7 +34,7 @@ func (u *Uplink) auditRefusal(tx *bolt.Tx, r tamqp.Refusal) error {
 		d    any
 	)
 	switch r.Type {
-	case wire.TypeCapabilitiesRequest:
+	case wire.TypeCapabilitiesRequest, wire.TypePreviewRequest:
 		d = discoveryAudit{Caller: r.CallerID, User: r.UserID, Request: string(r.Type), MessageID: r.MessageID,
 			Refused: r.Reason, Reason: r.Detail}
 	default: // artifact_request

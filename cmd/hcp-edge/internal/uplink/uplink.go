@@ -330,6 +330,9 @@ func (u *Uplink) Close() error {
 	}
 	u.closeMu.Do(func() {
 		u.StopIntake(context.Background())
+		if u.ext != nil {
+			u.ext.previews.close() // its answer is queued before the flush
+		}
 		t0 := time.Now()
 		deadline := t0.Add(u.cfg.FlushTimeout)
 		for u.backlog() > 0 && u.sup.State().Connected && time.Now().Before(deadline) {
@@ -373,6 +376,8 @@ func (u *Uplink) handle(ctx context.Context, cmd tamqp.Command) (tamqp.Outcome, 
 		return u.capabilities(ctx, cmd) // discovery.go
 	case wire.TypeArtifactRequest:
 		return u.fetchArtifact(ctx, cmd) // artifactfetch.go
+	case wire.TypePreviewRequest:
+		return u.previewRequest(ctx, cmd) // preview.go
 	}
 	return tamqp.Outcome{}, fmt.Errorf("uplink: unexpected command %s", cmd.Envelope.Type)
 }

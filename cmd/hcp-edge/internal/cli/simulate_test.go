@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestRecipeSimulate: the verb previews a built-in capability (JSON and
+// text), refuses bad inputs with exit 2, and says what a recipe file needs.
+func TestRecipeSimulate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"json", []string{"simulate", "--json", "rig-status"}, ExitOK, `"completed": true`},
+		{"text", []string{"simulate", "leak-check"}, ExitOK, "leak-check: completes"},
+		{"bad input", []string{"simulate", "--inputs", `{"target_material":"WS2","substrate":"SiO2/Si"}`, "cvd-material-synthesis"}, ExitUsage, "invalid input"},
+		{"unknown", []string{"simulate", "no-such-capability"}, ExitUsage, "unknown capability"},
+		{"recipe file", []string{"simulate", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitUsage, "recipe executor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Recipe(tc.args, &out, &errOut)
+			if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.want) {
+				t.Fatalf("exit %d, want %d; output %q, stderr %q; want %q", code, tc.code, out.String(), errOut.String(), tc.want)
+			}
+			if tc.name == "json" && !json.Valid(out.Bytes()) {
+				t.Fatalf("not JSON: %s", out.String())
+			}
+		})
+	}
+}

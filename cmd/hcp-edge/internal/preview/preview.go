@@ -1,0 +1,273 @@
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/session/budget"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+)
+
+// Defaults of Opts.
+const (
+	// DefaultChunk is the virtual time between two observations of the
+	// simulated rig (trip evaluation, margins, gas and heater accounting)
+	// and the longest single step of the plant: the trip monitor's
+	// watchdog kick period.
+	DefaultChunk = time.Second
+	// DefaultWallLimit bounds a preview's wall time.
+	DefaultWallLimit = 60 * time.Second
+	// DefaultWatchdog is the furnace comms watchdog's timeout when the
+	// configuration has none (rigconfig's default).
+	DefaultWatchdog = 5 * time.Second
+	// Operator is who arms the simulated rig.
+	Operator = "preview"
+	// Token is the preview's own session token: its Authorizer grants
+	// every action of it (the envelope still judges each one).
+	Token = "preview"
+)
+
+// Opts configures a preview.
+type Opts struct {
+	// Config is the agent's configuration: its envelope and the names and
+	// ranges of its instruments. Nothing of Config.Rig is opened.
+	Config rigconfig.File
+	// Envelope is Config's compiled envelope; nil: compiled here.
+	Envelope *envelope.Envelope
+	// ArtifactDir receives the run's artifacts (process_profile.svg and
+	// the rest); "": a temporary directory, removed when Run returns.
+	ArtifactDir string
+	// Seed seeds the plant's sensor noise and the spectra (0: 1).
+	Seed uint64
+	// Precursor is what the simulated boat holds ("": MoO3).
+	Precursor plant.Precursor
+	// Chunk is the observation period in virtual time (0: DefaultChunk).
+	Chunk time.Duration
+	// WallLimit bounds the wall time of the run (0: DefaultWallLimit).
+	WallLimit time.Duration
+	// Logger receives the executor's log (nil: discarded).
+	Logger *slog.Logger
+	// Capability, when set, checks the task's inputs against its input
+	// schema first, as the gate checks a task_submit's.
+	Capability *capability.Capability
+}
+
+// ErrInput marks a task the executor refuses to plan (executor.ErrInput).
+var ErrInput = executor.ErrInput
+
+// Run previews task on a simulated rig: it plans the task with x, runs the
+// recipe through the real interlock and tool pipeline against simulated
+// instruments over firmware-sim's plant in virtual time, and returns the
+// prediction. A task x refuses to plan is an error wrapping ErrInput; a
+// run that fails is a Prediction with Failure set, not an error.
+func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (*Prediction, error) {
+	if o.Chunk <= 0 {
+		o.Chunk = DefaultChunk
+	}
+	if o.WallLimit <= 0 {
+		o.WallLimit = DefaultWallLimit
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	env := o.Envelope
+	if env == nil {
+		spec, err := rigconfig.Spec(o.Config.Rig)
+		if err != nil {
+			return nil, err
+		}
+		if env, err = envelope.Compile(o.Config.Envelope, spec); err != nil {
+			return nil, fmt.Errorf("preview: envelope: %w", err)
+		}
+	}
+	if o.Capability != nil {
+		if err := o.Capability.ValidateInput(task.Inputs); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInput, err)
+		}
+	}
+	rec, err := x.Plan(task)
+	if err != nil {
+		return nil, err
+	}
+	wallStart := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.WallLimit)
+	defer cancel()
+
+	r, err := newRun(ctx, env, o)
+	if err != nil {
+		return nil, err
+	}
+	dir := o.ArtifactDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "hcp-preview-"); err != nil {
+			return nil, fmt.Errorf("preview: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	wrapped := newTimedRecipe(rec, r)
+	xenv := &executor.Env{Rig: executor.ToolRig(r.iv, nil), Token: Token, Clock: r.clock, Sink: r, Checkpoints: discard{},
+		ArtifactDir: dir, SessionID: nameOr(task.SessionID, "preview"), Logger: o.Logger}
+	res, runErr := executor.Execute(ctx, wrapped, xenv, 0)
+	r.observe(ctx) // the state at the end
+	p := r.prediction(x.Capability(), rec.Steps(), res, runErr)
+	p.WallTime = Duration(time.Since(wallStart))
+	if p.WallTime > 0 {
+		p.SpeedUp = float64(p.ProcessTime) / float64(p.WallTime)
+	}
+	if ctx.Err() != nil && errors.Is(runErr, context.DeadlineExceeded) {
+		p.Failure.Message = fmt.Sprintf("the preview's wall-time cap (%v) ran out at %v of process time", o.WallLimit, time.Duration(p.ProcessTime).Round(time.Second))
+	}
+	if o.ArtifactDir == "" {
+		p.Artifacts = nil // removed with the temporary directory
+	}
+	return p, nil
+}
+
+// run is one preview's simulated world and what it observed.
+type run struct {
+	clock   *Clock
+	plant   *plant.Plant
+	furnace *simFurnace
+	env     *envelope.Envelope
+	il      *envelope.Interlock
+	iv      *envelope.Invoker
+	audit   *memAudit
+	tracker *budget.Tracker
+	ctx     context.Context
+
+	mu      sync.Mutex // guards what the observations and the sink record
+	step    int        // the running step, -1 before the first
+	names   []string   // the recipe's step names
+	spans   []span
+	margins map[string]*Margin
+	trips   []Trip
+	warns   []string
+}
+
+type span struct {
+	start, end time.Duration
+	ran        bool
+}
+
+func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
+	origin := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // virtual: any fixed instant
+	c := NewClock(origin, o.Chunk)
+	po := plant.DefaultOpts()
+	po.Now, po.Seed, po.Precursor = c.Now, o.Seed, o.Precursor
+	p, err := plant.New(po) // never Started: only Sleep steps it
+	if err != nil {
+		return nil, fmt.Errorf("preview: plant: %w", err)
+	}
+	er, furnace, err := simRig(o.Config.Rig, p, c, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	// The observations outlive the wall-time cap: the recipe's cleanup after
+	// it still runs (in virtual time) and is observed.
+	r := &run{clock: c, plant: p, furnace: furnace, env: env, audit: &memAudit{clock: c}, ctx: context.WithoutCancel(ctx), step: -1,
+		margins: map[string]*Margin{}}
+	r.tracker = budget.NewTracker(budget.Limits{}, budget.State{}, budget.Opts{Scale: 1, MaxGap: 2 * o.Chunk, Start: origin})
+	iopts := envelope.DefaultInterlockOpts()
+	iopts.Clock = c.Now
+	if r.il, err = envelope.NewInterlock(env, er, grantAll{}, r.audit, iopts); err != nil {
+		return nil, fmt.Errorf("preview: interlock: %w", err)
+	}
+	tools, err := catalog.Builtin()
+	if err != nil {
+		return nil, fmt.Errorf("preview: tool catalog: %w", err)
+	}
+	if r.iv, err = envelope.NewInvoker(r.il, tools, envelope.InvokerOpts{Clock: c.Now, RateClock: c.Now}); err != nil {
+		return nil, fmt.Errorf("preview: %w", err)
+	}
+	wd := o.Config.Monitor.WatchdogTimeout
+	if wd <= 0 {
+		wd = DefaultWatchdog
+	}
+	if err := furnace.configureWatchdog(wd); err != nil {
+		return nil, fmt.Errorf("preview: %w", err)
+	}
+	c.advance = r.advance
+	// The operator arms the rig (every instrument reads at once: no wait).
+	if err := r.il.Arm(ctx, Operator); err != nil {
+		return nil, fmt.Errorf("preview: arming the simulated rig: %w", err)
+	}
+	c.restart() // process time counts from the run's start
+	return r, nil
+}
+
+// advance steps the world by d of virtual time: the plant's physics, the
+// furnace watchdog's kick (the monitor's job on the rig), then, unless
+// quiet, an observation.
+func (r *run) advance(d time.Duration, quiet bool) {
+	r.plant.Step(d)
+	_ = r.furnace.KickWatchdog(r.ctx)
+	if !quiet {
+		r.observe(r.ctx)
+	}
+}
+
+// observe reads the simulated rig as the trip monitor would: it runs the
+// trip rules (a trip runs its emergency procedure through the interlock,
+// as on the rig), and records the margins and the gas and heater usage.
+func (r *run) observe(ctx context.Context) {
+	rd := r.il.View().Readings(ctx)
+	r.tracker.Observe(rd)
+	at := r.clock.Elapsed()
+	if latched, _ := r.il.Latched(); !latched {
+		if evs := r.env.EvaluateTrips(rd); len(evs) > 0 { // the first: the trip latches the interlock
+			ev := evs[0]
+			r.mu.Lock()
+			r.trips = append(r.trips, Trip{At: Duration(at), Step: r.stepNameLocked(), Trip: string(ev.Trip),
+				Procedure: string(ev.Procedure), Reason: ev.Reason})
+			r.mu.Unlock()
+			_ = r.il.Trip(ctx, ev)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	params := r.env.Config().Parameters
+	for _, m := range r.env.Margins(rd) {
+		if !m.Applies {
+			continue
+		}
+		// The upper limit always; the lower one where the envelope sets a
+		// floor above zero (a flow or a setpoint at 0 is off, not at a limit).
+		r.lowLocked(m, "max", m.Max-m.Value, at)
+		if q, ok := params[m.Channel]; ok && q.Min != nil && *q.Min > 0 {
+			r.lowLocked(m, "min", m.Value-m.Min, at)
+		}
+	}
+}
+
+// lowLocked keeps the smallest headroom h of m to its limit ("max" or
+// "min").
+func (r *run) lowLocked(m envelope.Margin, limit string, h float64, at time.Duration) {
+	k := m.Channel + " " + limit
+	if low, ok := r.margins[k]; ok && h >= low.Headroom {
+		return
+	}
+	bound := m.Max
+	if limit == "min" {
+		bound = m.Min
+	}
+	r.margins[k] = &Margin{Channel: m.Channel, Limit: limit, Bound: bound, Unit: m.Unit, Value: m.Value,
+		Headroom: h, At: Duration(at), Step: r.stepNameLocked()}
+}
+
+// stepNameLocked names the running step ("" before the first).
+func (r *run) stepNameLocked() string {
+	if r.step < 0 || r.step >= len(r.names) {
+		return ""
+	}
+	return r.names[r.step]
+}

@@ -1,0 +1,65 @@
+package preview
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+)
+
+// simRig builds the simulated instruments over p, named as the agent's
+// configuration names them. Only names and ranges are taken from r: no
+// port, bus, socket or GPIO line of it is opened, and no driver is built
+// (guard_test.go keeps it so).
+// It returns the furnace too, for the watchdog the daemon configures.
+func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Rig, *simFurnace, error) {
+	f := &simFurnace{p: p, clock: c}
+	er := envelope.Rig{Furnace: f, Flows: map[string]device.FlowController{}, Switches: map[string]device.Switch{},
+		Inputs: map[string]device.DigitalInput{}}
+	// The simulator's own coil and input maps (configs/rig-protocols.md, as
+	// the agent's digital I/O driver also maps them); the safe levels are
+	// the envelope's rig spec's.
+	spec, err := rigconfig.Spec(r)
+	if err != nil {
+		return envelope.Rig{}, nil, fmt.Errorf("preview: %w", err)
+	}
+	safe := map[string]bool{}
+	for _, s := range spec.Switches {
+		safe[s.Name] = s.SafeState
+	}
+	for addr := range plant.NumCoils {
+		name := strings.TrimPrefix(plant.CoilName(addr), "coil:")
+		er.Switches[name] = &simCoil{p: p, name: name, addr: addr, safe: safe[name], clock: c}
+	}
+	for name, addr := range map[string]int{"door_closed": plant.DIDoorClosed, "exhaust_ok": plant.DIExhaustOK,
+		"pump_running": plant.DIPumpRunning} {
+		er.Inputs[name] = &simInput{p: p, name: name, addr: addr}
+	}
+	er.Switches[rigconfig.SwitchRelay] = &simRelay{p: p}
+	er.Inputs[rigconfig.InputEStop] = &simPin{p: p, name: rigconfig.InputEStop, pin: plant.PinEstop, activeLow: true}
+	er.Inputs[rigconfig.InputLeak] = &simPin{p: p, name: rigconfig.InputLeak, pin: plant.PinLeak, activeLow: true}
+	er.Inputs[rigconfig.InputRelayFB] = &simPin{p: p, name: rigconfig.InputRelayFB, pin: plant.PinRelayFB}
+	for _, m := range r.MFCs {
+		fs, err := rigconfig.ParseFlow(m.FullScale)
+		if err != nil {
+			return envelope.Rig{}, nil, fmt.Errorf("preview: %s: %w", m.Name, err)
+		}
+		if _, ok := p.MFC(m.Gas); !ok {
+			return envelope.Rig{}, nil, fmt.Errorf("preview: %s: the simulator has no %s line", m.Name, m.Gas)
+		}
+		er.Flows[m.Gas] = &simMFC{p: p, clock: c, name: m.Name, gas: m.Gas, fullScale: fs}
+	}
+	er.Gauge = &simGauge{p: p, clock: c, name: nameOr(r.Gauge.Name, "gauge")}
+	er.Spectrometer = &simSpectrometer{p: p, clock: c, name: nameOr(r.Raman.Name, "raman"), seed: seed}
+	return er, f, nil
+}
+
+func nameOr(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
