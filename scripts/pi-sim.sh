@@ -11,8 +11,8 @@
 #
 # Needs: root (the cgroup), qemu-arm-static (apt-get install qemu-user-static), the broker of
 # scripts/broker.sh, dist/ from `make dist`. Environment: HCP_PI_SIM_N (trips and e-stops per
-# pass, 15), HCP_PI_SIM_QUOTA_SCALE (the quota pass's time scale), HCP_PI_SIM_LOG (keep the
-# test's log there).
+# pass, 15), HCP_PI_SIM_QUOTA_SCALE (the quota pass's time scale), HCP_PI_SIM_TARGET (the
+# slow-down to calibrate the quota for, 10), HCP_PI_SIM_LOG (keep the test's log there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
