@@ -17,7 +17,7 @@ export TAGS
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist
+.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -69,7 +69,7 @@ cluster-down: ## stop the local cluster's nodes (their data stays)
 fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs, one caller (FLEET_SIZES, default 1,20; not in ci)
 	bash scripts/fleet.sh
 
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@echo "make ci: all checks passed"
 
@@ -124,3 +124,6 @@ verify-dist: dist ## run each dist binary (qemu-user for arm): version and confi
 	  $$emu $$dir/hcp-edge config check configs/sim.yaml; \
 	  $$emu $$dir/rig-sim help >/dev/null; \
 	done; echo "verify-dist: every binary ran"
+
+pi-sim: dist broker ## Pi-speed HIL (root): the dist armv7 agent under qemu-arm-static, then in a CPU quota ~10x slower than native, beside native; capabilities, trips, e-stops; one table (docs/FOOTPRINT.md)
+	bash scripts/pi-sim.sh

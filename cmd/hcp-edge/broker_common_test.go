@@ -256,7 +256,7 @@ func restartEnv(e *env) *env {
 	if !e.stopped {
 		e.t.Fatal("restartEnv: the first daemon still runs")
 	}
-	e2 := &env{t: e.t, r: e.r, p: e.p, dir: e.dir, cfg: e.cfg, sock: e.sock}
+	e2 := &env{t: e.t, r: e.r, p: e.p, dir: e.dir, cfg: e.cfg, sock: e.sock, exe: e.exe, emu: e.emu}
 	e2.start()
 	return e2
 }

@@ -67,6 +67,11 @@ type env struct {
 	stopped bool
 	simDir  string   // the rig-sim process's run directory when r is nil
 	extra   []string // environment of the daemon and the CLI beyond the state paths (a parallel test cannot t.Setenv)
+	// exe is the daemon's binary (empty: bin, the one TestMain built) and
+	// emu the command it runs under (an emulator, a cgroup wrapper; nil:
+	// none): the daemon is emu... exe run --config cfg. The CLI is always bin.
+	exe string
+	emu []string
 }
 
 // monitorYAML replaces the monitor section of the embedded config.
@@ -74,7 +79,15 @@ type monitorYAML struct{ kick, watchdog string }
 
 func newEnv(t testing.TB, mon *monitorYAML) *env {
 	t.Helper()
-	r, err := rig.Start(context.Background(), rig.Opts{Dir: t.TempDir(), ModbusAddr: "127.0.0.1:0", TimeScale: 300,
+	return newEnvAt(t, mon, 300)
+}
+
+// newEnvAt is newEnv with the simulator, the session engine and the Raman
+// model at scale sim seconds per wall second (sim.yaml's 300, or slower for
+// a slow host: TestPiSim).
+func newEnvAt(t testing.TB, mon *monitorYAML, scale float64) *env {
+	t.Helper()
+	r, err := rig.Start(context.Background(), rig.Opts{Dir: t.TempDir(), ModbusAddr: "127.0.0.1:0", TimeScale: scale,
 		StartSerial: rig.SerialInstruments})
 	if err != nil {
 		t.Fatalf("rig: %v", err)
@@ -91,6 +104,12 @@ func newEnv(t testing.TB, mon *monitorYAML) *env {
 	}
 	rep("sim_dir: /tmp/hcp-rig-sim", "sim_dir: "+r.Dir())
 	rep("address: 127.0.0.1:5020", "address: "+r.ModbusAddr().String())
+	if scale != 300 {
+		if n := strings.Count(cfg, "time_scale: 300"); n != 2 {
+			t.Fatalf("fixture: %d time_scale: 300 in sim.yaml, want 2 (raman, agent)", n)
+		}
+		cfg = strings.ReplaceAll(cfg, "time_scale: 300", fmt.Sprintf("time_scale: %g", scale))
+	}
 	if mon != nil {
 		rep("kick_every: 1s", "kick_every: "+mon.kick)
 		rep("watchdog_timeout: 5s", "watchdog_timeout: "+mon.watchdog)
@@ -132,7 +151,12 @@ func (e *env) environ() []string {
 func (e *env) start() {
 	e.t.Helper()
 	e.logs = &lockedBuffer{}
-	cmd := exec.Command(bin, "run", "--config", e.cfg)
+	exe := e.exe
+	if exe == "" {
+		exe = bin
+	}
+	argv := append(append(append([]string{}, e.emu...), exe), "run", "--config", e.cfg)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = e.environ()
 	cmd.Stdout, cmd.Stderr = e.logs, e.logs
 	if err := cmd.Start(); err != nil {

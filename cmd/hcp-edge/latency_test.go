@@ -36,30 +36,13 @@ func TestEStopLatency(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	e.start()
-	rearm := func() {
-		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = control.Do(ctx, e.sock, control.Request{Op: control.OpReset, Operator: "latency"}, time.Second)
-			rep, err := control.Do(ctx, e.sock, control.Request{Op: control.OpArm, Operator: "latency"}, time.Second)
-			cancel()
-			if err == nil && rep.OK && e.p.Relay() {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("re-arm: %v %+v\n%s", err, rep, e.logs)
-			}
-			time.Sleep(50 * time.Millisecond) // a comms_loss trip after SIGCONT may latch again
-		}
-	}
 	for _, way := range []struct {
 		name string
 		hung bool
 	}{{"daemon", false}, {"daemon-hung", true}} {
 		var took []time.Duration
 		for i := 0; i < n; i++ {
-			rearm()
+			e.rearm("latency")
 			e.makeUnsafe()
 			if way.hung {
 				if err := e.daemon.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -81,5 +64,27 @@ func TestEStopLatency(t *testing.T) {
 		t.Logf("e-stop %s: n=%d p50=%v p99=%v min=%v max=%v (CLI start to all outputs read back safe)",
 			way.name, n, pct(0.50).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond),
 			took[0].Round(100*time.Microsecond), took[len(took)-1].Round(100*time.Microsecond))
+	}
+}
+
+// rearm resets and arms the interlock through the control socket as
+// operator until the relay reads energised (hang guard): after an e-stop or
+// a trip the latch holds until the condition is gone, and a comms_loss trip
+// after a SIGCONT may latch again.
+func (e *env) rearm(operator string) {
+	e.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = control.Do(ctx, e.sock, control.Request{Op: control.OpReset, Operator: operator}, time.Second)
+		rep, err := control.Do(ctx, e.sock, control.Request{Op: control.OpArm, Operator: operator}, time.Second)
+		cancel()
+		if err == nil && rep.OK && e.p.Relay() {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("re-arm: %v %+v\n%s", err, rep, e.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -63,6 +63,14 @@ type brokerEnv struct {
 // then builds the rig and the configuration with the caller in the gate.
 func newBrokerEnv(t *testing.T) *brokerEnv {
 	t.Helper()
+	return newBrokerEnvWith(t, func() *env { return newEnv(t, nil) })
+}
+
+// newBrokerEnvWith is newBrokerEnv on the rig and daemon configuration mk
+// builds (newEnvAt with a time scale of its own, a daemon binary of its own
+// set on the env before start: TestPiSim).
+func newBrokerEnvWith(t *testing.T, mk func() *env) *brokerEnv {
+	t.Helper()
 	conn := amqptest.Dial(t, amqptest.AlphaURL())
 	edge := amqptest.Dial(t, amqptest.URL())
 	// The shipped ids on the process's own bench vhost: configs/sim.yaml
@@ -70,7 +78,7 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
 	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
 	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
-	b.env = newEnv(t, nil)
+	b.env = mk()
 	cfg, err := os.ReadFile(b.cfg)
 	if err != nil {
 		t.Fatal(err)
