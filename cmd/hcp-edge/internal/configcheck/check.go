@@ -143,6 +143,7 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkEnvelope(f)
 	c.checkPaths(f)
 	c.checkDisk(f)
+	c.checkOperators(f)
 	c.checkKeyFiles(value, "")
 	c.checkCapabilities(path, capDir)
 }
