@@ -164,3 +164,12 @@ func auditJSON(ctx context.Context, w *store.Tx, sid string, v any) error {
 	_, err = w.Audit(ctx, audit.Entry{SessionID: sid, Kind: audit.KindApproval, Detail: string(b)})
 	return err
 }
+
+// SessionOf is the session id of a live session given its id or its
+// pending approval's id; "" when the engine holds none.
+func (e *Engine) SessionOf(id string) string {
+	if l := e.get(id); l != nil {
+		return l.id
+	}
+	return ""
+}

@@ -53,11 +53,12 @@ const (
 	OpHandback  = "handback"  // {id, operator, reason}: back to the owner before the takeover
 	OpOwnership = "ownership" // {id}: the session's owner and ownership chain
 	OpTools     = "tools"     // {}: the tool pipeline's per-tool statistics
+	OpWhoami    = "whoami"    // {operator}: the OS user the daemon sees, the display name and its roles
 )
 
 // ops is every operation the server accepts.
 var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay,
-	OpTakeover, OpHandback, OpOwnership, OpTools}
+	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami}
 
 // Stages of a reply line.
 const (

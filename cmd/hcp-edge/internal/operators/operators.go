@@ -188,8 +188,9 @@ func (t *Table) Identify(uid, gid uint32, display string) (Identity, error) {
 		}
 		return id, nil
 	}
-	if display == "" {
-		// The OS user's own entry, when it has exactly one.
+	if _, ok := t.byName[display]; display == "" || (!ok && display == id.User) {
+		// The OS user's own name, or its own entry when it has exactly
+		// one.
 		var mine []string
 		for name, r := range t.byName {
 			if r.uid == uid {
@@ -200,8 +201,10 @@ func (t *Table) Identify(uid, gid uint32, display string) (Identity, error) {
 			id.Display = id.User
 			return id, nil
 		}
+		if display == "" {
+			id.Display = mine[0]
+		}
 		display = mine[0]
-		id.Display = display
 	}
 	r, ok := t.byName[display]
 	switch {
