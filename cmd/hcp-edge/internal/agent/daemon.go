@@ -13,9 +13,9 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"

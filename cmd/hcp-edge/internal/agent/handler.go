@@ -28,7 +28,7 @@ type handler struct {
 	in   *rigconfig.Instruments
 	log  *slog.Logger
 	sess *sessions
-	hold *clocksync.Hold // the clock-sync hold of new sessions
+	hold *clocksync.Hold  // the clock-sync hold of new sessions
 	ops  *operators.Table // who holds which role (nil: only root)
 }
 
