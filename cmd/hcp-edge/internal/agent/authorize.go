@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
@@ -98,7 +99,10 @@ func (h *handler) finish(ctx context.Context, req control.Request, id operators.
 		return
 	}
 	outcome := "done"
-	if err != nil {
+	switch {
+	case errors.Is(err, engine.ErrSameApprover):
+		outcome = "refused" // the two-person rule: audited as a refusal
+	case err != nil:
 		outcome = "failed"
 	}
 	h.record(ctx, req, id, outcome, err)

@@ -108,9 +108,8 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
-		ApprovalsRequired: f.Agent.ApprovalsRequired,
-		Handoff:           engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
-		Actions:           acts, Clock: clock, Hold: hold, Logger: log.With("component", "engine")})
+		ApprovalsRequired: f.Agent.ApprovalsRequired, Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
+		Actions: acts, Clock: clock, Hold: hold, Logger: log.With("component", "engine")})
 }
 
 // loadAtRestKey loads the at-rest key of agent.at_rest_key_file; nil
