@@ -77,15 +77,20 @@ type accessDetails struct {
 // accessAudit is the detail of the audit entry of a request and of each
 // decision (kind approval).
 type accessAudit struct {
-	Decision   string `json:"decision"` // access_requested, access_approved, access_renewed, access_denied
-	AccessID   string `json:"access_id"`
-	Operator   string `json:"operator,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	CallerID   string `json:"caller_id,omitempty"`
-	What       string `json:"what,omitempty"`
-	ExpiresAt  string `json:"expires_at,omitempty"`
-	ValidUntil string `json:"valid_until,omitempty"`
-	Released   string `json:"released,omitempty"` // message_id of the message released to the caller
+	Decision   string  `json:"decision"` // access_requested, access_signed, access_approved, access_renewed, access_denied
+	AccessID   string  `json:"access_id"`
+	Operator   string  `json:"operator,omitempty"`
+	UID        *uint32 `json:"uid,omitempty"` // the signer's OS user (approvals)
+	User       string  `json:"user,omitempty"`
+	Meaning    string  `json:"meaning,omitempty"`   // the signature's meaning
+	Signature  int     `json:"signature,omitempty"` // its number, from 1
+	Required   int     `json:"required,omitempty"`  // how many the release needs
+	Reason     string  `json:"reason,omitempty"`
+	CallerID   string  `json:"caller_id,omitempty"`
+	What       string  `json:"what,omitempty"`
+	ExpiresAt  string  `json:"expires_at,omitempty"`
+	ValidUntil string  `json:"valid_until,omitempty"`
+	Released   string  `json:"released,omitempty"` // message_id of the message released to the caller
 }
 
 // readAudit is the detail of the data_access entry of an approved local
@@ -261,6 +266,17 @@ func (e *Engine) AccessRequests(ctx context.Context, pendingOnly bool) ([]store.
 // one past its expiry (ErrAccessExpired), an unknown id (ErrAccessUnknown)
 // or an operator who may not decide (ErrAccessOperator) changes nothing.
 func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFor time.Duration) (store.AccessRequest, error) {
+	return e.ApproveAccessAs(ctx, id, Signer{Display: operator}, validFor)
+}
+
+// ApproveAccessAs is ApproveAccess with the signer's OS identity. A
+// pending request whose release needs more signatures than it has
+// (Config.ApprovalsRequired "T4") keeps the signature ("approved for
+// release") and stays pending; the last one releases it ("released until
+// ..."). The same signer twice is refused (ErrSameApprover). Each
+// signature is audited with the signer's uid and its meaning.
+func (e *Engine) ApproveAccessAs(ctx context.Context, id string, s Signer, validFor time.Duration) (store.AccessRequest, error) {
+	operator := s.Display
 	if err := e.checkApprover(operator); err != nil {
 		return store.AccessRequest{}, err
 	}
@@ -281,15 +297,32 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 				orTimeout(r.Operator), r.DecidedAt.UTC().Format(time.RFC3339))
 		case store.AccessApproved:
 			r.ValidUntil = now.Add(validFor)
+			sig := accessSignature(s, now, MeaningReleased+" "+r.ValidUntil.UTC().Format(time.RFC3339)+" (renewed)")
+			r.Approvals = append(r.Approvals, sig)
 			if err := w.PutAccess(r); err != nil {
 				return fmt.Errorf("engine: %w", err)
 			}
-			return e.auditAccess(w, r, accessAudit{Decision: "access_renewed", Operator: operator,
-				ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)})
+			return e.auditAccess(w, r, signed(accessAudit{Decision: "access_renewed", Operator: operator,
+				ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)}, sig, len(r.Approvals), len(r.Approvals)))
 		}
 		if e.pc.MinAge(r.ExpiresAt) >= 0 { // passed whichever way the wall clock stepped (the expiry timer is monotonic)
 			return fmt.Errorf("%w: access request %s (session %s) expired at %s; it is denied to the caller now",
 				ErrAccessExpired, r.ID, r.SessionID, r.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		need := e.approvalsFor("T4")
+		for _, g := range r.Approvals {
+			if (Signer{UID: g.UID, Display: g.Operator, Known: g.OSUser}).key() == s.key() {
+				return fmt.Errorf("%w: %s signed access request %s at %s already; its release needs %d different OS users",
+					ErrSameApprover, s, r.ID, g.At.UTC().Format(time.RFC3339), need)
+			}
+		}
+		if len(r.Approvals)+1 < need {
+			sig := accessSignature(s, now, "approved for release")
+			r.Approvals = append(r.Approvals, sig)
+			if err := w.PutAccess(r); err != nil {
+				return fmt.Errorf("engine: %w", err)
+			}
+			return e.auditAccess(w, r, signed(accessAudit{Decision: "access_signed", Operator: operator}, sig, len(r.Approvals), need))
 		}
 		if released, err = e.held(r); err != nil {
 			return err
@@ -300,6 +333,8 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 			}
 		}
 		r.State, r.Operator, r.DecidedAt, r.ValidUntil, r.Held = store.AccessApproved, operator, now, now.Add(validFor), nil
+		sig := accessSignature(s, now, MeaningReleased+" "+r.ValidUntil.UTC().Format(time.RFC3339))
+		r.Approvals = append(r.Approvals, sig)
 		if err := w.PutAccess(r); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -307,16 +342,33 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 		if len(released) > 0 {
 			mid = released[0].MessageID.String()
 		}
-		return e.auditAccess(w, r, accessAudit{Decision: "access_approved", Operator: operator, CallerID: r.CallerID,
-			What: r.What, ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout), Released: mid})
+		return e.auditAccess(w, r, signed(accessAudit{Decision: "access_approved", Operator: operator, CallerID: r.CallerID,
+			What: r.What, ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout), Released: mid}, sig, len(r.Approvals), need))
 	})
 	if err != nil {
 		return store.AccessRequest{}, err
 	}
-	e.disarmAccess(r.ID)
+	if r.State == store.AccessApproved {
+		e.disarmAccess(r.ID)
+	}
 	e.fanOut(r.CallerID, released)
 	r.Held = nil
 	return r, nil
+}
+
+// accessSignature is s's signature at now with meaning.
+func accessSignature(s Signer, now time.Time, meaning string) store.AccessSignature {
+	return store.AccessSignature{Operator: s.Display, UID: s.UID, User: s.User, OSUser: s.Known, At: now.UTC(), Meaning: meaning}
+}
+
+// signed is d with signature g (number n of need).
+func signed(d accessAudit, g store.AccessSignature, n, need int) accessAudit {
+	if g.OSUser {
+		uid := g.UID
+		d.UID = &uid
+	}
+	d.User, d.Meaning, d.Signature, d.Required = g.User, g.Meaning, n, need
+	return d
 }
 
 // DenyAccess denies pending access request id as operator with reason:

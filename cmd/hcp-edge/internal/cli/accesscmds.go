@@ -189,8 +189,14 @@ flags:
 		case string(store.AccessApproved):
 			fmt.Fprintf(stdout, "%s (session %s): approved by %s; the caller %s has the results; local reads open until %s\n",
 				a.ID, a.SessionID, a.Operator, a.CallerID, a.ValidUntil.Local().Format(time.DateTime))
+		case string(store.AccessPending):
+			fmt.Fprintf(stdout, "%s (session %s): signed (%d signature(s)); still pending: its release needs another OS user's approval\n",
+				a.ID, a.SessionID, len(a.Approvals))
 		default:
 			fmt.Fprintf(stdout, "%s (session %s): denied by %s; the caller %s got task_failed access_denied\n", a.ID, a.SessionID, a.Operator, a.CallerID)
+		}
+		for _, g := range a.Approvals {
+			fmt.Fprintf(stdout, "  signed by %s (uid %d %s) at %s: %s\n", g.Operator, g.UID, g.User, g.At.Local().Format(time.DateTime), g.Meaning)
 		}
 	}
 	if !ok {

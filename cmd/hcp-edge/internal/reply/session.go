@@ -23,6 +23,8 @@ type Access struct {
 	Reason     string    `json:"reason,omitempty"`
 	DecidedAt  time.Time `json:"decided_at,omitzero"`
 	ValidUntil time.Time `json:"valid_until,omitzero"`
+	// Approvals are the signatures, oldest first (who, uid, when, meaning).
+	Approvals []store.AccessSignature `json:"approvals,omitempty"`
 }
 
 // Ownership is the reply of takeover, handback and owner: the
