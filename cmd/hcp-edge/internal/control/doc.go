@@ -32,6 +32,16 @@
 // tools (the tool pipeline's per-tool statistics). The result's shape
 // belongs to the operation.
 //
+// # Identity
+//
+// The server reads the credentials of the process at the other end of
+// each connection from the kernel (SO_PEERCRED: uid, gid, pid) and puts
+// them in Request.Peer, which is never decoded from the request line: a
+// client cannot claim another user's identity. The handler decides what
+// that user may do (cmd/hcp-edge/internal/operators); the "operator" field
+// is only a display name that must belong to the peer. whoami {operator}
+// asks who the daemon sees.
+//
 // # Streaming
 //
 // A request with "watch": true to a StreamHandler is answered, after the
