@@ -383,6 +383,57 @@ func (e *Engine) DenyAccess(ctx context.Context, id, operator, reason string) (s
 	return e.deny(ctx, id, operator, reason)
 }
 
+// ErrAccessNotReleased: a withdrawal of an access request that is not an
+// open release (pending, denied, expired or withdrawn already).
+var ErrAccessNotReleased = errors.New("engine: access request is not an open release")
+
+// WithdrawAccess ends an approved request's release early, as s with
+// reason (required): local reads of the session's data are refused from
+// now on (ValidUntil becomes now), a fetch over the broker is refused at
+// its next check, and the withdrawal is audited with the signer's uid. An
+// unknown id (ErrAccessUnknown), a request that is not approved or whose
+// release has ended already (ErrAccessNotReleased) or an operator who may
+// not decide changes nothing. What the caller has received stays with it.
+func (e *Engine) WithdrawAccess(ctx context.Context, id string, s Signer, reason string) (store.AccessRequest, error) {
+	if err := e.checkApprover(s.Display); err != nil {
+		return store.AccessRequest{}, err
+	}
+	if reason == "" {
+		return store.AccessRequest{}, errors.New("engine: a withdrawal needs a reason")
+	}
+	var r store.AccessRequest
+	err := e.cfg.Store.Update(ctx, func(w *store.Tx) error {
+		var err error
+		if r, err = getAccessTx(w, id); err != nil {
+			return err
+		}
+		now := e.cfg.Now()
+		switch {
+		case r.State != store.AccessApproved:
+			return fmt.Errorf("%w: %s (session %s) is %s", ErrAccessNotReleased, r.ID, r.SessionID, r.State)
+		case !r.WithdrawnAt.IsZero():
+			return fmt.Errorf("%w: %s (session %s) was withdrawn by %s at %s", ErrAccessNotReleased, r.ID, r.SessionID,
+				r.WithdrawnBy, r.WithdrawnAt.UTC().Format(time.RFC3339))
+		case e.pc.MaxAge(r.ValidUntil) >= 0:
+			return fmt.Errorf("%w: the release of %s (session %s) ended at %s", ErrAccessNotReleased, r.ID, r.SessionID,
+				r.ValidUntil.UTC().Format(time.RFC3339))
+		}
+		r.ValidUntil, r.WithdrawnAt, r.WithdrawnBy, r.WithdrawReason = now, now, s.Display, reason
+		sig := accessSignature(s, now, "release withdrawn")
+		r.Approvals = append(r.Approvals, sig)
+		if err := w.PutAccess(r); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		return e.auditAccess(w, r, signed(accessAudit{Decision: "access_withdrawn", Operator: s.Display, Reason: reason,
+			ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)}, sig, 0, 0))
+	})
+	if err != nil {
+		return store.AccessRequest{}, err
+	}
+	r.Held = nil
+	return r, nil
+}
+
 // deny is DenyAccess without the operator's check (operator "": the
 // request's expiry).
 func (e *Engine) deny(ctx context.Context, id, operator, reason string) (store.AccessRequest, error) {
@@ -507,6 +558,9 @@ func (e *Engine) readable(sess store.Session, r store.AccessRequest, rerr error,
 			ErrAccessRequired, sid, sess.DataClass, r.ID, r.ID)
 	case r.State == store.AccessDenied:
 		return fmt.Errorf("%w: session %s (%s): access request %s was denied by %s", ErrAccessDenied, sid, sess.DataClass, r.ID, orTimeout(r.Operator))
+	case !r.WithdrawnAt.IsZero():
+		return fmt.Errorf("%w: session %s (%s): the release %s was withdrawn by %s at %s (%s)", ErrAccessDenied, sid, sess.DataClass,
+			r.ID, r.WithdrawnBy, r.WithdrawnAt.UTC().Format(time.RFC3339), r.WithdrawReason)
 	case e.pc.MaxAge(r.ValidUntil) >= 0: // a step of the wall clock back keeps no approval open longer
 		return fmt.Errorf("%w: session %s (%s): the approval of %s by %s ended at %s: renew it with hcp-edge access approve %s --operator NAME [--for DURATION]",
 			ErrAccessExpired, sid, sess.DataClass, r.ID, r.Operator, r.ValidUntil.UTC().Format(time.RFC3339), r.ID)

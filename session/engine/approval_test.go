@@ -77,3 +77,44 @@ func TestTwoPersonRelease(t *testing.T) {
 		t.Fatalf("meaning %q", m)
 	}
 }
+
+// TestWithdrawRelease: a withdrawal ends an open release at once (local
+// reads refused, access denied), is audited, and bad input (no reason, an
+// unknown id, a second withdrawal, a pending request) changes nothing.
+func TestWithdrawRelease(t *testing.T) {
+	ctx := context.Background()
+	h := accessHarness(t, "", &skewClock{}, nil)
+	sid, r := heldT4(t, h)
+	olga := Signer{UID: 1001, User: "olga", Display: "olga", Known: true}
+	unchanged := func(name string, want error, f func() error) {
+		t.Helper()
+		before := auditHead(t, h.st)
+		if err := f(); (want == nil && err == nil) || (want != nil && !errors.Is(err, want)) {
+			t.Fatalf("%s: %v, want %v", name, err, want)
+		}
+		if after := auditHead(t, h.st); after != before {
+			t.Fatalf("%s: the audit log moved %d → %d", name, before, after)
+		}
+	}
+	unchanged("withdraw a pending request", ErrAccessNotReleased, func() error { _, err := h.e.WithdrawAccess(ctx, r.ID, olga, "why"); return err })
+	if _, err := h.e.ApproveAccessAs(ctx, r.ID, olga, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.ReadAccess(ctx, sid, "olga", "artifact_get", "x", "test"); err != nil {
+		t.Fatalf("read while released: %v", err)
+	}
+	unchanged("no reason", nil, func() error { _, err := h.e.WithdrawAccess(ctx, r.ID, olga, ""); return err })
+	unchanged("unknown id", ErrAccessUnknown, func() error { _, err := h.e.WithdrawAccess(ctx, "acc-00000000", olga, "why"); return err })
+	unchanged("not an access approver", ErrAccessOperator, func() error {
+		_, err := h.e.WithdrawAccess(ctx, r.ID, Signer{UID: 7, Display: "mallory", Known: true}, "why")
+		return err
+	})
+	got, err := h.e.WithdrawAccess(ctx, r.ID, olga, "released to the wrong project")
+	if err != nil || got.WithdrawnBy != "olga" || got.WithdrawnAt.IsZero() {
+		t.Fatalf("withdraw: %+v %v", got, err)
+	}
+	if err := h.e.ReadAccess(ctx, sid, "olga", "artifact_get", "x", "test"); !errors.Is(err, ErrAccessDenied) {
+		t.Fatalf("read after the withdrawal: %v", err)
+	}
+	unchanged("second withdrawal", ErrAccessNotReleased, func() error { _, err := h.e.WithdrawAccess(ctx, r.ID, olga, "again"); return err })
+}

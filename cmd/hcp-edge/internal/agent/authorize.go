@@ -17,19 +17,20 @@ import (
 // access_list, audit_verify, audit_replay, artifact, whoami). E-stop is
 // listed with RoleEStop, which everyone holds: it is never refused.
 var roleOf = map[string]operators.Role{
-	control.OpEStop:         operators.RoleEStop,
-	control.OpArm:           operators.RoleOperate,
-	control.OpReset:         operators.RoleOperate,
-	control.OpSubmit:        operators.RoleOperate,
-	control.OpAbort:         operators.RoleOperate,
-	control.OpPause:         operators.RoleOperate,
-	control.OpResume:        operators.RoleOperate,
-	control.OpTakeover:      operators.RoleOperate,
-	control.OpHandback:      operators.RoleOperate,
-	control.OpApprove:       operators.RoleApprove,
-	control.OpDeny:          operators.RoleApprove,
-	control.OpAccessApprove: operators.RoleRelease,
-	control.OpAccessDeny:    operators.RoleRelease,
+	control.OpEStop:          operators.RoleEStop,
+	control.OpArm:            operators.RoleOperate,
+	control.OpReset:          operators.RoleOperate,
+	control.OpSubmit:         operators.RoleOperate,
+	control.OpAbort:          operators.RoleOperate,
+	control.OpPause:          operators.RoleOperate,
+	control.OpResume:         operators.RoleOperate,
+	control.OpTakeover:       operators.RoleOperate,
+	control.OpHandback:       operators.RoleOperate,
+	control.OpApprove:        operators.RoleApprove,
+	control.OpDeny:           operators.RoleApprove,
+	control.OpAccessApprove:  operators.RoleRelease,
+	control.OpAccessDeny:     operators.RoleRelease,
+	control.OpAccessWithdraw: operators.RoleRelease,
 }
 
 // controlAudit is the detail of a control audit entry: one action on the

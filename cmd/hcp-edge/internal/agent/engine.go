@@ -341,7 +341,7 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 		return s.list(ctx, req.All)
 	case control.OpArtifact:
 		return s.artifactAudited(ctx, req)
-	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return s.access(ctx, req)
 	}
 	if err := needID(); err != nil {

@@ -223,6 +223,10 @@ func Describe(e audit.Entry) Entry {
 	case audit.KindDataAccess:
 		r.Decision = str("access")
 		r.Summary = join(str("object"), "via "+str("via"), str("data_classification"))
+		if why := str("refused"); why != "" {
+			r.Decision += " refused"
+			r.Summary = join(r.Summary, why)
+		}
 	case audit.KindControl:
 		r.Decision = join(str("op"), str("outcome"))
 		r.Summary = join(fmt.Sprintf("uid=%v user=%s", d["uid"], str("user")), str("target"), str("error"))

@@ -42,9 +42,10 @@ const (
 	OpSessions = "sessions" // {all}
 	OpArtifact = "artifact" // {uri, operator}
 
-	OpAccessList    = "access_list"    // {all}: the access requests of T4 sessions (pending; all: decided too)
-	OpAccessApprove = "access_approve" // {id, operator, for}: release a T4 session's held results
-	OpAccessDeny    = "access_deny"    // {id, operator, reason}: deny them (task_failed access_denied)
+	OpAccessList     = "access_list"     // {all}: the access requests of T4 sessions (pending; all: decided too)
+	OpAccessApprove  = "access_approve"  // {id, operator, for}: release a T4 session's held results
+	OpAccessDeny     = "access_deny"     // {id, operator, reason}: deny them (task_failed access_denied)
+	OpAccessWithdraw = "access_withdraw" // {id, operator, reason}: end a release early
 
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
@@ -57,7 +58,7 @@ const (
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay,
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay,
 	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami}
 
 // Stages of a reply line.

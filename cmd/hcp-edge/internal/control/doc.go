@@ -27,7 +27,9 @@
 // the read-backs confirm; status; reset {operator} (required); arm
 // {operator} (required); the session operations submit {task, watch},
 // approve, deny, abort, pause and resume {id, operator, reason}, sessions
-// {all} and artifact {uri, operator}; audit_verify (the audit log's hash
+// {all} and artifact {uri, operator}; access_list {all}, access_approve
+// {id, operator, for}, access_deny and access_withdraw {id, operator,
+// reason}; whoami {operator}; audit_verify (the audit log's hash
 // chain) and audit_replay {id, operator} (one session's audit entries);
 // tools (the tool pipeline's per-tool statistics). The result's shape
 // belongs to the operation.
