@@ -192,7 +192,7 @@ func splitKey(msg string) (key, reason string) {
 	section, _, _ := strings.Cut(k, ".")
 	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate", "models":
+	case "rig", "envelope", "monitor", "agent", "gate", "models", "operators":
 		return k, r
 	}
 	return "", msg
