@@ -107,9 +107,6 @@ type Peer struct {
 	Known bool
 }
 
-// Root reports whether the peer is the superuser.
-func (p Peer) Root() bool { return p.Known && p.UID == 0 }
-
 // Reply is one reply line.
 type Reply struct {
 	Op     string          `json:"op"`
