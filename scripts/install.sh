@@ -3,8 +3,9 @@
 #
 #   sudo scripts/install.sh [--dry-run] [--binary PATH] [--enable]
 #
-# Installs the binary to /usr/local/bin/hcp-edge; creates the system user and group hcp-edge
-# (no login, no home), the gpio group if missing (the unit's SupplementaryGroups needs it);
+# Installs the binary to /usr/local/bin/hcp-edge; creates the group hcp-edge (the control
+# socket's: operators join it), the system user hcp-edge (no login, no home), the gpio group if
+# missing (the unit's SupplementaryGroups needs it);
 # /etc/hcp-edge (0750 root:hcp-edge) with the example configuration as hcp-edge.yaml and the
 # capability declarations, both only if absent (an existing configuration is never touched);
 # and the hardened systemd unit /etc/systemd/system/hcp-edge.service. Idempotent: running it
@@ -71,8 +72,12 @@ else step install -D -m 0755 "$binary" "$bin_dst"; fi
 # 2. The system user and groups.
 if getent group gpio >/dev/null; then echo "ok: group gpio exists"
 else step groupadd --system gpio; fi
+# The hcp-edge group owns the control socket (mode 0660): its members reach it. What each may do
+# there is the configuration's operators section (docs/SAFETY.md, Operators and roles).
+if getent group hcp-edge >/dev/null; then echo "ok: group hcp-edge exists"
+else step groupadd --system hcp-edge; fi
 if getent passwd hcp-edge >/dev/null; then echo "ok: user hcp-edge exists"
-else step useradd --system --user-group --no-create-home --home-dir /var/lib/hcp-edge \
+else step useradd --system --gid hcp-edge --no-create-home --home-dir /var/lib/hcp-edge \
   --shell /usr/sbin/nologin --comment "hcp-edge agent" hcp-edge; fi
 
 # 3. The configuration directory: never overwrite what is there.
@@ -102,6 +107,10 @@ if [ "$dry" = 0 ]; then
 else
   echo "would: $bin_dst config check --capabilities $etc/capabilities $etc/hcp-edge.yaml"
 fi
+
+echo "operators: add each technician's own account to the group (usermod -aG hcp-edge NAME) and to"
+echo "  the operators section of $etc/hcp-edge.yaml with its roles; without that section only root"
+echo "  holds roles (docs/SAFETY.md, Operators and roles)"
 
 if [ "$enable" = 1 ]; then
   if [ -d /run/systemd/system ] && [ -z "$PREFIX" ]; then step systemctl enable --now hcp-edge.service

@@ -198,6 +198,22 @@ func TestT4AccessApprovalThroughBroker(t *testing.T) {
 		t.Fatalf("deny after approve: %d %q", r.code, r.stderr)
 	}
 
+	// A withdrawal ends the release early: the reason is required, local
+	// reads are refused from then on (audited), a second withdrawal is
+	// refused.
+	if r := b.cli("access", "withdraw", accID, "--operator", "olga"); r.code != exitUsage || !strings.Contains(r.stderr, "--reason TEXT is required") {
+		t.Fatalf("withdraw without a reason: %d %q", r.code, r.stderr)
+	}
+	if r := b.mustCLI("access", "withdraw", accID, "--operator", "olga", "--reason", "released to the wrong project"); !strings.Contains(r.stdout, "withdrawn by olga") {
+		t.Fatalf("withdraw: %q", r.stdout)
+	}
+	if r := b.cli("artifact", "get", uri, "--operator", "olga", "-o", "-"); r.code != exitFailure || !strings.Contains(r.stderr, "withdrawn by olga") {
+		t.Fatalf("artifact get after the withdrawal: %d %q", r.code, r.stderr)
+	}
+	if r := b.cli("access", "withdraw", accID, "--operator", "olga", "--reason", "again"); r.code != exitFailure || !strings.Contains(r.stderr, "not an open release") {
+		t.Fatalf("second withdrawal: %d %q", r.code, r.stderr)
+	}
+
 	// The deny case.
 	task2, sid2, acc2 := submitT4(t, b, c)
 	b.mustCLI("access", "deny", acc2, "--operator", "olga", "--reason", "export-controlled")
@@ -213,7 +229,7 @@ func TestT4AccessApprovalThroughBroker(t *testing.T) {
 	t.Logf("caller received task_failed %s: %s", tf.ErrorCode, tf.ErrorMessage)
 
 	// The audit trail of both sessions.
-	for _, x := range []struct{ sid, want string }{{sid, "access_approved"}, {sid2, "access_denied"}} {
+	for _, x := range []struct{ sid, want string }{{sid, "access_approved"}, {sid, "access_withdrawn"}, {sid, "artifact_get refused"}, {sid2, "access_denied"}} {
 		rep := b.mustCLI("audit", "replay", x.sid, "--json", "--operator", "olga")
 		if !strings.Contains(rep.stdout, "access_requested") || !strings.Contains(rep.stdout, x.want) {
 			t.Fatalf("audit replay of %s lacks the access decisions:\n%s", x.sid, rep.stdout)

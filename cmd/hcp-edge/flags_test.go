@@ -14,10 +14,10 @@ func TestHelpExitsZero(t *testing.T) {
 	verbs := [][]string{
 		{}, {"run"}, {"estop"}, {"status"}, {"tools"}, {"reset"}, {"arm"}, {"submit"},
 		{"approve"}, {"deny"}, {"abort"}, {"pause"}, {"resume"}, {"sessions"},
-		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
+		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"access", "withdraw"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
 		{"broker"}, {"broker", "provision"}, {"takeover"}, {"handback"}, {"owner"},
-		{"recipe", "simulate"},
+		{"recipe", "simulate"}, {"whoami"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -34,7 +34,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{"status", "--no-such-flag"}, {"status", "extra"}, {"tools", "extra"}, {"tools", "--no-such-flag"}, {"estop", "--json=maybe"},
 		{"sessions", "x"}, {"audit", "verify", "x"}, {"access"}, {"access", "nonsense"}, {"access", "list", "x"},
 		{"access", "approve", "acc-1"}, {"access", "approve", "--operator", "olga"}, {"access", "approve", "acc-1", "--operator", "olga", "--for", "soon"},
-		{"access", "deny", "acc-1", "--operator", "olga"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
+		{"access", "deny", "acc-1", "--operator", "olga"}, {"access", "withdraw", "acc-1", "--operator", "olga"}, {"access", "withdraw", "--operator", "olga", "--reason", "x"},
+		{"whoami", "extra"}, {"whoami", "--no-such-flag"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
 		{"takeover"}, {"takeover", "s1"}, {"handback", "s1"}, {"owner"}, {"owner", "a", "b"}, {"owner", "s1", "--operator", "x"},
 		{"recipe", "simulate"}, {"recipe", "simulate", "a", "b"}, {"recipe", "simulate", "--inputs", "{", "rig-status"},
 	} {

@@ -17,7 +17,11 @@ func TestInstallScriptDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install.sh --dry-run: %v\n%s", err, out)
 	}
-	for _, want := range []string{"/usr/local/bin/hcp-edge", "hcp-edge.yaml", "hcp-edge.service", "config check"} {
+	// The control socket's group: created, or already there.
+	if !strings.Contains(string(out), "groupadd --system hcp-edge") && !strings.Contains(string(out), "ok: group hcp-edge exists") {
+		t.Errorf("dry run does not create the hcp-edge group:\n%s", out)
+	}
+	for _, want := range []string{"/usr/local/bin/hcp-edge", "hcp-edge.yaml", "hcp-edge.service", "config check", "usermod -aG hcp-edge"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("dry run does not mention %q:\n%s", want, out)
 		}

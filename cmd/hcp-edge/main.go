@@ -13,6 +13,7 @@
 //	                                      every output safe, through the daemon or, if it does
 //	                                      not acknowledge within 150 ms, directly
 //	hcp-edge status [--json]              readings, envelope margins, latch, instrument health
+//	hcp-edge whoami [--operator NAME]     the OS user the daemon sees, display name and roles
 //	hcp-edge tools [--json] [--state-dir DIR] per-tool calls, refusals by rule, failures, p50/p99
 //	hcp-edge reset --operator NAME        clear a latched trip (recorded)
 //	hcp-edge arm --operator NAME          energise the interlock relay (recorded)
@@ -101,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.EStop(ctx, args[1:], stdout, stderr)
 	case "status":
 		return cli.Status(ctx, args[1:], stdout, stderr)
+	case "whoami":
+		return cli.Whoami(ctx, args[1:], stdout, stderr)
 	case "tools":
 		return cli.Tools(ctx, args[1:], stdout, stderr)
 	case "reset", "arm":
@@ -149,6 +152,7 @@ commands:
   run       run the agent daemon (interlock, trip monitor, control socket)
   estop     drive every output to its safe state (through the daemon, or directly if it is hung)
   status    readings, envelope margins, latched trip and instrument health from the daemon
+  whoami    the OS user the daemon sees on the control socket, the display name and the roles
   tools     per-tool statistics of the tool pipeline: calls, refusals by rule, failures, p50/p99
   reset     clear a latched trip: reset --operator NAME
   arm       energise the interlock relay: arm --operator NAME

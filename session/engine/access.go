@@ -77,15 +77,20 @@ type accessDetails struct {
 // accessAudit is the detail of the audit entry of a request and of each
 // decision (kind approval).
 type accessAudit struct {
-	Decision   string `json:"decision"` // access_requested, access_approved, access_renewed, access_denied
-	AccessID   string `json:"access_id"`
-	Operator   string `json:"operator,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	CallerID   string `json:"caller_id,omitempty"`
-	What       string `json:"what,omitempty"`
-	ExpiresAt  string `json:"expires_at,omitempty"`
-	ValidUntil string `json:"valid_until,omitempty"`
-	Released   string `json:"released,omitempty"` // message_id of the message released to the caller
+	Decision   string  `json:"decision"` // access_requested, access_signed, access_approved, access_renewed, access_denied
+	AccessID   string  `json:"access_id"`
+	Operator   string  `json:"operator,omitempty"`
+	UID        *uint32 `json:"uid,omitempty"` // the signer's OS user (approvals)
+	User       string  `json:"user,omitempty"`
+	Meaning    string  `json:"meaning,omitempty"`   // the signature's meaning
+	Signature  int     `json:"signature,omitempty"` // its number, from 1
+	Required   int     `json:"required,omitempty"`  // how many the release needs
+	Reason     string  `json:"reason,omitempty"`
+	CallerID   string  `json:"caller_id,omitempty"`
+	What       string  `json:"what,omitempty"`
+	ExpiresAt  string  `json:"expires_at,omitempty"`
+	ValidUntil string  `json:"valid_until,omitempty"`
+	Released   string  `json:"released,omitempty"` // message_id of the message released to the caller
 }
 
 // readAudit is the detail of the data_access entry of an approved local
@@ -261,6 +266,17 @@ func (e *Engine) AccessRequests(ctx context.Context, pendingOnly bool) ([]store.
 // one past its expiry (ErrAccessExpired), an unknown id (ErrAccessUnknown)
 // or an operator who may not decide (ErrAccessOperator) changes nothing.
 func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFor time.Duration) (store.AccessRequest, error) {
+	return e.ApproveAccessAs(ctx, id, Signer{Display: operator}, validFor)
+}
+
+// ApproveAccessAs is ApproveAccess with the signer's OS identity. A
+// pending request whose release needs more signatures than it has
+// (Config.ApprovalsRequired "T4") keeps the signature ("approved for
+// release") and stays pending; the last one releases it ("released until
+// ..."). The same signer twice is refused (ErrSameApprover). Each
+// signature is audited with the signer's uid and its meaning.
+func (e *Engine) ApproveAccessAs(ctx context.Context, id string, s Signer, validFor time.Duration) (store.AccessRequest, error) {
+	operator := s.Display
 	if err := e.checkApprover(operator); err != nil {
 		return store.AccessRequest{}, err
 	}
@@ -281,15 +297,32 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 				orTimeout(r.Operator), r.DecidedAt.UTC().Format(time.RFC3339))
 		case store.AccessApproved:
 			r.ValidUntil = now.Add(validFor)
+			sig := accessSignature(s, now, MeaningReleased+" "+r.ValidUntil.UTC().Format(time.RFC3339)+" (renewed)")
+			r.Approvals = append(r.Approvals, sig)
 			if err := w.PutAccess(r); err != nil {
 				return fmt.Errorf("engine: %w", err)
 			}
-			return e.auditAccess(w, r, accessAudit{Decision: "access_renewed", Operator: operator,
-				ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)})
+			return e.auditAccess(w, r, signed(accessAudit{Decision: "access_renewed", Operator: operator,
+				ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)}, sig, len(r.Approvals), len(r.Approvals)))
 		}
 		if e.pc.MinAge(r.ExpiresAt) >= 0 { // passed whichever way the wall clock stepped (the expiry timer is monotonic)
 			return fmt.Errorf("%w: access request %s (session %s) expired at %s; it is denied to the caller now",
 				ErrAccessExpired, r.ID, r.SessionID, r.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		need := e.approvalsFor("T4")
+		for _, g := range r.Approvals {
+			if (Signer{UID: g.UID, Display: g.Operator, Known: g.OSUser}).key() == s.key() {
+				return fmt.Errorf("%w: %s signed access request %s at %s already; its release needs %d different OS users",
+					ErrSameApprover, s, r.ID, g.At.UTC().Format(time.RFC3339), need)
+			}
+		}
+		if len(r.Approvals)+1 < need {
+			sig := accessSignature(s, now, "approved for release")
+			r.Approvals = append(r.Approvals, sig)
+			if err := w.PutAccess(r); err != nil {
+				return fmt.Errorf("engine: %w", err)
+			}
+			return e.auditAccess(w, r, signed(accessAudit{Decision: "access_signed", Operator: operator}, sig, len(r.Approvals), need))
 		}
 		if released, err = e.held(r); err != nil {
 			return err
@@ -300,6 +333,8 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 			}
 		}
 		r.State, r.Operator, r.DecidedAt, r.ValidUntil, r.Held = store.AccessApproved, operator, now, now.Add(validFor), nil
+		sig := accessSignature(s, now, MeaningReleased+" "+r.ValidUntil.UTC().Format(time.RFC3339))
+		r.Approvals = append(r.Approvals, sig)
 		if err := w.PutAccess(r); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -307,16 +342,33 @@ func (e *Engine) ApproveAccess(ctx context.Context, id, operator string, validFo
 		if len(released) > 0 {
 			mid = released[0].MessageID.String()
 		}
-		return e.auditAccess(w, r, accessAudit{Decision: "access_approved", Operator: operator, CallerID: r.CallerID,
-			What: r.What, ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout), Released: mid})
+		return e.auditAccess(w, r, signed(accessAudit{Decision: "access_approved", Operator: operator, CallerID: r.CallerID,
+			What: r.What, ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout), Released: mid}, sig, len(r.Approvals), need))
 	})
 	if err != nil {
 		return store.AccessRequest{}, err
 	}
-	e.disarmAccess(r.ID)
+	if r.State == store.AccessApproved {
+		e.disarmAccess(r.ID)
+	}
 	e.fanOut(r.CallerID, released)
 	r.Held = nil
 	return r, nil
+}
+
+// accessSignature is s's signature at now with meaning.
+func accessSignature(s Signer, now time.Time, meaning string) store.AccessSignature {
+	return store.AccessSignature{Operator: s.Display, UID: s.UID, User: s.User, OSUser: s.Known, At: now.UTC(), Meaning: meaning}
+}
+
+// signed is d with signature g (number n of need).
+func signed(d accessAudit, g store.AccessSignature, n, need int) accessAudit {
+	if g.OSUser {
+		uid := g.UID
+		d.UID = &uid
+	}
+	d.User, d.Meaning, d.Signature, d.Required = g.User, g.Meaning, n, need
+	return d
 }
 
 // DenyAccess denies pending access request id as operator with reason:
@@ -329,6 +381,57 @@ func (e *Engine) DenyAccess(ctx context.Context, id, operator, reason string) (s
 		return store.AccessRequest{}, err
 	}
 	return e.deny(ctx, id, operator, reason)
+}
+
+// ErrAccessNotReleased: a withdrawal of an access request that is not an
+// open release (pending, denied, expired or withdrawn already).
+var ErrAccessNotReleased = errors.New("engine: access request is not an open release")
+
+// WithdrawAccess ends an approved request's release early, as s with
+// reason (required): local reads of the session's data are refused from
+// now on (ValidUntil becomes now), a fetch over the broker is refused at
+// its next check, and the withdrawal is audited with the signer's uid. An
+// unknown id (ErrAccessUnknown), a request that is not approved or whose
+// release has ended already (ErrAccessNotReleased) or an operator who may
+// not decide changes nothing. What the caller has received stays with it.
+func (e *Engine) WithdrawAccess(ctx context.Context, id string, s Signer, reason string) (store.AccessRequest, error) {
+	if err := e.checkApprover(s.Display); err != nil {
+		return store.AccessRequest{}, err
+	}
+	if reason == "" {
+		return store.AccessRequest{}, errors.New("engine: a withdrawal needs a reason")
+	}
+	var r store.AccessRequest
+	err := e.cfg.Store.Update(ctx, func(w *store.Tx) error {
+		var err error
+		if r, err = getAccessTx(w, id); err != nil {
+			return err
+		}
+		now := e.cfg.Now()
+		switch {
+		case r.State != store.AccessApproved:
+			return fmt.Errorf("%w: %s (session %s) is %s", ErrAccessNotReleased, r.ID, r.SessionID, r.State)
+		case !r.WithdrawnAt.IsZero():
+			return fmt.Errorf("%w: %s (session %s) was withdrawn by %s at %s", ErrAccessNotReleased, r.ID, r.SessionID,
+				r.WithdrawnBy, r.WithdrawnAt.UTC().Format(time.RFC3339))
+		case e.pc.MaxAge(r.ValidUntil) >= 0:
+			return fmt.Errorf("%w: the release of %s (session %s) ended at %s", ErrAccessNotReleased, r.ID, r.SessionID,
+				r.ValidUntil.UTC().Format(time.RFC3339))
+		}
+		r.ValidUntil, r.WithdrawnAt, r.WithdrawnBy, r.WithdrawReason = now, now, s.Display, reason
+		sig := accessSignature(s, now, "release withdrawn")
+		r.Approvals = append(r.Approvals, sig)
+		if err := w.PutAccess(r); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		return e.auditAccess(w, r, signed(accessAudit{Decision: "access_withdrawn", Operator: s.Display, Reason: reason,
+			ValidUntil: r.ValidUntil.UTC().Format(wire.TimestampLayout)}, sig, 0, 0))
+	})
+	if err != nil {
+		return store.AccessRequest{}, err
+	}
+	r.Held = nil
+	return r, nil
 }
 
 // deny is DenyAccess without the operator's check (operator "": the
@@ -455,6 +558,9 @@ func (e *Engine) readable(sess store.Session, r store.AccessRequest, rerr error,
 			ErrAccessRequired, sid, sess.DataClass, r.ID, r.ID)
 	case r.State == store.AccessDenied:
 		return fmt.Errorf("%w: session %s (%s): access request %s was denied by %s", ErrAccessDenied, sid, sess.DataClass, r.ID, orTimeout(r.Operator))
+	case !r.WithdrawnAt.IsZero():
+		return fmt.Errorf("%w: session %s (%s): the release %s was withdrawn by %s at %s (%s)", ErrAccessDenied, sid, sess.DataClass,
+			r.ID, r.WithdrawnBy, r.WithdrawnAt.UTC().Format(time.RFC3339), r.WithdrawReason)
 	case e.pc.MaxAge(r.ValidUntil) >= 0: // a step of the wall clock back keeps no approval open longer
 		return fmt.Errorf("%w: session %s (%s): the approval of %s by %s ended at %s: renew it with hcp-edge access approve %s --operator NAME [--for DURATION]",
 			ErrAccessExpired, sid, sess.DataClass, r.ID, r.Operator, r.ValidUntil.UTC().Format(time.RFC3339), r.ID)

@@ -88,6 +88,11 @@ type Config struct {
 	// AccessApprovers, when set, are the only operators who may approve or
 	// deny access requests.
 	AccessApprovers []string
+	// ApprovalsRequired is how many approvals by different signers a
+	// pending session of each risk level (key "R1".."R5") needs before it
+	// runs, and (key "T4") an access request before it is released. A
+	// level not listed, or nil, needs one.
+	ApprovalsRequired map[string]int
 	// Handoff is who may own a session: the targets of a hand-off and the
 	// local technician's id (ownership.go).
 	Handoff HandoffConfig
@@ -250,6 +255,7 @@ type meta struct {
 	Encrypted    bool            `json:"encrypted_at_rest,omitempty"` // the gate's Decision.Encrypted (T3/T4)
 	RunningSince time.Time       `json:"running_since,omitzero"`      // wall time of PENDING → RUNNING
 	Operator     string          `json:"operator,omitempty"`
+	Approvals    []Signature     `json:"approvals,omitempty"` // gathered so far, oldest first (approval.go)
 }
 
 // SubmitRequest is one task_submit handed over by the inbox.

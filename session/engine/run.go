@@ -730,11 +730,8 @@ func (e *Engine) Approve(ctx context.Context, id, operator string) error {
 	if operator == "" {
 		return errors.New("engine: approve needs the operator's name")
 	}
-	l := e.get(id)
-	if l == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	return e.resolve(ctx, l, true, operator, "")
+	_, err := e.ApproveAs(ctx, id, Signer{Display: operator})
+	return err
 }
 
 // Deny refuses a pending session: PENDING → REJECTED (audited with the
@@ -751,6 +748,17 @@ func (e *Engine) Deny(ctx context.Context, id, operator, reason string) error {
 }
 
 func (e *Engine) resolve(ctx context.Context, l *live, approve bool, operator, reason string) error {
+	return e.resolveWith(ctx, l, approve, operator, reason, nil, signatureAudit{})
+}
+
+// resolveSigned is the last approval of a session: sigs (every signature,
+// this one last) are kept with the session and det, this one's audit
+// entry, is written in the transaction that starts it.
+func (e *Engine) resolveSigned(ctx context.Context, l *live, operator string, sigs []Signature, det signatureAudit) error {
+	return e.resolveWith(ctx, l, true, operator, "", sigs, det)
+}
+
+func (e *Engine) resolveWith(ctx context.Context, l *live, approve bool, operator, reason string, sigs []Signature, det signatureAudit) error {
 	l.mu.Lock()
 	if l.state != lifecycle.Pending || (approve && !l.meta.NeedApproval) {
 		st := l.state
@@ -771,13 +779,25 @@ func (e *Engine) resolve(ctx context.Context, l *live, approve bool, operator, r
 			l.mu.Unlock()
 			return fmt.Errorf("%w: approval in %s", ErrState, st)
 		}
+		prev := l.meta.Approvals
+		if sigs != nil {
+			l.meta.Approvals = sigs
+		}
 		err := e.step(l, func(w *store.Tx) error {
+			if sigs != nil {
+				if err := auditJSON(ctx, w, l.id, det); err != nil {
+					return err
+				}
+			}
 			envs, err := e.acceptTx(w, l, "approved by operator "+operator)
 			if err != nil {
 				return err
 			}
 			return e.send(w, l, envs...)
 		})
+		if err != nil {
+			l.meta.Approvals = prev
+		}
 		l.mu.Unlock()
 		if err != nil {
 			return err

@@ -52,6 +52,27 @@ type AccessRequest struct {
 	// Held is the held final message, sealed by the engine under the
 	// at-rest key (opaque here); empty once released.
 	Held []byte `json:"held,omitempty"`
+	// WithdrawnAt, WithdrawnBy and WithdrawReason record a release ended
+	// early (hcp-edge access withdraw): ValidUntil is then the withdrawal's
+	// time, so local reads are refused from it on.
+	WithdrawnAt    time.Time `json:"withdrawn_at,omitzero"`
+	WithdrawnBy    string    `json:"withdrawn_by,omitempty"`
+	WithdrawReason string    `json:"withdraw_reason,omitempty"`
+	// Approvals are the signatures gathered, oldest first: a request that
+	// needs several (the two-person rule) stays pending until it has them.
+	Approvals []AccessSignature `json:"approvals,omitempty"`
+}
+
+// AccessSignature is one operator's approval of an access request: who
+// (the OS user the kernel reported, when known, and the display name),
+// when, and what it means.
+type AccessSignature struct {
+	Operator string    `json:"operator"`
+	UID      uint32    `json:"uid"`
+	User     string    `json:"user,omitempty"`
+	OSUser   bool      `json:"os_user_known"`
+	At       time.Time `json:"at"`
+	Meaning  string    `json:"meaning"`
 }
 
 // PutAccess stores r in this transaction: a new request (its session must

@@ -424,3 +424,19 @@ func (s *Store) Checkpoints(ctx context.Context, id string) ([]Checkpoint, error
 	})
 	return out, err
 }
+
+// SetMetadata replaces session id's Metadata (the engine's part of the
+// record, e.g. the approvals a session has gathered so far) without a
+// transition or an event. The caller audits what changed in the same
+// transaction.
+func (w *Tx) SetMetadata(id string, md []byte) (Session, error) {
+	t, err := w.update(id, func(t *txn) error {
+		t.sess.Metadata = md
+		t.sess.UpdatedAt = t.now
+		return nil
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	return t.sess, nil
+}

@@ -14,7 +14,8 @@ import (
 func viewOf(r store.AccessRequest) reply.Access {
 	return reply.Access{ID: r.ID, SessionID: r.SessionID, CallerID: r.CallerID, DataClass: r.DataClass, What: r.What,
 		State: string(r.State), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Operator: r.Operator, Reason: r.Reason,
-		DecidedAt: r.DecidedAt, ValidUntil: r.ValidUntil}
+		DecidedAt: r.DecidedAt, ValidUntil: r.ValidUntil, Approvals: r.Approvals,
+		WithdrawnAt: r.WithdrawnAt, WithdrawnBy: r.WithdrawnBy, WithdrawReason: r.WithdrawReason}
 }
 
 // access serves access_list, access_approve and access_deny.
@@ -41,11 +42,22 @@ func (s *sessions) access(ctx context.Context, req control.Request) (any, error)
 				return nil, fmt.Errorf("for %q: a positive duration such as 2h or 30m", req.For)
 			}
 		}
-		r, err := s.eng.ApproveAccess(ctx, req.ID, req.Operator, d)
+		r, err := s.eng.ApproveAccessAs(ctx, req.ID, signerOf(ctx, req.Operator), d)
 		if err != nil {
 			return nil, err
 		}
-		s.log.Warn("access approved", "access_id", r.ID, "session", r.SessionID, "operator", req.Operator, "valid_until", r.ValidUntil)
+		s.log.Warn("access approved", "access_id", r.ID, "session", r.SessionID, "operator", req.Operator, "state", r.State,
+			"signatures", len(r.Approvals), "valid_until", r.ValidUntil)
+		return viewOf(r), nil
+	case control.OpAccessWithdraw:
+		if req.Reason == "" {
+			return nil, errors.New("access_withdraw needs a reason (--reason TEXT)")
+		}
+		r, err := s.eng.WithdrawAccess(ctx, req.ID, signerOf(ctx, req.Operator), req.Reason)
+		if err != nil {
+			return nil, err
+		}
+		s.log.Warn("access withdrawn", "access_id", r.ID, "session", r.SessionID, "operator", req.Operator, "reason", req.Reason)
 		return viewOf(r), nil
 	case control.OpAccessDeny:
 		if req.Reason == "" {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 )
 
@@ -48,6 +50,7 @@ func (s *sessions) artifactAudited(ctx context.Context, req control.Request) (an
 				return nil, fmt.Errorf("session %s is %s and no session engine runs to check its access approval", sid, sess.DataClass)
 			}
 			if err := s.eng.CheckRead(ctx, sid, req.Operator, req.URI); err != nil {
+				s.refusedRead(ctx, sid, sess.DataClass, req, err)
 				return nil, err
 			}
 		}
@@ -61,6 +64,7 @@ func (s *sessions) artifactAudited(ctx context.Context, req control.Request) (an
 			return nil, fmt.Errorf("session %s is %s and no session engine runs to check its access approval", a.SessionID, a.DataClass)
 		}
 		if err := s.eng.ReadAccess(ctx, a.SessionID, req.Operator, "artifact_get", a.URI, "control socket"); err != nil {
+			s.refusedRead(ctx, a.SessionID, a.DataClass, req, err)
 			return nil, err
 		}
 		return a, nil
@@ -69,4 +73,28 @@ func (s *sessions) artifactAudited(ctx context.Context, req control.Request) (an
 		return nil, fmt.Errorf("the access could not be recorded in the audit log, so it is refused: %w", err)
 	}
 	return a, nil
+}
+
+// refusedRead audits a refused local read of a T4 session's data (kind
+// data_access, with the reader's OS user): who tried to read what, and
+// why it was refused. A failure to record is logged; the read stays
+// refused.
+func (s *sessions) refusedRead(ctx context.Context, sid, class string, req control.Request, why error) {
+	d := struct {
+		Operator  string `json:"operator"`
+		UID       uint32 `json:"uid"`
+		User      string `json:"user"`
+		Access    string `json:"access"`
+		Object    string `json:"object"`
+		Via       string `json:"via"`
+		DataClass string `json:"data_classification"`
+		Refused   string `json:"refused"`
+	}{Operator: req.Operator, Access: "artifact_get", Object: req.URI, Via: "control socket", DataClass: class, Refused: why.Error()}
+	if id, ok := identityOf(ctx); ok {
+		d.UID, d.User = id.UID, id.User
+	}
+	b, _ := json.Marshal(d)
+	if _, err := s.st.Audit().Append(context.WithoutCancel(ctx), audit.Entry{SessionID: sid, Kind: audit.KindDataAccess, Detail: string(b)}); err != nil {
+		s.log.Error("refused read not recorded in the audit log", "session", sid, "err", err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -327,7 +328,19 @@ func (d *daemon) serve(context.Context) error {
 	if err := d.up.Attach(f, d.eng); err != nil {
 		return err
 	}
-	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk, hold: d.hold,
+	ops, err := operators.New(f.Operators, nil)
+	if err != nil {
+		return fmt.Errorf("operators: %w", err)
+	}
+	if !ops.Configured() {
+		d.log.Warn("NO OPERATORS CONFIGURED: only root holds roles on the control socket (arm, reset, submit, approve, release); every other member of the socket's group may e-stop and read, nothing more. Add an operators section: docs/SAFETY.md, Operators and roles",
+			"socket", f.Agent.ControlSocket)
+	}
+	if f.Agent.ApprovalsRequired["R4"] > 1 && !ops.Configured() {
+		d.log.Warn("R4 tasks need approvals by different OS users (agent.approvals_required), and only root holds the approve role: no R4 task can be approved until an operators section names approvers",
+			"R4", f.Agent.ApprovalsRequired["R4"])
+	}
+	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk, hold: d.hold, ops: ops,
 		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
 	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.artifact) // discovery and artifact fetch over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})

@@ -108,7 +108,7 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
-		Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
+		ApprovalsRequired: f.Agent.ApprovalsRequired, Handoff: engine.HandoffConfig{Callers: f.Gate.Callers, Local: rigconfig.LocalUser},
 		Actions: acts, Clock: clock, Hold: hold, Logger: log.With("component", "engine")})
 }
 
@@ -341,7 +341,7 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 		return s.list(ctx, req.All)
 	case control.OpArtifact:
 		return s.artifactAudited(ctx, req)
-	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+	case control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return s.access(ctx, req)
 	}
 	if err := needID(); err != nil {
@@ -352,8 +352,12 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 	switch req.Op {
 	case control.OpApprove:
 		if err = needOperator(); err == nil {
-			err = s.eng.Approve(ctx, req.ID, req.Operator)
-			msg = "approved by " + req.Operator
+			var a engine.Approvals
+			a, err = s.eng.ApproveAs(ctx, req.ID, signerOf(ctx, req.Operator))
+			msg = fmt.Sprintf("approved by %s (%s, %d of %d)", signerOf(ctx, req.Operator), engine.MeaningExecution, a.Have, a.Need)
+			if err == nil && a.Have < a.Need {
+				msg += fmt.Sprintf("; still PENDING: it needs %d more approval(s) by different OS users", a.Need-a.Have)
+			}
 		}
 	case control.OpDeny:
 		if err = needOperator(); err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
@@ -27,24 +28,49 @@ type handler struct {
 	in   *rigconfig.Instruments
 	log  *slog.Logger
 	sess *sessions
-	hold *clocksync.Hold // the clock-sync hold of new sessions
+	hold *clocksync.Hold  // the clock-sync hold of new sessions
+	ops  *operators.Table // who holds which role (nil: only root)
 }
 
-// HandleStream serves a watched operation (submit --watch).
+// HandleStream serves a watched operation (submit --watch), admitted as
+// Handle admits.
 func (h *handler) HandleStream(ctx context.Context, req control.Request, emit control.Emit) (any, error) {
 	if req.Op != control.OpSubmit {
 		return h.Handle(ctx, req)
 	}
-	return h.sess.handle(ctx, req, emit)
+	ctx, id, err := h.admit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.sess.handle(ctx, req, emit)
+	h.finish(ctx, req, id, err)
+	return res, err
 }
 
-// Handle serves every other operation of the control socket: the session
-// operations (sessions), audit, ownership, e-stop, tools, status, reset and
-// arm.
+// Handle serves every operation of the control socket: the sender is
+// identified from the kernel's credentials and its role checked first
+// (admit: a refusal is audited with its uid; e-stop needs no role), then
+// the operation runs and, if it needs a role or is an e-stop, its outcome
+// is audited with the OS user.
 func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
+	ctx, id, err := h.admit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Op == control.OpWhoami {
+		return whoami(id), nil
+	}
+	res, err := h.dispatch(ctx, req)
+	h.finish(ctx, req, id, err)
+	return res, err
+}
+
+// dispatch runs an admitted operation: the session operations (sessions),
+// audit, ownership, e-stop, tools, status, reset and arm.
+func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error) {
 	switch req.Op {
 	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
-		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny:
+		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return h.sess.handle(ctx, req, nil)
 	case control.OpAuditVerify, control.OpAuditReplay:
 		return h.sess.auditOp(ctx, req)

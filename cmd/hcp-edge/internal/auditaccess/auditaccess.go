@@ -56,6 +56,8 @@ type Entry struct {
 	Kind     string          `json:"kind"`
 	Decision string          `json:"decision,omitempty"` // the gate's outcome, the transition, the interlock's decision
 	Operator string          `json:"operator,omitempty"`
+	UID      *uint32         `json:"uid,omitempty"`     // the OS user the kernel reported (control actions, signatures)
+	Meaning  string          `json:"meaning,omitempty"` // a signature's meaning ("approved for execution", "released until ...")
 	Summary  string          `json:"summary,omitempty"`
 	Detail   json.RawMessage `json:"detail"` // the entry's detail (JSON text, or a JSON string)
 	Hash     string          `json:"hash"`
@@ -188,6 +190,11 @@ func Describe(e audit.Entry) Entry {
 		return strings.Join(out, " ")
 	}
 	r.Operator = str("operator")
+	if u, ok := d["uid"].(float64); ok {
+		uid := uint32(u)
+		r.UID = &uid
+	}
+	r.Meaning = str("meaning")
 	switch e.Kind {
 	case audit.KindGate:
 		r.Decision = join(str("outcome"), str("risk_level"))
@@ -216,6 +223,19 @@ func Describe(e audit.Entry) Entry {
 	case audit.KindDataAccess:
 		r.Decision = str("access")
 		r.Summary = join(str("object"), "via "+str("via"), str("data_classification"))
+		if why := str("refused"); why != "" {
+			r.Decision += " refused"
+			r.Summary = join(r.Summary, why)
+		}
+	case audit.KindControl:
+		r.Decision = join(str("op"), str("outcome"))
+		r.Summary = join(fmt.Sprintf("uid=%v user=%s", d["uid"], str("user")), str("target"), str("error"))
+	case audit.KindApproval:
+		r.Decision = str("decision")
+		r.Summary = join(str("approval_id"), str("access_id"), str("meaning"), str("valid_until"), str("reason"))
+		if n, ok := d["signature"].(float64); ok {
+			r.Summary = join(fmt.Sprintf("uid=%v user=%s signature %v of %v", d["uid"], str("user"), n, d["required"]), r.Summary)
+		}
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

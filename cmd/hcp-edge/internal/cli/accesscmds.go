@@ -17,13 +17,14 @@ import (
 const accessGroupUsage = `usage: hcp-edge access list [--all] [--json]
        hcp-edge access approve ID --operator NAME [--for DURATION]
        hcp-edge access deny ID --operator NAME --reason TEXT
+       hcp-edge access withdraw ID --operator NAME --reason TEXT
 
 The results of a T4 (restricted) session wait for an operator's access approval: when the
 session ends its task_completed or task_failed (outputs, artifacts) is held, and its caller
 is told so by an access_pending event. Run "hcp-edge access SUBCOMMAND -h" for the flags.
 `
 
-// Access is hcp-edge access list|approve|deny.
+// Access is hcp-edge access list|approve|deny|withdraw.
 func Access(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return groupUsage(args, accessGroupUsage, stdout, stderr)
@@ -31,7 +32,7 @@ func Access(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "list":
 		return accessListCmd(ctx, args[1:], stdout, stderr)
-	case "approve", "deny":
+	case "approve", "deny", "withdraw":
 		return accessDecideCmd(ctx, args[0], args[1:], stdout, stderr)
 	}
 	return groupUsage(args, accessGroupUsage, stdout, stderr)
@@ -127,6 +128,23 @@ examples:
 
 flags:
 `)
+		} else if verb == "withdraw" {
+			fmt.Fprint(fs.Output(), `usage: hcp-edge access withdraw ID --operator NAME --reason TEXT [--json] [--socket PATH] [--config FILE]
+
+Ends the release of a T4 session's results early (ID: its access id, acc-..., or its session
+id): local reads (hcp-edge artifact get) are refused from now on, and a fetch over the broker
+that is under way is refused at its next chunk with access_denied. What the caller has already
+received stays with it. Needs the release role; the OS user, the display name and the reason
+are recorded in the audit log.
+
+exit codes: 0 withdrawn; 1 refused (unknown id, not released, already ended, not allowed) or
+the daemon is down — nothing changed; 2 usage.
+
+example:
+  hcp-edge access withdraw acc-1a2b3c4d --operator olga --reason "released to the wrong project"
+
+flags:
+`)
 		} else {
 			fmt.Fprint(fs.Output(), `usage: hcp-edge access deny ID --operator NAME --reason TEXT [--json] [--socket PATH] [--config FILE]
 
@@ -148,7 +166,7 @@ flags:
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", "", "who decides (recorded; required)")
-	reason := fs.String("reason", "", "why (deny: required, the caller reads it)")
+	reason := fs.String("reason", "", "why (deny: required, the caller reads it; withdraw: required, audited)")
 	var validFor *time.Duration
 	if verb == "approve" {
 		validFor = fs.Duration("for", 0, "how long local reads of the session's data stay open (default agent.access_approval_for)")
@@ -169,14 +187,20 @@ flags:
 	case verb == "deny" && *reason == "":
 		fmt.Fprintf(stderr, "hcp-edge %s: --reason TEXT is required (the caller reads it)\n", cmd)
 		return ExitUsage
+	case verb == "withdraw" && *reason == "":
+		fmt.Fprintf(stderr, "hcp-edge %s: --reason TEXT is required (recorded in the audit log)\n", cmd)
+		return ExitUsage
 	case validFor != nil && *validFor < 0:
 		fmt.Fprintf(stderr, "hcp-edge %s: --for %v: give a positive duration\n", cmd, *validFor)
 		return ExitUsage
 	}
 	req := control.Request{Op: control.OpAccessApprove, ID: pos[0], Operator: *operator}
-	if verb == "deny" {
+	switch {
+	case verb == "deny":
 		req = control.Request{Op: control.OpAccessDeny, ID: pos[0], Operator: *operator, Reason: *reason}
-	} else if *validFor > 0 {
+	case verb == "withdraw":
+		req = control.Request{Op: control.OpAccessWithdraw, ID: pos[0], Operator: *operator, Reason: *reason}
+	case *validFor > 0:
 		req.For = validFor.String()
 	}
 	rep, ok := ask(ctx, cmd, sf.socket(), req, stderr)
@@ -185,12 +209,21 @@ flags:
 	} else if ok {
 		var a reply.Access
 		_ = json.Unmarshal(rep.Result, &a)
-		switch a.State {
-		case string(store.AccessApproved):
+		switch {
+		case !a.WithdrawnAt.IsZero():
+			fmt.Fprintf(stdout, "%s (session %s): release withdrawn by %s at %s (%s); local reads and fetches are refused\n",
+				a.ID, a.SessionID, a.WithdrawnBy, a.WithdrawnAt.Local().Format(time.DateTime), a.WithdrawReason)
+		case a.State == string(store.AccessApproved):
 			fmt.Fprintf(stdout, "%s (session %s): approved by %s; the caller %s has the results; local reads open until %s\n",
 				a.ID, a.SessionID, a.Operator, a.CallerID, a.ValidUntil.Local().Format(time.DateTime))
+		case a.State == string(store.AccessPending):
+			fmt.Fprintf(stdout, "%s (session %s): signed (%d signature(s)); still pending: its release needs another OS user's approval\n",
+				a.ID, a.SessionID, len(a.Approvals))
 		default:
 			fmt.Fprintf(stdout, "%s (session %s): denied by %s; the caller %s got task_failed access_denied\n", a.ID, a.SessionID, a.Operator, a.CallerID)
+		}
+		for _, g := range a.Approvals {
+			fmt.Fprintf(stdout, "  signed by %s (uid %d %s) at %s: %s\n", g.Operator, g.UID, g.User, g.At.Local().Format(time.DateTime), g.Meaning)
 		}
 	}
 	if !ok {

@@ -143,6 +143,7 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkEnvelope(f)
 	c.checkPaths(f)
 	c.checkDisk(f)
+	c.checkOperators(f)
 	c.checkKeyFiles(value, "")
 	c.checkCapabilities(path, capDir)
 }
@@ -191,7 +192,7 @@ func splitKey(msg string) (key, reason string) {
 	section, _, _ := strings.Cut(k, ".")
 	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate", "models":
+	case "rig", "envelope", "monitor", "agent", "gate", "models", "operators":
 		return k, r
 	}
 	return "", msg

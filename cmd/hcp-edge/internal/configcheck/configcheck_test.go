@@ -449,3 +449,44 @@ models:
 		t.Errorf("%d problems, want 8:\n%s", len(r.Problems), out)
 	}
 }
+
+// TestCheckOperators: an operator entry naming a role that does not
+// exist, an OS user the host does not know, a missing user and a bad
+// approvals_required are each one problem at their line.
+func TestCheckOperators(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	ops := `
+operators:
+  olga:
+    user: root
+    roles: [operate, aprove]       # ROLE
+  ghost:
+    user: no-such-user-hcp-edge    # USER
+    roles: [approve]
+  nobody:                          # NOUSER
+    roles: [release]
+`
+	text := strings.Replace(string(configs.SimYAML), "agent:\n", "agent:\n  approvals_required: {R4: 0, R9: 1}   # APPROVALS\n", 1) + ops
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Check(path, filepath.Join(configsDir, "capabilities"))
+	out := report(r)
+	for _, w := range []want{
+		{"# ROLE", "operators.olga.roles[1]"}, {"# USER", "operators.ghost.user"}, {"# NOUSER", "operators.nobody"},
+		{"# APPROVALS", "agent.approvals_required.R4"}, {"# APPROVALS", "agent.approvals_required"},
+	} {
+		prefix := fmt.Sprintf("%s:%d: %s", path, lineOf(t, text, w.marker), w.key)
+		if !strings.Contains(out, prefix) {
+			t.Errorf("missing %q in\n%s", prefix, out)
+		}
+	}
+	if !strings.Contains(out, `"aprove"`) || !strings.Contains(out, "no-such-user-hcp-edge") {
+		t.Errorf("the role and the user are not named:\n%s", out)
+	}
+	if len(r.Problems) != 5 {
+		t.Errorf("%d problems, want 5 (one per mistake):\n%s", len(r.Problems), out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -278,5 +279,19 @@ func (c *checker) checkCapabilities(cfgPath, capDir string) {
 	}
 	if _, err := capability.NewRegistry(caps...); err != nil {
 		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: err.Error()})
+	}
+}
+
+// checkOperators looks up each operator's OS user on this host, as the
+// daemon does at start (the role names are the schema's and rigconfig's).
+func (c *checker) checkOperators(f rigconfig.File) {
+	for _, name := range slices.Sorted(maps.Keys(f.Operators)) {
+		u := f.Operators[name].User
+		if strings.TrimSpace(u) == "" {
+			continue
+		}
+		if _, _, err := operators.OSLookup(u); err != nil {
+			c.at("operators."+name+".user", "%v (the daemon refuses to start)", err)
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxRequest bounds a request line, in bytes (a task_submit rides in one).
@@ -40,9 +42,10 @@ const (
 	OpSessions = "sessions" // {all}
 	OpArtifact = "artifact" // {uri, operator}
 
-	OpAccessList    = "access_list"    // {all}: the access requests of T4 sessions (pending; all: decided too)
-	OpAccessApprove = "access_approve" // {id, operator, for}: release a T4 session's held results
-	OpAccessDeny    = "access_deny"    // {id, operator, reason}: deny them (task_failed access_denied)
+	OpAccessList     = "access_list"     // {all}: the access requests of T4 sessions (pending; all: decided too)
+	OpAccessApprove  = "access_approve"  // {id, operator, for}: release a T4 session's held results
+	OpAccessDeny     = "access_deny"     // {id, operator, reason}: deny them (task_failed access_denied)
+	OpAccessWithdraw = "access_withdraw" // {id, operator, reason}: end a release early
 
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
@@ -51,11 +54,12 @@ const (
 	OpHandback  = "handback"  // {id, operator, reason}: back to the owner before the takeover
 	OpOwnership = "ownership" // {id}: the session's owner and ownership chain
 	OpTools     = "tools"     // {}: the tool pipeline's per-tool statistics
+	OpWhoami    = "whoami"    // {operator}: the OS user the daemon sees, the display name and its roles
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAuditVerify, OpAuditReplay,
-	OpTakeover, OpHandback, OpOwnership, OpTools}
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay,
+	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami}
 
 // Stages of a reply line.
 const (
@@ -86,6 +90,21 @@ type Request struct {
 	All      bool            `json:"all,omitempty"`    // sessions: closed ones too
 	URI      string          `json:"uri,omitempty"`    // artifact
 	For      string          `json:"for,omitempty"`    // access_approve: how long local reads stay open (a Go duration)
+
+	// Peer is who sent the request, as the kernel tells the server
+	// (SO_PEERCRED on the connection). It is never read from the request
+	// line: a client cannot set it.
+	Peer Peer `json:"-"`
+}
+
+// Peer is the credentials of the process at the other end of a control
+// connection, read from the kernel when the connection is accepted.
+type Peer struct {
+	UID, GID uint32
+	PID      int32
+	// Known is false when the credentials could not be read (the request
+	// is then refused every role; e-stop still runs).
+	Known bool
 }
 
 // Reply is one reply line.
@@ -252,6 +271,10 @@ func (s *Server) serve(c *net.UnixConn) {
 		_ = enc.Encode(Reply{Stage: StageDone, Error: "bad request: " + err.Error()})
 		return
 	}
+	req.Peer = peerOf(c)
+	if !req.Peer.Known {
+		s.log.Warn("control socket: the peer's credentials could not be read; the request holds no role", "op", req.Op)
+	}
 	if !slices.Contains(ops, req.Op) {
 		_ = enc.Encode(Reply{Op: req.Op, Stage: StageDone, Error: fmt.Sprintf("unknown op %q (%s)", req.Op, strings.Join(ops, ", "))})
 		return
@@ -307,7 +330,23 @@ func (s *Server) serve(c *net.UnixConn) {
 	if err := enc.Encode(rep); err != nil {
 		s.log.Warn("control socket: reply not delivered", "op", req.Op, "err", err)
 	}
-	s.log.Info("control request", "op", req.Op, "operator", req.Operator, "ok", rep.OK, "err", rep.Error, "took", time.Since(start))
+	s.log.Info("control request", "op", req.Op, "operator", req.Operator, "uid", req.Peer.UID, "ok", rep.OK, "err", rep.Error, "took", time.Since(start))
+}
+
+// peerOf reads the credentials of c's peer from the kernel (SO_PEERCRED).
+func peerOf(c *net.UnixConn) Peer {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return Peer{}
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || cerr != nil || cred == nil {
+		return Peer{}
+	}
+	return Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Known: true}
 }
 
 // readLine reads up to and excluding '\n', at most limit bytes.

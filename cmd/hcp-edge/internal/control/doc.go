@@ -27,10 +27,22 @@
 // the read-backs confirm; status; reset {operator} (required); arm
 // {operator} (required); the session operations submit {task, watch},
 // approve, deny, abort, pause and resume {id, operator, reason}, sessions
-// {all} and artifact {uri, operator}; audit_verify (the audit log's hash
+// {all} and artifact {uri, operator}; access_list {all}, access_approve
+// {id, operator, for}, access_deny and access_withdraw {id, operator,
+// reason}; whoami {operator}; audit_verify (the audit log's hash
 // chain) and audit_replay {id, operator} (one session's audit entries);
 // tools (the tool pipeline's per-tool statistics). The result's shape
 // belongs to the operation.
+//
+// # Identity
+//
+// The server reads the credentials of the process at the other end of
+// each connection from the kernel (SO_PEERCRED: uid, gid, pid) and puts
+// them in Request.Peer, which is never decoded from the request line: a
+// client cannot claim another user's identity. The handler decides what
+// that user may do (cmd/hcp-edge/internal/operators); the "operator" field
+// is only a display name that must belong to the peer. whoami {operator}
+// asks who the daemon sees.
 //
 // # Streaming
 //

@@ -23,6 +23,12 @@ type Access struct {
 	Reason     string    `json:"reason,omitempty"`
 	DecidedAt  time.Time `json:"decided_at,omitzero"`
 	ValidUntil time.Time `json:"valid_until,omitzero"`
+	// WithdrawnAt, WithdrawnBy, WithdrawReason: a release ended early.
+	WithdrawnAt    time.Time `json:"withdrawn_at,omitzero"`
+	WithdrawnBy    string    `json:"withdrawn_by,omitempty"`
+	WithdrawReason string    `json:"withdraw_reason,omitempty"`
+	// Approvals are the signatures, oldest first (who, uid, when, meaning).
+	Approvals []store.AccessSignature `json:"approvals,omitempty"`
 }
 
 // Ownership is the reply of takeover, handback and owner: the

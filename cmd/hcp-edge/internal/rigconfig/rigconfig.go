@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
@@ -57,6 +60,11 @@ type File struct {
 	// Models is the model router's registry (modelrouter.Registry); absent,
 	// the two local models (ModelRegistry).
 	Models []modelrouter.Model `yaml:"models"`
+	// Operators maps each display name (--operator NAME) to the OS user it
+	// belongs to and the roles it holds on the control socket (package
+	// operators). Absent: only root holds roles; every other member of the
+	// socket's group may e-stop and read, nothing more.
+	Operators map[string]operators.Entry `yaml:"operators"`
 }
 
 // LocalUser is the broker user, and caller id, of the local control
@@ -144,6 +152,11 @@ type Agent struct {
 	// approve or deny access to a T4 session's results. Empty: any
 	// operator who can reach the control socket.
 	AccessApprovers []string `yaml:"access_approvers"`
+	// ApprovalsRequired is how many approvals by different OS users a task
+	// of each risk level (R1..R5) needs before it runs, and (key T4) how
+	// many a T4 access request needs before its results are released.
+	// Defaults: R4 and R5 2 (two-person rule), every other level and T4 1.
+	ApprovalsRequired map[string]int `yaml:"approvals_required"`
 	// AMQP is the uplink to the HCP broker (amqp.go); no URL, no uplink.
 	AMQP AMQP `yaml:"amqp"`
 	// Disk is the state directory's free-space watermark and reserve
@@ -168,6 +181,12 @@ type Agent struct {
 	// rest (AES-GCM). The file must be mode 0600 or stricter. Empty (the
 	// default): no key, and T3/T4 sessions are refused.
 	AtRestKeyFile string `yaml:"at_rest_key_file"`
+}
+
+// DefaultApprovalsRequired is agent.approvals_required's default: two
+// different OS users for R4 and R5, one for the rest and for a T4 release.
+func DefaultApprovalsRequired() map[string]int {
+	return map[string]int{"R1": 1, "R2": 1, "R3": 1, "R4": 2, "R5": 2, "T4": 1}
 }
 
 // HoldsUntilClockSynced reports agent.hold_until_clock_synced (true unless
@@ -223,6 +242,14 @@ func (f *File) Defaults() {
 	}
 	if a.AccessApprovalFor == 0 {
 		a.AccessApprovalFor = 24 * time.Hour
+	}
+	if a.ApprovalsRequired == nil {
+		a.ApprovalsRequired = map[string]int{}
+	}
+	for k, n := range DefaultApprovalsRequired() {
+		if _, ok := a.ApprovalsRequired[k]; !ok {
+			a.ApprovalsRequired[k] = n
+		}
 	}
 	a.AMQP.defaults()
 	a.Disk.defaults()
@@ -291,6 +318,18 @@ func (f File) Validate() error {
 		if strings.TrimSpace(name) == "" || strings.TrimSpace(name) != name {
 			bad(fmt.Sprintf("agent.access_approvers[%d]", i), "%q: an operator name, without surrounding spaces", name)
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Agent.ApprovalsRequired)) {
+		n := f.Agent.ApprovalsRequired[k]
+		if _, ok := DefaultApprovalsRequired()[k]; !ok {
+			bad("agent.approvals_required."+k, "%q is not a risk level R1..R5 nor T4", k)
+		} else if n < 1 || n > 5 {
+			bad("agent.approvals_required."+k, "%d is outside 1..5", n)
+		}
+	}
+	for _, e := range operators.CheckEntries(f.Operators) {
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		bad(k, "%s", m)
 	}
 	f.Agent.AMQP.validate(bad)
 	f.Agent.Disk.validate(bad)
