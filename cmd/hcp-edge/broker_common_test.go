@@ -168,13 +168,11 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit, grown
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	o := executor.DefaultCVDOpts()
-	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	o := executor.DefaultCVDOpts()
-	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
 }
 
 // grown is the plant of an env with an in-process rig after its session.

@@ -79,13 +79,9 @@ func simHarness(t *testing.T, mods ...func(*Config)) (*harness, *simBench) {
 	b := &simBench{acts: acts, Bench: hilbench.New(t, hilbench.Opts{TimeScale: simScale, Authorizer: authz,
 		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
 	reg := registry(t)
-	cvdCap, _ := reg.Resolve(executor.CVDName, "1.x")
 	rsCap, _ := reg.Resolve(executor.RigStatusName, "1.x")
 	lcCap, _ := reg.Resolve(executor.LeakCheckName, "1.x")
-	cvd, err := executor.NewCVD(cvdCap, executor.CVDOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cvd := shippedRecipe(t, executor.CVDName)
 	rs, _ := executor.NewRigStatus(rsCap)
 	lc, _ := executor.NewLeakCheck(lcCap)
 	h := newHarness(t, path, executor.ToolRig(b.Invoker, b.Monitor), simScale, []executor.Executor{cvd, rs, lc}, func(c *Config) {
@@ -256,11 +252,9 @@ func (h *harness) waitTerminal(t testing.TB, id string) lifecycle.State {
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	o := executor.DefaultCVDOpts()
-	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	o := executor.DefaultCVDOpts()
-	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
 }

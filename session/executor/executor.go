@@ -213,7 +213,11 @@ type ExpectedOutput struct {
 
 // Task is what an executor needs of an accepted task_submit.
 type Task struct {
-	SessionID      string
+	SessionID string
+	// Version is the capability version the gate resolved (its semantic
+	// version's String; "" the highest): a RecipeExecutor runs that
+	// version's recipe.
+	Version        string
 	Intent         string
 	Inputs         json.RawMessage // valid against the capability's input_schema (the gate checked it)
 	ExpectedOutput *ExpectedOutput

@@ -289,24 +289,24 @@ func leakSVG(samples []pressureSample, p0, p1, rate, maxRate float64, passed boo
 	return f.SVG()
 }
 
-// plots adds the synthesis's SVG artifacts to arts: the Raman spectrum with
+// plots adds a recipe run's SVG artifacts to arts: the Raman spectrum with
 // its fit (once analysed) and the process profile (partial: the profile so
 // far, when there is one).
-func (r *cvdRecipe) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
+func (r *recipeRun) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
 	var envl *envelope.Envelope
 	if env.Rig != nil {
 		envl = env.Rig.Envelope()
 	}
-	if sp, a := r.plan.Spectrum, r.plan.Analysis; sp != nil && a != nil && !partial {
+	if sp, a := r.st.Spectrum, r.st.Analysis; sp != nil && a != nil && !partial {
 		art, err := writeArtifact(env, ramanSVGName, ramanSVGFile, svgType, ramanSVG(*sp, *a))
 		if err != nil {
 			return nil, err
 		}
 		arts = append(arts, art)
 	}
-	name, file, title := profileSVGName, profileSVGFile, "Process profile: "+CVDName
+	name, file, title := profileSVGName, profileSVGFile, "Process profile: "+r.st.Plan.Recipe.Name
 	if partial {
-		name, file, title = profilePartialNm, profilePartial, "Process profile until the failure: "+CVDName
+		name, file, title = profilePartialNm, profilePartial, "Process profile until the failure: "+r.st.Plan.Recipe.Name
 	}
 	if len(r.rows) < 2 {
 		return arts, nil

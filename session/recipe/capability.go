@@ -76,6 +76,9 @@ func (r *Recipe) referenced() []*Input {
 		if p.Input != "" {
 			used[p.Input] = true
 		}
+		for _, m := range p.Midpoint {
+			used[m] = true
+		}
 	}
 	var out []*Input
 	for _, in := range r.Inputs {

@@ -24,6 +24,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -44,7 +45,7 @@ func executors(reg *capability.Registry) ([]executor.Executor, error) {
 		var x executor.Executor
 		switch c.Name {
 		case executor.CVDName:
-			x, err = executor.NewCVD(hi, executor.CVDOpts{})
+			x, err = shippedMoS2()
 		case executor.RigStatusName:
 			x, err = executor.NewRigStatus(hi)
 		case executor.LeakCheckName:
@@ -393,4 +394,22 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 	}
 	s.log.Warn("session "+req.Op, "id", req.ID, "operator", req.Operator, "reason", req.Reason)
 	return reply.Op{Message: fmt.Sprintf("%s: %s", req.ID, msg)}, nil
+}
+
+// shippedMoS2 is the executor of the shipped MoS2 recipe.
+func shippedMoS2() (executor.Executor, error) {
+	srcs, err := recipe.Shipped()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range srcs {
+		r, err := recipe.Load(s.Name, s.Data)
+		if err != nil {
+			return nil, err
+		}
+		if r.Name == executor.CVDName {
+			return executor.NewRecipeExecutor(r)
+		}
+	}
+	return nil, fmt.Errorf("no shipped recipe %s", executor.CVDName)
 }
