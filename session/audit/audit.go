@@ -25,12 +25,13 @@ const (
 	KindDataAccess Kind = "data_access"        // an access to a T2+ session's data
 	KindOwnership  Kind = "ownership"          // a change of a session's owner, or a refused hand-off or control
 	KindDiscovery  Kind = "discovery"          // a refused capabilities_request (no session)
+	KindRecipe     Kind = "recipe"             // the recipe a new session runs: name, version, sha256
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindRecipe:
 		return true
 	}
 	return false

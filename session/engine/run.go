@@ -99,6 +99,7 @@ func (l *live) task() executor.Task {
 	if l.capab != nil && l.capab.SemVer != nil {
 		t.Version = l.capab.SemVer.String()
 	}
+	t.Recipe = l.meta.Recipe
 	if eo := l.sub.ExpectedOutput; eo != nil {
 		t.ExpectedOutput = &executor.ExpectedOutput{Format: eo.Format, RequiredFields: eo.RequiredFields, Schema: eo.Schema}
 	}

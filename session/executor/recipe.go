@@ -83,11 +83,17 @@ func (x *RecipeExecutor) Identity(version string) (recipe.Identity, error) {
 
 // Plan resolves the task's inputs with the recipe of t.Version. A refused
 // input wraps both ErrInput and the recipe's *capability.InputError,
-// which names the field.
+// which names the field. With t.Recipe, a recipe other than that one (its
+// file edited, a session recovered before its first checkpoint) is
+// refused with ErrRecipeChanged.
 func (x *RecipeExecutor) Plan(t Task) (Recipe, error) {
 	r, err := x.Recipe(t.Version)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	if t.Recipe != nil && *t.Recipe != r.Identity() {
+		return nil, fmt.Errorf("%w: the session was accepted with recipe %s %s (sha256 %.12s…), and this agent now has %s %s (sha256 %.12s…)",
+			ErrRecipeChanged, t.Recipe.Name, t.Recipe.Version, t.Recipe.SHA256, r.Name, r.Version, r.SHA256)
 	}
 	p, err := r.Resolve(t.Inputs)
 	if err != nil {

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -33,7 +34,7 @@ func Load(name string, data []byte) (*Recipe, error) {
 		return nil, d.probs
 	}
 	sum := sha256.Sum256(data)
-	r := &Recipe{File: name, SHA256: hex.EncodeToString(sum[:]), byName: map[string]*Input{}}
+	r := &Recipe{File: name, SHA256: hex.EncodeToString(sum[:]), byName: map[string]*Input{}, source: bytes.Clone(data)}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p := Problem{File: name, Rule: RuleSyntax, Message: strings.TrimPrefix(err.Error(), "yaml: ")}

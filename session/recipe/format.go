@@ -164,11 +164,17 @@ type Recipe struct {
 	Cleanup     *CleanupSpec
 
 	root        *yaml.Node
+	source      []byte // the file's bytes, as Load was given them
 	versionLine int
 	byName      map[string]*Input
 	derived     derived
 	capab       *capability.Capability
 }
+
+// Source returns the recipe file's bytes, as Load was given them (their
+// sha256 is SHA256): what a session keeps, so that it recovers with this
+// very recipe whatever the file on disk has become.
+func (r *Recipe) Source() []byte { return r.source }
 
 // Input returns the declared input of that name.
 func (r *Recipe) Input(name string) (*Input, bool) {

@@ -359,9 +359,15 @@ func (r *Recipe) Resolve(inputs json.RawMessage) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ValidateInput(inputs); err != nil {
+	if err := c.ValidateInput(inputs); err != nil { // the schema, then resolve's own rules
 		return nil, err
 	}
+	return r.resolve(inputs)
+}
+
+// resolve is Resolve on inputs valid against the input_schema: the rules
+// the schema cannot express, the defaults, the Plan.
+func (r *Recipe) resolve(inputs json.RawMessage) (*Plan, error) {
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(inputs))
 	dec.UseNumber()

@@ -24,18 +24,21 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// executors builds the executor of every shipped capability the registry
-// declares.
-func executors(reg *capability.Registry) ([]executor.Executor, error) {
+// executors builds the executor of every capability the registry
+// declares: a recipe's from rx (by name), the built-in ones by name.
+func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, c := range reg.All() {
 		if slices.ContainsFunc(out, func(x executor.Executor) bool { return x.Capability() == c.Name }) {
+			continue
+		}
+		if i := slices.IndexFunc(rx, func(x *executor.RecipeExecutor) bool { return x.Capability() == c.Name }); i >= 0 {
+			out = append(out, rx[i])
 			continue
 		}
 		hi, err := reg.Resolve(c.Name, "")
@@ -44,14 +47,12 @@ func executors(reg *capability.Registry) ([]executor.Executor, error) {
 		}
 		var x executor.Executor
 		switch c.Name {
-		case executor.CVDName:
-			x, err = shippedMoS2()
 		case executor.RigStatusName:
 			x, err = executor.NewRigStatus(hi)
 		case executor.LeakCheckName:
 			x, err = executor.NewLeakCheck(hi)
 		default:
-			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor for it", c.Name)
+			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor and no recipe for it", c.Name)
 		}
 		if err != nil {
 			return nil, err
@@ -98,17 +99,14 @@ func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, e
 // in the transaction of its step, through wrap); key is the at-rest key
 // (nil: T3/T4 refused); acts counts the actions the interlock executes for
 // each session (the actions budget; its Auditor wraps the interlock's); out
-// the local watchers; up the uplink (nil: none).
+// the local watchers; up the uplink (nil: none); xs the executors of the
+// registry's capabilities.
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
-	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, log *slog.Logger) (*engine.Engine, error) {
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, xs []executor.Executor, log *slog.Logger) (*engine.Engine, error) {
 	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: uplink.ProtectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
-	}
-	xs, err := executors(reg)
-	if err != nil {
-		return nil, err
 	}
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
@@ -394,22 +392,4 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 	}
 	s.log.Warn("session "+req.Op, "id", req.ID, "operator", req.Operator, "reason", req.Reason)
 	return reply.Op{Message: fmt.Sprintf("%s: %s", req.ID, msg)}, nil
-}
-
-// shippedMoS2 is the executor of the shipped MoS2 recipe.
-func shippedMoS2() (executor.Executor, error) {
-	srcs, err := recipe.Shipped()
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range srcs {
-		r, err := recipe.Load(s.Name, s.Data)
-		if err != nil {
-			return nil, err
-		}
-		if r.Name == executor.CVDName {
-			return executor.NewRecipeExecutor(r)
-		}
-	}
-	return nil, fmt.Errorf("no shipped recipe %s", executor.CVDName)
 }

@@ -216,6 +216,9 @@ func Describe(e audit.Entry) Entry {
 	case audit.KindDataAccess:
 		r.Decision = str("access")
 		r.Summary = join(str("object"), "via "+str("via"), str("data_classification"))
+	case audit.KindRecipe:
+		r.Decision = "recipe " + str("name") + "@" + str("version")
+		r.Summary = join(str("name")+"@"+str("version"), "sha256="+str("sha256"))
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

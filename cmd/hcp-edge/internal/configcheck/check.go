@@ -144,6 +144,7 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkPaths(f)
 	c.checkKeyFiles(value, "")
 	c.checkCapabilities(path, capDir)
+	c.checkRecipes(f, path)
 }
 
 // finish sorts the problems and sets Valid.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -254,5 +255,34 @@ func (c *checker) checkCapabilities(cfgPath, capDir string) {
 	}
 	if _, err := capability.NewRegistry(caps...); err != nil {
 		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: err.Error()})
+	}
+}
+
+// checkRecipes loads agent.recipes_dir as the daemon does (beside the
+// shipped recipes, each checked against the compiled envelope): the
+// directory or a file writable by group or others, and every problem of a
+// recipe the daemon would not offer, each at its file and line.
+func (c *checker) checkRecipes(f rigconfig.File, cfgPath string) {
+	if f.Agent.RecipesDir == "" {
+		return
+	}
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		return // checkEnvelope said why
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		return
+	}
+	set, err := recipes.Load(env, recipes.Dir(cfgPath, f.Agent.RecipesDir), nil)
+	if err != nil {
+		c.at("agent.recipes_dir", "%v", err)
+		return
+	}
+	for _, e := range set.Refused {
+		c.at("agent.recipes_dir", "%v", e)
+	}
+	for _, p := range set.Problems {
+		c.res.Problems = append(c.res.Problems, Problem{File: p.File, Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Message})
 	}
 }
