@@ -320,8 +320,16 @@ func (r *recipeRun) ramanOutput() map[string]any {
 		"e2g_err_cm1": a.E2g.PositionErr, "a1g_err_cm1": a.A1g.PositionErr,
 		"peak_distance": a.Distance, "peak_distance_err": a.DistanceErr, "layer_count": a.LayerCount, "bulk": a.Bulk,
 		"confidence": a.Confidence, "fit_residual": a.FitResidual, "r_squared": a.RSquared, "snr": a.SNR,
-		"method": "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after Lee et al. 2010",
+		"method": "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + bandsOf(a.Material),
 	}
+}
+
+// bandsOf cites the layer bands of a material's analysis.
+func bandsOf(m analysis.Material) string {
+	if m == "WS2" {
+		return "Berkdemir et al. 2013"
+	}
+	return "Lee et al. 2010"
 }
 
 func (r *recipeRun) artifacts(env *Env, partial bool) ([]Artifact, error) {
