@@ -211,3 +211,27 @@ func TestResolveSeedTask(t *testing.T) {
 		t.Errorf("ramp %+v, want 725 °C", p.Phases[4].Ramp)
 	}
 }
+
+// TestMidpointRefused: a midpoint of an undeclared input, of one input
+// twice, of a duration input, or with other than two ends is refused at
+// its key.
+func TestMidpointRefused(t *testing.T) {
+	base := string(mustRead(t, "../../configs/recipes/mos2-sulfurization.yaml"))
+	const mid = "{midpoint: [temperature_range.min, temperature_range.max]}"
+	for _, tc := range []struct{ name, with, rule string }{
+		{"undeclared", "{midpoint: [temperature_range.min, temperature_range.top]}", RuleUndeclaredInput},
+		{"twice", "{midpoint: [temperature_range.min, temperature_range.min]}", RuleType},
+		{"duration", "{midpoint: [temperature_range.min, growth_duration]}", RuleType},
+		{"three ends", "{midpoint: [temperature_range.min, temperature_range.max, temperature_range.max]}", RuleType},
+		{"with input", "{midpoint: [temperature_range.min, temperature_range.max], input: growth_duration}", RuleType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(base, mid, tc.with, 1)
+			_, err := Load("m.yaml", []byte(src))
+			var ps Problems
+			if !errors.As(err, &ps) || !ps.has(tc.rule) || !strings.Contains(ps.Error(), "phases[4].ramp.temperature_c") {
+				t.Fatalf("err %v, want %s at phases[4].ramp.temperature_c", err, tc.rule)
+			}
+		})
+	}
+}
