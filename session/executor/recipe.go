@@ -155,8 +155,10 @@ func newRecipeRun(st recipeState) *recipeRun {
 	return r
 }
 
+// Steps are the Plan's phases.
 func (r *recipeRun) Steps() []Step { return r.steps }
 
+// State is the resumable state: the pinned Plan and the progress.
 func (r *recipeRun) State() ([]byte, error) {
 	st := r.st
 	st.Rows, st.Warnings = r.rows, r.warns

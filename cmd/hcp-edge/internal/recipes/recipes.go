@@ -27,6 +27,7 @@ type PermissionError struct {
 	Mode fs.FileMode
 }
 
+// Error names the path, its mode and the remedy.
 func (e *PermissionError) Error() string {
 	return fmt.Sprintf("recipes: %s is writable by group or others (mode %v): only its owner may change what the rig does (chmod go-w)", e.Path, e.Mode.Perm())
 }
