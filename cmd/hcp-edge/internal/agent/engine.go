@@ -30,9 +30,9 @@ import (
 )
 
 // executors builds the executor of every capability the registry
-// declares: a recipe's from rx (by name), the built-in ones by name.
-func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) ([]executor.Executor, error) {
-	var out []executor.Executor
+// declares: a recipe's from rx (by name), the built-in ones by name. The
+// names it has none for are returned apart (missing): not to be offered.
+func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) (out []executor.Executor, missing []string, err error) {
 	for _, c := range reg.All() {
 		if slices.ContainsFunc(out, func(x executor.Executor) bool { return x.Capability() == c.Name }) {
 			continue
@@ -41,9 +41,12 @@ func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) ([]execu
 			out = append(out, rx[i])
 			continue
 		}
+		if slices.Contains(missing, c.Name) {
+			continue
+		}
 		hi, err := reg.Resolve(c.Name, "")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var x executor.Executor
 		switch c.Name {
@@ -52,14 +55,15 @@ func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) ([]execu
 		case executor.LeakCheckName:
 			x, err = executor.NewLeakCheck(hi)
 		default:
-			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor and no recipe for it", c.Name)
+			missing = append(missing, c.Name)
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, x)
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // sessions is the daemon's session side: the engine and the local fan-out

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -58,9 +60,15 @@ func (d *daemon) recipeSet() ([]executor.Executor, []*capability.Capability, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("recipes: %w", err)
 	}
-	xs, err := executors(reg, set.Executors)
+	xs, missing, err := executors(reg, set.Executors)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(missing) > 0 {
+		// A declaration whose recipe was refused (or that names no
+		// executor at all) is not offered either.
+		d.log.Error("capabilities declared without an executor or a recipe that passed: not offered", "capabilities", strings.Join(missing, ", "))
+		caps = slices.DeleteFunc(caps, func(c *capability.Capability) bool { return slices.Contains(missing, c.Name) })
 	}
 	return xs, caps, nil
 }
