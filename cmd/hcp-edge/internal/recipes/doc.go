@@ -18,9 +18,10 @@
 //
 // A recipe file or directory writable by group or others is refused
 // (*PermissionError, ErrWritable): whoever can write it could change what
-// the rig does. A recipe whose content differs from what an earlier load
-// (since the agent started) held under the same name and version is
-// refused: a change of content needs a new version. The check of content
-// against earlier loads does not survive a restart; each session's
-// identity (name, version, sha256) does, in its checkpoints and its audit.
+// the rig does. A recipe whose content differs from what Known holds under
+// the same name and version is refused: a change of content needs a new
+// version. The daemon fills Known from every load since it started and,
+// at start, from the recipe identity of every session in its state file,
+// so an edit is caught across restarts too as long as a session ran the
+// earlier content.
 package recipes
