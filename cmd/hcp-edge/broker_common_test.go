@@ -66,7 +66,15 @@ type mos2Run struct {
 // Arm the rig and wait for the uplink before.
 func (b *brokerEnv) startMoS2(t *testing.T) *mos2Run {
 	t.Helper()
-	r := &mos2Run{ts: seedSubmit(t)}
+	return b.startApproved(t, seedSubmit(t))
+}
+
+// startApproved submits ts through a new caller client, approves it with
+// hcp-edge approve and waits until the session runs with progress (a task
+// of risk R3 or above). Arm the rig and wait for the uplink before.
+func (b *brokerEnv) startApproved(t *testing.T, ts *wire.TaskSubmit) *mos2Run {
+	t.Helper()
+	r := &mos2Run{ts: ts}
 	r.c = b.client(func(env *wire.Envelope) {
 		r.mu.Lock()
 		r.early = append(r.early, env)
@@ -85,7 +93,7 @@ func (b *brokerEnv) startMoS2(t *testing.T) *mos2Run {
 	run := b.waitSession("running with progress", func(s sessionView) bool {
 		return s.ID == pending.ID && s.State == "RUNNING" && s.Progress != nil
 	})
-	t.Logf("MoS2 session %s running: %s", run.ID, run.Progress.Stage)
+	t.Logf("%s session %s running: %s", ts.Capability, run.ID, run.Progress.Stage)
 	return r
 }
 
@@ -168,13 +176,11 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit, grown
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	o := executor.DefaultCVDOpts()
-	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	o := executor.DefaultCVDOpts()
-	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
 }
 
 // grown is the plant of an env with an in-process rig after its session.

@@ -110,10 +110,12 @@ func TestCallersSeeAndFetch(t *testing.T) {
 		}
 		t.Logf("alpha's discovery answered in %v", time.Since(t0).Round(time.Millisecond))
 		discovered = r
-		if got := strings.Join(names(r), ","); got != "cvd-material-synthesis,leak-check,rig-status" {
+		// sim.yaml's harness-alpha-001: the shipped recipes (MoS2, the H2/Ar
+		// anneal, WS2 at R4) and the built-in capabilities.
+		if got := strings.Join(names(r), ","); got != "cvd-material-synthesis,h2-anneal,leak-check,rig-status,ws2-sulfurization" {
 			t.Fatalf("alpha discovers %s", got)
 		}
-		if r.CallerID != amqptest.AlphaID || r.CalleeID != b.calleeID || r.MaxRiskLevel != "R3" || r.MaxDataClassification != "T2" {
+		if r.CallerID != amqptest.AlphaID || r.CalleeID != b.calleeID || r.MaxRiskLevel != "R4" || r.MaxDataClassification != "T2" {
 			t.Fatalf("alpha's answer: %+v", r)
 		}
 		for _, o := range r.Capabilities {
@@ -174,7 +176,15 @@ func TestCallersSeeAndFetch(t *testing.T) {
 		if acc.SafetyEnvelope == nil || len(acc.SafetyEnvelope.Parameters) == 0 || len(acc.SafetyEnvelope.ProhibitedActions) == 0 {
 			t.Fatalf("task_accepted without a safety envelope: %s", mustEncode(msgs[0]))
 		}
-		if discovered != nil && mustJSON(acc.SafetyEnvelope) != mustJSON(discovered.Capabilities[1].SafetyEnvelope) {
+		var leakOffer *wire.CapabilityOffer
+		if discovered != nil {
+			for i, o := range discovered.Capabilities {
+				if o.Capability.Name == executor.LeakCheckName {
+					leakOffer = &discovered.Capabilities[i]
+				}
+			}
+		}
+		if leakOffer != nil && mustJSON(acc.SafetyEnvelope) != mustJSON(leakOffer.SafetyEnvelope) {
 			t.Fatalf("task_accepted's safety_envelope differs from the one discovered for leak-check:\n%s", mustEncode(msgs[0]))
 		}
 		if completed, err = msgs[len(msgs)-1].TaskCompleted(); err != nil {

@@ -94,7 +94,8 @@ func TestKillAgentAtRandom(t *testing.T) {
 	for _, r := range [][2]string{
 		// The test's caller runs the leak check as the shipped
 		// harness-alpha-001 may: asserted, not granted.
-		{"capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R3", "capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R3"},
+		{"capabilities: [cvd-material-synthesis, ws2-sulfurization, h2-anneal, rig-status, leak-check]\n      max_risk_level: R4",
+			"capabilities: [cvd-material-synthesis, ws2-sulfurization, h2-anneal, rig-status, leak-check]\n      max_risk_level: R4"},
 		// A short controller watchdog, so that each kill's heater drop is
 		// quick to see (kicked four times per period).
 		{"kick_every: 1s", "kick_every: 500ms"},

@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/rabbitmq/amqp091-go"
+
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
@@ -84,16 +87,16 @@ func (l *lockedBuffer) String() string {
 }
 
 // startRigSim runs rig-sim with its defaults (the Modbus TCP address and the
-// time scale sim.yaml expects) in a run directory of its own. The address is
+// time scale sim.yaml expects) and args in a run directory of its own. The address is
 // fixed (127.0.0.1:5020): while another test's simulator holds it, rig-sim
 // exits at once, and this waits and tries again (hang guard 3 min).
-func startRigSim(t *testing.T) *rigSimProc {
+func startRigSim(t *testing.T, args ...string) *rigSimProc {
 	t.Helper()
 	r := &rigSimProc{t: t, bin: buildRigSim(t), dir: t.TempDir()}
 	deadline := time.Now().Add(brokerLongGuard)
 	for {
 		r.logs = &lockedBuffer{}
-		cmd := exec.Command(r.bin, "run", "--dir", r.dir)
+		cmd := exec.Command(r.bin, append([]string{"run", "--dir", r.dir}, args...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -201,30 +204,19 @@ func TestShippedCapabilities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binaries and broker")
 	}
-	conn := amqptest.Dial(t, amqptest.AlphaURL()) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
-	cfgPath, err := filepath.Abs(shippedConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if shipped, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(shipped, configs.SimYAML) {
-		t.Fatalf("configs/sim.yaml differs from the embedded default (%v)", err)
-	}
-	sim := startRigSim(t)
-	if sim.dir == rig.DefaultOpts().Dir {
-		t.Fatal("the simulator must not use the shared default run directory")
-	}
-	// The shipped ids on the process's own bench vhost, provisioned as
-	// `hcp-edge broker provision` provisions configs/sim.yaml.
-	edge := amqptest.Dial(t, amqptest.URL())
-	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
-	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
-	b.sock = filepath.Join(b.dir, "control.sock")
-	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
-	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
-	t.Setenv("HCP_AMQP_URL", testBrokerURL())
-	t.Setenv("HCP_CALLEE_ID", b.calleeID)
-	b.start()
-	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	b, sim := startShipped(t)
+	// Discovery offers the shipped recipes as capabilities, each with the
+	// risk floor derived from what it does.
+	tap := b.tap()
+	t.Run("discovery", func(t *testing.T) {
+		offers := b.discover(t, tap)
+		for name, floor := range map[string]string{"cvd-material-synthesis": "R3", "ws2-sulfurization": "R4", "h2-anneal": "R3",
+			"rig-status": "R1", "leak-check": "R2"} {
+			if o, ok := offers[name]; !ok || o.RiskFloor != floor {
+				t.Errorf("%s offered %v with floor %q, want %s", name, ok, o.RiskFloor, floor)
+			}
+		}
+	})
 
 	// One consumer of the caller's queue at a time: a second client would
 	// share its messages round-robin.
@@ -265,6 +257,7 @@ func TestShippedCapabilities(t *testing.T) {
 	}
 	t.Run("cvd-material-synthesis", func(t *testing.T) {
 		r := b.startMoS2(t)
+		defer r.c.Close() // one consumer of the caller's queue at a time
 		all := r.finish(t, brokerLongGuard)
 		checkStream(t, all, r.sid)
 		if checkCompleted(t, all[len(all)-1], r.ts, sim.grown()) == "COMPLETED" {
@@ -273,5 +266,145 @@ func TestShippedCapabilities(t *testing.T) {
 	})
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}
+
+// TestShippedRecipes runs the shipped WS2 and H2/Ar anneal recipes to
+// completion through the broker against rig-sim and `hcp-edge run --config
+// configs/sim.yaml`, as TestShippedCapabilities runs the MoS2 one, each on
+// a fresh simulator and agent: WS2 with WO3 in the boat from the start (a
+// sample of its own), the anneal on a rig whose interlock has seen no H2S
+// (H2 after H2S needs the envelope's purge: 2 min of the instruments'
+// clock, 10 h of the simulator's process time).
+func TestShippedRecipes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end through the real binaries and broker")
+	}
+	t.Run("ws2-sulfurization", func(t *testing.T) {
+		b, sim := startShipped(t, "--precursor", "WO3")
+		b.arm()
+		r := b.startApproved(t, &wire.TaskSubmit{Capability: "ws2-sulfurization", CallerID: b.callerID, Intent: "shipped WS2 recipe",
+			Inputs: json.RawMessage(`{"substrate":"SiO2/Si","growth_temperature":800,"growth_duration":"PT10M"}`)})
+		defer r.c.Close()
+		all := r.finish(t, brokerLongGuard)
+		checkStream(t, all, r.sid)
+		checkRecipeAccepted(t, all, "ws2-sulfurization")
+		out := completedOutputs(t, all[len(all)-1])
+		grown := sim.grown()
+		t.Logf("WS2: layer count %v, distance %v, confidence %v; plant %.3f layers of %s", out["layer_count"], out["peak_distance"],
+			out["confidence"], grown.Layers, grown.Film.Material())
+		if lc, _ := out["layer_count"].(float64); lc < 1 || grown.Film.Material() != "WS2" {
+			t.Fatalf("WS2: layer count %v, plant film %s", out["layer_count"], grown.Film.Material())
+		}
+		if err := b.stop(); err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+		}
+	})
+	t.Run("h2-anneal", func(t *testing.T) {
+		b, sim := startShipped(t)
+		b.arm()
+		r := b.startApproved(t, &wire.TaskSubmit{Capability: "h2-anneal", CallerID: b.callerID, Intent: "shipped anneal recipe",
+			Inputs: json.RawMessage(`{"substrate":"sapphire","anneal_temperature":450,"anneal_duration":"PT10M"}`)})
+		defer r.c.Close()
+		all := r.finish(t, brokerLongGuard)
+		checkStream(t, all, r.sid)
+		checkRecipeAccepted(t, all, "h2-anneal")
+		out := completedOutputs(t, all[len(all)-1])
+		logRows, _ := out["process_log"].([]any)
+		t.Logf("anneal: peak %v, leak rate %v, %d log rows", out["peak_temperature"], out["leak_rate_pa_per_min"], len(logRows))
+		if len(logRows) == 0 || out["raman_analysis"] != nil || sim.grown().Layers != 0 {
+			t.Fatalf("anneal outputs %v", out)
+		}
+		if err := b.stop(); err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+		}
+	})
+}
+
+// startShipped starts rig-sim (with simArgs) and `hcp-edge run --config
+// configs/sim.yaml`, the file as shipped, on the real broker (only the
+// environment places the state directory, the simulator's run directory,
+// the broker login of the callee and a callee id of its own), and waits
+// for the uplink. Both stop at the end of t.
+func startShipped(t *testing.T, simArgs ...string) (*brokerEnv, *rigSimProc) {
+	t.Helper()
+	conn := amqptest.Dial(t, amqptest.AlphaURL()) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
+	cfgPath, err := filepath.Abs(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shipped, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(shipped, configs.SimYAML) {
+		t.Fatalf("configs/sim.yaml differs from the embedded default (%v)", err)
+	}
+	sim := startRigSim(t, simArgs...)
+	if sim.dir == rig.DefaultOpts().Dir {
+		t.Fatal("the simulator must not use the shared default run directory")
+	}
+	// The shipped ids on the process's own bench vhost, provisioned as
+	// `hcp-edge broker provision` provisions configs/sim.yaml.
+	edge := amqptest.Dial(t, amqptest.URL())
+	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
+	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
+	b.sock = filepath.Join(b.dir, "control.sock")
+	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
+	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
+	t.Setenv("HCP_AMQP_URL", testBrokerURL())
+	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	b.start()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	return b, sim
+}
+
+// checkRecipeAccepted: the session's task_accepted names the shipped
+// recipe it runs, with a sha256 of 64 hex digits.
+func checkRecipeAccepted(t *testing.T, all []*wire.Envelope, name string) {
+	t.Helper()
+	for _, m := range all {
+		if m.Type != wire.TypeTaskAccepted {
+			continue
+		}
+		acc, err := m.TaskAccepted()
+		if err != nil || acc.Recipe == nil || acc.Recipe.Name != name || acc.Recipe.Version == "" || len(acc.Recipe.SHA256) != 64 {
+			t.Fatalf("task_accepted recipe %+v (%v), want %s", acc.Recipe, err, name)
+		}
+		return
+	}
+	t.Fatal("no task_accepted")
+}
+
+// discover asks the agent, as the caller through the broker, for the
+// capabilities it may use (capabilities_request) and returns the offers
+// by name. tap is the caller's queue (b.tap).
+func (b *brokerEnv) discover(t *testing.T, tap <-chan amqp091.Delivery) map[string]wire.CapabilityOffer {
+	t.Helper()
+	id := uuid.NewString()
+	body := fmt.Sprintf(`{"hcp_version":"1.0","message_id":%q,"timestamp":%q,"session_id":null,"type":"capabilities_request","payload":{}}`,
+		id, time.Now().UTC().Format(wire.TimestampLayout))
+	publishCommand(t, b.conn, b.calleeID, amqp091.Publishing{ContentType: wire.ContentType, ContentEncoding: wire.ContentEncoding,
+		DeliveryMode: wire.DeliveryMode, MessageId: id, Type: string(wire.TypeCapabilitiesRequest), Timestamp: time.Now(),
+		UserId: amqptest.AlphaUser, Body: []byte(body)})
+	deadline := time.After(hangGuard)
+	for {
+		select {
+		case d := <-tap:
+			env, err := wire.Decode(d.Body)
+			if err != nil || env.Type != wire.TypeCapabilitiesResponse {
+				continue
+			}
+			if irt, _ := d.Headers[wire.HeaderInReplyTo].(string); irt != id {
+				continue
+			}
+			var resp wire.CapabilitiesResponse
+			if err := json.Unmarshal(env.Payload, &resp); err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]wire.CapabilityOffer{}
+			for _, o := range resp.Capabilities {
+				out[o.Capability.Name] = o
+			}
+			return out
+		case <-deadline:
+			t.Fatalf("no capabilities_response to %s within %v", id, hangGuard)
+		}
 	}
 }

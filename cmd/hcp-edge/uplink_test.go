@@ -510,11 +510,11 @@ func TestUplinkSubmitCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const all = "capabilities: [cvd-material-synthesis, rig-status, leak-check]"
+	const all = "capabilities: [cvd-material-synthesis, ws2-sulfurization, h2-anneal, rig-status, leak-check]"
 	if strings.Count(string(cfg), all) != 1 {
 		t.Fatalf("fixture: %q not once in the configuration", all)
 	}
-	cfg = []byte(strings.Replace(string(cfg), all, "capabilities: [cvd-material-synthesis, rig-status]", 1))
+	cfg = []byte(strings.Replace(string(cfg), all, "capabilities: [cvd-material-synthesis, ws2-sulfurization, h2-anneal, rig-status]", 1))
 	if err := os.WriteFile(b.cfg, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}

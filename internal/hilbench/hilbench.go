@@ -455,9 +455,13 @@ func (x AllowAll) Authenticate(context.Context, string) (envelope.Grant, error) 
 	return envelope.Grant{SessionID: x.Session}, nil
 }
 
+// MoS2Exposure is the H2S exposure (sccm·s) the shipped MoS2 recipe
+// (configs/recipes/mos2-sulfurization.yaml) plans by default: 3 sccm for
+// 15 min, about 0.9 layer at 725 °C; 1.27 layers still reads as one.
+const MoS2Exposure = 3 * 900.0
+
 // ExposureRatio is the H2S the plant received over plannedSCCMs, what the
-// recipe plans (executor.DefaultCVDOpts: 3 sccm for 15 min, about 0.9 layer
-// at 725 °C; 1.27 layers still reads as one).
+// recipe plans (MoS2Exposure for the shipped MoS2 recipe's defaults).
 func ExposureRatio(snap plant.Snapshot, plannedSCCMs float64) float64 {
 	return snap.H2SExposureSCCMs / plannedSCCMs
 }

@@ -26,12 +26,13 @@ const (
 	KindOwnership  Kind = "ownership"          // a change of a session's owner, or a refused hand-off or control
 	KindDiscovery  Kind = "discovery"          // a refused capabilities_request (no session)
 	KindControl    Kind = "control"            // a control socket action or refusal, with the OS user the kernel reported
+	KindRecipe     Kind = "recipe"             // the recipe a new session runs: name, version, sha256
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe:
 		return true
 	}
 	return false

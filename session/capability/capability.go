@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -110,8 +111,18 @@ type Capability struct {
 	SemVer       *semver.Version
 	MaxDuration  time.Duration // 0 when not declared
 	AbortTimeout time.Duration // 0 when not declared
+	// RiskFloor, when set, is a risk floor the gate never goes below: a
+	// recipe's, derived from what it does (session/recipe Policy). It is
+	// not part of the declaration.
+	RiskFloor RiskLevel
+	// MinDataClassification, when set (T1–T4), is the least data
+	// classification of the capability's sessions: a recipe's, derived from
+	// what it does. It is not part of the declaration.
+	MinDataClassification string
 
 	input, output *jsonschema.Schema
+	check         func(raw []byte) error // SetInputCheck
+
 }
 
 // Ref is the CapabilityRef of seeds/003: a capability by name and version.
@@ -276,7 +287,24 @@ func validate(s *jsonschema.Schema, raw []byte) error {
 
 // ValidateInput validates a task's inputs (raw JSON) against the declared
 // input_schema; a failure is an *InputError.
-func (c *Capability) ValidateInput(raw []byte) error { return validate(c.input, raw) }
+//
+// With an input check (SetInputCheck), inputs valid against the schema are
+// then given to it.
+func (c *Capability) ValidateInput(raw []byte) error {
+	if err := validate(c.input, raw); err != nil {
+		return err
+	}
+	if c.check != nil {
+		return c.check(raw)
+	}
+	return nil
+}
+
+// SetInputCheck sets what ValidateInput asks of inputs valid against the
+// input_schema: the rules a schema cannot express (a recipe's duration
+// ranges, a window's low end at or below its high end). check returns an
+// *InputError naming each failing field.
+func (c *Capability) SetInputCheck(check func(raw []byte) error) { c.check = check }
 
 // ValidateOutput validates a task's outputs (raw JSON) against the declared
 // output_schema; a failure is an *InputError.
@@ -316,8 +344,12 @@ func ParseDuration(s string) (time.Duration, error) {
 	return time.Duration(total), nil
 }
 
-// Registry holds capabilities by name and version.
+// Registry holds capabilities by name and version. It is safe for
+// concurrent use; Replace swaps its whole content at once (the agent's
+// reload of its recipes), so that everyone holding the Registry sees the
+// new set.
 type Registry struct {
+	mu     sync.RWMutex
 	byName map[string][]*Capability // each sorted by ascending version
 }
 
@@ -367,8 +399,23 @@ func LoadDir(dir string) (*Registry, error) {
 	return NewRegistry(caps...)
 }
 
+// Replace makes r hold exactly caps (as NewRegistry would index them), all
+// at once; on an error r is unchanged.
+func (r *Registry) Replace(caps ...*Capability) error {
+	next, err := NewRegistry(caps...)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.byName = next.byName
+	r.mu.Unlock()
+	return nil
+}
+
 // All returns every capability, by name then version.
 func (r *Registry) All() []*Capability {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var out []*Capability
 	names := make([]string, 0, len(r.byName))
 	for n := range r.byName {
@@ -385,7 +432,9 @@ func (r *Registry) All() []*Capability {
 // range rng. An empty range takes the highest release (a pre-release only
 // when there is nothing else).
 func (r *Registry) Resolve(name, rng string) (*Capability, error) {
+	r.mu.RLock()
 	list := r.byName[name]
+	r.mu.RUnlock()
 	if len(list) == 0 {
 		return nil, fmt.Errorf("capability %q: %w", name, ErrUnknownCapability)
 	}

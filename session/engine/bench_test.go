@@ -173,14 +173,7 @@ func release(b *testing.B, e *Engine, res Result) {
 // (one per LogEvery, 30 s of process time by default).
 func cvdState(tb testing.TB, rows int) []byte {
 	tb.Helper()
-	c, err := registry(tb).Resolve(executor.CVDName, "1.x")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	x, err := executor.NewCVD(c, executor.CVDOpts{})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	x := shippedRecipe(tb, executor.CVDName)
 	task := executor.Task{SessionID: "bench", Intent: "grow MoS2", Inputs: json.RawMessage(cvdInputs)}
 	rec, err := x.Plan(task)
 	if err != nil {

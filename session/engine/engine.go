@@ -20,6 +20,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -132,7 +133,6 @@ type Config struct {
 // for concurrent use; Close stops every session goroutine and waits.
 type Engine struct {
 	cfg   Config
-	execs map[string]executor.Executor
 	clock *executor.ScaledClock
 	pc    *wallclock.Clock // cfg.Clock
 	log   *slog.Logger
@@ -140,8 +140,9 @@ type Engine struct {
 	stop  context.CancelFunc
 
 	mu       sync.Mutex
-	live     map[string]*live  // session id → live session (non-terminal)
-	approval map[string]string // approval id → session id
+	execs    map[string]executor.Executor // by capability name (SetExecutors)
+	live     map[string]*live             // session id → live session (non-terminal)
+	approval map[string]string            // approval id → session id
 	// accessTimers are the expiry timers of the pending access requests
 	// (access id → timer); each holds one count of wg until it fires or
 	// is stopped.
@@ -197,11 +198,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, execs: map[string]executor.Executor{}, clock: clock, pc: cfg.Clock, log: cfg.Logger,
 		live: map[string]*live{}, approval: map[string]string{}, accessTimers: map[string]*time.Timer{}}
-	for _, x := range cfg.Executors {
-		if _, dup := e.execs[x.Capability()]; dup {
-			return nil, fmt.Errorf("engine: two executors for %s", x.Capability())
-		}
-		e.execs[x.Capability()] = x
+	if err := e.SetExecutors(cfg.Executors...); err != nil {
+		return nil, err
 	}
 	e.base, e.stop = context.WithCancel(context.Background())
 	return e, nil
@@ -256,6 +254,13 @@ type meta struct {
 	RunningSince time.Time       `json:"running_since,omitzero"`      // wall time of PENDING → RUNNING
 	Operator     string          `json:"operator,omitempty"`
 	Approvals    []Signature     `json:"approvals,omitempty"` // gathered so far, oldest first (approval.go)
+	// Recipe is the identity of the recipe the session runs (a recipe
+	// executor's), fixed when the session is created: task_accepted and
+	// the audit name it, and the run refuses any other. RecipeSource is
+	// that recipe's file: recovery loads the session's recipe from it, not
+	// from what the agent has loaded since.
+	Recipe       *recipe.Identity `json:"recipe,omitempty"`
+	RecipeSource []byte           `json:"recipe_source,omitempty"`
 }
 
 // SubmitRequest is one task_submit handed over by the inbox.
@@ -361,16 +366,20 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 		}
 		return rejected(callerOf(sub), env)
 	}
-	x, ok := e.execs[d.Capability.Name]
+	x, ok := e.Executor(d.Capability.Name)
 	if !ok {
 		return res, fmt.Errorf("engine: no executor for %s", d.Capability.Name)
+	}
+	ident, src, err := recipeOf(x, d.Capability)
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
 	}
 	if (d.Encrypted || d.DataClassification.Rank() >= gate.T3.Rank()) && e.cfg.AtRest == nil {
 		// New makes this unreachable; never run such a session unsealed.
 		return res, fmt.Errorf("engine: a %s session needs the at-rest key: %w", d.DataClassification, atrest.ErrNoKey)
 	}
 	m := meta{Submit: req.Envelope.Payload, NeedApproval: d.Outcome == gate.PendingApproval,
-		AbortTimeout: d.AbortTimeout, AuditedData: d.AuditedAccess, Encrypted: d.Encrypted}
+		AbortTimeout: d.AbortTimeout, AuditedData: d.AuditedAccess, Encrypted: d.Encrypted, Recipe: ident, RecipeSource: src}
 	for _, p := range d.Permissions {
 		m.Permissions = append(m.Permissions, string(p))
 	}
@@ -398,6 +407,9 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 	}
 	l.sess = sess
 	res.SessionID = sess.ID
+	if err := auditRecipe(ctx, w, sess.ID, ident); err != nil {
+		return res, err
+	}
 	if m.NeedApproval {
 		evs, err := e.eventEnvelopes(l, created)
 		if err != nil {
@@ -554,7 +566,8 @@ func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope
 	}
 	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
 		SafetyEnvelope: safety,
-		Constraints:    &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)}}
+		Constraints:    &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)},
+		Recipe:         wireRecipe(l.meta.Recipe)}
 	accEnv, err := wire.NewEnvelope(&l.uid, acc, now)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -331,3 +332,28 @@ func (h *harness) storedSeqs(t testing.TB, id string) []store.Event {
 func testEnvelope(t testing.TB) *envelope.Envelope { return hilbench.Envelope(t) }
 
 var _ = os.Getenv
+
+// shippedRecipe is the executor of the shipped recipe of that capability
+// name (configs/recipes), loaded as the agent loads it.
+func shippedRecipe(t testing.TB, name string) *executor.RecipeExecutor {
+	t.Helper()
+	srcs, err := recipe.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		r, err := recipe.Load(s.Name, s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Name == name {
+			x, err := executor.NewRecipeExecutor(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		}
+	}
+	t.Fatalf("no shipped recipe %s", name)
+	return nil
+}

@@ -219,16 +219,26 @@ func (e *Engine) restore(sess store.Session) (*live, error) {
 	if err := json.Unmarshal(l.meta.Submit, l.sub); err != nil {
 		return l, fmt.Errorf("engine: session %s task: %w", sess.ID, err)
 	}
-	c, err := e.cfg.Registry.Resolve(sess.Capability, sess.CapabilityVersion)
-	if err != nil {
-		return l, fmt.Errorf("engine: session %s: %w", sess.ID, err)
+	if l.meta.Recipe != nil {
+		// A recipe session recovers with the recipe it was accepted with,
+		// kept in its metadata, whatever the agent has loaded since.
+		c, x, err := e.pinnedRecipe(l.meta)
+		if err != nil {
+			return l, fmt.Errorf("engine: session %s: %w", sess.ID, err)
+		}
+		l.capab, l.exec = c, x
+	} else {
+		c, err := e.cfg.Registry.Resolve(sess.Capability, sess.CapabilityVersion)
+		if err != nil {
+			return l, fmt.Errorf("engine: session %s: %w", sess.ID, err)
+		}
+		l.capab = c
+		x, ok := e.Executor(c.Name)
+		if !ok {
+			return l, fmt.Errorf("engine: session %s: no executor for %s", sess.ID, c.Name)
+		}
+		l.exec = x
 	}
-	l.capab = c
-	x, ok := e.execs[c.Name]
-	if !ok {
-		return l, fmt.Errorf("engine: session %s: no executor for %s", sess.ID, c.Name)
-	}
-	l.exec = x
 	if l.sealed() && e.cfg.AtRest == nil {
 		return l, fmt.Errorf("engine: session %s is classified %s: its checkpoints and artifacts are sealed at rest and no at-rest key is configured: %w",
 			sess.ID, sess.DataClass, atrest.ErrNoKey)

@@ -105,6 +105,10 @@ func (e *Engine) disarmLocked(l *live) bool {
 // task is the executor's view of the submit.
 func (l *live) task() executor.Task {
 	t := executor.Task{SessionID: l.id, Intent: l.sub.Intent, Inputs: l.sub.Inputs}
+	if l.capab != nil && l.capab.SemVer != nil {
+		t.Version = l.capab.SemVer.String()
+	}
+	t.Recipe = l.meta.Recipe
 	if eo := l.sub.ExpectedOutput; eo != nil {
 		t.ExpectedOutput = &executor.ExpectedOutput{Format: eo.Format, RequiredFields: eo.RequiredFields, Schema: eo.Schema}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -90,13 +91,9 @@ func simHarnessClock(t *testing.T, pc *wallclock.Clock, mods ...func(*Config)) (
 	b := &simBench{acts: acts, Bench: hilbench.New(t, hilbench.Opts{TimeScale: simScale, Authorizer: authz,
 		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
 	reg := registry(t)
-	cvdCap, _ := reg.Resolve(executor.CVDName, "1.x")
 	rsCap, _ := reg.Resolve(executor.RigStatusName, "1.x")
 	lcCap, _ := reg.Resolve(executor.LeakCheckName, "1.x")
-	cvd, err := executor.NewCVD(cvdCap, executor.CVDOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cvd := shippedRecipe(t, executor.CVDName)
 	rs, _ := executor.NewRigStatus(rsCap)
 	lc, _ := executor.NewLeakCheck(lcCap)
 	h := newHarnessClock(t, path, executor.ToolRig(b.Invoker, b.Monitor), simScale, []executor.Executor{cvd, rs, lc}, pc, func(c *Config) {
@@ -156,6 +153,10 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	evs := events(t, msgs)
 	contiguous(t, evs)
 	h.storedSeqs(t, res.SessionID)
+	checkRecipeIdentity(t, h, res.SessionID, msgs, shippedRecipe(t, executor.CVDName))
+	if acc, err := side.Replies[0].TaskAccepted(); err != nil || acc.Recipe != nil {
+		t.Errorf("rig-status is no recipe: task_accepted recipe %+v (%v)", acc.Recipe, err)
+	}
 	last := msgs[len(msgs)-1]
 	tc, err := last.TaskCompleted()
 	if err != nil {
@@ -268,11 +269,41 @@ func (h *harness) waitTerminal(t testing.TB, id string) lifecycle.State {
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	o := executor.DefaultCVDOpts()
-	return hilbench.ExposureRatio(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	o := executor.DefaultCVDOpts()
-	return hilbench.Overgrown(snap, o.H2SFlowSCCM*o.DefaultGrowth.Seconds())
+	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
+}
+
+// checkRecipeIdentity: the session's task_accepted names the recipe x runs
+// (name, version, sha256), and its audit has the recipe entry.
+func checkRecipeIdentity(t *testing.T, h *harness, sid string, msgs []*wire.Envelope, x *executor.RecipeExecutor) {
+	t.Helper()
+	want, err := x.Identity("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range msgs {
+		if acc, err := m.TaskAccepted(); err == nil {
+			found = true
+			if r := acc.Recipe; r == nil || r.Name != want.Name || r.Version != want.Version || r.SHA256 != want.SHA256 {
+				t.Errorf("task_accepted recipe %+v, want %+v", r, want)
+			}
+		}
+	}
+	if !found {
+		t.Error("no task_accepted")
+	}
+	es, err := h.st.Audit().Replay(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Kind == audit.KindRecipe && strings.Contains(e.Detail, want.SHA256) {
+			return
+		}
+	}
+	t.Errorf("no recipe entry with %s in the session's audit", want.SHA256)
 }

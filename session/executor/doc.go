@@ -1,5 +1,6 @@
-// Package executor holds the L4 task executors: cvd-material-synthesis,
-// rig-status and leak-check. Each turns a task's intent and inputs into a
+// Package executor holds the L4 task executors: the recipe executor (every
+// process recipe, cvd-material-synthesis among them), rig-status and
+// leak-check. Each turns a task's intent and inputs into a
 // Recipe of named steps that the session engine drives one at a time, and
 // builds the outputs (validated against the capability's output_schema and
 // the caller's expected_output) and the artifacts.
@@ -38,34 +39,53 @@
 // seconds. The interlock keeps its own clock: its rate-of-change limits are
 // counted there, and a rate refusal is retried after the time it needs.
 //
-// # The synthesis recipe
+// # Recipes
+//
+// A RecipeExecutor (recipe.go) runs the process recipes of session/recipe:
+// reviewed data, not Go code. Plan resolves the task's inputs with
+// recipe.Recipe.Resolve (a refused input is input_error, naming the field)
+// into a recipe.Plan whose phases are the steps, each run by the phase code
+// of phases.go:
 //
 //	preflight   interlock not latched, e-stop released, no leak, door closed,
-//	            relay armed; growth temperature = midpoint of temperature_range,
-//	            clamped to the envelope's setpoint max (refused when the whole
-//	            range lies above it); H2S flow, ramp rate and Raman integration
-//	            clamped to the envelope; H2/H2S off, vent closed, scrubber on
-//	pump_down   vent closed, pump on, gate valve open; wait ≤ 5 Pa (30 min max)
-//	leak_check  gate valve closed 2 min; rate of rise ≤ 10 Pa/min; pump again
-//	purge       carrier (Ar, 100 sccm or carrier_gas) for 5 min
-//	ramp        ramp rate min(20 °C/min, envelope max), setpoint, heater on;
-//	            wait until the working setpoint reaches it and PV is within 5 °C
-//	grow        H2S 3 sccm, line valve open, hold growth_duration (default
-//	            15 min) with checkpoints every 5 min; H2S off, valve closed
-//	cool        5 min carrier purge, heater off, wait below the envelope's vent
-//	            temperature − 5 °C; carrier off; wait until the readings confirm
-//	            every gas off
-//	vent        gate valve closed, pump off, vent open until ≥ 90 kPa; vent closed
-//	measure     acquire a Raman spectrum (raman.integration_seconds, default 5 s)
-//	analyse     session/analysis: E2g/A1g fit, distance, layer count, confidence
+//	            relay armed (fresh readings); setpoints above the envelope's
+//	            maximum clamped with a warning, as are hold gas flows and the
+//	            Raman integration; ramp rates clamped into the envelope; a
+//	            purge flow above its maximum refused; reactive gases off, vent
+//	            closed, scrubber on
+//	pump_down   vent closed, pump on, gate valve open; wait for the base pressure
+//	leak_check  gate valve closed for the hold; rate of rise at most the
+//	            maximum; pump down again
+//	purge       a gas at a flow, its line valve open, for a time (it keeps flowing)
+//	ramp        ramp rate, setpoint, heater on; wait until the working setpoint
+//	            reaches it and PV is within the settle band
+//	hold        gas flows on, line valves open, hold with checkpoints every
+//	            CheckpointEvery (the furnace judged when the hold has a
+//	            temperature); the gases it closes: flow 0, valve closed
+//	cool        purge, heater off, wait below the plan's target (never above
+//	            the envelope's vent temperature − 5 °C); the flowing gases off;
+//	            wait until the readings confirm every gas off
+//	vent        gate valve closed, pump off, vent open to the pressure; vent closed
+//	measure     acquire a Raman spectrum
+//	analyse     session/analysis.AnalyzeFor the phase's material: E2g/A1g fit,
+//	            distance, layer count, confidence
 //
-// The H2S flow and default growth time are calibrated on the simulated rig
-// (see DefaultCVDOpts): about 0.9 layer at 725 °C.
+// The checkpoint state pins the whole Plan (as the preflight adjusted it)
+// and the recipe's identity (name, version, sha256): Resume needs no
+// recipe file, and a session resumes with the recipe it started with. The
+// growth-log rows are journaled: each checkpoint stores the rows added
+// since the one before. After a failure Cleanup turns the heater and the
+// reactive gases off, purges with the carrier for the plan's cleanup
+// purge, and closes the carrier.
+//
+// The shipped MoS2 recipe (CVDName, configs/recipes/mos2-sulfurization.yaml)
+// is calibrated on the simulated rig: 3 sccm of H2S for 15 min at 725 °C
+// grow about 0.9 layer.
 //
 // # Caveats
 //
 // target_layers is compared with the result (a warning when it differs); it
 // does not change the recipe. A confidence below the caller's
 // confidence_threshold fails the task (execution_error) with the analysis in
-// the partial outputs. Only MoS2 is supported by the analysis.
+// the partial outputs. The analysis knows MoS2 and WS2.
 package executor

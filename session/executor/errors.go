@@ -50,6 +50,12 @@ var (
 	// The step fails rather than guess; a *ReadingError names the reading.
 	// Maps to execution_error.
 	ErrStale = errors.New("executor: reading stale, missing or out of order")
+	// ErrRecipeChanged: the recipe a session was accepted with is no
+	// longer the one of its version here (the file was edited and the
+	// agent reloaded), and the session has no checkpoint pinning its plan.
+	// The session fails rather than run another recipe (a Plan error: the
+	// engine answers input_error).
+	ErrRecipeChanged = errors.New("executor: recipe changed since the session was accepted")
 )
 
 // ReadingError is a reading a step needed and could not use. It wraps

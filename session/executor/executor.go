@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
 // Rig is what an executor may do to the rig: perform an action with the
@@ -213,7 +214,14 @@ type ExpectedOutput struct {
 
 // Task is what an executor needs of an accepted task_submit.
 type Task struct {
-	SessionID      string
+	SessionID string
+	// Version is the capability version the gate resolved (its semantic
+	// version's String; "" the highest): a RecipeExecutor runs that
+	// version's recipe.
+	Version string
+	// Recipe, when set, is the identity of the recipe the session was
+	// accepted with: a RecipeExecutor refuses to plan any other.
+	Recipe         *recipe.Identity
 	Intent         string
 	Inputs         json.RawMessage // valid against the capability's input_schema (the gate checked it)
 	ExpectedOutput *ExpectedOutput

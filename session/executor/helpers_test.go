@@ -10,6 +10,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
 // memSink records events in order.
@@ -86,4 +87,29 @@ var seedExpected = &ExpectedOutput{
 	Schema: json.RawMessage(`{"type":"object","required":["peak_distance","layer_count"],"properties":{
 		"peak_distance":{"type":"number"},"layer_count":{"type":"integer"},
 		"confidence":{"type":"number","minimum":0,"maximum":1}}}`),
+}
+
+// shippedExecutor is the executor of the shipped recipe of that capability
+// name (configs/recipes), loaded as the agent loads it.
+func shippedExecutor(t testing.TB, name string) *RecipeExecutor {
+	t.Helper()
+	srcs, err := recipe.Shipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		r, err := recipe.Load(s.Name, s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Name == name {
+			x, err := NewRecipeExecutor(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		}
+	}
+	t.Fatalf("no shipped recipe %s", name)
+	return nil
 }

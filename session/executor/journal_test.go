@@ -18,12 +18,12 @@ func (c *ckptRec) Checkpoint(_ context.Context, cp Checkpoint) (string, error) {
 // the rows added since the previous checkpoint, however long the history;
 // the plan and every journal, reassembled, give back State.
 func TestCheckpointJournal(t *testing.T) {
-	cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+	cvd := shippedExecutor(t, CVDName)
 	rec, err := cvd.Plan(Task{Inputs: json.RawMessage(`{"target_material":"MoS2","substrate":"SiO2/Si"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rec.(*cvdRecipe)
+	r := rec.(*recipeRun)
 	for i := range 1440 { // twelve hours of rows, already checkpointed
 		r.rows = append(r.rows, LogRow{Elapsed: float64(30 * i), Stage: "grow"})
 	}
@@ -32,7 +32,7 @@ func TestCheckpointJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = resumed.(*cvdRecipe)
+	r = resumed.(*recipeRun)
 	c := &ckptRec{}
 	env := &Env{Checkpoints: c}
 	if _, err := checkpoint(context.Background(), env, r, Checkpoint{Step: 5}); err != nil {

@@ -28,18 +28,28 @@ const (
 
 // LayerVerdict is the one-line verdict of a Raman analysis that the Raman
 // plot prints: found or not, the layer count (or bulk), the distance.
+//
+// The material is the analysis's (Result.Material), MoS2 when it names none.
 func LayerVerdict(a analysis.Result) string {
+	m := materialOf(a)
 	switch {
 	case !a.Found:
-		return "no MoS2 found: " + a.Reason
+		return "no " + m + " found: " + a.Reason
 	case a.LayerCount == 0:
 		return fmt.Sprintf("layer count unknown: distance %.2f cm⁻¹ outside every band", a.Distance)
 	case a.Bulk:
-		return fmt.Sprintf("bulk MoS2 (4 or more layers), confidence %.2f", a.Confidence)
+		return fmt.Sprintf("bulk %s (4 or more layers), confidence %.2f", m, a.Confidence)
 	case a.LayerCount == 1:
-		return fmt.Sprintf("monolayer MoS2 (1 layer), confidence %.2f", a.Confidence)
+		return fmt.Sprintf("monolayer %s (1 layer), confidence %.2f", m, a.Confidence)
 	}
-	return fmt.Sprintf("%d-layer MoS2 (%d layers), confidence %.2f", a.LayerCount, a.LayerCount, a.Confidence)
+	return fmt.Sprintf("%d-layer %s (%d layers), confidence %.2f", a.LayerCount, m, a.LayerCount, a.Confidence)
+}
+
+func materialOf(a analysis.Result) string {
+	if a.Material == "" {
+		return "MoS2"
+	}
+	return string(a.Material)
 }
 
 // ramanSVG draws the spectrum, the fitted model and both peaks, with the
@@ -76,7 +86,7 @@ func ramanSVG(sp device.Spectrum, a analysis.Result) []byte {
 			fmt.Sprintf("A1g − E2g distance %.2f ± %.2f cm⁻¹; R² %.3f, SNR %.0f (Lee et al. 2010 layer bands)",
 				a.Distance, a.DistanceErr, a.RSquared, a.SNR))
 	}
-	f := plot.Figure{Title: "Raman spectrum and fitted MoS2 peaks", Notes: notes, XLabel: "Raman shift (cm⁻¹)",
+	f := plot.Figure{Title: "Raman spectrum and fitted " + materialOf(a) + " peaks", Notes: notes, XLabel: "Raman shift (cm⁻¹)",
 		Panels: []plot.Panel{p}}
 	if !sp.At.IsZero() {
 		f.Notes = append(f.Notes, fmt.Sprintf("acquired %s, integration %v", sp.At.UTC().Format(time.RFC3339), sp.Integration))
@@ -289,24 +299,24 @@ func leakSVG(samples []pressureSample, p0, p1, rate, maxRate float64, passed boo
 	return f.SVG()
 }
 
-// plots adds the synthesis's SVG artifacts to arts: the Raman spectrum with
+// plots adds a recipe run's SVG artifacts to arts: the Raman spectrum with
 // its fit (once analysed) and the process profile (partial: the profile so
 // far, when there is one).
-func (r *cvdRecipe) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
+func (r *recipeRun) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
 	var envl *envelope.Envelope
 	if env.Rig != nil {
 		envl = env.Rig.Envelope()
 	}
-	if sp, a := r.plan.Spectrum, r.plan.Analysis; sp != nil && a != nil && !partial {
+	if sp, a := r.st.Spectrum, r.st.Analysis; sp != nil && a != nil && !partial {
 		art, err := writeArtifact(env, ramanSVGName, ramanSVGFile, svgType, ramanSVG(*sp, *a))
 		if err != nil {
 			return nil, err
 		}
 		arts = append(arts, art)
 	}
-	name, file, title := profileSVGName, profileSVGFile, "Process profile: "+CVDName
+	name, file, title := profileSVGName, profileSVGFile, "Process profile: "+r.st.Plan.Recipe.Name
 	if partial {
-		name, file, title = profilePartialNm, profilePartial, "Process profile until the failure: "+CVDName
+		name, file, title = profilePartialNm, profilePartial, "Process profile until the failure: "+r.st.Plan.Recipe.Name
 	}
 	if len(r.rows) < 2 {
 		return arts, nil

@@ -70,7 +70,7 @@ func TestSealedPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+	cvd := shippedExecutor(t, CVDName)
 	rec, err := cvd.Plan(Task{SessionID: "s3", Inputs: []byte(`{"target_material":"MoS2","substrate":"SiO2/Si"}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -50,12 +50,19 @@ func TestFailureCodes(t *testing.T) {
 	}{
 		{"refused vent valve", &fakeRig{env: env, refuse: "switch.vent_valve"}, `{"target_material":"MoS2","substrate":"SiO2/Si"}`, CodeSafetyViolation, "preflight"},
 		{"latched", &fakeRig{env: env, latched: true}, `{"target_material":"MoS2","substrate":"SiO2/Si"}`, CodeSafetyViolation, "preflight"},
-		{"no N2 line", &fakeRig{env: env}, `{"target_material":"MoS2","substrate":"SiO2/Si","carrier_gas":{"gas":"N2","flow_sccm":50}}`, CodeInput, "preflight"},
+		// The recipe offers Ar only: N2 is refused by its input_schema at Plan.
+		{"no N2 line", &fakeRig{env: env}, `{"target_material":"MoS2","substrate":"SiO2/Si","carrier_gas":{"gas":"N2","flow_sccm":150}}`, CodeInput, "plan"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+			cvd := shippedExecutor(t, CVDName)
 			rec, err := cvd.Plan(Task{Inputs: json.RawMessage(tc.inputs)})
+			if tc.step == "plan" {
+				if Classify(context.Background(), err) != tc.code {
+					t.Fatalf("plan: %v, want %s", err, tc.code)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +75,7 @@ func TestFailureCodes(t *testing.T) {
 			}
 			// The partial growth log, and the profile so far once there is one.
 			if _, arts := rec.Partial(&Env{ArtifactDir: t.TempDir()}); len(arts) < 1 || arts[0].Name != "partial_growth_log" ||
-				(len(arts) == 2) != (len(rec.(*cvdRecipe).rows) >= 2) || (len(arts) == 2 && arts[1].Type != svgType) {
+				(len(arts) == 2) != (len(rec.(*recipeRun).rows) >= 2) || (len(arts) == 2 && arts[1].Type != svgType) {
 				t.Fatalf("partial artifacts %+v", arts)
 			}
 		})
@@ -76,7 +83,7 @@ func TestFailureCodes(t *testing.T) {
 }
 
 func TestPlanInputs(t *testing.T) {
-	cvd, _ := NewCVD(resolve(t, CVDName), CVDOpts{})
+	cvd := shippedExecutor(t, CVDName)
 	tests := []struct {
 		name   string
 		inputs string
@@ -84,7 +91,9 @@ func TestPlanInputs(t *testing.T) {
 		growC  float64
 	}{
 		{"seed", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":700,"max":750,"unit":"celsius"}}`, true, 725},
-		{"kelvin", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":973.15,"max":1023.15,"unit":"kelvin"}}`, true, 725},
+		{"narrow window", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":730,"max":740}}`, true, 735},
+		{"kelvin not offered", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":973.15,"max":1023.15,"unit":"kelvin"}}`, false, 0},
+		{"low above high", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":740,"max":720}}`, false, 0},
 		{"WS2 unsupported", `{"target_material":"WS2","substrate":"SiO2/Si"}`, false, 0},
 		{"bad duration", `{"target_material":"MoS2","substrate":"SiO2/Si","growth_duration":"P1Y"}`, false, 0},
 		{"min above max", `{"target_material":"MoS2","substrate":"SiO2/Si","temperature_range":{"min":800,"max":700}}`, false, 0},
@@ -102,7 +111,7 @@ func TestPlanInputs(t *testing.T) {
 				}
 				return
 			}
-			if g := rec.(*cvdRecipe).plan.GrowthC; fmt.Sprintf("%.3f", g) != fmt.Sprintf("%.3f", tc.growC) {
+			if g := rec.(*recipeRun).st.Plan.Phases[4].Ramp.TemperatureC; fmt.Sprintf("%.3f", g) != fmt.Sprintf("%.3f", tc.growC) {
 				t.Fatalf("growth %v", g)
 			}
 			st, _ := rec.State()

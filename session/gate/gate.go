@@ -287,6 +287,9 @@ func (g *Gate) authorise(a *admission) bool {
 		a.d.Rejection.Paths = []string{"/constraints/data_classification"}
 		return true
 	}
+	if least := Classification(c.MinDataClassification); least.Rank() > class.Rank() {
+		class = least // a recipe's derived classification: never below it
+	}
 	a.class, a.d.DataClassification = class, class
 	a.floor = g.floor(c)
 	acl, ok := g.cfg.Callers[caller]
@@ -464,14 +467,20 @@ func (g *Gate) approve(a *admission) Decision {
 func (g *Gate) floor(c *capability.Capability) capability.RiskLevel { return Floor(g.cfg, c) }
 
 // Floor is c's static risk floor under cfg: the configured
-// capabilities.NAME.risk_floor, or the one derived from the declaration.
+// capabilities.NAME.risk_floor, or the one derived from the declaration,
+// and never below c.RiskFloor (a recipe's floor, derived from what it
+// does).
 // A caller whose max_risk_level is below it can never run c: the gate
 // refuses every task of it (and discovery does not offer it).
 func Floor(cfg Config, c *capability.Capability) capability.RiskLevel {
+	f := derivedFloor(c)
 	if p, ok := cfg.Capabilities[c.Name]; ok && p.RiskFloor != "" {
-		return p.RiskFloor
+		f = p.RiskFloor
 	}
-	return derivedFloor(c)
+	if c.RiskFloor.Rank() > f.Rank() { // a recipe's derived floor
+		f = c.RiskFloor
+	}
+	return f
 }
 
 func (g *Gate) permissions(c *capability.Capability) []catalog.Permission {

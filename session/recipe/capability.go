@@ -76,6 +76,9 @@ func (r *Recipe) referenced() []*Input {
 		if p.Input != "" {
 			used[p.Input] = true
 		}
+		for _, m := range p.Midpoint {
+			used[m] = true
+		}
 	}
 	var out []*Input
 	for _, in := range r.Inputs {
@@ -261,6 +264,9 @@ func (r *Recipe) derive() Problems {
 	}
 	if vacuum {
 		p.Resources = append(p.Resources, "vacuum_system")
+	}
+	if slices.ContainsFunc(r.Phases, func(s *PhaseSpec) bool { return s.Kind == KindMeasure }) {
+		p.Resources = append(p.Resources, "raman_spectrometer") // the gate derives rig.measure from it
 	}
 
 	// Budgets: declared ones win; the others are the upper bounds above.
@@ -492,8 +498,9 @@ func (r *Recipe) Declaration() ([]byte, error) {
 
 // Capability returns the recipe as a capability: its Declaration parsed by
 // capability.Parse (input_schema and output_schema compiled), built once.
-// The gate's risk floor and the session's data classification are in
-// Policy: the declaration format has no place for them.
+// The declaration format has no place for the derived risk floor and data
+// classification (Policy): they are the Capability's RiskFloor and
+// MinDataClassification, which the gate never goes below.
 func (r *Recipe) Capability() (*capability.Capability, error) {
 	if r.capab != nil {
 		return r.capab, nil
@@ -506,6 +513,8 @@ func (r *Recipe) Capability() (*capability.Capability, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recipe %s: %w", r.File, err)
 	}
+	c.RiskFloor, c.MinDataClassification = r.derived.RiskFloor, r.derived.DataClassification
+	c.SetInputCheck(func(raw []byte) error { _, err := r.resolve(raw); return err })
 	r.capab = c
 	return c, nil
 }

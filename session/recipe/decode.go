@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -33,7 +34,7 @@ func Load(name string, data []byte) (*Recipe, error) {
 		return nil, d.probs
 	}
 	sum := sha256.Sum256(data)
-	r := &Recipe{File: name, SHA256: hex.EncodeToString(sum[:]), byName: map[string]*Input{}}
+	r := &Recipe{File: name, SHA256: hex.EncodeToString(sum[:]), byName: map[string]*Input{}, source: bytes.Clone(data)}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p := Problem{File: name, Rule: RuleSyntax, Message: strings.TrimPrefix(err.Error(), "yaml: ")}
@@ -690,12 +691,15 @@ func (d *decoder) param(r *Recipe, e entry, def paramDef) *Param {
 	p := &Param{Line: e.k.Line, Column: e.k.Column, Key: e.key}
 	v := deref(e.v)
 	if v.Kind == yaml.MappingNode {
-		es := d.mapping(v, e.key, []string{"input"})
+		es := d.mapping(v, e.key, []string{"input", "midpoint"})
 		if len(es) != 1 {
-			if len(v.Content) == 0 {
-				d.add(e.k, e.key, RuleType, "want a constant or {input: NAME}")
+			if len(v.Content) == 0 || len(es) > 1 {
+				d.add(e.k, e.key, RuleType, "want a constant, {input: NAME} or {midpoint: [LOW, HIGH]}")
 			}
 			return nil
+		}
+		if es[0].k.Value == "midpoint" {
+			return d.midpoint(r, e, es[0], def, p)
 		}
 		name, ok := d.str(es[0])
 		if !ok {
@@ -735,6 +739,38 @@ func (d *decoder) param(r *Recipe, e entry, def paramDef) *Param {
 			return nil
 		}
 		p.Const = s
+	}
+	return p
+}
+
+// midpoint decodes {midpoint: [LOW, HIGH]}: two declared number inputs,
+// each compatible with the parameter (a number parameter only).
+func (d *decoder) midpoint(r *Recipe, e, me entry, def paramDef, p *Param) *Param {
+	seq := deref(me.v)
+	if def.kind != pNumber {
+		d.add(me.k, me.key, RuleType, "a midpoint is a number; this parameter wants %s", def.kind)
+		return nil
+	}
+	if seq.Kind != yaml.SequenceNode || len(seq.Content) != 2 {
+		d.add(me.k, me.key, RuleType, "want [LOW, HIGH]: two declared number inputs")
+		return nil
+	}
+	for i, n := range seq.Content {
+		name, ok := d.str(entry{k: me.k, v: n, key: fmt.Sprintf("%s[%d]", me.key, i)})
+		if !ok {
+			return nil
+		}
+		in, ok := r.byName[name]
+		if !ok {
+			d.add(me.k, me.key, RuleUndeclaredInput, "{midpoint: [.., ..]}: %s is not declared under inputs (declared: %s)", name, strings.Join(r.inputNames(), ", "))
+			return nil
+		}
+		d.compatible(e, def, in)
+		p.Midpoint = append(p.Midpoint, name)
+	}
+	if p.Midpoint[0] == p.Midpoint[1] {
+		d.add(me.k, me.key, RuleType, "a midpoint of %s and itself: write {input: %s}", p.Midpoint[0], p.Midpoint[0])
+		return nil
 	}
 	return p
 }

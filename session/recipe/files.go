@@ -2,7 +2,9 @@ package recipe
 
 import (
 	"fmt"
+	"io/fs"
 
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
@@ -47,4 +49,22 @@ func CheckAll(env *envelope.Envelope, srcs ...Source) ([]*Recipe, Problems) {
 		}
 	}
 	return ok, all
+}
+
+// Shipped returns the recipes shipped in the binary (configs/recipes,
+// configs.Recipes), named recipes/FILE, for CheckAll.
+func Shipped() ([]Source, error) {
+	names, err := fs.Glob(configs.Recipes, "recipes/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("recipe: shipped recipes: %w", err)
+	}
+	out := make([]Source, 0, len(names))
+	for _, n := range names {
+		data, err := fs.ReadFile(configs.Recipes, n)
+		if err != nil {
+			return nil, fmt.Errorf("recipe: shipped recipe %s: %w", n, err)
+		}
+		out = append(out, Source{Name: n, Data: data})
+	}
+	return out, nil
 }

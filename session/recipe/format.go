@@ -90,14 +90,18 @@ func (in *Input) Member() string {
 }
 
 // Param is one phase parameter: a constant (Const: a float64, a
-// time.Duration or a string) or a reference to a declared input (Input).
-// In YAML a reference is written {input: NAME}.
+// time.Duration or a string), a reference to a declared input (Input), or
+// the midpoint of two number inputs (Midpoint: a window's low and high
+// end, such as temperature_range.min and .max). In YAML a reference is
+// written {input: NAME}, a midpoint {midpoint: [LOW, HIGH]}; Resolve
+// refuses a task whose LOW is above its HIGH.
 type Param struct {
-	Const  any
-	Input  string
-	Line   int
-	Column int
-	Key    string // dotted key path of the parameter
+	Const    any
+	Input    string
+	Midpoint []string // [low, high]: declared number inputs of the parameter's unit
+	Line     int
+	Column   int
+	Key      string // dotted key path of the parameter
 }
 
 // PhaseSpec is one phase as written in the recipe.
@@ -160,11 +164,17 @@ type Recipe struct {
 	Cleanup     *CleanupSpec
 
 	root        *yaml.Node
+	source      []byte // the file's bytes, as Load was given them
 	versionLine int
 	byName      map[string]*Input
 	derived     derived
 	capab       *capability.Capability
 }
+
+// Source returns the recipe file's bytes, as Load was given them (their
+// sha256 is SHA256): what a session keeps, so that it recovers with this
+// very recipe whatever the file on disk has become.
+func (r *Recipe) Source() []byte { return r.source }
 
 // Input returns the declared input of that name.
 func (r *Recipe) Input(name string) (*Input, bool) {

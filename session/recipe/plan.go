@@ -156,6 +156,14 @@ func (p *Param) value(v values) any {
 	if p.Input != "" {
 		return v[p.Input]
 	}
+	if len(p.Midpoint) == 2 {
+		lo, ok1 := v[p.Midpoint[0]].(float64)
+		hi, ok2 := v[p.Midpoint[1]].(float64)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		return (lo + hi) / 2
+	}
 	return p.Const
 }
 
@@ -351,9 +359,15 @@ func (r *Recipe) Resolve(inputs json.RawMessage) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.ValidateInput(inputs); err != nil {
+	if err := c.ValidateInput(inputs); err != nil { // the schema, then resolve's own rules
 		return nil, err
 	}
+	return r.resolve(inputs)
+}
+
+// resolve is Resolve on inputs valid against the input_schema: the rules
+// the schema cannot express, the defaults, the Plan.
+func (r *Recipe) resolve(inputs json.RawMessage) (*Plan, error) {
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(inputs))
 	dec.UseNumber()
@@ -403,12 +417,37 @@ func (r *Recipe) Resolve(inputs json.RawMessage) (*Plan, error) {
 			v[in.Name], shown[in.Name] = raw, raw
 		}
 	}
+	bad = append(bad, r.windows(v)...)
 	if len(bad) > 0 {
 		return nil, &capability.InputError{Violations: bad}
 	}
 	p := r.planAt(v)
 	p.Inputs = shown
 	return p, nil
+}
+
+// windows refuses every midpoint whose low end is above its high end,
+// naming the high end's field.
+func (r *Recipe) windows(v values) []capability.Violation {
+	var bad []capability.Violation
+	seen := map[string]bool{}
+	for _, p := range r.params() {
+		if len(p.Midpoint) != 2 || seen[p.Midpoint[0]+"|"+p.Midpoint[1]] {
+			continue
+		}
+		seen[p.Midpoint[0]+"|"+p.Midpoint[1]] = true
+		lo, ok1 := v[p.Midpoint[0]].(float64)
+		hi, ok2 := v[p.Midpoint[1]].(float64)
+		if ok1 && ok2 && lo > hi {
+			in := r.byName[p.Midpoint[1]]
+			path := "/" + in.Name
+			if g := in.Group(); g != "" {
+				path = "/" + g + "/" + in.Member()
+			}
+			bad = append(bad, capability.Violation{Path: path, Message: fmt.Sprintf("%s %g is below %s %g", p.Midpoint[1], hi, p.Midpoint[0], lo)})
+		}
+	}
+	return bad
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -425,4 +464,17 @@ func lookup(doc map[string]any, in *Input) (any, bool) {
 	}
 	v, ok := doc[in.Name]
 	return v, ok
+}
+
+// OutputSchema is the output_schema of the plan's capability, as
+// Recipe.OutputSchema: the Raman growth outputs when a phase analyses, the
+// process log otherwise. A run pinned to a Plan checks its outputs by it,
+// without the recipe file.
+func (p *Plan) OutputSchema() json.RawMessage {
+	for _, ph := range p.Phases {
+		if ph.Kind == KindAnalyse {
+			return ramanOutputs
+		}
+	}
+	return processOutputs
 }

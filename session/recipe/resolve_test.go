@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,11 +91,12 @@ func TestResolveMoS2Defaults(t *testing.T) {
 	}
 }
 
-// TestResolveInputs: the inputs reach the phases; a value outside a
-// declared range is an *capability.InputError naming the field.
+// TestResolveInputs: the inputs reach the phases (a temperature window's
+// midpoint); a value outside a declared range, or a window whose low end
+// is above its high end, is an *capability.InputError naming the field.
 func TestResolveInputs(t *testing.T) {
 	r := shipped(t, "mos2-sulfurization.yaml")
-	p, err := r.Resolve(json.RawMessage(`{"target_material":"MoS2","substrate":"quartz","growth_temperature":740,
+	p, err := r.Resolve(json.RawMessage(`{"target_material":"MoS2","substrate":"quartz","temperature_range":{"min":730,"max":750},
 		"growth_duration":"PT20M","carrier_gas":{"flow_sccm":150},"raman":{"integration_seconds":0.3}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +106,9 @@ func TestResolveInputs(t *testing.T) {
 		t.Errorf("plan does not carry the inputs: %+v", p.Phases)
 	}
 	for _, tc := range []struct{ in, path string }{
-		{`{"target_material":"MoS2","substrate":"quartz","growth_temperature":800}`, "/growth_temperature"},
+		{`{"target_material":"MoS2","substrate":"quartz","temperature_range":{"min":800,"max":750}}`, "/temperature_range/min"},
+		{`{"target_material":"MoS2","substrate":"quartz","temperature_range":{"min":740,"max":720}}`, "/temperature_range/max"},
+		{`{"target_material":"MoS2","substrate":"quartz","temperature_range":{"min":720,"max":740,"unit":"kelvin"}}`, "/temperature_range/unit"},
 		{`{"target_material":"MoS2","substrate":"quartz","growth_duration":"PT2H"}`, "/growth_duration"},
 		{`{"target_material":"MoS2","substrate":"quartz","carrier_gas":{"flow_sccm":50}}`, "/carrier_gas/flow_sccm"},
 		{`{"target_material":"WS2","substrate":"quartz"}`, "/target_material"},
@@ -139,8 +143,13 @@ func TestCapabilityDeclaration(t *testing.T) {
 	if c.Ref() != today.Ref() || c.Description != today.Description {
 		t.Errorf("ref %v, want %v", c.Ref(), today.Ref())
 	}
-	if !reflect.DeepEqual(c.Safety, today.Safety) || !reflect.DeepEqual(c.Budgets, today.Budgets) || c.Constraints != today.Constraints {
-		t.Errorf("safety/budgets/constraints differ:\n%+v %+v %+v\n%+v %+v %+v", c.Safety, *c.Budgets, c.Constraints, today.Safety, *today.Budgets, today.Constraints)
+	// The recipe measures: its resources name the spectrometer (the gate
+	// derives rig.measure from it, for a recipe the configuration has no
+	// policy for); otherwise its safety section is today's.
+	want := today.Safety
+	want.ResourceTypes = append(slices.Clone(want.ResourceTypes), "raman_spectrometer")
+	if !reflect.DeepEqual(c.Safety, want) || !reflect.DeepEqual(c.Budgets, today.Budgets) || c.Constraints != today.Constraints {
+		t.Errorf("safety/budgets/constraints differ:\n%+v %+v %+v\n%+v %+v %+v", c.Safety, *c.Budgets, c.Constraints, want, *today.Budgets, today.Constraints)
 	}
 	var a, b any
 	_ = json.Unmarshal(c.OutputSchema, &a)
@@ -178,5 +187,51 @@ func TestDuplicateVersion(t *testing.T) {
 	if len(ok) != 2 || len(ps) != 1 || ps[0].File != "b.yaml" || ps[0].Rule != RuleDuplicate || ps[0].Key != "version" ||
 		!strings.Contains(ps[0].Message, "h2-anneal 1.0.0 is also a.yaml:") || !errors.Is(ps, ErrDuplicate) {
 		t.Errorf("ok %d, problems %v", len(ok), ps)
+	}
+}
+
+// TestResolveSeedTask: the inputs of today's example task
+// (configs/examples/mos2-task.json, a temperature_range window) are
+// accepted and grow at the window's midpoint, 725 °C.
+func TestResolveSeedTask(t *testing.T) {
+	r := shipped(t, "mos2-sulfurization.yaml")
+	var seed struct {
+		Payload struct {
+			Inputs json.RawMessage `json:"inputs"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(mustRead(t, "../../configs/examples/mos2-task.json"), &seed); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Resolve(seed.Payload.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Phases[4].Ramp.TemperatureC != 725 || *p.Phases[5].Hold.TemperatureC != 725 {
+		t.Errorf("ramp %+v, want 725 °C", p.Phases[4].Ramp)
+	}
+}
+
+// TestMidpointRefused: a midpoint of an undeclared input, of one input
+// twice, of a duration input, or with other than two ends is refused at
+// its key.
+func TestMidpointRefused(t *testing.T) {
+	base := string(mustRead(t, "../../configs/recipes/mos2-sulfurization.yaml"))
+	const mid = "{midpoint: [temperature_range.min, temperature_range.max]}"
+	for _, tc := range []struct{ name, with, rule string }{
+		{"undeclared", "{midpoint: [temperature_range.min, temperature_range.top]}", RuleUndeclaredInput},
+		{"twice", "{midpoint: [temperature_range.min, temperature_range.min]}", RuleType},
+		{"duration", "{midpoint: [temperature_range.min, growth_duration]}", RuleType},
+		{"three ends", "{midpoint: [temperature_range.min, temperature_range.max, temperature_range.max]}", RuleType},
+		{"with input", "{midpoint: [temperature_range.min, temperature_range.max], input: growth_duration}", RuleType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(base, mid, tc.with, 1)
+			_, err := Load("m.yaml", []byte(src))
+			var ps Problems
+			if !errors.As(err, &ps) || !ps.has(tc.rule) || !strings.Contains(ps.Error(), "phases[4].ramp.temperature_c") {
+				t.Fatalf("err %v, want %s at phases[4].ramp.temperature_c", err, tc.rule)
+			}
+		})
 	}
 }

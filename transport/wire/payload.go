@@ -147,6 +147,34 @@ type TaskAccepted struct {
 	DataClassification string               `json:"data_classification,omitempty"`
 	SafetyEnvelope     *SafetyEnvelope      `json:"safety_envelope,omitempty"`
 	Constraints        *AcceptedConstraints `json:"constraints,omitempty"`
+	// Recipe names the process recipe the session runs (an hcp-edge
+	// extension, docs/PROTOCOL-NOTES.md "Recipe identity"); nil for a
+	// capability that is not a recipe.
+	Recipe *RecipeIdentity `json:"recipe,omitempty"`
+}
+
+// RecipeIdentity names a recipe exactly: its name, its semantic version
+// and the sha256 of the recipe file's bytes (64 lower-case hex digits).
+type RecipeIdentity struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
+// Validate requires every field, and sha256 as 64 lower-case hex digits.
+func (r *RecipeIdentity) Validate(path string) error {
+	if r == nil {
+		return nil
+	}
+	switch {
+	case r.Name == "":
+		return derr(path+".name", KindMissing, "")
+	case r.Version == "":
+		return derr(path+".version", KindMissing, "")
+	case len(r.SHA256) != 64 || strings.Trim(r.SHA256, "0123456789abcdef") != "":
+		return derr(path+".sha256", KindMalformed, "want 64 lower-case hex digits")
+	}
+	return nil
 }
 
 // AcceptedConstraints are the constraints the callee approved (ISO 8601 durations).
@@ -170,6 +198,9 @@ func (p *TaskAccepted) Validate() error {
 		return err
 	}
 	if err := optEnum("payload.data_classification", p.DataClassification, dataClassifications); err != nil {
+		return err
+	}
+	if err := p.Recipe.Validate("payload.recipe"); err != nil {
 		return err
 	}
 	return p.SafetyEnvelope.Validate("payload.safety_envelope")

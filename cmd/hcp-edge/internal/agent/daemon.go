@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
@@ -16,6 +18,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -26,6 +29,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 )
@@ -54,7 +58,9 @@ type Config struct {
 //  1. openState: state directory and state file (sessions and audit log,
 //     one hash chain), metrics, at-rest key, session token key, revocations
 //  2. openRig: envelope, instruments (relay de-energised), interlock, tool
-//     pipeline, furnace watchdog
+//     pipeline, furnace watchdog; loadRecipes: the shipped recipes and
+//     agent.recipes_dir checked against the envelope, each that passes a
+//     capability with its executor (recipes.go; SIGHUP reloads them)
 //  3. startMonitor: the trip monitor, on a context of its own
 //  4. startSessions: hub, uplink (its outbox is the store's Queue), gate
 //     and engine: the inbound path broker → gate → engine → outbox
@@ -69,11 +75,16 @@ type Config struct {
 // (flushed), instruments, state file.
 func Run(ctx context.Context, c Config) (err error) {
 	d := &daemon{f: c.File, reg: c.Registry, log: c.Logger, version: c.Version, t0: time.Now(), clock: wallclock.New()}
+	// SIGHUP reloads the recipes (recipes.go); caught from the start, so
+	// that one during the start does not end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	defer startDebugPprof(d.log)() // only with -tags pprof (docs/FOOTPRINT.md)
 	tuneRuntime(d.log)
 	defer func() { err = errors.Join(err, d.release()) }()
 	for _, step := range []func(context.Context) error{
-		d.openState, d.openRig, d.startMonitor, d.startSessions, d.recoverSessions, d.serve,
+		d.openState, d.openRig, d.loadRecipes, d.startMonitor, d.startSessions, d.recoverSessions, d.serve,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -86,8 +97,16 @@ func Run(ctx context.Context, c Config) (err error) {
 	// systemd (Type=notify): ready now that the control socket is up; the
 	// watchdog is fed while the monitor answers. No-op outside systemd.
 	d.sd = startNotifier(d.log, diskNotifyStatus(d.disk.State(), d.srv.Path()), func() bool { d.mon.Status(); return true })
-	<-ctx.Done()
-	return d.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return d.stop()
+		case <-hup:
+			if err := d.reloadRecipes(); err != nil {
+				d.log.Error("recipe reload (SIGHUP) failed: the recipes stay as they were", "err", err)
+			}
+		}
+	}
 }
 
 // daemon is one run of the agent: what the start steps built, in start
@@ -117,6 +136,10 @@ type daemon struct {
 	acts *budget.ActionCounter
 	il   *envelope.Interlock
 	iv   *envelope.Invoker // the tool pipeline: the only caller of the interlock
+	// loadRecipes (and SIGHUP)
+	base  []*capability.Capability // the declarations the agent started with
+	known recipes.Known            // name@version → sha256 of every recipe loaded
+	xs    []executor.Executor      // the executors of the registry's capabilities
 	// startMonitor
 	mon       *envelope.Monitor
 	monClosed bool
@@ -290,7 +313,7 @@ func (d *daemon) startSessions(context.Context) error {
 		d.st.SetQueue(d.up)
 	}
 	d.eng, err = newEngine(f, d.st, d.st.Audit(), d.mx.gateRecorder, d.key, d.reg, d.tokens, d.revoked, d.il, d.iv, d.mon,
-		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.log)
+		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.xs, d.log)
 	return err
 }
 

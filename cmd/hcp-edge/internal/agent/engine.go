@@ -31,28 +31,36 @@ import (
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
-// executors builds the executor of every shipped capability the registry
-// declares.
-func executors(reg *capability.Registry) ([]executor.Executor, error) {
-	var out []executor.Executor
+// executors builds the executor of every capability the registry
+// declares: a recipe's from rx (by name), the built-in ones by name. The
+// names it has none for are returned apart (missing): not to be offered.
+func executors(reg *capability.Registry, rx []*executor.RecipeExecutor) (out []executor.Executor, missing []string, err error) {
 	for _, c := range reg.All() {
 		if slices.ContainsFunc(out, func(x executor.Executor) bool { return x.Capability() == c.Name }) {
 			continue
 		}
+		if i := slices.IndexFunc(rx, func(x *executor.RecipeExecutor) bool { return x.Capability() == c.Name }); i >= 0 {
+			out = append(out, rx[i])
+			continue
+		}
+		if slices.Contains(missing, c.Name) {
+			continue
+		}
 		hi, err := reg.Resolve(c.Name, "")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		x, err := preview.For(hi) // the one factory: a preview runs what a session would
+		x, err := preview.For(hi) // the one factory of built-in executors: a preview runs what a session would
 		if errors.Is(err, preview.ErrUnknownCapability) {
-			return nil, fmt.Errorf("capability %s is declared but hcp-edge has no executor for it", c.Name)
+			missing = append(missing, c.Name)
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, x)
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // sessions is the daemon's session side: the engine and the local fan-out
@@ -92,17 +100,15 @@ func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, e
 // in the transaction of its step, through wrap); key is the at-rest key
 // (nil: T3/T4 refused); acts counts the actions the interlock executes for
 // each session (the actions budget; its Auditor wraps the interlock's); out
-// the local watchers; up the uplink (nil: none).
+// the local watchers; up the uplink (nil: none); xs the executors of the
+// registry's capabilities.
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
-	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, clock *wallclock.Clock, hold func() string, log *slog.Logger) (*engine.Engine, error) {
+	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, clock *wallclock.Clock, hold func() string, xs []executor.Executor,
+	log *slog.Logger) (*engine.Engine, error) {
 	g, err := gate.New(f.Gate, reg, wrap(rec), gate.Opts{Protection: uplink.ProtectionOf(up, key)})
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
-	}
-	xs, err := executors(reg)
-	if err != nil {
-		return nil, err
 	}
 	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,

@@ -236,6 +236,9 @@ func Describe(e audit.Entry) Entry {
 		if n, ok := d["signature"].(float64); ok {
 			r.Summary = join(fmt.Sprintf("uid=%v user=%s signature %v of %v", d["uid"], str("user"), n, d["required"]), r.Summary)
 		}
+	case audit.KindRecipe:
+		r.Decision = "recipe " + str("name") + "@" + str("version")
+		r.Summary = join(str("name")+"@"+str("version"), "sha256="+str("sha256"))
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -70,6 +71,27 @@ flags:
 	env, err := envelope.Compile(f.Envelope, spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge capabilities: envelope: %v\n", err)
+		return ExitUsage
+	}
+	// The recipes as the daemon offers them: shipped and recipes_dir, each
+	// checked against this envelope; one that fails is not offered.
+	set, err := recipes.Load(env, recipes.Dir(*cfgPath, f.Agent.RecipesDir), nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge capabilities: recipes: %v\n", err)
+		return ExitUsage
+	}
+	for _, e := range set.Refused {
+		fmt.Fprintf(stderr, "hcp-edge capabilities: not offered: %v\n", e)
+	}
+	for _, p := range set.Problems {
+		fmt.Fprintf(stderr, "hcp-edge capabilities: not offered: %s\n", p)
+	}
+	caps, err := set.Capabilities(reg.All())
+	if err == nil {
+		err = reg.Replace(caps...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge capabilities: recipes: %v\n", err)
 		return ExitUsage
 	}
 	var callers []string

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
@@ -61,6 +62,7 @@ flags:
 		fmt.Fprintf(stderr, "hcp-edge run: capability declarations (%s): %v\n", from, err)
 		return ExitUsage
 	}
+	f.Agent.RecipesDir = recipes.Dir(*cfgPath, f.Agent.RecipesDir)
 	log := newLogger(stderr, f.Agent)
 	log.Debug("capabilities loaded", "from", from, "count", len(reg.All()))
 	if err := agent.Run(ctx, agent.Config{File: f, Registry: reg, Logger: log, Version: version}); err != nil {

@@ -146,6 +146,7 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkOperators(f)
 	c.checkKeyFiles(value, "")
 	c.checkCapabilities(path, capDir)
+	c.checkRecipes(f, path)
 }
 
 // finish sorts the problems and sets Valid.

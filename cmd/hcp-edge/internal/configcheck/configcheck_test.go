@@ -490,3 +490,50 @@ operators:
 		t.Errorf("%d problems, want 5 (one per mistake):\n%s", len(r.Problems), out)
 	}
 }
+
+// TestCheckRecipesDir: agent.recipes_dir is loaded as the daemon loads
+// it: a recipe the check refuses is a problem at its file and line, one
+// writable by group or others a problem naming it; a good one passes.
+func TestCheckRecipesDir(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	recipes := filepath.Join(dir, "recipes")
+	if err := os.Mkdir(recipes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(recipes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	anneal, err := configs.Recipes.ReadFile("recipes/h2-anneal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := strings.Replace(string(anneal), "name: h2-anneal", "name: lab-anneal", 1)
+	write := func(name, data string, mode os.FileMode) string {
+		p := filepath.Join(recipes, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("lab.yaml", lab, 0o644)
+	cfg := filepath.Join(dir, "hcp-edge.yaml")
+	text := strings.Replace(string(configs.SimYAML), "  log_level: info\n", "  log_level: info\n  recipes_dir: recipes\n", 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caps := filepath.Join(configsDir, "capabilities")
+	if r := Check(cfg, caps); !r.Valid {
+		t.Fatalf("a good recipe: %s", report(r))
+	}
+	hot := write("hot.yaml", strings.Replace(strings.Replace(lab, "name: lab-anneal", "name: hot-anneal", 1), "max: 600", "max: 1200", 1), 0o644)
+	open := write("open.yaml", strings.Replace(lab, "name: lab-anneal", "name: open-anneal", 1), 0o666)
+	r := Check(cfg, caps)
+	rep := report(r)
+	if r.Valid || !strings.Contains(rep, hot+":") || !strings.Contains(rep, "1200") || !strings.Contains(rep, open) || !strings.Contains(rep, "writable by group or others") {
+		t.Fatalf("problems:\n%s", rep)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -293,5 +294,34 @@ func (c *checker) checkOperators(f rigconfig.File) {
 		if _, _, err := operators.OSLookup(u); err != nil {
 			c.at("operators."+name+".user", "%v (the daemon refuses to start)", err)
 		}
+	}
+}
+
+// checkRecipes loads agent.recipes_dir as the daemon does (beside the
+// shipped recipes, each checked against the compiled envelope): the
+// directory or a file writable by group or others, and every problem of a
+// recipe the daemon would not offer, each at its file and line.
+func (c *checker) checkRecipes(f rigconfig.File, cfgPath string) {
+	if f.Agent.RecipesDir == "" {
+		return
+	}
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		return // checkEnvelope said why
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		return
+	}
+	set, err := recipes.Load(env, recipes.Dir(cfgPath, f.Agent.RecipesDir), nil)
+	if err != nil {
+		c.at("agent.recipes_dir", "%v", err)
+		return
+	}
+	for _, e := range set.Refused {
+		c.at("agent.recipes_dir", "%v", e)
+	}
+	for _, p := range set.Problems {
+		c.res.Problems = append(c.res.Problems, Problem{File: p.File, Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Message})
 	}
 }

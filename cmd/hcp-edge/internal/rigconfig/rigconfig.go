@@ -122,6 +122,13 @@ type Agent struct {
 	// Default: <config dir>/capabilities when it exists, else the copies
 	// embedded in the binary (configs/capabilities).
 	CapabilitiesDir string `yaml:"capabilities_dir"`
+	// RecipesDir holds a lab's own process recipes (*.yaml,
+	// docs/RECIPES.md), loaded beside the shipped ones at start and on
+	// SIGHUP, each checked against the envelope. A relative path is
+	// relative to the configuration file's directory. "": the shipped
+	// recipes only. The directory and its files must not be writable by
+	// group or others.
+	RecipesDir string `yaml:"recipes_dir"`
 	// TimeScale is process seconds per wall second of the session engine:
 	// 1 on a real rig (the default); the simulator's time scale against
 	// rig-sim (300 by default there).

@@ -104,9 +104,12 @@ func (u *Uplink) previewRequest(_ context.Context, cmd tamqp.Command) (tamqp.Out
 	if err != nil {
 		return refuse(wire.ReasonNotFound, "%v", err)
 	}
-	xr, err := preview.For(c)
-	if err != nil {
-		return refuse(wire.ReasonNotFound, "%v", err)
+	if u.eng == nil {
+		return refuse(wire.ReasonUnavailable, "this agent serves no sessions yet")
+	}
+	xr, ok := u.eng.Executor(c.Name) // what a session would run: a recipe's executor or a built-in one
+	if !ok {
+		return refuse(wire.ReasonNotFound, "capability %s has no executor on this agent", c.Name)
 	}
 	task := executor.Task{SessionID: "preview", Inputs: req.Inputs}
 	if err := c.ValidateInput(req.Inputs); err != nil {

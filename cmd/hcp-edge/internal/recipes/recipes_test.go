@@ -1,0 +1,180 @@
+package recipes
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
+)
+
+func simEnvelope(t *testing.T) *envelope.Envelope {
+	t.Helper()
+	f, err := rigconfig.Parse(bytes.NewReader(configs.SimYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func anneal(t *testing.T) []byte {
+	t.Helper()
+	data, err := configs.Recipes.ReadFile("recipes/h2-anneal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// labRecipe is the shipped anneal under another name and version.
+func labRecipe(t *testing.T, name, version string) []byte {
+	t.Helper()
+	s := strings.Replace(string(anneal(t)), "name: h2-anneal", "name: "+name, 1)
+	return []byte(strings.Replace(s, "version: 1.0.0", "version: "+version, 1))
+}
+
+func write(t *testing.T, dir, file string, data []byte, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(s *Set) []string {
+	var out []string
+	for _, r := range s.Recipes {
+		out = append(out, r.Name+"@"+r.Version)
+	}
+	return out
+}
+
+// TestLoad: the shipped recipes and a lab's load; a broken one and one
+// writable by group or others are refused, each naming its file, and the
+// others still load.
+func TestLoad(t *testing.T) {
+	env := simEnvelope(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "lab.yaml", labRecipe(t, "lab-anneal", "1.0.0"), 0o644)
+	write(t, dir, "open.yaml", labRecipe(t, "open-anneal", "1.0.0"), 0o664)
+	write(t, dir, "broken.yaml", []byte(strings.Replace(string(labRecipe(t, "hot-anneal", "1.0.0")), "max: 600", "max: 1200", 1)), 0o600)
+	write(t, dir, "notes.txt", []byte("not a recipe"), 0o644)
+	s, err := Load(env, dir, Known{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(names(s), " ")
+	if want := "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0 lab-anneal@1.0.0"; got != want {
+		t.Errorf("loaded %s, want %s", got, want)
+	}
+	var pe *PermissionError
+	if len(s.Refused) != 1 || !errors.As(s.Refused[0], &pe) || !errors.Is(s.Refused[0], ErrWritable) || filepath.Base(pe.Path) != "open.yaml" {
+		t.Errorf("refused %v, want open.yaml for its mode", s.Refused)
+	}
+	if len(s.Problems) == 0 || filepath.Base(s.Problems[0].File) != "broken.yaml" {
+		t.Errorf("problems %v, want broken.yaml's", s.Problems)
+	}
+	if len(s.Executors) != 4 {
+		t.Errorf("%d executors", len(s.Executors))
+	}
+}
+
+// TestLoadRefusesWritableDir: a directory writable by others is refused
+// as a whole; the shipped recipes still load.
+func TestLoadRefusesWritableDir(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "lab.yaml", labRecipe(t, "lab-anneal", "1.0.0"), 0o644)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(simEnvelope(t), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Recipes) != 3 || len(s.Refused) != 1 || !errors.Is(s.Refused[0], ErrWritable) {
+		t.Errorf("recipes %v, refused %v", names(s), s.Refused)
+	}
+}
+
+// TestLoadRefusesChangedContent: a recipe whose content changed since an
+// earlier load without a new version is refused with a clear error; with
+// a new version it loads.
+func TestLoadRefusesChangedContent(t *testing.T) {
+	env := simEnvelope(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	known := Known{}
+	write(t, dir, "lab.yaml", labRecipe(t, "lab-anneal", "1.0.0"), 0o644)
+	if _, err := Load(env, dir, known); err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(labRecipe(t, "lab-anneal", "1.0.0"), []byte("rate_c_per_min: 10"), []byte("rate_c_per_min: 8"), 1)
+	write(t, dir, "lab.yaml", edited, 0o644)
+	s, err := Load(env, dir, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Recipes) != 3 || len(s.Problems) != 1 || s.Problems[0].Rule != recipe.RuleDuplicate ||
+		!strings.Contains(s.Problems[0].Message, "a change of content needs a new version") {
+		t.Fatalf("recipes %v, problems %v", names(s), s.Problems)
+	}
+	write(t, dir, "lab.yaml", bytes.Replace(edited, []byte("version: 1.0.0"), []byte("version: 1.0.1"), 1), 0o644)
+	if s, err = Load(env, dir, known); err != nil || len(s.Recipes) != 4 || len(s.Problems) != 0 {
+		t.Fatalf("new version: recipes %v, problems %v, %v", names(s), s.Problems, err)
+	}
+}
+
+// TestCapabilities: a recipe replaces a declaration of the same name and
+// version; the others stay.
+func TestCapabilities(t *testing.T) {
+	s, err := Load(simEnvelope(t), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := capability.LoadDir(filepath.Join("..", "..", "..", "..", "configs", "capabilities"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := s.Capabilities(base.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := capability.NewRegistry(caps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range reg.All() {
+		got = append(got, c.Name)
+	}
+	if want := "cvd-material-synthesis h2-anneal leak-check rig-status ws2-sulfurization"; strings.Join(got, " ") != want {
+		t.Errorf("capabilities %v, want %s", got, want)
+	}
+	cvd, _ := reg.Resolve("cvd-material-synthesis", "")
+	if cvd.RiskFloor != capability.R3 || !strings.Contains(string(cvd.InputSchema), "temperature_range") {
+		t.Errorf("cvd-material-synthesis is not the recipe's: floor %q", cvd.RiskFloor)
+	}
+}
