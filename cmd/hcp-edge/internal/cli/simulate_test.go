@@ -20,7 +20,8 @@ func TestRecipeSimulate(t *testing.T) {
 		{"text", []string{"simulate", "leak-check"}, ExitOK, "leak-check: completes"},
 		{"bad input", []string{"simulate", "--inputs", `{"target_material":"WS2","substrate":"SiO2/Si"}`, "cvd-material-synthesis"}, ExitUsage, "invalid input"},
 		{"unknown", []string{"simulate", "no-such-capability"}, ExitUsage, "unknown capability"},
-		{"recipe file", []string{"simulate", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitUsage, "recipe executor"},
+		{"recipe file", []string{"simulate", "--inputs", "@../../../../configs/examples/mos2-task.json", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitOK, "completes"},
+		{"recipe file, bad input", []string{"simulate", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitUsage, "target_material"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

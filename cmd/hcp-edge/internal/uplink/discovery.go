@@ -16,6 +16,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
@@ -37,6 +38,9 @@ type extensions struct {
 	log      *slog.Logger
 	config   rigconfig.File // the envelope and instrument names a preview takes (preview.go)
 	previews *previews
+	// executor is the executor a session of a capability would run now
+	// (the engine's Executor): the one a preview runs.
+	executor func(capability string) (executor.Executor, bool)
 }
 
 // Artifacts finds the artifact an hcp:// URI names: where its file is and
@@ -47,14 +51,16 @@ type Artifacts func(uri string) (reply.Artifact, error)
 // ServeExtensions gives the uplink what its extension requests read: the
 // configuration's gate ACL, the capability registry, the rig's envelope
 // and the sessions' artifacts (and, for previews, the configuration's
-// instrument names: no instrument is opened). Call it before Start; without it the
-// requests are refused unavailable.
-func (u *Uplink) ServeExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, artifacts Artifacts) {
+// instrument names: no instrument is opened, and execs, the executor a
+// session of a capability would run now). Call it before Start; without it
+// the requests are refused unavailable.
+func (u *Uplink) ServeExtensions(f rigconfig.File, reg *capability.Registry, env *envelope.Envelope, artifacts Artifacts,
+	execs func(capability string) (executor.Executor, bool)) {
 	if u == nil {
 		return
 	}
 	u.ext = &extensions{calleeID: u.cfg.CalleeID, acl: f.Gate, reg: reg, env: env, artifact: artifacts, st: u.st, log: u.log,
-		config: f, previews: newPreviews()}
+		config: f, previews: newPreviews(), executor: execs}
 }
 
 // refused is a request_refused answer to cmd, to its login's caller.

@@ -104,10 +104,7 @@ func (u *Uplink) previewRequest(_ context.Context, cmd tamqp.Command) (tamqp.Out
 	if err != nil {
 		return refuse(wire.ReasonNotFound, "%v", err)
 	}
-	if u.eng == nil {
-		return refuse(wire.ReasonUnavailable, "this agent serves no sessions yet")
-	}
-	xr, ok := u.eng.Executor(c.Name) // what a session would run: a recipe's executor or a built-in one
+	xr, ok := x.executor(c.Name) // what a session would run: a recipe's executor or a built-in one
 	if !ok {
 		return refuse(wire.ReasonNotFound, "capability %s has no executor on this agent", c.Name)
 	}

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/capability"
+	"github.com/hcp-edge/hcp-edge/session/executor"
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -42,7 +44,11 @@ func TestPreviewRequestChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &Uplink{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	u.ext = &extensions{calleeID: "hcp-edge", acl: f.Gate, reg: reg, env: env, config: f, previews: newPreviews(), log: u.log}
+	u.ext = &extensions{calleeID: "hcp-edge", acl: f.Gate, reg: reg, env: env, config: f, previews: newPreviews(), log: u.log,
+		executor: func(name string) (executor.Executor, bool) {
+			x, _, err := preview.Builtin(reg, name)
+			return x, err == nil
+		}}
 	defer u.ext.previews.close()
 	request := func(caller, capab, inputs string) tamqp.Command {
 		e, err := wire.NewEnvelope(nil, &wire.PreviewRequest{Capability: capab, Inputs: json.RawMessage(inputs)}, time.Now())
