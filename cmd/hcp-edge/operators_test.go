@@ -137,8 +137,12 @@ func TestOperatorsFromTheKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The local operator may submit up to R4 here (the shipped R3 keeps R4
-	// to the broker's harnesses); above 800 °C the gate assesses R4.
-	text := strings.Replace(string(cfg), "  callers:\n", "  callers:\n    local:\n      capabilities: [cvd-material-synthesis, rig-status, leak-check]\n      max_risk_level: R4\n      max_data_classification: T2\n", 1)
+	// to the broker's harnesses): the WS2 recipe, R4 by its derived floor.
+	text := strings.Replace(string(cfg), "  callers:\n", "  callers:\n    local:\n      capabilities: [cvd-material-synthesis, ws2-sulfurization, rig-status, leak-check]\n      max_risk_level: R4\n      max_data_classification: T2\n", 1)
+	// A rig's two-person rule for R4 (sim.yaml lets one approval do, having one operator).
+	if text = strings.Replace(text, "approvals_required: {R4: 1}", "approvals_required: {R4: 2}", 1); !strings.Contains(text, "{R4: 2}") {
+		t.Fatal("fixture: approvals_required not in sim.yaml")
+	}
 	text += fmt.Sprintf("\noperators:\n  Anna A: {user: %s, roles: [operate, approve]}\n  Bert B: {user: \"%d\", roles: [approve]}\n  Cleo C: {user: %s, roles: []}\n",
 		anna.name, bert.uid, cleo.name)
 	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
@@ -238,18 +242,28 @@ func TestOperatorsFromTheKernel(t *testing.T) {
 	}
 }
 
-// r4Task writes the seed's task above 800 °C (R4 by the gate's escalation)
-// into dir and returns its path.
+// r4Task writes a task of the shipped WS2 recipe (R4: it reaches 800 °C,
+// the recipe's derived floor) on the seed task's frame into dir and returns
+// its path.
 func r4Task(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(seedTask)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(b), `"max": 750`, `"max": 820`, 1)
-	if s == string(b) {
-		t.Fatal(`fixture: "max": 750 not in the seed task`)
+	var task map[string]any
+	if err := json.Unmarshal(b, &task); err != nil {
+		t.Fatal(err)
 	}
+	pl := task["payload"].(map[string]any)
+	pl["capability"], pl["capability_version"], pl["intent"] = "ws2-sulfurization", "1.x", "WS2 on SiO2/Si, an R4 process"
+	pl["inputs"] = map[string]any{"substrate": "SiO2/Si"}
+	delete(pl, "expected_output")
+	out, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
 	p := filepath.Join(dir, "r4-task.json")
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
