@@ -467,7 +467,10 @@ operators:
   nobody:                          # NOUSER
     roles: [release]
 `
-	text := strings.Replace(string(configs.SimYAML), "agent:\n", "agent:\n  approvals_required: {R4: 0, R9: 1}   # APPROVALS\n", 1) + ops
+	text := strings.Replace(string(configs.SimYAML), "  approvals_required: {R4: 1}\n", "  approvals_required: {R4: 0, R9: 1}   # APPROVALS\n", 1) + ops
+	if !strings.Contains(text, "# APPROVALS") {
+		t.Fatal("fixture: sim.yaml's approvals_required line not found")
+	}
 	path := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
