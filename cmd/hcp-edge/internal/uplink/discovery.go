@@ -85,6 +85,27 @@ type discoveryAudit struct {
 	Reason     string `json:"reason"`
 }
 
+// refuseAudited answers an extension request of type typ (about
+// capability) request_refused with code and msg, and audits the refusal
+// (audit.KindDiscovery) in the inbox's transaction that queues the answer.
+func (u *Uplink) refuseAudited(cmd tamqp.Command, typ wire.Type, capability, code, msg string) (tamqp.Outcome, error) {
+	u.log.Warn(string(typ)+" refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "code", code, "reason", msg)
+	out, err := refused(cmd, code, "%s", msg)
+	if err != nil {
+		return out, err
+	}
+	d, err := json.Marshal(discoveryAudit{Caller: cmd.MappedCallerID, User: cmd.UserID, Request: string(typ),
+		MessageID: cmd.Envelope.MessageID.String(), Capability: capability, Refused: code, Reason: msg})
+	if err != nil {
+		return tamqp.Outcome{}, err
+	}
+	out.Record = func(tx *bolt.Tx) ([]tamqp.Reply, error) {
+		_, err := audit.AppendTx(tx, audit.Entry{At: time.Now(), Kind: audit.KindDiscovery, Detail: string(d)})
+		return nil, err
+	}
+	return out, nil
+}
+
 // capabilities answers a capabilities_request: the asking harness is the
 // broker-validated login's caller (cmd.MappedCallerID), never a payload
 // field. A login that maps to no caller has no queue to answer to: it is
@@ -108,22 +129,7 @@ func (u *Uplink) capabilities(_ context.Context, cmd tamqp.Command) (tamqp.Outco
 	// that queues it: a harness probing for what it may not use leaves a
 	// trace, as a refused submit does.
 	refuse := func(code, format string, args ...any) (tamqp.Outcome, error) {
-		msg := fmt.Sprintf(format, args...)
-		u.log.Warn("capabilities_request refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "code", code, "reason", msg)
-		out, err := refused(cmd, code, "%s", msg)
-		if err != nil {
-			return out, err
-		}
-		d, err := json.Marshal(discoveryAudit{Caller: cmd.MappedCallerID, User: cmd.UserID, Request: string(wire.TypeCapabilitiesRequest),
-			MessageID: cmd.Envelope.MessageID.String(), Capability: req.Capability, Refused: code, Reason: msg})
-		if err != nil {
-			return tamqp.Outcome{}, err
-		}
-		out.Record = func(tx *bolt.Tx) ([]tamqp.Reply, error) {
-			_, err := audit.AppendTx(tx, audit.Entry{At: time.Now(), Kind: audit.KindDiscovery, Detail: string(d)})
-			return nil, err
-		}
-		return out, nil
+		return u.refuseAudited(cmd, wire.TypeCapabilitiesRequest, req.Capability, code, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case errors.Is(err, discovery.ErrNoACL):

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
-	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
@@ -74,22 +73,7 @@ func (u *Uplink) previewRequest(_ context.Context, cmd tamqp.Command) (tamqp.Out
 		return refused(cmd, wire.ReasonInvalidInput, "%v", err)
 	}
 	refuse := func(code, format string, args ...any) (tamqp.Outcome, error) {
-		msg := fmt.Sprintf(format, args...)
-		u.log.Warn("preview_request refused", "user", cmd.UserID, "caller", cmd.MappedCallerID, "code", code, "reason", msg)
-		out, err := refused(cmd, code, "%s", msg)
-		if err != nil {
-			return out, err
-		}
-		d, err := json.Marshal(discoveryAudit{Caller: cmd.MappedCallerID, User: cmd.UserID, Request: string(wire.TypePreviewRequest),
-			MessageID: cmd.Envelope.MessageID.String(), Capability: req.Capability, Refused: code, Reason: msg})
-		if err != nil {
-			return tamqp.Outcome{}, err
-		}
-		out.Record = func(tx *bolt.Tx) ([]tamqp.Reply, error) {
-			_, err := audit.AppendTx(tx, audit.Entry{At: time.Now(), Kind: audit.KindDiscovery, Detail: string(d)})
-			return nil, err
-		}
-		return out, nil
+		return u.refuseAudited(cmd, wire.TypePreviewRequest, req.Capability, code, fmt.Sprintf(format, args...))
 	}
 	offers, err := discovery.Offers(x.calleeID, cmd.MappedCallerID, x.acl, x.reg, x.env, req.Capability)
 	switch {
