@@ -140,6 +140,7 @@ func sealedSession(t *testing.T, stateDir string, key *atrest.Key) (wire.Artifac
 // size and sha256, and fails naming the key problem when the key is
 // unreadable, wrong or gone, or the file was swapped.
 func TestArtifactGetSealed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	keys := t.TempDir()
 	keyFile := writeAtRestKey(t, keys, "at-rest.key", atRestHexA+"\n", 0o600)
@@ -242,6 +243,7 @@ func TestArtifactGetSealed(t *testing.T) {
 // TestConfigAtRestKeyRefusedAtStart: a configured at-rest key the daemon
 // cannot use stops the start, naming the key file's problem.
 func TestConfigAtRestKeyRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA, 0o644)
 	cfg, err := os.ReadFile(e.cfg)

@@ -46,8 +46,8 @@ func t4Broker(t *testing.T) (*brokerEnv, *caller.Client) {
 	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plain := amqptest.OnVHostAt(amqptest.URL(), "amqps", addr)
-	t.Setenv("HCP_AMQP_URL", "amqps://"+plain[strings.Index(plain, "@")+1:]+"?auth_mechanism=external")
+	plain := amqptest.OnVHostAt(b.edgeURL(), "amqps", addr)
+	b.extra = append(b.extra, "HCP_AMQP_URL=amqps://"+plain[strings.Index(plain, "@")+1:]+"?auth_mechanism=external")
 	b.start()
 	b.waitUplink("connected over TLS", func(u *uplinkStatus) bool { return u.Connected && u.TLS })
 
@@ -55,7 +55,7 @@ func t4Broker(t *testing.T) (*brokerEnv, *caller.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(amqptest.AlphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
+	c, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(b.alphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
 		CallerID: b.callerID, CalleeID: b.calleeID, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

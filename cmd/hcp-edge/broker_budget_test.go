@@ -22,6 +22,7 @@ import (
 // approved, reports its budgets in data.budgets of the progress events the
 // caller receives, and ends in task_failed budget_exceeded naming H2S.
 func TestBudgetOverrunThroughBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the MoS2 recipe through the broker")
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,7 +196,7 @@ func (e *env) grown() *plant.Snapshot {
 func (b *brokerEnv) deleteQueuesFresh() {
 	b.t.Cleanup(func() {
 		var conns []*amqp091.Connection
-		for _, u := range []string{amqptest.URL(), amqptest.AlphaURL()} {
+		for _, u := range []string{b.edgeURL(), b.alphaURL()} {
 			conn, err := amqp091.DialConfig(u, amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
 			if err != nil {
 				b.t.Logf("cleanup: %v", err)
@@ -226,9 +227,13 @@ func startOutageProxy(t *testing.T) *outageProxy {
 	return o
 }
 
-// url is the daemon's broker URL through the proxy (the callee's login).
-func (o *outageProxy) url() string {
-	u, err := amqp091.ParseURI(testBrokerURL())
+// url is the daemon's broker URL through the proxy (the callee's login on
+// the process's bench vhost).
+func (o *outageProxy) url() string { return o.urlOf(testBrokerURL()) }
+
+// urlOf is the broker URL base (a login on a vhost) through the proxy.
+func (o *outageProxy) urlOf(base string) string {
+	u, err := amqp091.ParseURI(base)
 	if err != nil {
 		o.t.Fatal(err)
 	}
@@ -262,7 +267,8 @@ func restartEnv(e *env) *env {
 	if !e.stopped {
 		e.t.Fatal("restartEnv: the first daemon still runs")
 	}
-	e2 := &env{t: e.t, r: e.r, p: e.p, dir: e.dir, cfg: e.cfg, sock: e.sock, exe: e.exe, emu: e.emu}
+	e2 := &env{t: e.t, r: e.r, p: e.p, dir: e.dir, cfg: e.cfg, sock: e.sock, exe: e.exe, emu: e.emu,
+		extra: slices.Clone(e.extra)}
 	e2.start()
 	return e2
 }

@@ -117,6 +117,7 @@ func queueDepth(t *testing.T, conn *amqp091.Connection, q string) int {
 // session is terminal with its final message delivered (the outbox
 // drains), and the caller receives the MoS2 session's final message.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a full disk under the real daemon and broker")
 	}
@@ -138,7 +139,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.extra = append(b.extra, "HCP_STATE_DIR="+dir) // after environ's own: the last one counts
-	edge := amqptest.Dial(t, amqptest.URL())
+	edge := amqptest.Dial(t, b.edgeURL())
 	cmdQ, _ := wire.CommandQueue(b.calleeID)
 	dlq, _ := tamqp.DeadLetterQueue(b.calleeID)
 

@@ -33,8 +33,9 @@ const extensionAnswerWithin = time.Second
 // capabilities_response), and each refusal is in the audit log with the
 // login and its caller.
 func TestExtensionRequestBadInput(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
-	beta := amqptest.Dial(t, amqptest.BetaURL())
+	beta := amqptest.Dial(t, b.betaURL())
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	alphaTap := b.tap()

@@ -54,11 +54,11 @@ func (b *brokerEnv) grantBeta(t *testing.T) {
 	}
 }
 
-// betaCaller is a transport/caller client logged in as harness-beta-002;
-// its event queue is deleted at cleanup.
-func betaCaller(t *testing.T) *caller.Client {
+// betaCaller is a transport/caller client logged in as harness-beta-002
+// (its login url); its event queue is deleted at cleanup.
+func betaCaller(t *testing.T, url string) *caller.Client {
 	t.Helper()
-	conn := amqptest.Dial(t, amqptest.BetaURL())
+	conn := amqptest.Dial(t, url)
 	t.Cleanup(func() {
 		if ch, err := conn.Channel(); err == nil {
 			_, _ = ch.QueueDelete(wire.EventQueuePrefix+amqptest.BetaID, false, false, false)
@@ -69,7 +69,7 @@ func betaCaller(t *testing.T) *caller.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.BetaURL(), CallerID: amqptest.BetaID, CalleeID: amqptest.CalleeID,
+	c, err := caller.New(db, caller.Opts{URL: url, CallerID: amqptest.BetaID, CalleeID: amqptest.CalleeID,
 		CalleeUser: amqptest.EdgeUser, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +137,7 @@ func (b *brokerEnv) ownerOf(t *testing.T, sid string) ownershipView {
 // beta is granted what the shipped alpha may: the shipped beta may not own
 // a synthesis session (TestBrokerHandoffRefused).
 func TestBrokerHandoff(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a MoS2 session through the broker")
 	}
@@ -148,7 +149,7 @@ func TestBrokerHandoff(t *testing.T) {
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	run := b.startMoS2(t)
 	sid := uuid.MustParse(run.sid)
-	beta := betaCaller(t)
+	beta := betaCaller(t, b.betaURL())
 	btask := beta.Watch(sid)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -232,6 +233,7 @@ func TestBrokerHandoff(t *testing.T) {
 // its abort is refused, its hand-off too; handback returns the session and
 // its events to alpha, whose abort then ends it.
 func TestBrokerHandoffRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs a MoS2 session through the broker")
 	}

@@ -73,12 +73,13 @@ func tapOn(t *testing.T, conn *amqp091.Connection, caller string) <-chan amqp091
 // rig-status of harness-alpha-001 then completes: the consumer keeps
 // consuming.
 func TestDaemonPoisonAndHostile(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
 	// configs/sim.yaml maps harness-beta-002 to a caller id of its own
 	// (rig-status only), so that the impostor's refusal has a route: its
 	// login's own queue.
 	betaCaller := amqptest.BetaID
-	beta := amqptest.Dial(t, amqptest.BetaURL())
+	beta := amqptest.Dial(t, b.betaURL())
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	alphaTap := b.tap()

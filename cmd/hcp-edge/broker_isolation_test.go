@@ -93,13 +93,13 @@ func TestBrokerIsolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the MoS2 session takes a while")
 	}
+	t.Parallel()
 	b := newBrokerEnv(t)
-	b.deleteQueuesFresh()
 	b.start()
 	b.arm()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	run := b.startMoS2(t) // alpha's session, approved and running
-	beta := amqptest.Dial(t, amqptest.BetaURL())
+	beta := amqptest.Dial(t, b.betaURL())
 
 	alphaQ, cmdQ := wire.EventQueuePrefix+amqptest.AlphaID, wire.CommandQueuePrefix+amqptest.CalleeID
 	betaQ := wire.EventQueuePrefix + amqptest.BetaID
@@ -111,7 +111,7 @@ func TestBrokerIsolation(t *testing.T) {
 			_ = ch.Close()
 		}
 	})
-	if c := betaClient(t); c == nil {
+	if c := betaRigStatus(t, b.betaURL()); c == nil {
 		t.Fatal("beta client")
 	}
 	sid := run.sid
@@ -239,15 +239,16 @@ func TestBrokerIsolation(t *testing.T) {
 	t.Logf("alpha's MoS2 session completed: %d messages", len(msgs))
 }
 
-// betaClient runs a rig-status session as harness-beta-002 through its own
-// client to completion, and returns the client (its queue stays declared).
-func betaClient(t *testing.T) *caller.Client {
+// betaRigStatus runs a rig-status session as harness-beta-002 (its login
+// url) through its own client to completion, and returns the client (its
+// queue stays declared).
+func betaRigStatus(t *testing.T, url string) *caller.Client {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "beta.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.BetaURL(), CallerID: amqptest.BetaID, CalleeID: amqptest.CalleeID,
+	c, err := caller.New(db, caller.Opts{URL: url, CallerID: amqptest.BetaID, CalleeID: amqptest.CalleeID,
 		ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -54,9 +54,10 @@ func TestBrokerUnreachable60s(t *testing.T) {
 		outage = d
 		t.Logf("outage shortened to %v by %s (the default is 60 s)", outage, brokerOutageEnv)
 	}
+	t.Parallel()
 	b := newBrokerEnv(t)
 	px := startOutageProxy(t)
-	t.Setenv("HCP_AMQP_URL", px.url())
+	b.extra = append(b.extra, "HCP_AMQP_URL="+px.urlOf(b.edgeURL()))
 	b.start()
 	b.arm()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
@@ -133,9 +134,10 @@ func TestAgentKilledWithOutboxBacklog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SIGKILL mid MoS2 recipe with a cut broker link")
 	}
+	t.Parallel()
 	b := newBrokerEnv(t)
 	px := startOutageProxy(t)
-	t.Setenv("HCP_AMQP_URL", px.url())
+	b.extra = append(b.extra, "HCP_AMQP_URL="+px.urlOf(b.edgeURL()))
 	b.start()
 	b.arm()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })

@@ -41,6 +41,7 @@ type pikaResult struct {
 // message, the answer names the submit, the events are numbered from 1
 // without a gap, and the final task_completed decodes strictly here.
 func TestPikaCallerHarness(t *testing.T) {
+	t.Parallel()
 	py := devicetest.PythonImport(t, "pika", "python3-pika")
 	b := newBrokerEnv(t)
 	b.start()
@@ -49,7 +50,7 @@ func TestPikaCallerHarness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, filepath.Join("testdata", "pika", "caller.py"),
-		"--url", amqptest.AlphaURL(), "--callee", b.calleeID, "--caller", b.callerID,
+		"--url", b.alphaURL(), "--callee", b.calleeID, "--caller", b.callerID,
 		"--capability", "rig-status", "--inputs", `{"include":["furnace","interlock"]}`, "--timeout", "60")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

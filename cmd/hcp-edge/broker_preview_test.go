@@ -20,6 +20,7 @@ import (
 // refuses get request_refused invalid_input naming the field, and
 // harness-beta-002, whose access list has no synthesis, not_found.
 func TestPreviewOverBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
 	}

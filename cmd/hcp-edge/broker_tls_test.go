@@ -41,6 +41,7 @@ func classified(t *testing.T, c *caller.Client, class string) []*wire.Envelope {
 // TLS, EXTERNAL login from the agent's certificate) the T3 task completes,
 // and the caller accepts it as the callee's.
 func TestT3T4NeedRabbitMQTLS(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
 	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA, 0o600)
 	cfg, err := os.ReadFile(b.cfg)
@@ -80,9 +81,9 @@ func TestT3T4NeedRabbitMQTLS(t *testing.T) {
 	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plain := amqptest.OnVHostAt(amqptest.URL(), "amqps", addr)
+	plain := amqptest.OnVHostAt(b.edgeURL(), "amqps", addr)
 	external := "amqps://" + plain[strings.Index(plain, "@")+1:] + "?auth_mechanism=external"
-	t.Setenv("HCP_AMQP_URL", external)
+	b.extra = append(b.extra, "HCP_AMQP_URL="+external)
 	b.start()
 	up := b.waitUplink("connected over TLS", func(u *uplinkStatus) bool { return u.Connected && u.TLS })
 	t.Logf("uplink %s, TLS %v", up.Broker, up.TLS)
@@ -91,7 +92,7 @@ func TestT3T4NeedRabbitMQTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(amqptest.AlphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
+	tc, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(b.alphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
 		CallerID: b.callerID, CalleeID: b.calleeID, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ import (
 // event queue before and after.
 func (b *brokerEnv) betaClient(t *testing.T) *caller.Client {
 	t.Helper()
-	conn := amqptest.Dial(t, amqptest.BetaURL())
+	conn := amqptest.Dial(t, b.betaURL())
 	del := func() {
 		if ch, err := conn.Channel(); err == nil {
 			_, _ = ch.QueueDelete(wire.EventQueuePrefix+amqptest.BetaID, false, false, false)
@@ -42,7 +42,7 @@ func (b *brokerEnv) betaClient(t *testing.T) *caller.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.BetaURL(), CallerID: amqptest.BetaID, CalleeID: b.calleeID,
+	c, err := caller.New(db, caller.Opts{URL: b.betaURL(), CallerID: amqptest.BetaID, CalleeID: b.calleeID,
 		CalleeUser: amqptest.EdgeUser, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +87,7 @@ func wantRefused(t *testing.T, err error, code string) {
 // restart with beta's login mapped to no caller, beta's discovery gets no
 // answer.
 func TestCallersSeeAndFetch(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
 	}

@@ -52,6 +52,7 @@ func budgetTask(t *testing.T, budgets string) string {
 // H2S through it fails with budget_exceeded naming H2S, and the rig is left
 // safe.
 func TestBudgetOverrunThroughDaemon(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator")
 	}

@@ -18,6 +18,7 @@ import (
 // resource_unavailable "clock not synchronised", and the e-stop still
 // reaches every output; when it is synchronised, the session runs.
 func TestClockHold(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the daemon against the simulator")
 	}

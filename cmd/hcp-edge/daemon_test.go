@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +38,7 @@ const hangGuard = 20 * time.Second
 var bin string
 
 func TestMain(m *testing.M) {
+	widenParallel()
 	dir, err := os.MkdirTemp("", "hcp-edge-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,6 +55,24 @@ func TestMain(m *testing.M) {
 	code := amqptest.Main(m) // m.Run, then the bench vhost deleted
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// parallelTests is how many of this package's parallel tests run at once
+// unless -test.parallel says otherwise: each is a daemon, a simulated rig
+// and a vhost of its own that spend their time waiting on the scaled
+// clock, the broker and the daemon's subprocess, not on the CPU, so more
+// of them than cores (go test's default) fit side by side.
+const parallelTests = 4
+
+// widenParallel sets -test.parallel to parallelTests when the command
+// line did not set it (nor a larger GOMAXPROCS).
+func widenParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < parallelTests {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 }
 
 // env is one simulated rig (in-process) and one daemon (a subprocess).
@@ -465,6 +487,7 @@ func TestEStopWithDaemonHung(t *testing.T) {
 }
 
 func TestDeadAgentDropsHeater(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the rig and the daemon")
 	}

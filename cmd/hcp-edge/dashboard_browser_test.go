@@ -128,6 +128,7 @@ func screenshot(t *testing.T, ctx context.Context, path string) {
 // shows as a latched trip with its cause and time. Screenshots go to
 // build/screenshots.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel() // a daemon and a browser of its own
 	if testing.Short() {
 		t.Skip("starts the rig, the daemon and Chromium")
 	}

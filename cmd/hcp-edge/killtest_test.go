@@ -85,6 +85,7 @@ func TestKillAgentAtRandom(t *testing.T) {
 	t.Logf("kill test: %d kills, %s=%d", kills, killSeedEnv, seed)
 	rnd := rand.New(rand.NewPCG(seed, seed>>1|1))
 
+	t.Parallel()
 	b := newBrokerEnv(t) // skips loudly without a broker, fails under HCP_REQUIRE_PEERS=1
 	cfg, err := os.ReadFile(b.cfg)
 	if err != nil {
@@ -109,9 +110,8 @@ func TestKillAgentAtRandom(t *testing.T) {
 	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b.deleteQueuesFresh()
 	px := startOutageProxy(t)
-	t.Setenv("HCP_AMQP_URL", px.url())
+	b.extra = append(b.extra, "HCP_AMQP_URL="+px.urlOf(b.edgeURL()))
 	b.start()
 	k := &killer{t: t, b: b, e: b.env, px: px, rnd: rnd, done: map[string]bool{}}
 	k.e.arm()

@@ -159,6 +159,7 @@ func (e *env) waitLatched(want bool) {
 // e-stop on the control socket (cause safe_state) with the latch; no
 // uplink families without a broker; the endpoint stops with the daemon.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the rig and the daemon")
 	}
@@ -303,6 +304,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // outbox drained after a rig-status session through the broker, which
 // counts as a gate decision and a COMPLETED session.
 func TestMetricsUplink(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
 	setGate(t, b)
 	url := withMetrics(t, b.env)

@@ -114,6 +114,7 @@ func TestRecipeReloadSIGHUP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a lab recipe through the broker against the simulator")
 	}
+	t.Parallel()
 	b := newBrokerEnv(t) // skips loudly without a broker, fails under HCP_REQUIRE_PEERS=1
 	dir := withRecipesDir(t, b, "lab-anneal", "lab-dry-anneal")
 	writeRecipe(t, dir, "lab-anneal.yaml", labRecipe(t, "lab-anneal", "1.0.0", "anneal"))
@@ -181,6 +182,7 @@ func TestRecipeKillEditRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SIGKILLs the agent mid-run of a lab recipe")
 	}
+	t.Parallel()
 	b := newBrokerEnv(t)
 	dir := withRecipesDir(t, b, "lab-anneal")
 	writeRecipe(t, dir, "lab-anneal.yaml", labRecipe(t, "lab-anneal", "1.0.0", "anneal"))

@@ -237,6 +237,7 @@ func TestMoS2ThroughCLI(t *testing.T) {
 // task_rejected, exit 1), abort mid-run (session_closed ABORTED, exit 1, the
 // rig safe), sessions as a table and as JSON, and the usage errors.
 func TestDenyAbortAndSessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("sessions against the simulator")
 	}

@@ -204,6 +204,7 @@ func TestShippedCapabilities(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binaries and broker")
 	}
+	t.Parallel()
 	b, sim := startShipped(t)
 	// Discovery offers the shipped recipes as capabilities, each with the
 	// risk floor derived from what it does.
@@ -280,7 +281,9 @@ func TestShippedRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binaries and broker")
 	}
+	t.Parallel()
 	t.Run("ws2-sulfurization", func(t *testing.T) {
+		t.Parallel()
 		b, sim := startShipped(t, "--precursor", "WO3")
 		b.arm()
 		r := b.startApproved(t, &wire.TaskSubmit{Capability: "ws2-sulfurization", CallerID: b.callerID, Intent: "shipped WS2 recipe",
@@ -301,6 +304,7 @@ func TestShippedRecipes(t *testing.T) {
 		}
 	})
 	t.Run("h2-anneal", func(t *testing.T) {
+		t.Parallel()
 		b, sim := startShipped(t)
 		b.arm()
 		r := b.startApproved(t, &wire.TaskSubmit{Capability: "h2-anneal", CallerID: b.callerID, Intent: "shipped anneal recipe",
@@ -328,7 +332,8 @@ func TestShippedRecipes(t *testing.T) {
 // for the uplink. Both stop at the end of t.
 func startShipped(t *testing.T, simArgs ...string) (*brokerEnv, *rigSimProc) {
 	t.Helper()
-	conn := amqptest.Dial(t, amqptest.AlphaURL()) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
+	own := amqptest.OwnBench(t) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
+	conn := amqptest.Dial(t, own.AlphaURL())
 	cfgPath, err := filepath.Abs(shippedConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -340,16 +345,13 @@ func startShipped(t *testing.T, simArgs ...string) (*brokerEnv, *rigSimProc) {
 	if sim.dir == rig.DefaultOpts().Dir {
 		t.Fatal("the simulator must not use the shared default run directory")
 	}
-	// The shipped ids on the process's own bench vhost, provisioned as
-	// `hcp-edge broker provision` provisions configs/sim.yaml.
-	edge := amqptest.Dial(t, amqptest.URL())
-	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
+	// The shipped ids on a vhost of the test's own, provisioned as
+	// `hcp-edge broker provision` provisions configs/sim.yaml; the daemon's
+	// broker login in its environment (the tests run in parallel).
+	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID, own: &own}
 	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
 	b.sock = filepath.Join(b.dir, "control.sock")
-	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
-	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
-	t.Setenv("HCP_AMQP_URL", testBrokerURL())
-	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	b.extra = append(b.extra, "HCP_AMQP_URL="+own.URL(), "HCP_CALLEE_ID="+b.calleeID)
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	return b, sim

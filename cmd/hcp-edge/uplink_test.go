@@ -54,13 +54,44 @@ type brokerEnv struct {
 	// (the fleet's agents each log in as a user of their own).
 	calleeUsers []string
 	// callerURLs are the caller client's endpoints (harness-alpha-001's
-	// login); nil: amqptest.AlphaURL().
+	// login); nil: alphaURL().
 	callerURLs []string
+	// own is the test's own vhost (newBrokerEnvParallel); nil: the
+	// process's bench vhost.
+	own *amqptest.Own
+}
+
+// edgeURL is the callee's (hcp-edge) URL on the env's vhost.
+func (b *brokerEnv) edgeURL() string {
+	if b.own != nil {
+		return b.own.URL()
+	}
+	return testBrokerURL()
+}
+
+// alphaURL is harness-alpha-001's URL on the env's vhost.
+func (b *brokerEnv) alphaURL() string {
+	if b.own != nil {
+		return b.own.AlphaURL()
+	}
+	return amqptest.AlphaURL()
+}
+
+// betaURL is harness-beta-002's URL on the env's vhost.
+func (b *brokerEnv) betaURL() string {
+	if b.own != nil {
+		return b.own.BetaURL()
+	}
+	return amqptest.BetaURL()
 }
 
 // newBrokerEnv checks the broker (skipping loudly, or failing under
 // HCP_REQUIRE_PEERS=1; holding brokerlock shared through amqptest.Dial),
-// then builds the rig and the configuration with the caller in the gate.
+// then builds the rig and the configuration with the caller in the gate:
+// the shipped ids on a vhost of the test's own (amqptest.OwnBench), and the
+// daemon's broker URL and callee id in its environment (extra; a later
+// HCP_AMQP_URL there, a proxy's, overrides it), not in the process's, so
+// that the test may run beside the package's others (t.Parallel).
 func newBrokerEnv(t *testing.T) *brokerEnv {
 	t.Helper()
 	return newBrokerEnvWith(t, func() *env { return newEnv(t, nil) })
@@ -71,13 +102,8 @@ func newBrokerEnv(t *testing.T) *brokerEnv {
 // set on the env before start: TestPiSim).
 func newBrokerEnvWith(t *testing.T, mk func() *env) *brokerEnv {
 	t.Helper()
-	conn := amqptest.Dial(t, amqptest.AlphaURL())
-	edge := amqptest.Dial(t, amqptest.URL())
-	// The shipped ids on the process's own bench vhost: configs/sim.yaml
-	// maps harness-alpha-001's login to itself, as the bench provisions it.
-	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID}
-	amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID)
-	t.Cleanup(func() { amqptest.DeleteQueues(edge, conn, b.calleeID, b.callerID) })
+	own := amqptest.OwnBench(t)
+	b := &brokerEnv{conn: amqptest.Dial(t, own.AlphaURL()), calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID, own: &own}
 	b.env = mk()
 	cfg, err := os.ReadFile(b.cfg)
 	if err != nil {
@@ -87,8 +113,7 @@ func newBrokerEnvWith(t *testing.T, mk func() *env) *brokerEnv {
 	if !strings.Contains(string(cfg), "\ngate:\n") || !strings.Contains(string(cfg), mapping) {
 		t.Fatal("fixture: sim.yaml's gate section does not map " + amqptest.AlphaUser + " to " + amqptest.AlphaID)
 	}
-	t.Setenv("HCP_AMQP_URL", testBrokerURL())
-	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	b.extra = append(b.extra, "HCP_AMQP_URL="+own.URL(), "HCP_CALLEE_ID="+b.calleeID)
 	return b
 }
 
@@ -213,7 +238,7 @@ func (b *brokerEnv) client(unclaimed func(*wire.Envelope)) *caller.Client {
 	}
 	urls := b.callerURLs
 	if len(urls) == 0 {
-		urls = []string{amqptest.AlphaURL()}
+		urls = []string{b.alphaURL()}
 	}
 	// The callee logs in as hcp-edge whatever its callee id: the client
 	// trusts only events published with that user_id.
@@ -333,6 +358,7 @@ func checkDeliveries(t *testing.T, ds <-chan amqp091.Delivery, callerID, sid, su
 // numbered from 1, task_completed; L1's properties and routing keys; the
 // daemon's status shows the uplink; it stops cleanly with the outbox empty.
 func TestUplinkRigStatus(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
 	b.start()
 	up := b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
@@ -382,6 +408,7 @@ func TestUplinkRigStatus(t *testing.T) {
 // events numbered from 1 (the approval_pending event comes before
 // task_accepted, so the caller hands it to Unclaimed).
 func TestUplinkMoS2(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator (~25 s)")
 	}
@@ -503,6 +530,7 @@ func (b *brokerEnv) writeTask(capability string, inputs string) string {
 // TestUplinkSubmitCLI: hcp-edge submit FILE --broker URL, with and without
 // --watch, and a refusal (a capability outside the caller's ACL) exits 1.
 func TestUplinkSubmitCLI(t *testing.T) {
+	t.Parallel()
 	b := newBrokerEnv(t)
 	// This caller may not run leak-check here (the gate's ACL only; the
 	// broker's permissions do not depend on capabilities).
@@ -521,7 +549,7 @@ func TestUplinkSubmitCLI(t *testing.T) {
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	rs := b.writeTask(executor.RigStatusName, `{"include":["furnace","interlock"]}`)
-	broker := []string{"--broker", amqptest.AlphaURL(), "--callee", b.calleeID}
+	broker := []string{"--broker", b.alphaURL(), "--callee", b.calleeID}
 
 	r := b.cli(append([]string{"submit", rs, "--watch"}, broker...)...)
 	if r.code != exitOK {

@@ -74,33 +74,42 @@ func benchVHost() (string, error) {
 			return
 		}
 		vhost := "hcp-test-" + uuid.NewString()[:8]
-		g, err := provision.Derive(BenchSpec(vhost))
-		if err != nil {
-			bench.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		r := provision.Rabbitmqctl{}
-		st, err := provision.Read(ctx, r)
-		if err != nil {
-			bench.err = err
-			return
-		}
-		changes, _ := provision.Diff(st, g)
-		if err := provision.Apply(ctx, r, g, changes, provision.Options{Passwords: devPasswords}); err != nil {
-			bench.err = err
-			return
-		}
-		// The exchanges, as the callee declares them when it starts: callers
-		// only check them (they may not configure them).
-		if err := declareExchanges(onVHost(baseURL(), vhost)); err != nil {
-			bench.err = err
+		if bench.err = provisionVHost(vhost); bench.err != nil {
 			return
 		}
 		bench.vhost = vhost
 	})
 	return bench.vhost, bench.err
+}
+
+// provisionVHost creates vhost with BenchSpec's users and permissions
+// (rabbitmqctl) and declares the exchanges on it, as the callee does when
+// it starts: callers only check them (they may not configure them).
+func provisionVHost(vhost string) error {
+	g, err := provision.Derive(BenchSpec(vhost))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := provision.Rabbitmqctl{}
+	st, err := provision.Read(ctx, r)
+	if err != nil {
+		return err
+	}
+	changes, _ := provision.Diff(st, g)
+	if err := provision.Apply(ctx, r, g, changes, provision.Options{Passwords: devPasswords}); err != nil {
+		return err
+	}
+	return declareExchanges(onVHost(baseURL(), vhost))
+}
+
+// deleteVHost deletes vhost with every queue in it.
+func deleteVHost(vhost string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := (provision.Rabbitmqctl{}).Run(ctx, nil, "-q", "delete_vhost", vhost)
+	return err
 }
 
 // BenchVHostEnv names a vhost already provisioned with BenchSpec (for a run
@@ -113,9 +122,7 @@ const BenchVHostEnv = "HCP_TEST_VHOST"
 func Main(m *testing.M) int {
 	code := m.Run()
 	if bench.vhost != "" && os.Getenv(BenchVHostEnv) == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := (provision.Rabbitmqctl{}).Run(ctx, nil, "-q", "delete_vhost", bench.vhost); err != nil {
+		if err := deleteVHost(bench.vhost); err != nil {
 			fmt.Fprintf(os.Stderr, "amqptest: delete the bench vhost: %v\n", err)
 		}
 	}
