@@ -1,33 +1,13 @@
 package configcheck
 
 import (
-	"fmt"
-	"strings"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
-// Problem is one finding of the check.
-type Problem struct {
-	File    string `json:"file"`
-	Line    int    `json:"line,omitempty"` // 0: the file as a whole
-	Column  int    `json:"column,omitempty"`
-	Key     string `json:"key,omitempty"` // dotted key path, e.g. rig.mfcs[2].full_scale
-	Message string `json:"message"`
-}
-
-// String formats p as FILE:LINE: KEY: MESSAGE (the line and key when known).
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.File)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d", p.Line)
-	}
-	b.WriteString(": ")
-	if p.Key != "" {
-		b.WriteString(p.Key + ": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
+// Problem is one finding of the check: FILE:LINE: KEY: MESSAGE, the same
+// shape as a recipe's (`hcp-edge recipe check` and `config check` print
+// alike; a configuration problem leaves Rule empty).
+type Problem = recipe.Problem
 
 // Result is what the check reports.
 type Result struct {
