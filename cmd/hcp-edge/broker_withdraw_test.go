@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
@@ -43,7 +46,9 @@ func (w *withdrawingWriter) Write(p []byte) (int, error) {
 // chunk has arrived, an operator withdraws the release (access withdraw):
 // the fetch stops at its very next chunk with request_refused
 // access_denied, with no byte of it; a new fetch is refused from its first
-// chunk; the refusal is audited after the withdrawal.
+// chunk; the refusal is audited after the withdrawal. The state file,
+// through whose outbox the chunks and the released final message went,
+// holds none of the plot and none of the outputs' values in the clear.
 func TestWithdrawStopsFetchThroughBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
@@ -112,6 +117,26 @@ func TestWithdrawStopsFetchThroughBroker(t *testing.T) {
 	wantRefused(t, err, wire.ReasonAccessDenied)
 	if again.Len() != 0 {
 		t.Fatalf("a refused fetch wrote %d bytes", again.Len())
+	}
+
+	// The chunks went through the outbox in the state file, and the final
+	// message was held there: sealed, none of the plot or of the outputs'
+	// values is in the file.
+	state := filepath.Join(b.dir, rigconfig.StateFile)
+	disk, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(disk, []byte("<svg")) || bytes.Contains(disk, w.buf.Bytes()[:64]) {
+		t.Fatal("the state file holds the plot's chunks in the clear")
+	}
+	vals := outputValues(t, tc.Outputs)
+	if len(vals) == 0 {
+		t.Fatalf("no measured value in the outputs %s to look for", tc.Outputs)
+	}
+	t.Logf("none of the plot's bytes, looking for %d output values in the state file", len(vals))
+	if got := found(t, state, vals); len(got) != 0 {
+		t.Fatalf("the state file holds %d of the T4 session's %d output values in the clear: %v", len(got), len(vals), got)
 	}
 
 	// The audit: the withdrawal, then the refused chunk, in that order.
