@@ -95,6 +95,7 @@ func sealedSession(t *testing.T, stateDir string, key *atrest.Key) (wire.Artifac
 		t.Fatal(err)
 	}
 	defer st.Close()
+	st.SetAtRest(key) // its events are sealed as the daemon's are
 	uid := uuid.New()
 	sid := uid.String()
 	if _, _, err := st.Create(ctx, store.Session{ID: sid, Capability: "cvd-material-synthesis", CapabilityVersion: "1.0.0",

@@ -1,5 +1,6 @@
 // Package atrest seals the data of T3/T4 sessions at rest: checkpoint
-// payloads in the state file and artifact files in the state directory
+// payloads, event data and the bodies of outbound messages waiting in the
+// outbox in the state file, and artifact files in the state directory
 // (spec/hcp/L3-safety-contract.md, "Data Classification": T3 and T4 need
 // encryption in transit and at rest). It is AES-256-GCM from the standard
 // library (crypto/aes, crypto/cipher) under one key per agent.
@@ -22,8 +23,9 @@
 //	27      n+16  AES-256-GCM ciphertext of the n plaintext bytes and its tag
 //
 // The additional authenticated data is the 27-byte header followed by the
-// Binding — session id, purpose ("checkpoint", "artifact") and name (the
-// checkpoint id, the artifact's file name), each length-prefixed — so a
+// Binding — session id, purpose ("checkpoint", "artifact", "event",
+// "message"...) and name (the checkpoint id, the artifact's file name, the
+// event's sequence number, the message_id), each length-prefixed — so a
 // blob only opens for the session, purpose and name it was sealed for: a
 // blob copied to another session, another artifact or another checkpoint
 // fails as ErrTampered, as does any flipped bit of header, nonce,

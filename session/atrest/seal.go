@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 )
 
 // Format version 1 (see the package documentation).
@@ -27,6 +28,8 @@ const (
 	PurposeArtifact   = "artifact"   // an artifact file; Name is its file name
 	PurposeResult     = "result"     // a session's final message kept by the agent; Name is its type
 	PurposeHeld       = "held"       // a T4 session's final message held for an access decision; Name is the access id
+	PurposeEvent      = "event"      // the data of a stored L2 event; Name is its sequence number in decimal
+	PurposeMessage    = "message"    // the body of an outbound message waiting in the outbox; Name is its message_id
 )
 
 // Binding is what a sealed blob is bound to: it opens only with the same
@@ -60,6 +63,18 @@ func ResultBinding(sessionID string) Binding {
 // request's id.
 func HeldBinding(sessionID, accessID string) Binding {
 	return Binding{SessionID: sessionID, Purpose: PurposeHeld, Name: accessID}
+}
+
+// EventBinding binds the data of a stored event to its session and
+// sequence number.
+func EventBinding(sessionID string, seq uint64) Binding {
+	return Binding{SessionID: sessionID, Purpose: PurposeEvent, Name: strconv.FormatUint(seq, 10)}
+}
+
+// MessageBinding binds the body of an outbound message waiting in the
+// outbox to its session and message_id.
+func MessageBinding(sessionID, messageID string) Binding {
+	return Binding{SessionID: sessionID, Purpose: PurposeMessage, Name: messageID}
 }
 
 func (b Binding) check() error {

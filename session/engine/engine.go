@@ -71,8 +71,9 @@ type Config struct {
 	StateDir string
 	// AtRest is the at-rest key (agent.at_rest_key_file; nil: none). The
 	// artifacts and checkpoint payloads of every T3/T4 session are sealed
-	// under it. New refuses a Gate whose Protection promises a key when
-	// AtRest is nil.
+	// under it, and New hands it to the Store (Store.SetAtRest) for their
+	// events when the Store has no key yet (another key is refused). New
+	// refuses a Gate whose Protection promises a key when AtRest is nil.
 	AtRest *atrest.Key
 	// TimeScale is process seconds per wall second (1 on the real rig).
 	TimeScale float64
@@ -161,6 +162,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Gate.Protection().AtRestKey && cfg.AtRest == nil {
 		return nil, fmt.Errorf("engine: the gate admits T3/T4 sessions on an at-rest key, and Config.AtRest has none: %w", atrest.ErrNoKey)
+	}
+	switch have := cfg.Store.AtRest(); {
+	case cfg.AtRest == nil:
+	case have == nil:
+		// The events of T3/T4 sessions are sealed by the store, under the
+		// key their checkpoints and artifacts are sealed with.
+		cfg.Store.SetAtRest(cfg.AtRest)
+	case have.ID() != cfg.AtRest.ID():
+		return nil, fmt.Errorf("engine: the store seals under at-rest key %s, Config.AtRest is key %s", have.ID(), cfg.AtRest.ID())
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = cfg.Tokens.Clock()

@@ -147,6 +147,11 @@ func (e *Engine) step(l *live, f func(w *store.Tx) error) error {
 	defer cancel()
 	var sent []store.Message
 	err := e.cfg.Store.Update(ctx, func(w *store.Tx) error {
+		if l.sealed() && e.cfg.AtRest == nil {
+			// A T3/T4 session recovered without the key (restore refuses
+			// to run one): this step only ends it, in the engine's words.
+			w.WithoutKey(l.id)
+		}
 		if err := f(w); err != nil {
 			return err
 		}

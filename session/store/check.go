@@ -74,6 +74,11 @@ func checkSession(tx *bolt.Tx, sess Session) error {
 			if len(k) != 8 || binary.BigEndian.Uint64(k) != e.Seq {
 				return bad("event %d stored under key %x", e.Seq, k)
 			}
+			if e.Sealed {
+				if _, err := atrest.Inspect(e.Data); err != nil {
+					return bad("event %d: sealed data: %v", e.Seq, err)
+				}
+			}
 			events = append(events, e)
 			return nil
 		})
@@ -96,7 +101,7 @@ func checkSession(tx *bolt.Tx, sess Session) error {
 		switch e.Type {
 		case lifecycle.EventStateChanged:
 			var sc lifecycle.StateChanged
-			if err := json.Unmarshal(e.Data, &sc); err != nil {
+			if err := json.Unmarshal(e.checkData(), &sc); err != nil {
 				return bad("event %d: %v", e.Seq, err)
 			}
 			if sc.From != st {
@@ -111,7 +116,7 @@ func checkSession(tx *bolt.Tx, sess Session) error {
 			st = sc.To
 		case lifecycle.EventSessionClosed:
 			var sc lifecycle.SessionClosed
-			if err := json.Unmarshal(e.Data, &sc); err != nil {
+			if err := json.Unmarshal(e.checkData(), &sc); err != nil {
 				return bad("event %d: %v", e.Seq, err)
 			}
 			if !st.Terminal() || sc.FinalState != st || i != len(events)-1 {
@@ -144,8 +149,8 @@ func checkSession(tx *bolt.Tx, sess Session) error {
 			}
 			e := events[cp.Seq-1]
 			var d checkpointData
-			if e.Type != lifecycle.EventCheckpointCreated || json.Unmarshal(e.Data, &d) != nil || d.ID != cp.ID {
-				return bad("checkpoint %s: event %d is %s %s", cp.ID, cp.Seq, e.Type, e.Data)
+			if e.Type != lifecycle.EventCheckpointCreated || json.Unmarshal(e.checkData(), &d) != nil || d.ID != cp.ID {
+				return bad("checkpoint %s: event %d is %s %s", cp.ID, cp.Seq, e.Type, e.checkData())
 			}
 			if cp.Sealed {
 				if _, err := atrest.Inspect(cp.Payload); err != nil {

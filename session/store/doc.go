@@ -43,14 +43,23 @@
 // into fresh memory (msgp copies []byte and string fields), never kept as
 // slices of the mmap past their transaction.
 //
-// # Sealed checkpoints
+// # Sealed at rest
 //
 // Checkpoint payloads are opaque to the store. For a T3/T4 session the
 // caller hands the at-rest key in NewCheckpoint.Seal: the payload is
 // sealed (session/atrest, AES-256-GCM) inside the transaction, bound to
 // the session id and the checkpoint id it gets there, and the record is
-// marked Sealed; Checkpoint.Open returns the plaintext with the key. Only
-// the payload is sealed: the session record, the events (including the
-// checkpoint's description) and the audit log are stored in the clear.
-// Records of unsealed checkpoints are encoded exactly as before.
+// marked Sealed; Checkpoint.Open returns the plaintext with the key.
+//
+// The data of every event of a T3/T4 session (SealedClass) is sealed the
+// same way under the key given to SetAtRest, bound to the session id and
+// its sequence number (Event.Sealed); its lifecycle events keep a Frame in
+// the clear (from and to state, final state, checkpoint id), so Check and
+// audit verify need no key. Events opens sealed data with the key. Without
+// a key such an event is refused (atrest.ErrNoKey), unless the Tx was told
+// that its caller cannot open the session (Tx.WithoutKey). The session
+// record, the checkpoint's description and step and the audit log are
+// stored in the clear; docs/STATE.md ("Sealed at rest") lists it all.
+// Records of unsealed checkpoints and events are encoded exactly as
+// before, and records written before sealing existed read as they are.
 package store

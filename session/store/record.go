@@ -39,7 +39,18 @@ type Event struct {
 	Seq  uint64              `msg:"seq"`
 	Type lifecycle.EventType `msg:"type"`
 	At   time.Time           `msg:"at"`
-	Data []byte              `msg:"data"` // JSON object
+	Data []byte              `msg:"data"` // JSON object; sealed when Sealed
+	// Sealed: Data is an atrest blob bound to the session id, purpose
+	// event and Seq (a T3/T4 session, sealevent.go). Absent from the
+	// records of events in the clear, which keep their encoding.
+	Sealed bool `msg:"sealed,omitempty"`
+	// Frame holds, for a sealed lifecycle event, the fields Check replays
+	// in the clear (JSON): from_state and to_state of state_changed (its
+	// reason only when it is the fixed recovered_from_checkpoint),
+	// final_state of session_closed, checkpoint_id of checkpoint_created.
+	// No other event has one, and it never holds a value of the session's
+	// data.
+	Frame []byte `msg:"frame,omitempty"`
 }
 
 // Checkpoint is one stored checkpoint of a session.

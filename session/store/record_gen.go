@@ -397,6 +397,18 @@ func (z *Event) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Data")
 				return
 			}
+		case "sealed":
+			z.Sealed, err = dc.ReadBool()
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		case "frame":
+			z.Frame, err = dc.ReadBytes(z.Frame)
+			if err != nil {
+				err = msgp.WrapError(err, "Frame")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -410,46 +422,90 @@ func (z *Event) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *Event) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 4
-	// write "seq"
-	err = en.Append(0x84, 0xa3, 0x73, 0x65, 0x71)
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Frame == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteUint64(z.Seq)
-	if err != nil {
-		err = msgp.WrapError(err, "Seq")
-		return
-	}
-	// write "type"
-	err = en.Append(0xa4, 0x74, 0x79, 0x70, 0x65)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(string(z.Type))
-	if err != nil {
-		err = msgp.WrapError(err, "Type")
-		return
-	}
-	// write "at"
-	err = en.Append(0xa2, 0x61, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteTime(z.At)
-	if err != nil {
-		err = msgp.WrapError(err, "At")
-		return
-	}
-	// write "data"
-	err = en.Append(0xa4, 0x64, 0x61, 0x74, 0x61)
-	if err != nil {
-		return
-	}
-	err = en.WriteBytes(z.Data)
-	if err != nil {
-		err = msgp.WrapError(err, "Data")
-		return
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "seq"
+		err = en.Append(0xa3, 0x73, 0x65, 0x71)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint64(z.Seq)
+		if err != nil {
+			err = msgp.WrapError(err, "Seq")
+			return
+		}
+		// write "type"
+		err = en.Append(0xa4, 0x74, 0x79, 0x70, 0x65)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(string(z.Type))
+		if err != nil {
+			err = msgp.WrapError(err, "Type")
+			return
+		}
+		// write "at"
+		err = en.Append(0xa2, 0x61, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteTime(z.At)
+		if err != nil {
+			err = msgp.WrapError(err, "At")
+			return
+		}
+		// write "data"
+		err = en.Append(0xa4, 0x64, 0x61, 0x74, 0x61)
+		if err != nil {
+			return
+		}
+		err = en.WriteBytes(z.Data)
+		if err != nil {
+			err = msgp.WrapError(err, "Data")
+			return
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// write "sealed"
+			err = en.Append(0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+			if err != nil {
+				return
+			}
+			err = en.WriteBool(z.Sealed)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// write "frame"
+			err = en.Append(0xa5, 0x66, 0x72, 0x61, 0x6d, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteBytes(z.Frame)
+			if err != nil {
+				err = msgp.WrapError(err, "Frame")
+				return
+			}
+		}
 	}
 	return
 }
@@ -457,19 +513,46 @@ func (z *Event) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Event) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 4
-	// string "seq"
-	o = append(o, 0x84, 0xa3, 0x73, 0x65, 0x71)
-	o = msgp.AppendUint64(o, z.Seq)
-	// string "type"
-	o = append(o, 0xa4, 0x74, 0x79, 0x70, 0x65)
-	o = msgp.AppendString(o, string(z.Type))
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendTime(o, z.At)
-	// string "data"
-	o = append(o, 0xa4, 0x64, 0x61, 0x74, 0x61)
-	o = msgp.AppendBytes(o, z.Data)
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Frame == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "seq"
+		o = append(o, 0xa3, 0x73, 0x65, 0x71)
+		o = msgp.AppendUint64(o, z.Seq)
+		// string "type"
+		o = append(o, 0xa4, 0x74, 0x79, 0x70, 0x65)
+		o = msgp.AppendString(o, string(z.Type))
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendTime(o, z.At)
+		// string "data"
+		o = append(o, 0xa4, 0x64, 0x61, 0x74, 0x61)
+		o = msgp.AppendBytes(o, z.Data)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "sealed"
+			o = append(o, 0xa6, 0x73, 0x65, 0x61, 0x6c, 0x65, 0x64)
+			o = msgp.AppendBool(o, z.Sealed)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "frame"
+			o = append(o, 0xa5, 0x66, 0x72, 0x61, 0x6d, 0x65)
+			o = msgp.AppendBytes(o, z.Frame)
+		}
+	}
 	return
 }
 
@@ -519,6 +602,18 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Data")
 				return
 			}
+		case "sealed":
+			z.Sealed, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		case "frame":
+			z.Frame, bts, err = msgp.ReadBytesBytes(bts, z.Frame)
+			if err != nil {
+				err = msgp.WrapError(err, "Frame")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -533,7 +628,7 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Event) Msgsize() (s int) {
-	s = 1 + 4 + msgp.Uint64Size + 5 + msgp.StringPrefixSize + len(string(z.Type)) + 3 + msgp.TimeSize + 5 + msgp.BytesPrefixSize + len(z.Data)
+	s = 1 + 4 + msgp.Uint64Size + 5 + msgp.StringPrefixSize + len(string(z.Type)) + 3 + msgp.TimeSize + 5 + msgp.BytesPrefixSize + len(z.Data) + 7 + msgp.BoolSize + 6 + msgp.BytesPrefixSize + len(z.Frame)
 	return
 }
 

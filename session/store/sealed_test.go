@@ -30,6 +30,7 @@ func TestSealedCheckpoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := open(t, path)
 	k := testKey(t, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	s.SetAtRest(k) // the events of the T3 session
 	other := testKey(t, "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100")
 	secret1 := []byte(`{"step":3,"state":"CONFIDENTIAL-RECIPE-STATE-ONE"}`)
 	secret2 := []byte(`{"step":4,"state":"CONFIDENTIAL-RECIPE-STATE-TWO"}`)
@@ -74,6 +75,7 @@ func TestSealedCheckpoints(t *testing.T) {
 	}
 
 	s = open(t, path)
+	s.SetAtRest(k)
 	mustCheck(t, s)
 	cp2, ok, err := s.LastCheckpoint(ctx, "t3")
 	if err != nil || !ok || !cp2.Sealed {
@@ -121,10 +123,12 @@ func TestSealedCheckpoints(t *testing.T) {
 func TestCheckSealedPayload(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	k := testKey(t, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+	s.SetAtRest(k)
 	if _, _, err := s.Create(ctx, Session{ID: "t4", DataClass: "T4"}); err != nil {
 		t.Fatal(err)
 	}
-	cp, _, err := s.Checkpoint(ctx, "t4", NewCheckpoint{Payload: []byte("x"), Seal: testKey(t, "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")})
+	cp, _, err := s.Checkpoint(ctx, "t4", NewCheckpoint{Payload: []byte("x"), Seal: k})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ type Store struct {
 	queue Queue // nil: messages are only handed back (Tx.Sent)
 	// writeFailed is Opts.WriteFailed.
 	writeFailed func(error) bool
+	key         *atrest.Key // SetAtRest: seals the events of T3/T4 sessions
 }
 
 // Open opens (or creates) the state file at path, creates the buckets,
@@ -165,12 +166,15 @@ func checkID(id string) error {
 
 // txn is the work of one Update on one session.
 type txn struct {
+	s      *Store
 	tx     *bolt.Tx
 	now    time.Time
 	sess   Session
 	m      lifecycle.Machine
 	events []Event
 	ckpt   *Checkpoint
+	// keyless: Tx.WithoutKey was called for this session.
+	keyless bool
 }
 
 func (s *Store) begin(tx *bolt.Tx, id string) (*txn, error) {
@@ -178,7 +182,7 @@ func (s *Store) begin(tx *bolt.Tx, id string) (*txn, error) {
 	if v == nil {
 		return nil, fmt.Errorf("store: session %s: %w", id, ErrNotFound)
 	}
-	t := &txn{tx: tx, now: s.clock()}
+	t := &txn{s: s, tx: tx, now: s.clock()}
 	if _, err := t.sess.UnmarshalMsg(v); err != nil {
 		return nil, &CorruptError{Session: id, Reason: "session record: " + err.Error()}
 	}
@@ -275,12 +279,22 @@ func (t *txn) commit() error {
 	t.sess.State, t.sess.LastSeq = t.m.State, t.m.LastSeq
 	if len(t.events) > 0 {
 		t.sess.LastEventAt = t.now
+		key, err := t.s.sealKey(t.sess)
+		if err != nil && !t.keyless {
+			return err
+		}
 		eb, err := t.tx.Bucket(bucketEvents).CreateBucketIfNotExists(id)
 		if err != nil {
 			return fmt.Errorf("store: events of %s: %w", t.sess.ID, err)
 		}
 		for i := range t.events {
-			v, err := t.events[i].MarshalMsg(nil)
+			// t.events keep their data in the clear: the step's messages
+			// are made of them.
+			e, err := sealEvent(t.sess.ID, key, t.events[i])
+			if err != nil {
+				return err
+			}
+			v, err := e.MarshalMsg(nil)
 			if err != nil {
 				return fmt.Errorf("store: encode event %d: %w", t.events[i].Seq, err)
 			}
@@ -352,7 +366,9 @@ func (s *Store) Sessions(ctx context.Context, active bool) ([]Session, error) {
 }
 
 // Events returns session id's events with a sequence number above after,
-// in order (after = 0: all of them).
+// in order (after = 0: all of them), their data in the clear: sealed data
+// is opened with the key of SetAtRest (an error wrapping atrest.ErrNoKey
+// without one).
 func (s *Store) Events(ctx context.Context, id string, after uint64) ([]Event, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -372,6 +388,11 @@ func (s *Store) Events(ctx context.Context, id string, after uint64) ([]Event, e
 			if _, err := e.UnmarshalMsg(v); err != nil {
 				return &CorruptError{Session: id, Reason: fmt.Sprintf("event %x: %v", k, err)}
 			}
+			data, err := e.Open(id, s.key)
+			if err != nil {
+				return err
+			}
+			e.Data, e.Sealed, e.Frame = data, false, nil
 			out = append(out, e)
 		}
 		return nil

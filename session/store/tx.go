@@ -21,6 +21,10 @@ type Message struct {
 	// task_rejected answers ("" otherwise).
 	InReplyTo string
 	Envelope  *wire.Envelope
+	// Unsealed marks a message of a T3/T4 session that the Tx was told
+	// holds none of its data (Tx.WithoutKey): the queue may store it in
+	// the clear when it has no at-rest key. Tx.Send sets it.
+	Unsealed bool
 }
 
 // Queue is the durable outbox as the store sees it (cmd backs it with
@@ -42,6 +46,8 @@ type Tx struct {
 	now   time.Time
 	sent  []Message
 	owned bool // made by Update: OnCommit handlers run after commit
+	// keyless: the sessions of WithoutKey.
+	keyless map[string]bool
 }
 
 // Update runs f in one read-write transaction of the state file and
@@ -90,9 +96,12 @@ func (w *Tx) Send(msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if m.Envelope == nil {
 			return errors.New("store: send: nil envelope")
+		}
+		if m.Envelope.SessionID != nil && w.keyless[m.Envelope.SessionID.String()] {
+			msgs[i].Unsealed = true
 		}
 	}
 	if w.s.queue != nil {
@@ -128,7 +137,7 @@ func (w *Tx) update(id string, f func(t *txn) error) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.now = w.now
+	t.now, t.keyless = w.now, w.keyless[id]
 	if err := f(t); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,7 @@ func (w *Tx) Create(sess Session, events ...Emit) (Session, []Event, error) {
 	if w.tx.Bucket(bucketSessions).Get([]byte(sess.ID)) != nil {
 		return Session{}, nil, fmt.Errorf("store: create %s: %w", sess.ID, ErrExists)
 	}
-	t := &txn{tx: w.tx, now: w.now, sess: sess, m: lifecycle.New()}
+	t := &txn{s: w.s, tx: w.tx, now: w.now, sess: sess, m: lifecycle.New()}
 	t.sess.CreatedAt, t.sess.UpdatedAt, t.sess.LastEventAt, t.sess.LastCheckpoint = t.now, t.now, time.Time{}, 0
 	if err := t.emit(events); err != nil {
 		return Session{}, nil, err

@@ -607,6 +607,11 @@ func (in *Inbox) messages(id string, cmd Command, replies []Reply) ([]outbox.Mes
 
 // recordTx appends ms and stores the dedup entry for id ("" for none) in tx.
 func (in *Inbox) recordTx(tx *bolt.Tx, id string, now time.Time, ms []outbox.Message) error {
+	// The replies are recorded as the outbox stores them: sealed at rest
+	// where its Sealer says so (a T3/T4 session's artifact chunk, ...).
+	if err := in.ob.SealTx(tx, ms); err != nil {
+		return err
+	}
 	rec := dedupRecord{At: now.UnixNano()}
 	for _, m := range ms {
 		b, err := m.MarshalMsg(nil)

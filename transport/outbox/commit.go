@@ -124,6 +124,9 @@ func (ob *Outbox) AppendAsync(m Message) (*Pending, error) {
 	if m.CreatedUnixNano == 0 {
 		m.CreatedUnixNano = ob.opts.Now().UnixNano()
 	}
+	if err := ob.seal(nil, &m); err != nil {
+		return nil, err
+	}
 	rec, err := m.MarshalMsg(nil)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: encode: %w", err)

@@ -11,4 +11,6 @@ var (
 	ErrInvalid = errors.New("outbox: invalid message")
 	// ErrCorrupt: a stored record or key could not be decoded.
 	ErrCorrupt = errors.New("outbox: corrupt record")
+	// ErrSealed: a message stored sealed, and no Opts.Sealer to open it.
+	ErrSealed = errors.New("outbox: message sealed at rest and no Sealer to open it")
 )

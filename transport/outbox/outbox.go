@@ -29,6 +29,11 @@ type Opts struct {
 	DeleteDelay time.Duration
 	// Now stamps Message.CreatedUnixNano when it is zero (default time.Now).
 	Now func() time.Time
+	// Sealer, when set, seals the bodies of the messages it chooses before
+	// they are stored, and opens them for Peek (seal.go). Without one,
+	// messages are stored as they are, and a sealed record fails Peek with
+	// ErrSealed.
+	Sealer Sealer
 }
 
 // DefaultOpts returns the default options.
@@ -229,7 +234,9 @@ func (ob *Outbox) Peek(n int) ([]Entry, error) { return ob.PeekAfter(0, n) }
 // PeekAfter returns up to n waiting messages with keys greater than after, in
 // key order: a pipelining publisher peeks past what it has in flight. Messages
 // given to DeleteLater are no longer waiting and are skipped. The entries own
-// their memory (nothing refers into bbolt's pages).
+// their memory (nothing refers into bbolt's pages). A sealed body is returned
+// opened (Opts.Sealer); one that does not open fails the whole Peek, so the
+// publisher neither skips it nor publishes anything after it.
 func (ob *Outbox) PeekAfter(after uint64, n int) ([]Entry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -253,6 +260,9 @@ func (ob *Outbox) PeekAfter(after uint64, n int) ([]Entry, error) {
 			// UnmarshalMsg copies strings and Body into fresh memory.
 			if _, err := e.Message.UnmarshalMsg(v); err != nil {
 				return fmt.Errorf("%w: key %d: %v", ErrCorrupt, key, err)
+			}
+			if err := ob.open(key, &e.Message); err != nil {
+				return err
 			}
 			out = append(out, e)
 		}

@@ -31,4 +31,13 @@ type Message struct {
 	// CreatedUnixNano is set by Append from Opts.Now when zero.
 	CreatedUnixNano int64  `msg:"at"`
 	Body            []byte `msg:"b"`
+	// Sealed: Body is stored sealed at rest (Opts.Sealer, seal.go); the
+	// other fields stay in the clear. Absent from the records of messages
+	// stored as they are, which keep their encoding. Peek returns the body
+	// opened and Sealed false.
+	Sealed bool `msg:"s,omitempty"`
+	// Clear is the appender's word that the message holds no data sealed
+	// at rest, so it is not given to Opts.Sealer (see Sealer). It is never
+	// stored.
+	Clear bool `msg:"-"`
 }

@@ -134,6 +134,12 @@ func (z *Message) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Body")
 				return
 			}
+		case "s":
+			z.Sealed, err = dc.ReadBool()
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -147,96 +153,124 @@ func (z *Message) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *Message) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 9
-	// write "c"
-	err = en.Append(0x89, 0xa1, 0x63)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteUint8(uint8(z.Class))
-	if err != nil {
-		err = msgp.WrapError(err, "Class")
-		return
-	}
-	// write "x"
-	err = en.Append(0xa1, 0x78)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Exchange)
-	if err != nil {
-		err = msgp.WrapError(err, "Exchange")
-		return
-	}
-	// write "k"
-	err = en.Append(0xa1, 0x6b)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.RoutingKey)
-	if err != nil {
-		err = msgp.WrapError(err, "RoutingKey")
-		return
-	}
-	// write "id"
-	err = en.Append(0xa2, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.MessageID)
-	if err != nil {
-		err = msgp.WrapError(err, "MessageID")
-		return
-	}
-	// write "t"
-	err = en.Append(0xa1, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Type)
-	if err != nil {
-		err = msgp.WrapError(err, "Type")
-		return
-	}
-	// write "cid"
-	err = en.Append(0xa3, 0x63, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.CorrelationID)
-	if err != nil {
-		err = msgp.WrapError(err, "CorrelationID")
-		return
-	}
-	// write "irt"
-	err = en.Append(0xa3, 0x69, 0x72, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.InReplyTo)
-	if err != nil {
-		err = msgp.WrapError(err, "InReplyTo")
-		return
-	}
-	// write "at"
-	err = en.Append(0xa2, 0x61, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.CreatedUnixNano)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedUnixNano")
-		return
-	}
-	// write "b"
-	err = en.Append(0xa1, 0x62)
-	if err != nil {
-		return
-	}
-	err = en.WriteBytes(z.Body)
-	if err != nil {
-		err = msgp.WrapError(err, "Body")
-		return
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "c"
+		err = en.Append(0xa1, 0x63)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint8(uint8(z.Class))
+		if err != nil {
+			err = msgp.WrapError(err, "Class")
+			return
+		}
+		// write "x"
+		err = en.Append(0xa1, 0x78)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Exchange)
+		if err != nil {
+			err = msgp.WrapError(err, "Exchange")
+			return
+		}
+		// write "k"
+		err = en.Append(0xa1, 0x6b)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.RoutingKey)
+		if err != nil {
+			err = msgp.WrapError(err, "RoutingKey")
+			return
+		}
+		// write "id"
+		err = en.Append(0xa2, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.MessageID)
+		if err != nil {
+			err = msgp.WrapError(err, "MessageID")
+			return
+		}
+		// write "t"
+		err = en.Append(0xa1, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Type)
+		if err != nil {
+			err = msgp.WrapError(err, "Type")
+			return
+		}
+		// write "cid"
+		err = en.Append(0xa3, 0x63, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.CorrelationID)
+		if err != nil {
+			err = msgp.WrapError(err, "CorrelationID")
+			return
+		}
+		// write "irt"
+		err = en.Append(0xa3, 0x69, 0x72, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.InReplyTo)
+		if err != nil {
+			err = msgp.WrapError(err, "InReplyTo")
+			return
+		}
+		// write "at"
+		err = en.Append(0xa2, 0x61, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.CreatedUnixNano)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedUnixNano")
+			return
+		}
+		// write "b"
+		err = en.Append(0xa1, 0x62)
+		if err != nil {
+			return
+		}
+		err = en.WriteBytes(z.Body)
+		if err != nil {
+			err = msgp.WrapError(err, "Body")
+			return
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// write "s"
+			err = en.Append(0xa1, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteBool(z.Sealed)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
+		}
 	}
 	return
 }
@@ -244,34 +278,52 @@ func (z *Message) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Message) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 9
-	// string "c"
-	o = append(o, 0x89, 0xa1, 0x63)
-	o = msgp.AppendUint8(o, uint8(z.Class))
-	// string "x"
-	o = append(o, 0xa1, 0x78)
-	o = msgp.AppendString(o, z.Exchange)
-	// string "k"
-	o = append(o, 0xa1, 0x6b)
-	o = msgp.AppendString(o, z.RoutingKey)
-	// string "id"
-	o = append(o, 0xa2, 0x69, 0x64)
-	o = msgp.AppendString(o, z.MessageID)
-	// string "t"
-	o = append(o, 0xa1, 0x74)
-	o = msgp.AppendString(o, z.Type)
-	// string "cid"
-	o = append(o, 0xa3, 0x63, 0x69, 0x64)
-	o = msgp.AppendString(o, z.CorrelationID)
-	// string "irt"
-	o = append(o, 0xa3, 0x69, 0x72, 0x74)
-	o = msgp.AppendString(o, z.InReplyTo)
-	// string "at"
-	o = append(o, 0xa2, 0x61, 0x74)
-	o = msgp.AppendInt64(o, z.CreatedUnixNano)
-	// string "b"
-	o = append(o, 0xa1, 0x62)
-	o = msgp.AppendBytes(o, z.Body)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.Sealed == false {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "c"
+		o = append(o, 0xa1, 0x63)
+		o = msgp.AppendUint8(o, uint8(z.Class))
+		// string "x"
+		o = append(o, 0xa1, 0x78)
+		o = msgp.AppendString(o, z.Exchange)
+		// string "k"
+		o = append(o, 0xa1, 0x6b)
+		o = msgp.AppendString(o, z.RoutingKey)
+		// string "id"
+		o = append(o, 0xa2, 0x69, 0x64)
+		o = msgp.AppendString(o, z.MessageID)
+		// string "t"
+		o = append(o, 0xa1, 0x74)
+		o = msgp.AppendString(o, z.Type)
+		// string "cid"
+		o = append(o, 0xa3, 0x63, 0x69, 0x64)
+		o = msgp.AppendString(o, z.CorrelationID)
+		// string "irt"
+		o = append(o, 0xa3, 0x69, 0x72, 0x74)
+		o = msgp.AppendString(o, z.InReplyTo)
+		// string "at"
+		o = append(o, 0xa2, 0x61, 0x74)
+		o = msgp.AppendInt64(o, z.CreatedUnixNano)
+		// string "b"
+		o = append(o, 0xa1, 0x62)
+		o = msgp.AppendBytes(o, z.Body)
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "s"
+			o = append(o, 0xa1, 0x73)
+			o = msgp.AppendBool(o, z.Sealed)
+		}
+	}
 	return
 }
 
@@ -351,6 +403,12 @@ func (z *Message) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Body")
 				return
 			}
+		case "s":
+			z.Sealed, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Sealed")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -365,6 +423,6 @@ func (z *Message) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Message) Msgsize() (s int) {
-	s = 1 + 2 + msgp.Uint8Size + 2 + msgp.StringPrefixSize + len(z.Exchange) + 2 + msgp.StringPrefixSize + len(z.RoutingKey) + 3 + msgp.StringPrefixSize + len(z.MessageID) + 2 + msgp.StringPrefixSize + len(z.Type) + 4 + msgp.StringPrefixSize + len(z.CorrelationID) + 4 + msgp.StringPrefixSize + len(z.InReplyTo) + 3 + msgp.Int64Size + 2 + msgp.BytesPrefixSize + len(z.Body)
+	s = 1 + 2 + msgp.Uint8Size + 2 + msgp.StringPrefixSize + len(z.Exchange) + 2 + msgp.StringPrefixSize + len(z.RoutingKey) + 3 + msgp.StringPrefixSize + len(z.MessageID) + 2 + msgp.StringPrefixSize + len(z.Type) + 4 + msgp.StringPrefixSize + len(z.CorrelationID) + 4 + msgp.StringPrefixSize + len(z.InReplyTo) + 3 + msgp.Int64Size + 2 + msgp.BytesPrefixSize + len(z.Body) + 2 + msgp.BoolSize
 	return
 }

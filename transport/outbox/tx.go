@@ -40,6 +40,9 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 		if m.CreatedUnixNano == 0 {
 			m.CreatedUnixNano = ob.opts.Now().UnixNano()
 		}
+		if err := ob.seal(tx, &m); err != nil {
+			return nil, err
+		}
 		rec, err := m.MarshalMsg(nil)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: encode: %w", err)

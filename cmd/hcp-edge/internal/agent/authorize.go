@@ -46,6 +46,11 @@ type controlAudit struct {
 	Roles    []string `json:"roles,omitempty"`
 	Need     string   `json:"role_needed,omitempty"`
 	Error    string   `json:"error,omitempty"`
+	// LoginUID and LoginUser name the account that logged in (the kernel's
+	// loginuid of the peer) when it is not the peer's uid: olga under
+	// sudo is uid 0 with login_uid 1001. Recorded, never trusted for a role.
+	LoginUID  *uint32 `json:"login_uid,omitempty"`
+	LoginUser string  `json:"login_user,omitempty"`
 }
 
 type identityKey struct{}
@@ -120,6 +125,10 @@ func (h *handler) record(ctx context.Context, req control.Request, id operators.
 		Need: string(roleOf[req.Op])}
 	if d.Operator == "" {
 		d.Operator = id.Display
+	}
+	if p := req.Peer; p.Known && p.LoginKnown && p.LoginUID != p.UID {
+		uid := p.LoginUID
+		d.LoginUID, d.LoginUser = &uid, operators.UserName(uid)
 	}
 	for _, r := range id.Roles {
 		d.Roles = append(d.Roles, string(r))

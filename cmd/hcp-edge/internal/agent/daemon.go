@@ -204,6 +204,9 @@ func (d *daemon) openState(ctx context.Context) error {
 	if d.key, err = loadAtRestKey(f.Agent.AtRestKeyFile, d.log); err != nil {
 		return err
 	}
+	// The events of T3/T4 sessions, and their messages waiting in the
+	// outbox (uplink), are sealed under it (nil: such sessions are refused).
+	st.SetAtRest(d.key)
 	priv, err := token.LoadOrCreateKey(filepath.Join(f.Agent.StateDir, rigconfig.TokenKeyFile))
 	if err != nil {
 		return fmt.Errorf("session token key: %w", err)

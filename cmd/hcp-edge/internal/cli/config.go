@@ -47,9 +47,12 @@ func socketPath(flagValue, cfgPath string) string {
 	return f.Agent.ControlSocket
 }
 
-// operatorDefault is the login name, for commands where --operator is optional.
+// operatorDefault is the login name, for commands where --operator is
+// optional. SUDO_USER is not consulted: under sudo the kernel says root,
+// and the daemon records root (with the kernel's login uid beside it);
+// a name from the environment would only be a claim (docs/SAFETY.md).
 func operatorDefault() string {
-	for _, k := range []string{"SUDO_USER", "USER", "LOGNAME"} {
+	for _, k := range []string{"USER", "LOGNAME"} {
 		if v := os.Getenv(k); v != "" {
 			return v
 		}

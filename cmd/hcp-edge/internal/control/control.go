@@ -105,6 +105,12 @@ type Peer struct {
 	// Known is false when the credentials could not be read (the request
 	// is then refused every role; e-stop still runs).
 	Known bool
+	// LoginUID is the kernel's audit login uid of the peer process
+	// (/proc/PID/loginuid: the account that logged in, unchanged by sudo
+	// and su), when LoginKnown. It is recorded next to UID in the audit;
+	// it grants and removes no role.
+	LoginUID   uint32
+	LoginKnown bool
 }
 
 // Reply is one reply line.
@@ -346,7 +352,9 @@ func peerOf(c *net.UnixConn) Peer {
 	}); err != nil || cerr != nil || cred == nil {
 		return Peer{}
 	}
-	return Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Known: true}
+	p := Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Known: true}
+	p.LoginUID, p.LoginKnown = loginUIDOf("/proc", cred.Pid)
+	return p
 }
 
 // readLine reads up to and excluding '\n', at most limit bytes.

@@ -42,7 +42,9 @@
 // client cannot claim another user's identity. The handler decides what
 // that user may do (cmd/hcp-edge/internal/operators); the "operator" field
 // is only a display name that must belong to the peer. whoami {operator}
-// asks who the daemon sees.
+// asks who the daemon sees. The peer's login uid (/proc/PID/loginuid, kept
+// by the kernel across sudo and su) is read too, for the audit only
+// (Peer.LoginUID): it never decides a role.
 //
 // # Streaming
 //

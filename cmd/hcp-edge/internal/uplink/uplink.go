@@ -108,6 +108,7 @@ func New(f rigconfig.File, st *store.Store, disk *diskspace.Watcher, clock *wall
 	oo := outbox.DefaultOpts()
 	oo.Bucket = outboxBucket
 	oo.TelemetryBound = c.TelemetryBound
+	oo.Sealer = sealer{st} // T3/T4 messages wait sealed under the store's at-rest key (seal.go)
 	ob, err := outbox.New(st.DB(), oo)
 	if err != nil {
 		return nil, fmt.Errorf("uplink outbox: %w", err)
@@ -151,7 +152,7 @@ func ProtectionOf(u *Uplink, key *atrest.Key) gate.Protection {
 
 // QueueTx is the store's Queue: it appends msgs to the outbox inside tx,
 // the store's transaction (protocol or telemetry class as transport/outbox
-// files it). The local operator's own sessions (caller "local") have no
+// files it; those of T3/T4 sessions sealed, seal.go). The local operator's own sessions (caller "local") have no
 // broker queue and stay local.
 func (u *Uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
 	ms := make([]outbox.Message, 0, len(msgs))
@@ -163,6 +164,10 @@ func (u *Uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
 		if err != nil {
 			return fmt.Errorf("uplink: %s %s: %w", m.Envelope.Type, m.Envelope.MessageID, err)
 		}
+		// The engine's own words about a T3/T4 session it cannot open
+		// (recovered without the key) wait in the clear when there is no
+		// key; with one, they are sealed as every message of the session.
+		om.Clear = m.Unsealed && u.st.AtRest() == nil
 		ms = append(ms, om)
 	}
 	if len(ms) == 0 {
