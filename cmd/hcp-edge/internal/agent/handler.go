@@ -124,7 +124,9 @@ func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
 	if err := h.il.SafeState(ctx, "estop by "+operator+" (control socket)"); err != nil {
 		r.Error = err.Error()
 	}
+	t1 := time.Now()
 	r.Outputs = safestate.Check(ctx, h.in, false)
+	r.HaltMS, r.ReadBackMS = safestate.MS(t1.Sub(t0)), safestate.MS(time.Since(t1))
 	r.Finish()
 	if r.Error != "" {
 		r.AllConfirmed = false

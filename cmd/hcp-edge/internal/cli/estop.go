@@ -94,7 +94,7 @@ flags:
 		fmt.Fprintf(stderr, "hcp-edge estop: the daemon on %s %s: driving the outputs safe directly\n  (%v)\n", path, why, err)
 		report = fallback(ctx, *cfgPath, *operator, stderr)
 	}
-	report.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	report.TookMS = safestate.MS(time.Since(start))
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

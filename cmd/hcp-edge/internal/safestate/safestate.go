@@ -34,7 +34,16 @@ type Report struct {
 	LatchReason  string   `json:"latch_reason,omitempty"`
 	Error        string   `json:"error,omitempty"` // the interlock's halt failures, if any
 	TookMS       float64  `json:"took_ms"`
+	// HaltMS and ReadBackMS are the daemon's own share of TookMS: the
+	// interlock's halts with its audit entry, then every output's
+	// read-back (0 in the fallback). The rest is the CLI's start, the
+	// control socket and the reply.
+	HaltMS     float64 `json:"halt_ms,omitempty"`
+	ReadBackMS float64 `json:"read_back_ms,omitempty"`
 }
+
+// MS is d in milliseconds, to the microsecond.
+func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Finish sets AllConfirmed: true when there are outputs and every one was
 // read back safe.
