@@ -76,7 +76,10 @@ func (in *Inbox) collect(first amqp091.Delivery, ds <-chan amqp091.Delivery) []a
 // failure holds the delivery there). A message_id already waiting in the
 // group commits what waits first, so that its de-duplication lookup sees
 // it; so does a delivery whose preparation failed, before it is settled.
-func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, settle func(amqp091.Delivery, error) error) error {
+// alone reports whether the channel has no unacknowledged delivery but
+// the group's own (Run's requeue list is empty): the group is then acked
+// with one multiple ack.
+func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, settle func(amqp091.Delivery, error) error, alone func() bool) error {
 	if len(group) == 1 {
 		return settle(group[0], in.handle(ctx, group[0]))
 	}
@@ -86,7 +89,7 @@ func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, set
 		if len(ps) == 0 {
 			return nil
 		}
-		errs := in.commitGroup(ps)
+		errs := in.commitGroup(ps, alone())
 		var first error
 		for i, p := range ps {
 			p.cancel()
@@ -124,11 +127,13 @@ func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, set
 }
 
 // commitGroup writes the outcomes of ps in one transaction and, once it has
-// committed, runs each one's Committed and acks it; errs[i] is handle's
-// error for ps[i]. If the transaction fails for a local write failure, every
+// committed, runs each one's Committed and acks it — all with one multiple
+// ack of the last when multi (no other delivery of the channel is
+// unacknowledged: every earlier one is settled); errs[i] is handle's error
+// for ps[i]. If the transaction fails for a local write failure, every
 // delivery is held (a *localError each); for anything else each outcome is
 // committed again alone (commitOne), so only the faulty one is refused.
-func (in *Inbox) commitGroup(ps []*prepared) []error {
+func (in *Inbox) commitGroup(ps []*prepared, multi bool) []error {
 	errs := make([]error, len(ps))
 	if len(ps) == 1 {
 		errs[0] = in.commitOne(ps[0])
@@ -147,8 +152,23 @@ func (in *Inbox) commitGroup(ps []*prepared) []error {
 	})
 	if err == nil {
 		in.commits.Add(1)
-		for i, p := range ps {
-			errs[i] = in.acked(p)
+		if !multi {
+			for i, p := range ps {
+				errs[i] = in.acked(p)
+			}
+			return errs
+		}
+		for _, p := range ps {
+			if p.out.Committed != nil {
+				p.out.Committed()
+			}
+		}
+		in.handled.Add(uint64(len(ps)))
+		last := ps[len(ps)-1].d // deliveries arrive in tag order
+		if err := last.Ack(true); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
 		}
 		return errs
 	}

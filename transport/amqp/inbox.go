@@ -374,7 +374,8 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 			}
 			// Group commit (group.go): what arrives with d shares its
 			// transaction; a closed ds is seen on the next receive.
-			if err := in.deliverGroup(ctx, in.collect(d, ds), settle); err != nil {
+			alone := func() bool { return len(requeue) == 0 }
+			if err := in.deliverGroup(ctx, in.collect(d, ds), settle, alone); err != nil {
 				return err
 			}
 		}
