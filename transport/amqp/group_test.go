@@ -31,7 +31,7 @@ func (p *poisonEngine) Handle(ctx context.Context, cmd tamqp.Command) (tamqp.Out
 }
 
 // publishMany publishes ps on one confirming channel, pipelined.
-func publishMany(t *testing.T, conn *amqp091.Connection, callee string, ps []amqp091.Publishing) {
+func publishMany(t testing.TB, conn *amqp091.Connection, callee string, ps []amqp091.Publishing) {
 	t.Helper()
 	ch, err := conn.Channel()
 	if err != nil {
