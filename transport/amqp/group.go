@@ -93,9 +93,21 @@ func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, set
 		var first error
 		for i, p := range ps {
 			p.cancel()
-			if first == nil {
-				first = settle(p.d, errs[i])
+			if first != nil {
+				continue // the worker ends: unsettled deliveries return to the queue
 			}
+			err := errs[i]
+			var le *localError
+			if i > 0 && errors.As(err, &le) {
+				// The group failed for a local write failure and an earlier
+				// delivery has been held and settled since: try this one
+				// alone at once if intake is open, rather than after a hold's
+				// pause each.
+				if open, _ := in.intakeOpen(); open {
+					err = in.handle(ctx, p.d)
+				}
+			}
+			first = settle(p.d, err)
 		}
 		ps = ps[:0]
 		clear(ids)
