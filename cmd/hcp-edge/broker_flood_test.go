@@ -111,8 +111,10 @@ func TestFloodQuota(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3,000 submits through the real daemon and broker")
 	}
+	// Not t.Parallel: it times an answer, so it runs before the package's
+	// parallel broker tests, not beside them.
 	b := newBrokerEnv(t) // skips loudly without a broker, fails under HCP_REQUIRE_PEERS=1
-	beta := amqptest.Dial(t, amqptest.BetaURL())
+	beta := amqptest.Dial(t, b.betaURL())
 	b.start()
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	alphaTap := b.tap()
@@ -220,7 +222,7 @@ func TestFloodQuota(t *testing.T) {
 		t.Errorf("%d sessions of %s in the state file, %d submits accepted", sessions, b.callerID, accepted)
 	}
 	t.Logf("%d sessions of %s; %d answers delivered again (at least once)", sessions, b.callerID, dups)
-	edge := amqptest.Dial(t, amqptest.URL())
+	edge := amqptest.Dial(t, b.edgeURL())
 	dlq, _ := tamqp.DeadLetterQueue(b.calleeID)
 	if n := queueDepth(t, edge, dlq); n != 0 {
 		t.Errorf("%d commands dead-lettered", n)
