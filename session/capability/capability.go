@@ -351,6 +351,36 @@ func ParseDuration(s string) (time.Duration, error) {
 type Registry struct {
 	mu     sync.RWMutex
 	byName map[string][]*Capability // each sorted by ascending version
+	// ranges are version ranges parsed before (at most maxRanges: they come
+	// from callers), so that resolving "*" for every active session of
+	// every submit does not parse it again.
+	ranges map[string]*semver.Constraints
+}
+
+// maxRanges bounds Registry.ranges.
+const maxRanges = 64
+
+// constraint parses rng, or returns it parsed before.
+func (r *Registry) constraint(rng string) (*semver.Constraints, error) {
+	r.mu.RLock()
+	c := r.ranges[rng]
+	r.mu.RUnlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := semver.NewConstraint(rng)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.ranges == nil {
+		r.ranges = map[string]*semver.Constraints{}
+	}
+	if len(r.ranges) < maxRanges {
+		r.ranges[rng] = c
+	}
+	r.mu.Unlock()
+	return c, nil
 }
 
 // NewRegistry indexes caps, refusing two with the same name and version.
@@ -446,7 +476,7 @@ func (r *Registry) Resolve(name, rng string) (*Capability, error) {
 		}
 		return list[len(list)-1], nil
 	}
-	cons, err := semver.NewConstraint(rng)
+	cons, err := r.constraint(rng)
 	if err != nil {
 		return nil, fmt.Errorf("capability %s %q: %w: %v", name, rng, ErrBadRange, err)
 	}

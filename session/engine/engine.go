@@ -360,12 +360,16 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 	if err != nil {
 		return res, fmt.Errorf("engine: %w", err)
 	}
+	open, err := e.openSessions(w, sub.CallerID)
+	if err != nil {
+		return res, fmt.Errorf("engine: %w", err)
+	}
 	var rec gate.Recorder = w
 	if e.cfg.GateRecorder != nil {
 		rec = e.cfg.GateRecorder(w)
 	}
 	d, err := e.cfg.Gate.DecideWith(ctx, gate.Request{MessageID: req.MessageID, SessionID: sid.String(),
-		BrokerUser: req.BrokerUser, Submit: sub, Running: running, BusyResources: busy}, rec)
+		BrokerUser: req.BrokerUser, Submit: sub, Running: running, BusyResources: busy, OpenSessions: open}, rec)
 	if err != nil {
 		return res, fmt.Errorf("engine: %w", err)
 	}
@@ -508,6 +512,30 @@ func (e *Engine) occupancy(w *store.Tx, name string) (int, []string, error) {
 		}
 	}
 	return n, busy, nil
+}
+
+// openSessions is the gate's OpenSessions for caller: its non-terminal
+// sessions as of w (so sessions created earlier in the same transaction
+// count), read only when the caller has an open_sessions quota.
+func (e *Engine) openSessions(w *store.Tx, caller string) (int, error) {
+	if caller == "" || !e.cfg.Gate.OpenSessionsLimited(caller) {
+		return 0, nil
+	}
+	act, err := w.Active()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range act {
+		s, err := w.Session(a.ID)
+		if err != nil {
+			return 0, err
+		}
+		if s.CallerID == caller {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func overlaps(a, b []string) bool {

@@ -55,6 +55,10 @@ type Config struct {
 	// DefaultMaxDuration bounds a session when neither the task nor the
 	// capability declares a max_duration (1 h if zero).
 	DefaultMaxDuration time.Duration `yaml:"default_max_duration,omitempty" json:"default_max_duration,omitempty"`
+	// Quotas bound each caller's submits per minute and open sessions
+	// (quota.go); the zero value has none. The agent's configuration starts
+	// from DefaultQuotas.
+	Quotas Quotas `yaml:"quotas,omitempty" json:"quotas,omitempty"`
 }
 
 // CallerACL is what one caller may do.
@@ -243,6 +247,7 @@ func (c *Config) check() ([]window, *time.Location, error) {
 	if c.DefaultMaxDuration < 0 {
 		bad("default_max_duration: negative")
 	}
+	c.Quotas.check(bad)
 	var wins []window
 	loc := time.UTC
 	if u := c.Unattended; u != nil {

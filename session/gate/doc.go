@@ -11,6 +11,10 @@
 //  1. caller authenticated: the broker-validated user handed in with the
 //     message maps (Config.BrokerUsers) to the payload's caller_id —
 //     otherwise unauthorized;
+//     Then the caller's quotas (Config.Quotas, quota.go): its submits in the
+//     last minute and its open sessions (Request.OpenSessions, from the
+//     engine) — past one, resource_unavailable naming the quota and when
+//     it frees (Rejection.RetryAfter for the rate);
 //  2. capability known and its version range satisfied (Registry.Resolve)
 //     — otherwise invalid_input on /capability or /capability_version;
 //  3. caller permitted (Config.Callers): the capability is in the ACL, its
@@ -63,7 +67,8 @@
 // # Caveats
 //
 // The gate decides; it issues no token and keeps no state about running
-// sessions: the engine passes Running and BusyResources, holds pending
-// sessions, and asks session/token for the token. A recording failure is
+// sessions: the engine passes Running, BusyResources and OpenSessions,
+// holds pending sessions, and asks session/token for the token. Its one
+// state is the submits_per_minute window, in memory: a restart forgets it. A recording failure is
 // returned as an error and the decision must not be acted upon.
 package gate

@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -36,6 +37,9 @@ var (
 	// ErrUnprotected: a T3/T4 task while the uplink is not TLS or no
 	// at-rest key is configured (a forbidden).
 	ErrUnprotected = errors.New("data classification needs encryption in transit and at rest")
+	// ErrQuota: the caller is past one of its quotas (a
+	// resource_unavailable naming the quota and when it frees).
+	ErrQuota = errors.New("caller quota exceeded")
 	// ErrInvalidConfig: the gate's configuration is refused by New.
 	ErrInvalidConfig = errors.New("invalid gate configuration")
 )
@@ -58,7 +62,10 @@ type Rejection struct {
 	AssessedRiskLevel capability.RiskLevel // risk_too_high only
 	Suggestion        string               // risk_too_high, when a rule that fired can be avoided
 	Paths             []string             // invalid_input: JSON Pointers into the task_submit payload
-	Err               error                // the cause, if any
+	// RetryAfter is how long until a quota frees (submits_per_minute; 0
+	// when unknown), sent as retry_after in whole seconds rounded up.
+	RetryAfter time.Duration
+	Err        error // the cause, if any
 }
 
 func (r *Rejection) Error() string { return fmt.Sprintf("gate: %s: %s", r.Code, r.Message) }
@@ -71,6 +78,10 @@ func (r *Rejection) Unwrap() error { return r.Err }
 
 // Payload is the task_rejected payload of r.
 func (r *Rejection) Payload() *wire.TaskRejected {
-	return &wire.TaskRejected{ReasonCode: string(r.Code), ReasonMessage: r.Message,
+	p := &wire.TaskRejected{ReasonCode: string(r.Code), ReasonMessage: r.Message,
 		AssessedRiskLevel: string(r.AssessedRiskLevel), Suggestion: r.Suggestion}
+	if r.RetryAfter > 0 {
+		p.RetryAfter = int64((r.RetryAfter + time.Second - 1) / time.Second)
+	}
+	return p
 }

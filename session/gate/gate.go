@@ -45,6 +45,10 @@ type Request struct {
 	Running int
 	// BusyResources are the resource types in use by other sessions.
 	BusyResources []string
+	// OpenSessions is the number of non-terminal sessions of the caller,
+	// supplied by the engine when the caller has an open_sessions quota
+	// (OpenSessionsLimited).
+	OpenSessions int
 }
 
 // Decision is the gate's verdict on one Request. Accepted and
@@ -91,6 +95,8 @@ type Gate struct {
 	prot  Protection
 	wins  []window
 	loc   *time.Location
+	// window counts each caller's submits for Quotas.SubmitsPerMinute.
+	window submitWindow
 }
 
 // New checks cfg and returns the gate over the capabilities of reg,
@@ -110,7 +116,7 @@ func New(cfg Config, reg *capability.Registry, rec Recorder, opts Opts) (*Gate, 
 		cfg.DefaultMaxDuration = time.Hour
 	}
 	if opts.Clock == nil {
-		opts.Clock = time.Now
+		opts.Clock = time.Now // its monotonic reading times the quota window
 	}
 	return &Gate{cfg: cfg, reg: reg, rec: rec, clock: opts.Clock, prot: opts.Protection, wins: wins, loc: loc}, nil
 }
@@ -217,6 +223,7 @@ func (g *Gate) decide(req Request) Decision {
 	a := &admission{req: req, s: req.Submit, d: Decision{SessionID: req.SessionID, MessageID: req.MessageID}}
 	for _, st := range [...]step{
 		(*Gate).authenticate,      // 1. caller authenticated
+		(*Gate).checkQuotas,       //    and within its quotas (quota.go)
 		(*Gate).resolveCapability, // 2. capability known, version range satisfied
 		(*Gate).authorise,         // 3. caller permitted: capability, floor risk, data classification
 		(*Gate).validateInputs,    // 4. inputs valid against the declared schema

@@ -79,7 +79,12 @@
 // transaction of its answer. A message_id already in the persisted window gets its
 // recorded replies again; otherwise the Engine decides, and its replies, the
 // window entry and the engine's own Outcome.Record commit in one bbolt
-// transaction before the ack.
+// transaction before the ack. Group commit (group.go, the outbox
+// committer's approach): the deliveries that arrive together — up to
+// InboxOpts.GroupMax, each within GroupWait of the last; a prefetch of
+// DefaultPrefetch keeps many in flight — are decided in order and share
+// that transaction, each acked only after it has committed; if it fails,
+// each is committed again alone, so one faulty command fails only itself.
 //
 // # A full disk
 //

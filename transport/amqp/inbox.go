@@ -86,7 +86,16 @@ func (f EngineFunc) Handle(ctx context.Context, cmd Command) (Outcome, error) { 
 // InboxOpts configures an Inbox.
 type InboxOpts struct {
 	CalleeID string // required: consumes hcp.cmd.{callee_id}
-	Prefetch int    // basic.qos prefetch (default 10)
+	// Prefetch is the basic.qos prefetch (default 256): enough deliveries
+	// in flight for a group commit to take many at once (GroupMax).
+	Prefetch int
+	// GroupMax bounds the deliveries whose outcomes share one transaction
+	// (group commit, group.go; default 128; 1 commits each alone).
+	GroupMax int
+	// GroupWait is how long the inbox waits for the next delivery while it
+	// collects a group (default 1 ms): a command alone waits at most that
+	// long; a flood fills groups.
+	GroupWait time.Duration
 	// MaxBodySize bounds a command body (default wire.DefaultMaxBodySize).
 	MaxBodySize int
 	// DedupWindow is how long a message_id is remembered (default 7 days),
@@ -156,6 +165,9 @@ type InboxStats struct {
 	Failed     uint64 // engine or storage errors
 	Held       uint64 // deliveries held for a local write failure
 	Paused     uint64 // times intake paused (consumer cancelled)
+	// Commits counts the transactions that recorded handled commands: with
+	// the group commit, Handled/Commits commands share one.
+	Commits uint64
 }
 
 // Inbox consumes a callee's command queue. Run is a Worker for the Supervisor.
@@ -168,7 +180,7 @@ type Inbox struct {
 	log  *slog.Logger
 	name []byte
 
-	handled, duplicates, refused, answered, failed, held, paused atomic.Uint64
+	handled, duplicates, refused, answered, failed, held, paused, commits atomic.Uint64
 	// holdSpent is set when a hold outlasted HoldMax: until a command is
 	// recorded again, a local write failure requeues at once (the broker's
 	// consumer_timeout would otherwise close the channel on the deliveries
@@ -197,7 +209,13 @@ func NewInbox(db *bolt.DB, ob *outbox.Outbox, eng Engine, opts InboxOpts) (*Inbo
 		return nil, errors.New("amqp: inbox: the outbox must live in the same bbolt db")
 	}
 	if opts.Prefetch <= 0 {
-		opts.Prefetch = 10
+		opts.Prefetch = DefaultPrefetch
+	}
+	if opts.GroupMax <= 0 {
+		opts.GroupMax = defaultGroupMax
+	}
+	if opts.GroupWait <= 0 {
+		opts.GroupWait = defaultGroupWait
 	}
 	if opts.MaxBodySize <= 0 {
 		opts.MaxBodySize = wire.DefaultMaxBodySize
@@ -245,7 +263,7 @@ func NewInbox(db *bolt.DB, ob *outbox.Outbox, eng Engine, opts InboxOpts) (*Inbo
 // Stats returns the counters.
 func (in *Inbox) Stats() InboxStats {
 	return InboxStats{Handled: in.handled.Load(), Duplicates: in.duplicates.Load(), Refused: in.refused.Load(),
-		Answered: in.answered.Load(), Failed: in.failed.Load(), Held: in.held.Load(), Paused: in.paused.Load()}
+		Answered: in.answered.Load(), Failed: in.failed.Load(), Held: in.held.Load(), Paused: in.paused.Load(), Commits: in.commits.Load()}
 }
 
 // Run consumes hcp.cmd.{callee_id} on a channel of conn with manual ack until
@@ -286,8 +304,10 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 		}
 		requeue = requeue[:0]
 	}
-	deliver := func(d amqp091.Delivery) error {
-		err := in.deliver(ctx, d)
+	// settle finishes d given the error of its first attempt: a local
+	// write failure holds it (hold); err is the worker's.
+	settle := func(d amqp091.Delivery, err error) error {
+		err = in.hold(ctx, d, err)
 		if errors.Is(err, errRequeue) {
 			requeue = append(requeue, d)
 			return nil
@@ -297,6 +317,7 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 		}
 		return err
 	}
+	deliver := func(d amqp091.Delivery) error { return settle(d, in.handle(ctx, d)) }
 	for {
 		open, changed := in.intakeOpen()
 		if open && len(requeue) > 0 {
@@ -351,7 +372,10 @@ func (in *Inbox) Run(ctx context.Context, conn *amqp091.Connection) error {
 				tag = ""
 				return fmt.Errorf("%w: inbox deliveries ended", ErrChannelClosed)
 			}
-			if err := deliver(d); err != nil {
+			// Group commit (group.go): what arrives with d shares its
+			// transaction; a closed ds is seen on the next receive.
+			alone := func() bool { return len(requeue) == 0 }
+			if err := in.deliverGroup(ctx, in.collect(d, ds), settle, alone); err != nil {
 				return err
 			}
 		}
@@ -381,12 +405,13 @@ var errRequeue = errors.New("amqp: inbox: requeue")
 // holdRetry is the least wait between two tries of a held delivery.
 const holdRetry = 250 * time.Millisecond
 
-// deliver handles d; a local write failure holds it, unacked, until intake
-// is open again, then handles it again; past HoldMax it returns errRequeue.
-func (in *Inbox) deliver(ctx context.Context, d amqp091.Delivery) error {
+// hold takes err, the outcome of a first attempt at d: a local write
+// failure holds d, unacked, until intake is open again, then handles it
+// again (alone); past HoldMax it returns errRequeue. Any other err is
+// returned as it is.
+func (in *Inbox) hold(ctx context.Context, d amqp091.Delivery, err error) error {
 	var since time.Time
 	for {
-		err := in.handle(ctx, d)
 		var le *localError
 		if !errors.As(err, &le) {
 			if err == nil {
@@ -413,6 +438,7 @@ func (in *Inbox) deliver(ctx context.Context, d amqp091.Delivery) error {
 			in.holdSpent.Store(true)
 			return errRequeue
 		}
+		err = in.handle(ctx, d)
 	}
 }
 
@@ -461,12 +487,37 @@ type dedupRecord struct {
 	Replies [][]byte `json:"r"` // msgp-encoded outbox.Message
 }
 
-// handle processes one delivery; an error means storage failed (the delivery
-// was nacked with requeue and the worker should restart).
+// handle processes one delivery alone; an error means storage failed (the
+// delivery was nacked with requeue and the worker should restart) or is a
+// *localError (held).
 func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
+	p, err := in.prepare(ctx, d)
+	if p == nil {
+		return err
+	}
+	defer p.cancel()
+	return in.commitOne(p)
+}
+
+// prepared is a delivery the engine has decided and whose outcome waits for
+// its transaction: alone (commitOne) or shared with others (commitGroup).
+type prepared struct {
+	d      amqp091.Delivery
+	id     string // message_id
+	cmd    Command
+	out    Outcome
+	now    time.Time
+	cancel context.CancelFunc // ends the context Handle got (Record may use it)
+}
+
+// prepare runs everything before a delivery's transaction: the refusals,
+// the decoding, the de-duplication window and Engine.Handle. It returns the
+// prepared delivery, or nil when d is done (acked, rejected or nacked; err
+// as handle's).
+func (in *Inbox) prepare(ctx context.Context, d amqp091.Delivery) (*prepared, error) {
 	now := in.opts.Clock.Now()
 	if d.UserId == "" {
-		return in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: "the message has no user_id property; publish with user_id set to your broker login", auth: true})
+		return nil, in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: "the message has no user_id property; publish with user_id set to your broker login", auth: true})
 	}
 	env, err := in.dec.Decode(d.Body)
 	if err == nil {
@@ -477,7 +528,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		err = &wire.DecodeError{Field: "type", Kind: wire.KindInvalid, Detail: string(env.Type) + " is not a command"}
 	}
 	if err != nil {
-		return in.refuse(d, fault{reason: wire.ReasonInvalidInput, detail: err.Error(), cause: err})
+		return nil, in.refuse(d, fault{reason: wire.ReasonInvalidInput, detail: err.Error(), cause: err})
 	}
 	cmd := Command{Envelope: env, UserID: d.UserId, Redelivered: d.Redelivered, Received: now}
 	mapped, ok := "", false
@@ -491,7 +542,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		ts, _ := env.TaskSubmit()
 		cmd.CallerID = ts.CallerID
 		if in.opts.CallerOf != nil && (!ok || mapped != ts.CallerID) {
-			return in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: fmt.Sprintf("broker user %q may not submit as caller_id %q", d.UserId, ts.CallerID),
+			return nil, in.refuse(d, fault{reason: wire.ReasonUnauthorized, detail: fmt.Sprintf("broker user %q may not submit as caller_id %q", d.UserId, ts.CallerID),
 				auth: true, route: mapped})
 		}
 	} else {
@@ -509,7 +560,7 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		dup = &dedupRecord{}
 		return json.Unmarshal(v, dup)
 	}); err != nil {
-		return in.storageFailed(d, err, "dedup lookup")
+		return nil, in.storageFailed(d, err, "dedup lookup")
 	}
 	if dup != nil {
 		ms := make([]outbox.Message, 0, len(dup.Replies))
@@ -523,61 +574,82 @@ func (in *Inbox) handle(ctx context.Context, d amqp091.Delivery) error {
 		}
 		if len(ms) > 0 {
 			if err := in.db.Update(func(tx *bolt.Tx) error { _, err := in.ob.AppendTx(tx, ms...); return err }); err != nil {
-				return in.storageFailed(d, err, "re-answer duplicate")
+				return nil, in.storageFailed(d, err, "re-answer duplicate")
 			}
 		}
 		in.duplicates.Add(1)
 		in.log.Info("amqp: duplicate command answered from the window", "message_id", id, "type", env.Type, "redelivered", d.Redelivered)
-		return d.Ack(false)
+		return nil, d.Ack(false)
 	}
 
 	hctx, cancel := context.WithTimeout(ctx, in.opts.HandleTimeout)
-	defer cancel() // Record may use it, inside the transaction below
 	out, err := in.eng.Handle(hctx, cmd)
 	if err != nil {
+		cancel()
 		in.failed.Add(1)
 		requeue := !d.Redelivered
 		in.log.Error("amqp: engine failed on a command", "message_id", id, "type", env.Type, "err", err, "requeue", requeue)
-		return d.Nack(false, requeue)
+		return nil, d.Nack(false, requeue)
 	}
+	return &prepared{d: d, id: id, cmd: cmd, out: out, now: now, cancel: cancel}, nil
+}
+
+// commitOne records p in a transaction of its own and acks it.
+func (in *Inbox) commitOne(p *prepared) error {
 	var engErr error
-	err = in.db.Update(func(tx *bolt.Tx) error {
-		replies := out.Replies
-		if out.Record != nil {
-			more, err := out.Record(tx)
-			if err != nil {
-				engErr = err
-				return err
-			}
-			replies = append(replies[:len(replies):len(replies)], more...)
-		}
-		ms, err := in.messages(id, cmd, replies)
-		if err != nil {
-			engErr = err
-			return err
-		}
-		if out.Unrecorded {
-			return in.recordTx(tx, "", now, ms)
-		}
-		return in.recordTx(tx, id, now, ms)
+	err := in.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		engErr, err = in.recordOne(tx, p)
+		return err
 	})
+	d := p.d
 	if engErr != nil && in.opts.LocalError != nil && in.opts.LocalError(engErr) {
 		return in.storageFailed(d, engErr, "record") // a local write failure inside Record: held
 	}
 	if engErr != nil {
 		in.failed.Add(1)
 		requeue := !d.Redelivered
-		in.log.Error("amqp: engine failed on a command", "message_id", id, "type", env.Type, "err", engErr, "requeue", requeue)
+		in.log.Error("amqp: engine failed on a command", "message_id", p.id, "type", p.cmd.Envelope.Type, "err", engErr, "requeue", requeue)
 		return d.Nack(false, requeue)
 	}
 	if err != nil {
 		return in.storageFailed(d, err, "record")
 	}
-	if out.Committed != nil {
-		out.Committed()
+	in.commits.Add(1)
+	return in.acked(p)
+}
+
+// recordOne writes p's outcome in tx: Outcome.Record, the replies and the
+// de-duplication entry. engErr is the engine's failure (Record, or replies
+// that cannot be sent); err is what rolls tx back (engErr included).
+func (in *Inbox) recordOne(tx *bolt.Tx, p *prepared) (engErr, err error) {
+	replies := p.out.Replies
+	if p.out.Record != nil {
+		more, err := p.out.Record(tx)
+		if err != nil {
+			return err, err
+		}
+		replies = append(replies[:len(replies):len(replies)], more...)
+	}
+	ms, err := in.messages(p.id, p.cmd, replies)
+	if err != nil {
+		return err, err
+	}
+	id := p.id
+	if p.out.Unrecorded {
+		id = ""
+	}
+	return nil, in.recordTx(tx, id, p.now, ms)
+}
+
+// acked runs after p's transaction committed: Outcome.Committed, then the
+// ack.
+func (in *Inbox) acked(p *prepared) error {
+	if p.out.Committed != nil {
+		p.out.Committed()
 	}
 	in.handled.Add(1)
-	return d.Ack(false)
+	return p.d.Ack(false)
 }
 
 // messages encodes the replies to command id for the outbox.

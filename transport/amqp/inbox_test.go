@@ -34,14 +34,14 @@ func fastBackoff() tamqp.Backoff {
 }
 
 // startCallee runs an inbox with an Echo engine on a fresh callee id.
-func startCallee(t *testing.T, events int, opts tamqp.InboxOpts) *callee {
+func startCallee(t testing.TB, events int, opts tamqp.InboxOpts) *callee {
 	t.Helper()
 	return startCalleeWrapped(t, events, opts, nil)
 }
 
 // startCalleeWrapped is startCallee with the Echo engine wrapped by wrap
 // (nil: as it is).
-func startCalleeWrapped(t *testing.T, events int, opts tamqp.InboxOpts, wrap func(tamqp.Engine) tamqp.Engine) *callee {
+func startCalleeWrapped(t testing.TB, events int, opts tamqp.InboxOpts, wrap func(tamqp.Engine) tamqp.Engine) *callee {
 	t.Helper()
 	amqptest.Dial(t, amqptest.URL()) // skips loudly without a broker
 	c := &callee{id: amqptest.CalleeID}
@@ -111,7 +111,7 @@ func eventQueue(t *testing.T, conn *amqp091.Connection, caller string) <-chan am
 	return ds
 }
 
-func submitBody(t *testing.T, caller string) (*wire.Envelope, []byte) {
+func submitBody(t testing.TB, caller string) (*wire.Envelope, []byte) {
 	t.Helper()
 	env, err := wire.NewEnvelope(nil, &wire.TaskSubmit{Capability: "echo", CallerID: caller, Intent: "echo", Inputs: json.RawMessage(`{}`)}, time.Now())
 	if err != nil {

@@ -220,6 +220,10 @@ type TaskRejected struct {
 	ReasonMessage     string `json:"reason_message"`
 	AssessedRiskLevel string `json:"assessed_risk_level,omitempty"`
 	Suggestion        string `json:"suggestion,omitempty"`
+	// RetryAfter (an hcp-edge extension, docs/PROTOCOL-NOTES.md) is the
+	// number of seconds after which the same submit may be admitted: a
+	// quota's resource_unavailable sets it (0: absent).
+	RetryAfter int64 `json:"retry_after,omitempty"`
 }
 
 // MessageType returns TypeTaskRejected.
@@ -232,6 +236,9 @@ func (p *TaskRejected) Validate() error {
 	}
 	if p.ReasonMessage == "" {
 		return derr("payload.reason_message", KindMissing, "")
+	}
+	if p.RetryAfter < 0 {
+		return derr("payload.retry_after", KindInvalid, "negative")
 	}
 	return optEnum("payload.assessed_risk_level", p.AssessedRiskLevel, riskLevels)
 }

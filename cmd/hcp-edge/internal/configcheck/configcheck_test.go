@@ -540,3 +540,41 @@ func TestCheckRecipesDir(t *testing.T) {
 		t.Fatalf("problems:\n%s", rep)
 	}
 }
+
+// TestCheckQuotas (issue 24): a negative quota, default or per caller, and
+// a quota that is neither a count nor "*" are problems at their file and
+// line, one per mistake.
+func TestCheckQuotas(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	text := strings.Replace(string(configs.SimYAML), "    submits_per_minute: 60\n", "    submits_per_minute: -1   # NEG\n", 1)
+	text = strings.Replace(text, "      local: {submits_per_minute: \"*\", open_sessions: \"*\"}\n",
+		"      local: {submits_per_minute: \"*\", open_sessions: \"*\"}\n      harness-beta-002:\n        open_sessions: -3    # CALLER\n        submits_per_minute: lots   # WORD\n", 1)
+	for _, m := range []string{"# NEG", "# CALLER"} {
+		if !strings.Contains(text, m) {
+			t.Fatalf("fixture: sim.yaml's quotas not found for %s", m)
+		}
+	}
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Check(path, filepath.Join(configsDir, "capabilities"))
+	out := report(r)
+	for _, w := range []want{
+		{"# NEG", "gate.quotas.submits_per_minute"},
+		{"# CALLER", "gate.quotas.callers.harness-beta-002.open_sessions"},
+		{"# WORD", "gate.quotas.callers.harness-beta-002.submits_per_minute"},
+	} {
+		prefix := fmt.Sprintf("%s:%d: %s", path, lineOf(t, text, w.marker), w.key)
+		if !strings.Contains(out, prefix) {
+			t.Errorf("missing %q in\n%s", prefix, out)
+		}
+	}
+	if len(r.Problems) != 3 {
+		t.Errorf("%d problems, want 3 (one per mistake):\n%s", len(r.Problems), out)
+	}
+	if r.Valid {
+		t.Error("a negative quota passed the check")
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/session/gate"
 )
 
 // schemaOnly validates text against the schema alone.
@@ -80,6 +81,12 @@ type goKey struct{ path, typ string }
 var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	durationType    = reflect.TypeFor[time.Duration]()
+	// mixedTypes are the Go types whose YAML value takes one of several
+	// JSON types, as the schema's list of types names them (sorted,
+	// "|"-joined).
+	mixedTypes = map[reflect.Type]string{
+		reflect.TypeFor[gate.Quota](): "integer|string", // a count or "*"
+	}
 )
 
 // goKeys lists every key path the Go types of t can hold, in the schema's
@@ -96,6 +103,8 @@ func goKeys(t reflect.Type) []goKey {
 		}
 		leaf := ""
 		switch {
+		case mixedTypes[t] != "":
+			leaf = mixedTypes[t]
 		case t == durationType || reflect.PointerTo(t).Implements(textUnmarshaler):
 			leaf = "string"
 		case t.Kind() == reflect.String:
@@ -191,6 +200,14 @@ func schemaKeys(t *testing.T) []goKey {
 		typ, _ := s["type"].(string)
 		if s["enum"] != nil || s["const"] != nil {
 			typ = "enum" // the values are listed
+		}
+		if types, ok := s["type"].([]any); ok {
+			var ts []string
+			for _, t := range types {
+				ts = append(ts, t.(string))
+			}
+			slices.Sort(ts)
+			typ = strings.Join(ts, "|")
 		}
 		out = append(out, goKey{path, typ})
 	}

@@ -29,7 +29,9 @@ type AMQP struct {
 	CalleeID string `yaml:"callee_id"`
 	// Heartbeat is the AMQP heartbeat (default 30s).
 	Heartbeat time.Duration `yaml:"heartbeat"`
-	// Prefetch is the command inbox's basic.qos prefetch (default 10).
+	// Prefetch is the command inbox's basic.qos prefetch (default 256,
+	// transport/amqp.DefaultPrefetch: many deliveries in flight, so a flood
+	// shares group commits).
 	Prefetch int `yaml:"prefetch"`
 	// Quorum declares the command queue (and its dead-letter queue) as quorum
 	// queues: default true. A queue's type cannot change once declared: an
@@ -93,7 +95,7 @@ func (a *AMQP) defaults() {
 		a.Heartbeat = 30 * time.Second
 	}
 	if a.Prefetch == 0 {
-		a.Prefetch = 10
+		a.Prefetch = 256
 	}
 	if a.TelemetryBound == 0 {
 		a.TelemetryBound = 10000

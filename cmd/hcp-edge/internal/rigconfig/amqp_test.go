@@ -12,7 +12,7 @@ func TestAMQPDefaultsAndEnv(t *testing.T) {
 	t.Setenv("HCP_CALLEE_ID", "")
 	var a AMQP
 	a.defaults()
-	if a.URL != "" || a.CalleeID != DefaultCalleeID || a.Heartbeat != 30*time.Second || a.Prefetch != 10 ||
+	if a.URL != "" || a.CalleeID != DefaultCalleeID || a.Heartbeat != 30*time.Second || a.Prefetch != 256 ||
 		a.TelemetryBound != 10000 || a.FlushTimeout != 5*time.Second || !a.QuorumQueues() || a.DeliveryLimit != 5 || len(a.URLs) != 0 {
 		t.Fatalf("defaults %+v", a)
 	}

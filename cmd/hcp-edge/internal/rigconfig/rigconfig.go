@@ -74,9 +74,12 @@ const LocalUser = "local"
 
 // DefaultGate is gate.DefaultConfig plus the local operator: broker user
 // "local" is caller "local", which may submit the three shipped
-// capabilities up to risk R3 and data classification T2.
+// capabilities up to risk R3 and data classification T2; and the quotas a
+// lab would pick (gate.DefaultQuotas: 60 submits a minute and 10 open
+// sessions per caller, the local operator included).
 func DefaultGate() gate.Config {
 	g := gate.DefaultConfig()
+	g.Quotas = gate.DefaultQuotas()
 	g.BrokerUsers[LocalUser] = LocalUser
 	g.Callers[LocalUser] = gate.CallerACL{Capabilities: []string{"cvd-material-synthesis", "rig-status", "leak-check"},
 		MaxRiskLevel: capability.R3, MaxDataClassification: gate.T2}

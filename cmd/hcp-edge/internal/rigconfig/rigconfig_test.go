@@ -8,6 +8,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/gate"
 )
 
 func TestEmbeddedSimConfigParses(t *testing.T) {
@@ -176,5 +177,44 @@ func TestDashboardListen(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestQuotasDecodeOverDefaults (issue 24): without a quotas section the
+// lab defaults apply; a section naming one quota keeps the other default;
+// a caller's override and "*" decode; a negative quota is refused.
+func TestQuotasDecodeOverDefaults(t *testing.T) {
+	base := string(configs.SimYAML)
+	i := strings.Index(base, "  quotas:\n")
+	j := strings.Index(base, "  # The simulated rig has no lab hours")
+	if i < 0 || j < i {
+		t.Fatal("fixture: sim.yaml's quotas section not found")
+	}
+	parse := func(text string) gate.Quotas {
+		t.Helper()
+		f, err := Parse(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Gate.Quotas
+	}
+	if q := parse(base[:i] + base[j:]); q.SubmitsPerMinute != gate.Limit(60) || q.OpenSessions != gate.Limit(10) || len(q.Callers) != 0 {
+		t.Errorf("no section: %+v, want the defaults", q)
+	}
+	q := parse(base[:i] + "  quotas:\n    open_sessions: 3\n" + base[j:])
+	if q.SubmitsPerMinute != gate.Limit(60) || q.OpenSessions != gate.Limit(3) {
+		t.Errorf("open_sessions only: %+v", q)
+	}
+	q = parse(base)
+	s, o := q.For("local")
+	if s != gate.Unlimited || o != gate.Unlimited {
+		t.Errorf("sim.yaml's local: %v %v, want * *", s, o)
+	}
+	if s, o := q.For("harness-beta-002"); s != gate.Limit(60) || o != gate.Limit(10) {
+		t.Errorf("sim.yaml's beta: %v %v, want the defaults", s, o)
+	}
+	if _, err := Parse(strings.NewReader(strings.Replace(base, "    open_sessions: 10\n", "    open_sessions: -1\n", 1))); err == nil ||
+		!strings.Contains(err.Error(), "open_sessions") && !strings.Contains(err.Error(), "-1") {
+		t.Errorf("negative quota: err = %v", err)
 	}
 }
