@@ -24,9 +24,16 @@ type OutputOpts struct {
 	// FeedbackInverted: the feedback pin reads the opposite of "on" (a
 	// normally-closed auxiliary contact). Used only with a feedback pin.
 	FeedbackInverted bool
-	// Settle is how long Set waits after writing before it reads back (relay
-	// contacts take a few milliseconds to move).
+	// Settle is the longest Set waits after writing for the read-back to
+	// follow (relay contacts take a few milliseconds to move): it reads the
+	// read-back every SettlePoll and confirms once it has read the level
+	// written for Stable, or decides on one last read at Settle (a welded or
+	// stuck contact fails there with device.ErrReadback).
 	Settle time.Duration
+	// Stable is how long the read-back must keep the level written before
+	// Set takes it as confirmed, over the contact's bounce (0: confirmed on
+	// the first read that agrees). At most Settle; unused when Settle is 0.
+	Stable time.Duration
 	// IOTimeout bounds one write or read of a pin that implements ContextWriter
 	// or ContextReader, within the caller's context.
 	IOTimeout time.Duration
@@ -37,7 +44,7 @@ type OutputOpts struct {
 // DefaultOutputOpts returns the options of the rig's interlock relay: active
 // high, safe state off, 20 ms settle time.
 func DefaultOutputOpts(name string) OutputOpts {
-	return OutputOpts{Name: name, Settle: 20 * time.Millisecond, IOTimeout: time.Second}
+	return OutputOpts{Name: name, Settle: 20 * time.Millisecond, Stable: 2 * time.Millisecond, IOTimeout: time.Second}
 }
 
 // Output is an on/off output with read-back on a gpio pin, implementing
@@ -64,8 +71,11 @@ func NewOutput(out pgpio.PinOut, fb pgpio.PinIn, opts OutputOpts) (*Output, erro
 	if opts.Name == "" {
 		opts.Name = out.Name()
 	}
-	if opts.Settle < 0 || opts.IOTimeout < 0 {
-		return nil, fmt.Errorf("%s: Settle and IOTimeout must be >= 0: %w", opts.Name, device.ErrOutOfRange)
+	if opts.Settle < 0 || opts.Stable < 0 || opts.IOTimeout < 0 {
+		return nil, fmt.Errorf("%s: Settle, Stable and IOTimeout must be >= 0: %w", opts.Name, device.ErrOutOfRange)
+	}
+	if opts.Settle > 0 && opts.Stable > opts.Settle {
+		return nil, fmt.Errorf("%s: Stable %v is longer than Settle %v: %w", opts.Name, opts.Stable, opts.Settle, device.ErrOutOfRange)
 	}
 	if opts.IOTimeout == 0 {
 		opts.IOTimeout = time.Second
@@ -149,10 +159,8 @@ func (o *Output) set(ctx context.Context, on bool) error {
 		return err
 	}
 	if o.opts.Settle > 0 {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for read-back: %w: %w", o.opts.Name, device.ErrTimeout, ctx.Err())
-		case <-o.clock.After(o.opts.Settle):
+		if ok, err := o.follow(ctx, on); ok || err != nil {
+			return err
 		}
 	}
 	got, err := o.readBack(ctx)
@@ -163,6 +171,43 @@ func (o *Output) set(ctx context.Context, on bool) error {
 		return fmt.Errorf("%s: wrote %t, read back %t after %v: %w", o.opts.Name, on, got, o.opts.Settle, device.ErrReadback)
 	}
 	return nil
+}
+
+// SettlePoll is how often Set reads the read-back while it waits (at most
+// Settle) for it to follow the level written.
+const SettlePoll = time.Millisecond
+
+// follow reads the read-back every SettlePoll until it has agreed with on
+// for Stable (true), or Settle has passed since the write (false: the
+// caller's last read decides), or a read or ctx fails.
+func (o *Output) follow(ctx context.Context, on bool) (bool, error) {
+	deadline := o.clock.Now().Add(o.opts.Settle)
+	var since time.Time // when the read-back began to agree, zero while it does not
+	for {
+		got, err := o.readBack(ctx)
+		if err != nil {
+			return false, err
+		}
+		now := o.clock.Now()
+		switch {
+		case got != on:
+			since = time.Time{}
+		case since.IsZero():
+			since = now
+		}
+		if !since.IsZero() && now.Sub(since) >= o.opts.Stable {
+			return true, nil
+		}
+		left := deadline.Sub(now)
+		if left <= 0 {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("%s: waiting for read-back: %w: %w", o.opts.Name, device.ErrTimeout, ctx.Err())
+		case <-o.clock.After(min(SettlePoll, left)):
+		}
+	}
 }
 
 // State implements device.Switch: it reads the output back (from the feedback

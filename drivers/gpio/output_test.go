@@ -204,3 +204,46 @@ func (o outOnly) Number() int                            { return o.p.Number() }
 func (o outOnly) Function() string                       { return "" }
 func (o outOnly) Out(l pgpio.Level) error                { return nil }
 func (o outOnly) PWM(pgpio.Duty, physic.Frequency) error { return nil }
+
+// TestOutputConfirmsOnceStable: a read-back that follows the write is
+// confirmed once it has agreed for Stable (2 ms), not after the whole
+// Settle (20 ms); a contact that bounces back starts the Stable period
+// again. The e-stop's relay halt waited the full 20 ms before (issue 25).
+func TestOutputConfirmsOnceStable(t *testing.T) {
+	clk := devicetest.NewFakeClock(time.Unix(0, 0))
+	fb := &gpiotest.Pin{N: "relay_fb"}
+	opts := DefaultOutputOpts("relay")
+	opts.Clock = clk
+	o, err := NewOutput(&gpiotest.Pin{N: "relay"}, fb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	start := clk.Now()
+	go func() { done <- o.Set(ctx, true) }()
+	step := func(level pgpio.Level) {
+		t.Helper()
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		setLevel(fb, level)
+		clk.Advance(SettlePoll)
+	}
+	step(pgpio.High) // closes: agrees from the next read
+	step(pgpio.Low)  // bounces open: not yet
+	step(pgpio.High)
+	step(pgpio.High)
+	step(pgpio.High)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("Set did not confirm a read-back that agreed for Stable")
+	}
+	if took := clk.Since(start); took >= opts.Settle || took < opts.Stable {
+		t.Fatalf("confirmed after %v; want at least Stable %v and under Settle %v", took, opts.Stable, opts.Settle)
+	}
+}

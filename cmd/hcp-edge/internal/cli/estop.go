@@ -24,9 +24,12 @@ const (
 	// fallback drives the same outputs to the same safe levels. (500 ms
 	// before issue 25.)
 	estopAck = 150 * time.Millisecond
-	// estopDaemon bounds the daemon's whole e-stop (halts and read-backs);
-	// past it the CLI falls back as well.
-	estopDaemon = 5 * time.Second
+	// estopDaemon bounds the daemon's whole e-stop (halts and read-backs)
+	// once it has acknowledged; past it the CLI falls back as well. A live
+	// daemon answers in tens of milliseconds (halt_ms + read_back_ms); one
+	// that acknowledged and then hung (SIGSTOP landing just after the ack
+	// under TestEStopLatency's load) held the technician 5 s before issue 25.
+	estopDaemon = time.Second
 	// estopFallback bounds the fallback.
 	estopFallback = 5 * time.Second
 )
