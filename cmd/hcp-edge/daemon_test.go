@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
@@ -38,7 +36,7 @@ const hangGuard = 20 * time.Second
 var bin string
 
 func TestMain(m *testing.M) {
-	widenParallel()
+	devicetest.WidenParallel(parallelTests)
 	dir, err := os.MkdirTemp("", "hcp-edge-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,20 +58,8 @@ func TestMain(m *testing.M) {
 // parallelTests is how many of this package's parallel tests run at once
 // unless -test.parallel says otherwise: each is a daemon, a simulated rig
 // and a vhost of its own that spend their time waiting on the scaled
-// clock, the broker and the daemon's subprocess, not on the CPU, so more
-// of them than cores (go test's default) fit side by side.
+// clock, the broker and the daemon's subprocess, not on the CPU.
 const parallelTests = 4
-
-// widenParallel sets -test.parallel to parallelTests when the command
-// line did not set it (nor a larger GOMAXPROCS).
-func widenParallel() {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set && runtime.GOMAXPROCS(0) < parallelTests {
-		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
-	}
-}
 
 // env is one simulated rig (in-process) and one daemon (a subprocess).
 type env struct {
