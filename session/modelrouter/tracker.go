@@ -11,7 +11,8 @@ import (
 // Invocation is one record of the tracker: a model invoked (or refused)
 // for a task.
 type Invocation struct {
-	At         time.Time     `json:"at"`
+	At time.Time `json:"at"`
+	// Task is the Request's Task: the session id in the agent.
 	Task       string        `json:"task,omitempty"`
 	Model      string        `json:"model"`
 	Instance   string        `json:"instance,omitempty"`
@@ -24,6 +25,8 @@ type Invocation struct {
 	Confidence float64       `json:"confidence"`
 	// Accepted is true when the decision took this invocation's answer.
 	Accepted bool `json:"accepted"`
+	// Error says why the invocation failed or was refused.
+	Error string `json:"error,omitempty"`
 }
 
 // ModelStats is what the tracker knows of one model.
@@ -135,8 +138,12 @@ func (t *Tracker) Stats() []ModelStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]ModelStats, 0, len(t.models))
+	day := t.now().UTC().Format(time.DateOnly)
 	for _, m := range t.models {
 		s := m.s
+		if m.day != day {
+			s.CostToday = 0 // spent on an earlier day
+		}
 		s.Outcomes = make(map[Outcome]int, len(m.s.Outcomes))
 		for k, v := range m.s.Outcomes {
 			s.Outcomes[k] = v
