@@ -110,7 +110,11 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
+	models, err := newModelAnalyzer(f, st.Audit(), log)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs, Analyzer: models,
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,
