@@ -54,7 +54,7 @@ soak: ## the long statistics (HCP_SOAK=1): 100-run leak checks, 40-sequence prop
 test-under-load: ## the whole suite with -race -count=3 while a CPU hog keeps every core busy (COUNT, PKGS, HOGS)
 	bash scripts/test-under-load.sh
 
-ci-deps: ## install with apt what the peer tests need (root, or sudo)
+ci-deps: ## install with apt (and npm: mock-llm) what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
 broker: build ## start (installing if needed) a local RabbitMQ; users, vhost hcp and permissions from configs/sim.yaml (hcp-edge broker provision); EXTERNAL for TLS
