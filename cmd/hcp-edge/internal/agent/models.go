@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -51,6 +52,11 @@ func (a *modelAnalyzer) Analyze(ctx context.Context, req modelrouter.Request) (m
 		a.log.Warn("model tracker not saved", "file", a.path, "err", serr)
 	}
 	return d, err
+}
+
+// metrics is the router's state at a scrape.
+func (a *modelAnalyzer) metrics() metrics.Models {
+	return metrics.Models{Stats: a.r.Tracker().Stats(), SpentToday: a.r.Tracker().SpentToday(), Circuits: a.r.Circuits()}
 }
 
 // modelAuditor appends the router's events to the audit log, each under
