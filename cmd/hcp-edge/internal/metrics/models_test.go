@@ -21,7 +21,7 @@ func TestModelFamilies(t *testing.T) {
 				P50: time.Millisecond, P99: 2 * time.Millisecond, Mean: time.Millisecond},
 			{Model: "remote-best", Tier: 3, Calls: 4, OK: 3, Accepted: 3, Cost: 0.012,
 				Outcomes: map[modelrouter.Outcome]int{modelrouter.OK: 3, modelrouter.ServerError: 1, modelrouter.Refused: 2},
-				P50: time.Second, P99: 3 * time.Second, Mean: 1500 * time.Millisecond},
+				P50:      time.Second, P99: 3 * time.Second, Mean: 1500 * time.Millisecond},
 		},
 		SpentToday: 0.012,
 		Circuits:   []modelrouter.CircuitState{{Model: "remote-best", Instance: "https://a/v1", State: "open"}, {Model: "remote-best", Instance: "https://b/v1", State: "closed"}},
