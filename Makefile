@@ -10,7 +10,8 @@ CMDS      := hcp-edge rig-sim
 STATICCHECK_VERSION ?= v0.8.2
 # Build tags of every shipped binary. nethttpomithttp2: net/http without its bundled HTTP/2
 # (~290 kB of the armv7 binary); the agent's HTTP servers (metrics, dashboard) speak HTTP/1.1,
-# and nothing in it is an HTTP/2 client (docs/FOOTPRINT.md). scripts/bench.sh and
+# and so does its one HTTP client, the model router's (OpenAI-compatible servers accept
+# HTTP/1.1) (docs/FOOTPRINT.md). scripts/bench.sh and
 # scripts/size-breakdown.sh build with the same tags.
 TAGS      ?= nethttpomithttp2
 export TAGS
