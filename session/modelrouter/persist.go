@@ -28,6 +28,7 @@ type savedModel struct {
 	Next    int             `json:"next"`
 	SumLat  time.Duration   `json:"sum_latency_ns"`
 	SumConf float64         `json:"sum_confidence"`
+	ConfN   int             `json:"confidences"`
 	Day     string          `json:"day"`
 }
 
@@ -45,7 +46,7 @@ func (t *Tracker) Save(path string) error {
 			s.Outcomes[k] = v
 		}
 		st.Models = append(st.Models, savedModel{Stats: s, Lat: append([]time.Duration(nil), m.lat...), Next: m.next,
-			SumLat: m.sumLat, SumConf: m.sumConf, Day: m.day})
+			SumLat: m.sumLat, SumConf: m.sumConf, ConfN: m.confN, Day: m.day})
 	}
 	t.mu.Unlock()
 	data, err := json.Marshal(st)
@@ -96,13 +97,13 @@ func LoadTracker(path string, now func() time.Time) (*Tracker, error) {
 	}
 	t.day, t.today = st.Day, st.Today
 	for _, m := range st.Models {
-		if m.Stats.Model == "" || len(m.Lat) > latencyWindow || m.Next < 0 || (len(m.Lat) > 0 && m.Next >= len(m.Lat)) {
+		if m.Stats.Model == "" || len(m.Lat) > latencyWindow || m.Next < 0 || m.ConfN < 0 || (len(m.Lat) > 0 && m.Next >= len(m.Lat)) {
 			return nil, fmt.Errorf("modelrouter: load tracker %s: a model's record is malformed", path)
 		}
 		if m.Stats.Outcomes == nil {
 			m.Stats.Outcomes = map[Outcome]int{}
 		}
-		t.models[m.Stats.Model] = &modelRec{s: m.Stats, lat: m.Lat, next: m.Next, sumLat: m.SumLat, sumConf: m.SumConf, day: m.Day}
+		t.models[m.Stats.Model] = &modelRec{s: m.Stats, lat: m.Lat, next: m.Next, sumLat: m.SumLat, sumConf: m.SumConf, confN: m.ConfN, day: m.Day}
 	}
 	return t, nil
 }

@@ -2,8 +2,12 @@ package modelrouter_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +95,53 @@ func TestTrackerSurvivesRestart(t *testing.T) {
 	}
 	if _, err := mr.LoadTracker(path, clock); err == nil {
 		t.Fatal("a garbled tracker file loaded")
+	}
+}
+
+// TestSealedDataWithheldFromAudit: for T3 data the audit events carry no
+// value read from the data (the audit log stays in clear while the
+// session's outputs are sealed): no confidence, no server text, a generic
+// fallback; the tracker's confidence statistics leave it out.
+func TestSealedDataWithheldFromAudit(t *testing.T) {
+	srv := modeltest.New()
+	defer srv.Close()
+	srv.SetDefault(modeltest.ServerError)
+	ev := &events{}
+	r := newRouter(t, registry(remoteModel("remote-t3", 3, mr.T3, srv.Base())), mr.Opts{Auditor: ev, Retries: -1})
+	d, err := r.Analyze(context.Background(), mr.Request{Task: "sealed", Spectrum: spectrum(plant.Film{MoS2: 1}, 1000, 4, plant.SpectrumFaults{}),
+		Material: analysis.MoS2, Hint: mr.HintBest, DataClass: mr.T3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Fallback || len(srv.Requests()) == 0 {
+		t.Fatalf("the remote model was not asked, or did not fail: %+v", d)
+	}
+	values := []string{strconv.FormatFloat(d.Answer.Confidence, 'g', -1, 64), strconv.FormatFloat(d.Fit.Confidence, 'g', -1, 64),
+		fmt.Sprintf("%.2f", d.Answer.Confidence)}
+	ev.mu.Lock()
+	all := append([]mr.Event(nil), ev.ev...)
+	ev.mu.Unlock()
+	for _, e := range all {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if strings.Contains(string(b), v) {
+				t.Errorf("%s in the audited %s", v, b)
+			}
+		}
+		if e.Kind == mr.EventInvocation && (!e.Withheld || e.Invocation.Confidence != 0 ||
+			(e.Invocation.Outcome == mr.ServerError && e.Invocation.Error != "")) {
+			t.Errorf("not withheld: %s", b)
+		}
+	}
+	if len(ev.kinds(mr.EventFallback)) != 1 {
+		t.Fatalf("fallback events %+v", ev.kinds(mr.EventFallback))
+	}
+	for _, s := range r.Tracker().Stats() {
+		if s.MeanConfidence != 0 {
+			t.Errorf("%s: mean confidence %v from T3 answers", s.Model, s.MeanConfidence)
+		}
 	}
 }

@@ -31,6 +31,10 @@ type Event struct {
 	Detail   string    `json:"detail"`
 	// Invocation is the tracker's record, for an EventInvocation.
 	Invocation *Invocation `json:"invocation,omitempty"`
+	// Withheld: the task's data is sealed at rest (DataClass.Sealed), so
+	// the event carries no value read from it (no confidence, no model
+	// answer or server text in an error; the fallback's detail generic).
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // The kinds of Event.
@@ -535,14 +539,22 @@ func (r *Router) invoke(ctx context.Context, g *routing, m *Model) (Answer, stri
 // refused records a model the router did not send the data to.
 func (r *Router) refused(g *routing, m *Model, err error) {
 	g.dec.Attempts = append(g.dec.Attempts, Attempt{Model: m.ID, Tier: m.Tier, Outcome: Refused, Error: err.Error()})
-	r.track(Invocation{At: r.o.Now(), Task: g.req.Task, Model: m.ID, Tier: m.Tier, Outcome: Refused, Error: err.Error()})
+	r.track(Invocation{At: r.o.Now(), Task: g.req.Task, Model: m.ID, Tier: m.Tier, Outcome: Refused, Error: err.Error(), Class: g.req.DataClass})
 }
 
-// track records inv in the tracker and audits it (EventInvocation).
+// track records inv in the tracker and audits it (EventInvocation); for
+// sealed data without the confidence and, but for a refusal's, the error.
 func (r *Router) track(inv Invocation) {
 	r.o.Tracker.Record(inv)
-	r.audit(Event{Kind: EventInvocation, Task: inv.Task, Model: inv.Model, Instance: inv.Instance,
-		Detail: fmt.Sprintf("tier %d %s", inv.Tier, inv.Outcome), Invocation: &inv})
+	e := Event{Kind: EventInvocation, Task: inv.Task, Model: inv.Model, Instance: inv.Instance,
+		Detail: fmt.Sprintf("tier %d %s", inv.Tier, inv.Outcome), Invocation: &inv}
+	if inv.Class.Sealed() {
+		inv.Confidence, e.Withheld = 0, true
+		if inv.Outcome != Refused {
+			inv.Error = ""
+		}
+	}
+	r.audit(e)
 }
 
 // record adds one attempt to the decision and the tracker.
@@ -576,11 +588,15 @@ func (g *routing) finish(r *Router) {
 		}
 		r.track(Invocation{At: g.start, Task: g.req.Task, Model: at.Model, Instance: at.Instance, Tier: at.Tier,
 			Latency: at.Latency, TokensIn: at.TokensIn, TokensOut: at.TokensOut, Cost: at.Cost, Outcome: at.Outcome,
-			Confidence: at.Confidence, Accepted: i == taken, Error: at.Error})
+			Confidence: at.Confidence, Accepted: i == taken, Error: at.Error, Class: g.req.DataClass})
 	}
 	if d.Fallback {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("fell back: the answer is %s's (tier %d) with confidence %.2f", d.Model, d.Tier, d.Answer.Confidence))
-		r.audit(Event{Kind: EventFallback, Task: g.req.Task, Model: d.Model, Instance: d.Instance, Detail: d.Warnings[len(d.Warnings)-1]})
+		e := Event{Kind: EventFallback, Task: g.req.Task, Model: d.Model, Instance: d.Instance, Detail: d.Warnings[len(d.Warnings)-1]}
+		if g.req.DataClass.Sealed() {
+			e.Detail, e.Withheld = fmt.Sprintf("fell back: the answer is %s's (tier %d)", d.Model, d.Tier), true
+		}
+		r.audit(e)
 	}
 	// Saturated and unsure: advise a shorter integration; noise-limited and
 	// unsure: a longer one.
