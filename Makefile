@@ -10,7 +10,8 @@ CMDS      := hcp-edge rig-sim
 STATICCHECK_VERSION ?= v0.8.2
 # Build tags of every shipped binary. nethttpomithttp2: net/http without its bundled HTTP/2
 # (~290 kB of the armv7 binary); the agent's HTTP servers (metrics, dashboard) speak HTTP/1.1,
-# and nothing in it is an HTTP/2 client (docs/FOOTPRINT.md). scripts/bench.sh and
+# and so does its one HTTP client, the model router's (OpenAI-compatible servers accept
+# HTTP/1.1) (docs/FOOTPRINT.md). scripts/bench.sh and
 # scripts/size-breakdown.sh build with the same tags.
 TAGS      ?= nethttpomithttp2
 export TAGS
@@ -54,7 +55,7 @@ soak: ## the long statistics (HCP_SOAK=1): 100-run leak checks, 40-sequence prop
 test-under-load: ## the whole suite with -race -count=3 while a CPU hog keeps every core busy (COUNT, PKGS, HOGS)
 	bash scripts/test-under-load.sh
 
-ci-deps: ## install with apt what the peer tests need (root, or sudo)
+ci-deps: ## install with apt (and npm: mock-llm) what the peer tests need (root, or sudo)
 	bash scripts/ci-deps.sh
 
 broker: build ## start (installing if needed) a local RabbitMQ; users, vhost hcp and permissions from configs/sim.yaml (hcp-edge broker provision); EXTERNAL for TLS

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs with apt the peer programs the tests need: programs nobody here wrote, to prove
 # interoperability (mbpoll, pymodbus, pika), pty plumbing (socat), and qemu-user for the
-# cross-built binaries. Idempotent: installs only what is missing.
+# cross-built binaries; and with npm, @dwmkerr/mock-llm (an OpenAI-compatible server) into
+# ~/.cache/hcp-edge/npm. Idempotent: installs only what is missing.
 #
 # Then it runs each peer's own probe — the very import or command the tests use — and fails at
 # once, naming the package to add, when one does not work. A package that is installed but
@@ -65,6 +66,27 @@ chromium_probe() {
   local rc=$?; rm -rf "$prof"; return $rc
 }
 probe chromium                 "chromium --headless --dump-dom"    chromium_probe
+
+# @dwmkerr/mock-llm, an OpenAI-compatible server nobody here wrote (the model router's peer test,
+# session/modelrouter TestMockLLMPeer), installed with the machine's node and npm (Debian's npm
+# when there is none) into a cache directory, pinned: the test finds it there (or $HCP_MOCK_LLM).
+MOCK_LLM_VERSION=0.1.29
+MOCK_LLM_PREFIX=${HCP_NPM_PREFIX:-$HOME/.cache/hcp-edge/npm}
+if ! command -v npm >/dev/null; then
+  SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  echo "ci-deps: installing npm (Debian) for mock-llm"
+  $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+mock_llm_version() {
+  node -e 'console.log(require(process.argv[1]).version)' "$MOCK_LLM_PREFIX/node_modules/@dwmkerr/mock-llm/package.json" 2>/dev/null
+}
+if [ "$(mock_llm_version)" != "$MOCK_LLM_VERSION" ]; then
+  echo "ci-deps: installing @dwmkerr/mock-llm@$MOCK_LLM_VERSION into $MOCK_LLM_PREFIX"
+  mkdir -p "$MOCK_LLM_PREFIX"
+  npm install --prefix "$MOCK_LLM_PREFIX" --no-audit --no-fund --loglevel=error "@dwmkerr/mock-llm@$MOCK_LLM_VERSION" >/dev/null
+fi
+mock_llm_probe() { [ "$(mock_llm_version)" = "$MOCK_LLM_VERSION" ] && [ -x "$MOCK_LLM_PREFIX/node_modules/.bin/mock-llm" ]; }
+probe "npm @dwmkerr/mock-llm"  "mock-llm $MOCK_LLM_VERSION in $MOCK_LLM_PREFIX" mock_llm_probe
 if [ "$failed" != 0 ]; then
   echo "ci-deps: a peer does not work; see the lines above" >&2
   exit 1

@@ -30,6 +30,25 @@ import (
 // login). It returns the caller client over TLS.
 func t4Broker(t *testing.T) (*brokerEnv, *caller.Client) {
 	t.Helper()
+	b, ca, addr := tlsBroker(t, nil)
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "caller-t4.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(b.alphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
+		CallerID: b.callerID, CalleeID: b.calleeID, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(); _ = db.Close() })
+	return b, c
+}
+
+// tlsBroker starts a broker environment whose daemon admits T3 and T4
+// tasks (t4Broker's configuration, then edit's when not nil) on RabbitMQ's
+// TLS listener, and returns it with the CA and the listener's address.
+func tlsBroker(t *testing.T, edit func(cfg string) string) (*brokerEnv, *amqptest.CA, string) {
+	t.Helper()
 	b := newBrokerEnv(t)
 	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA, 0o600)
 	cfg, err := os.ReadFile(b.cfg)
@@ -43,6 +62,9 @@ func t4Broker(t *testing.T) (*brokerEnv, *caller.Client) {
 	s := strings.Replace(string(cfg), "  log_level: info\n", "  log_level: info\n  at_rest_key_file: "+keyFile+
 		"\n  access_approvers: [olga]\n  amqp:\n    ca_file: "+ca.File+"\n    cert_file: "+edgeCert+"\n    key_file: "+edgeKey+"\n", 1)
 	s = strings.Replace(s, "      max_data_classification: T2\n", "      max_data_classification: T4\n", 1)
+	if edit != nil {
+		s = edit(s)
+	}
 	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +72,7 @@ func t4Broker(t *testing.T) (*brokerEnv, *caller.Client) {
 	b.extra = append(b.extra, "HCP_AMQP_URL=amqps://"+plain[strings.Index(plain, "@")+1:]+"?auth_mechanism=external")
 	b.start()
 	b.waitUplink("connected over TLS", func(u *uplinkStatus) bool { return u.Connected && u.TLS })
-
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "caller-t4.db"), 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := caller.New(db, caller.Opts{URL: amqptest.OnVHostAt(b.alphaURL(), "amqps", addr), TLS: tamqp.TLSConfig{CAFile: ca.File},
-		CallerID: b.callerID, CalleeID: b.calleeID, ResubmitInterval: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(); _ = db.Close() })
-	return b, c
+	return b, ca, addr
 }
 
 // submitT4 submits a T4 rig-status through c and reads its messages until

@@ -55,6 +55,9 @@ type Config struct {
 	// store transaction of the submit it decides): the metrics count
 	// decisions there, once that transaction commits (store.Tx.OnCommit).
 	GateRecorder func(gate.Recorder) gate.Recorder
+	// Analyzer is the model router the analyse phase asks (nil: the
+	// tier-1 fit alone); it reaches no instrument.
+	Analyzer executor.Analyzer
 	// Rig is the tool pipeline every run's actions go through
 	// (executor.ToolRig over an envelope.Invoker).
 	Rig executor.Rig

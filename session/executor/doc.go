@@ -67,8 +67,10 @@
 //	            wait until the readings confirm every gas off
 //	vent        gate valve closed, pump off, vent open to the pressure; vent closed
 //	measure     acquire a Raman spectrum
-//	analyse     session/analysis.AnalyzeFor the phase's material: E2g/A1g fit,
-//	            distance, layer count, confidence
+//	analyse     the Env's Analyzer (the model router, raman.analyze@1.0.0) or,
+//	            without one, session/analysis.AnalyzeFor the phase's material:
+//	            E2g/A1g fit, distance, and the deciding model's layer count
+//	            and confidence, with its Provenance
 //
 // The checkpoint state pins the whole Plan (as the preflight adjusted it)
 // and the recipe's identity (name, version, sha256): Resume needs no

@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/session/modelrouter"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
@@ -184,6 +185,16 @@ type Env struct {
 	PollEvery time.Duration
 	// LogEvery is the process time between growth-log rows (default 30 s).
 	LogEvery time.Duration
+	// Analyzer routes the analyse phase's analysis (the capability layer's
+	// model router); nil: the tier-1 fit alone (analysis.AnalyzeFor).
+	Analyzer Analyzer
+}
+
+// Analyzer is what the analyse phase asks for an analysis: the model
+// router (*modelrouter.Router), called as the registered analysis tool
+// AnalysisTool. It reads a spectrum and advises; it holds no instrument.
+type Analyzer interface {
+	Analyze(ctx context.Context, req modelrouter.Request) (modelrouter.Decision, error)
 }
 
 func (e *Env) defaults() error {
@@ -227,6 +238,11 @@ type Task struct {
 	ExpectedOutput *ExpectedOutput
 	// ConfidenceThreshold is constraints.confidence_threshold (0: none).
 	ConfidenceThreshold float64
+	// DataClass is the session's data classification (T1–T4; "": T1): a
+	// model not cleared for it is never sent the spectrum.
+	DataClass string
+	// ModelHint is constraints.model_hint ("", "fast" or "best").
+	ModelHint string
 }
 
 // Step is one named step of a recipe.

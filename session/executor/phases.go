@@ -10,7 +10,6 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
@@ -372,33 +371,5 @@ func (r *recipeRun) measure(ctx context.Context, ph *recipe.Phase) error {
 		return fmt.Errorf("%w: the spectrometer returned no spectrum", device.ErrFrame)
 	}
 	r.st.Spectrum = res.Spectrum
-	return nil
-}
-
-// analyse fits the last spectrum as the phase's material and emits the
-// analysis; no bands, or no layer count, fails the step; a layer count
-// other than the target is warned.
-func (r *recipeRun) analyse(ctx context.Context, ph *recipe.Phase) error {
-	if r.st.Spectrum == nil {
-		return fmt.Errorf("%w: no spectrum to analyse", ErrResult)
-	}
-	a, err := analysis.AnalyzeFor(*r.st.Spectrum, analysis.Material(ph.Analyse.Material))
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrResult, err)
-	}
-	r.st.Analysis = &a
-	// The material is the phase's (the plan says which); the event keeps
-	// the shape of the analysis it has always had.
-	shown := a
-	shown.Material = ""
-	if err := r.emit(ctx, lifecycle.EventIntermediateResult, IntermediateResult{ResultType: "raman_analysis", Data: shown}); err != nil {
-		return err
-	}
-	if !a.Found || a.LayerCount == 0 {
-		return fmt.Errorf("%w: %s", ErrResult, a.Reason)
-	}
-	if t := ph.Analyse.TargetLayers; t > 0 && a.LayerCount != t {
-		r.warn(ctx, "layer_count_differs", fmt.Sprintf("grew %d layer(s), target %d", a.LayerCount, t), nil)
-	}
 	return nil
 }

@@ -100,7 +100,7 @@ func (x *RecipeExecutor) Plan(t Task) (Recipe, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	return newRecipeRun(recipeState{Format: recipeStateFormat, Plan: p,
-		ThresholdConf: t.ConfidenceThreshold, ExpectedOutput: t.ExpectedOutput}), nil
+		ThresholdConf: t.ConfidenceThreshold, ExpectedOutput: t.ExpectedOutput, DataClass: t.DataClass, ModelHint: t.ModelHint}), nil
 }
 
 // Resume rebuilds the run from a checkpoint's state alone: its pinned Plan.
@@ -135,6 +135,11 @@ type recipeState struct {
 	Warnings       []string         `json:"warnings,omitempty"`
 	ThresholdConf  float64          `json:"confidence_threshold,omitempty"`
 	ExpectedOutput *ExpectedOutput  `json:"expected_output,omitempty"`
+	// DataClass and ModelHint feed the analysis's routing.
+	DataClass string `json:"data_class,omitempty"`
+	ModelHint string `json:"model_hint,omitempty"`
+	// Provenance says which model decided the analysis.
+	Provenance *Provenance `json:"analysis_provenance,omitempty"`
 }
 
 // recipeRun is one run of a Plan.
@@ -322,7 +327,8 @@ func (r *recipeRun) ramanOutput() map[string]any {
 		"e2g_err_cm1": a.E2g.PositionErr, "a1g_err_cm1": a.A1g.PositionErr,
 		"peak_distance": a.Distance, "peak_distance_err": a.DistanceErr, "layer_count": a.LayerCount, "bulk": a.Bulk,
 		"confidence": a.Confidence, "fit_residual": a.FitResidual, "r_squared": a.RSquared, "snr": a.SNR,
-		"method": "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + bandsOf(a.Material),
+		"method":     "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + bandsOf(a.Material),
+		"provenance": r.provenance(),
 	}
 }
 

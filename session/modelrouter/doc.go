@@ -69,10 +69,13 @@
 // The Tracker records every invocation (model, instance, tier, latency,
 // tokens, cost, outcome, confidence, whether it was taken) and keeps
 // per-model statistics: calls, outcomes, p50/p99 latency, spend total and
-// today's; Recommendations reads them.
+// today's; Recommendations reads them. Each record is also audited, under
+// the Request's Task, as an EventInvocation.
 //
 // # Caveats
 //
 // The router keeps no goroutine; health checks (CheckHealth) run when the
-// caller calls them. The daily spend lives in memory: a restart forgets it.
+// caller calls them. The daily spend lives in the Tracker: the caller saves
+// it (Tracker.Save, the agent after every analysis) and loads it at start
+// (LoadTracker), or a restart forgets it.
 package modelrouter

@@ -46,6 +46,12 @@ func (c DataClass) Rank() int {
 	return 0
 }
 
+// Sealed reports whether data of class c is sealed at rest (T3, T4, and
+// an unknown class, treated as T4; "" is T1): the router's audit events and
+// the tracker's confidence statistics then carry no value read from the
+// data.
+func (c DataClass) Sealed() bool { return c != "" && (c.Rank() == 0 || c.Rank() >= T3.Rank()) }
+
 // Model is one entry of the registry (the `models:` section of the
 // configuration).
 type Model struct {

@@ -36,7 +36,8 @@ const (
 
 // Request is one analysis to route.
 type Request struct {
-	// Task names the task, for the tracker and the audit.
+	// Task names the task, for the tracker and the audit: the agent passes
+	// the session id, so every invocation is audited under its session.
 	Task     string
 	Spectrum device.Spectrum
 	// Material is analysis.MoS2, analysis.WS2 or analysis.Auto ("").
@@ -50,8 +51,9 @@ type Request struct {
 	// Policy overrides the router's policy ("": the router's).
 	Policy Policy
 	// TimeBudget is the time the analysis may take (0: the router's
-	// default); a model whose typical latency does not fit in what is left
-	// is skipped.
+	// Opts.TimeBudget, which also bounds a longer one: the agent passes the
+	// session's time left); a model whose typical latency does not fit in
+	// what is left is skipped.
 	TimeBudget time.Duration
 	// CostBudget is what the task may spend on models (0: the router's
 	// default per task; negative: nothing).
@@ -83,10 +85,13 @@ type Reacquire struct {
 // Decision is the router's answer to a Request: the answer chosen, the
 // model that gave it, every attempt, and what it cost.
 type Decision struct {
-	Answer   Answer `json:"answer"`
-	Model    string `json:"model"`
-	Tier     int    `json:"tier"`
-	Instance string `json:"instance,omitempty"`
+	Answer Answer `json:"answer"`
+	// Fit is the tier-1 fit the router read the spectrum with (peaks,
+	// distance, residual): the executor reports it beside the answer.
+	Fit      analysis.Result `json:"-"`
+	Model    string          `json:"model"`
+	Tier     int             `json:"tier"`
+	Instance string          `json:"instance,omitempty"`
 	// Quality is what the router read of the spectrum before choosing.
 	Quality  Quality       `json:"quality"`
 	Attempts []Attempt     `json:"attempts"`

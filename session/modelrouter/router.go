@@ -24,18 +24,28 @@ import (
 // class, an answer that fell back, a circuit that changed state.
 type Event struct {
 	At       time.Time `json:"at"`
-	Kind     string    `json:"kind"` // EventRefused, EventFallback, EventCircuit
+	Kind     string    `json:"kind"` // EventInvocation, EventRefused, EventFallback, EventCircuit
 	Task     string    `json:"task,omitempty"`
 	Model    string    `json:"model"`
 	Instance string    `json:"instance,omitempty"`
 	Detail   string    `json:"detail"`
+	// Invocation is the tracker's record, for an EventInvocation.
+	Invocation *Invocation `json:"invocation,omitempty"`
+	// Withheld: the task's data is sealed at rest (DataClass.Sealed), so
+	// the event carries no value read from it (no confidence, no model
+	// answer or server text in an error; the fallback's detail generic).
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // The kinds of Event.
 const (
-	EventRefused  = "model_refused"
-	EventFallback = "model_fallback"
-	EventCircuit  = "model_circuit"
+	// EventInvocation: one invocation of a model, or one the router did
+	// not send (outcome refused), with the tracker's record: every model
+	// the router considers for a task is audited under the task.
+	EventInvocation = "model_invocation"
+	EventRefused    = "model_refused"
+	EventFallback   = "model_fallback"
+	EventCircuit    = "model_circuit"
 )
 
 // Auditor receives the router's events; the agent's audit log implements
@@ -56,7 +66,8 @@ type Opts struct {
 	Policy Policy
 	// ConfidenceThreshold is the default threshold (0.8 when zero).
 	ConfidenceThreshold float64
-	// TimeBudget is the default time an analysis may take (30 s when zero).
+	// TimeBudget is the longest an analysis may take (30 s when zero); a
+	// Request may only shorten it.
 	TimeBudget time.Duration
 	// TaskBudget is the default cost a task may spend (0.05 when zero);
 	// DailyBudget what all tasks may spend in a UTC day (5 when zero).
@@ -249,9 +260,9 @@ func (r *Router) Analyze(ctx context.Context, req Request) (Decision, error) {
 	if g.policy == "" {
 		g.policy = r.o.Policy
 	}
-	tb := req.TimeBudget
-	if tb <= 0 {
-		tb = r.o.TimeBudget
+	tb := r.o.TimeBudget // the router's bound; a request may only tighten it
+	if req.TimeBudget > 0 && req.TimeBudget < tb {
+		tb = req.TimeBudget
 	}
 	g.deadline = now.Add(tb)
 	switch {
@@ -279,6 +290,7 @@ func (r *Router) Analyze(ctx context.Context, req Request) (Decision, error) {
 		return Decision{}, fmt.Errorf("modelrouter: %w", err)
 	}
 	g.in.t1 = t1
+	g.dec.Fit = t1
 	a := fitAnswer(t1)
 	g.take(&a, r.def, "")
 	g.dec.Quality = readQuality(g.in.x, g.in.y, t1)
@@ -527,7 +539,22 @@ func (r *Router) invoke(ctx context.Context, g *routing, m *Model) (Answer, stri
 // refused records a model the router did not send the data to.
 func (r *Router) refused(g *routing, m *Model, err error) {
 	g.dec.Attempts = append(g.dec.Attempts, Attempt{Model: m.ID, Tier: m.Tier, Outcome: Refused, Error: err.Error()})
-	r.o.Tracker.Record(Invocation{At: r.o.Now(), Task: g.req.Task, Model: m.ID, Tier: m.Tier, Outcome: Refused})
+	r.track(Invocation{At: r.o.Now(), Task: g.req.Task, Model: m.ID, Tier: m.Tier, Outcome: Refused, Error: err.Error(), Class: g.req.DataClass})
+}
+
+// track records inv in the tracker and audits it (EventInvocation); for
+// sealed data without the confidence and, but for a refusal's, the error.
+func (r *Router) track(inv Invocation) {
+	r.o.Tracker.Record(inv)
+	e := Event{Kind: EventInvocation, Task: inv.Task, Model: inv.Model, Instance: inv.Instance,
+		Detail: fmt.Sprintf("tier %d %s", inv.Tier, inv.Outcome), Invocation: &inv}
+	if inv.Class.Sealed() {
+		inv.Confidence, e.Withheld = 0, true
+		if inv.Outcome != Refused {
+			inv.Error = ""
+		}
+	}
+	r.audit(e)
 }
 
 // record adds one attempt to the decision and the tracker.
@@ -559,13 +586,17 @@ func (g *routing) finish(r *Router) {
 		if at.Outcome == Refused {
 			continue // recorded when refused
 		}
-		r.o.Tracker.Record(Invocation{At: g.start, Task: g.req.Task, Model: at.Model, Instance: at.Instance, Tier: at.Tier,
+		r.track(Invocation{At: g.start, Task: g.req.Task, Model: at.Model, Instance: at.Instance, Tier: at.Tier,
 			Latency: at.Latency, TokensIn: at.TokensIn, TokensOut: at.TokensOut, Cost: at.Cost, Outcome: at.Outcome,
-			Confidence: at.Confidence, Accepted: i == taken})
+			Confidence: at.Confidence, Accepted: i == taken, Error: at.Error, Class: g.req.DataClass})
 	}
 	if d.Fallback {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("fell back: the answer is %s's (tier %d) with confidence %.2f", d.Model, d.Tier, d.Answer.Confidence))
-		r.audit(Event{Kind: EventFallback, Task: g.req.Task, Model: d.Model, Instance: d.Instance, Detail: d.Warnings[len(d.Warnings)-1]})
+		e := Event{Kind: EventFallback, Task: g.req.Task, Model: d.Model, Instance: d.Instance, Detail: d.Warnings[len(d.Warnings)-1]}
+		if g.req.DataClass.Sealed() {
+			e.Detail, e.Withheld = fmt.Sprintf("fell back: the answer is %s's (tier %d)", d.Model, d.Tier), true
+		}
+		r.audit(e)
 	}
 	// Saturated and unsure: advise a shorter integration; noise-limited and
 	// unsure: a longer one.

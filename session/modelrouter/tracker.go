@@ -11,7 +11,8 @@ import (
 // Invocation is one record of the tracker: a model invoked (or refused)
 // for a task.
 type Invocation struct {
-	At         time.Time     `json:"at"`
+	At time.Time `json:"at"`
+	// Task is the Request's Task: the session id in the agent.
 	Task       string        `json:"task,omitempty"`
 	Model      string        `json:"model"`
 	Instance   string        `json:"instance,omitempty"`
@@ -24,6 +25,11 @@ type Invocation struct {
 	Confidence float64       `json:"confidence"`
 	// Accepted is true when the decision took this invocation's answer.
 	Accepted bool `json:"accepted"`
+	// Error says why the invocation failed or was refused.
+	Error string `json:"error,omitempty"`
+	// Class is the data class of the request ("": T1). The confidence of
+	// a Sealed class's answer is not added to the statistics.
+	Class DataClass `json:"data_class,omitempty"`
 }
 
 // ModelStats is what the tracker knows of one model.
@@ -39,7 +45,8 @@ type ModelStats struct {
 	P50  time.Duration `json:"p50_ns"`
 	P99  time.Duration `json:"p99_ns"`
 	Mean time.Duration `json:"mean_ns"`
-	// MeanConfidence of the answers that came.
+	// MeanConfidence of the answers that came, T3/T4 data's left out
+	// (DataClass.Sealed).
 	MeanConfidence float64 `json:"mean_confidence"`
 	TokensIn       int     `json:"tokens_in"`
 	TokensOut      int     `json:"tokens_out"`
@@ -66,6 +73,7 @@ type modelRec struct {
 	next    int
 	sumLat  time.Duration
 	sumConf float64
+	confN   int // answers whose confidence is in sumConf (not Sealed data's)
 	day     string
 }
 
@@ -104,7 +112,10 @@ func (t *Tracker) Record(inv Invocation) {
 	m.s.Calls++
 	if inv.Outcome == OK {
 		m.s.OK++
-		m.sumConf += inv.Confidence
+		if !inv.Class.Sealed() {
+			m.sumConf += inv.Confidence
+			m.confN++
+		}
 	}
 	m.s.TokensIn += inv.TokensIn
 	m.s.TokensOut += inv.TokensOut
@@ -135,8 +146,12 @@ func (t *Tracker) Stats() []ModelStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]ModelStats, 0, len(t.models))
+	day := t.now().UTC().Format(time.DateOnly)
 	for _, m := range t.models {
 		s := m.s
+		if m.day != day {
+			s.CostToday = 0 // spent on an earlier day
+		}
 		s.Outcomes = make(map[Outcome]int, len(m.s.Outcomes))
 		for k, v := range m.s.Outcomes {
 			s.Outcomes[k] = v
@@ -148,8 +163,8 @@ func (t *Tracker) Stats() []ModelStats {
 			s.P99 = l[min(len(l)-1, (len(l)*99)/100)]
 			s.Mean = m.sumLat / time.Duration(m.s.Calls)
 		}
-		if m.s.OK > 0 {
-			s.MeanConfidence = m.sumConf / float64(m.s.OK)
+		if m.confN > 0 {
+			s.MeanConfidence = m.sumConf / float64(m.confN)
 		}
 		out = append(out, s)
 	}

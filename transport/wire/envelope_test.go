@@ -167,6 +167,9 @@ func TestDecodeRefusals(t *testing.T) {
 		{"submit confidence 2", mutate(t, specL4TaskSubmit, func(m map[string]any) {
 			payloadOf(m)["constraints"].(map[string]any)["confidence_threshold"] = 2
 		}), nil, ErrInvalidValue, "payload.constraints.confidence_threshold"},
+		{"submit model_hint cheapest", mutate(t, specL4TaskSubmit, func(m map[string]any) {
+			payloadOf(m)["constraints"].(map[string]any)["model_hint"] = "cheapest"
+		}), nil, ErrInvalidValue, "payload.constraints.model_hint"},
 		{"accepted risk R9", mutate(t, specL3Accepted, func(m map[string]any) { payloadOf(m)["risk_level"] = "R9" }), nil, ErrInvalidValue, "payload.risk_level"},
 		{"accepted without token", mutate(t, specL3Accepted, func(m map[string]any) { delete(payloadOf(m), "session_token") }), nil, ErrMissingField, "payload.session_token"},
 		{"rejected without reason_code", mutate(t, specL3Rejected, func(m map[string]any) { delete(payloadOf(m), "reason_code") }), nil, ErrMissingField, "payload.reason_code"},

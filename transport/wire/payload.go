@@ -26,6 +26,9 @@ var dataClassifications = []string{"T1", "T2", "T3", "T4"}
 // Priorities (L4 constraints).
 var priorities = []string{"low", "normal", "high", "urgent"}
 
+// modelHints are the values of constraints.model_hint.
+var modelHints = []string{"fast", "best"}
+
 // idPattern is what a caller_id or callee_id may be: it becomes an AMQP routing
 // key segment and part of a queue name, so no '.', '*', '#' or spaces.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -62,6 +65,11 @@ type Constraints struct {
 	ConfidenceThreshold *float64 `json:"confidence_threshold,omitempty"`
 	DataClassification  string   `json:"data_classification,omitempty"`
 	Priority            string   `json:"priority,omitempty"`
+	// ModelHint is hcp-edge's constraints.model_hint (an extension,
+	// docs/PROTOCOL-NOTES.md "Analysis routing"): "fast" keeps the
+	// analysis on the agent's local models, "best" asks the best model the
+	// task's data class and budgets allow.
+	ModelHint string `json:"model_hint,omitempty"`
 	// Budgets tightens the capability's resource budgets for this task
 	// (an hcp-edge extension, docs/PROTOCOL-NOTES.md "Resource budgets").
 	Budgets *Budgets `json:"budgets,omitempty"`
@@ -117,6 +125,9 @@ func (p *TaskSubmit) Validate() error {
 			return err
 		}
 		if err := optEnum("payload.constraints.priority", c.Priority, priorities); err != nil {
+			return err
+		}
+		if err := optEnum("payload.constraints.model_hint", c.ModelHint, modelHints); err != nil {
 			return err
 		}
 	}

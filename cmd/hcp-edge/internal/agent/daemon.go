@@ -146,6 +146,7 @@ type daemon struct {
 	// startSessions
 	hub       *hub.Hub
 	up        *uplink.Uplink // nil without agent.amqp.url
+	models    *modelAnalyzer // the analyse phase's model router
 	eng       *engine.Engine
 	engClosed bool
 	// recoverSessions
@@ -315,8 +316,11 @@ func (d *daemon) startSessions(context.Context) error {
 	if d.up != nil {
 		d.st.SetQueue(d.up)
 	}
+	if d.models, err = newModelAnalyzer(f, d.st.Audit(), d.log); err != nil { // models.go
+		return err
+	}
 	d.eng, err = newEngine(f, d.st, d.st.Audit(), d.mx.gateRecorder, d.key, d.reg, d.tokens, d.revoked, d.il, d.iv, d.mon,
-		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.xs, d.log)
+		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.xs, d.models, d.log)
 	return err
 }
 
@@ -377,7 +381,7 @@ func (d *daemon) serve(context.Context) error {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}
-	if err := d.mx.start(f, d.il, d.iv, d.up, d.disk); err != nil {
+	if err := d.mx.start(f, d.il, d.iv, d.up, d.disk, d.models); err != nil {
 		_ = srv.Shutdown(context.Background())
 		return err
 	}

@@ -64,9 +64,9 @@ func (a *agentMetrics) gateRecorder(next gate.Recorder) gate.Recorder {
 	return a.m.Recorder(next)
 }
 
-// start registers the scrape-time families (latch, sessions, tools, uplink) and
+// start registers the scrape-time families (latch, sessions, tools, models, uplink) and
 // serves them on agent.metrics_listen.
-func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink.Uplink, disk *diskspace.Watcher) error {
+func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envelope.Invoker, up *uplink.Uplink, disk *diskspace.Watcher, models *modelAnalyzer) error {
 	if a == nil {
 		return nil
 	}
@@ -74,6 +74,9 @@ func (a *agentMetrics) start(f rigconfig.File, il *envelope.Interlock, iv *envel
 		Latched:  func() bool { l, _ := il.Latched(); return l },
 		Sessions: a.sessions,
 		Tools:    iv.Stats,
+	}
+	if models != nil {
+		s.Models = models.metrics
 	}
 	if up != nil {
 		s.Uplink = up.MetricsState

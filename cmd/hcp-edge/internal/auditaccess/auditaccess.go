@@ -239,6 +239,15 @@ func Describe(e audit.Entry) Entry {
 	case audit.KindRecipe:
 		r.Decision = "recipe " + str("name") + "@" + str("version")
 		r.Summary = join(str("name")+"@"+str("version"), "sha256="+str("sha256"))
+	case audit.KindModel:
+		r.Decision = join(str("kind"), str("model"))
+		r.Summary = str("detail")
+		if inv, ok := d["invocation"].(map[string]any); ok {
+			r.Summary = join(r.Summary, fmt.Sprintf("latency=%vns tokens=%v/%v cost=%v confidence=%v", inv["latency_ns"], inv["tokens_in"], inv["tokens_out"], inv["cost"], inv["confidence"]))
+			if e, ok := inv["error"].(string); ok {
+				r.Summary = join(r.Summary, e)
+			}
+		}
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

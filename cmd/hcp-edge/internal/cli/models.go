@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/modelrouter"
 )
 
@@ -21,7 +23,12 @@ type ModelsReport struct {
 	Health          []modelrouter.Health     `json:"health,omitempty"`
 	Stats           []modelrouter.ModelStats `json:"stats"`
 	Recommendations []string                 `json:"recommendations"`
-	Note            string                   `json:"note,omitempty"`
+	// SpentToday is what the remote models cost today (UTC), from the
+	// tracker the daemon saves in its state directory.
+	SpentToday float64 `json:"spent_today"`
+	// Tracker is the file the statistics were read from.
+	Tracker string `json:"tracker"`
+	Note    string `json:"note,omitempty"`
 }
 
 // Models is `hcp-edge models`: the analysis models of the configuration
@@ -30,15 +37,17 @@ func Models(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("models", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge models [--json] [--check] [--config FILE]
+		fmt.Fprint(fs.Output(), `usage: hcp-edge models [--json] [--check] [--state-dir DIR] [--config FILE]
 
 Shows the model router's registry (the models: section of the configuration, or the two
 local models when it has none): tier, kind, model, instances, cost per 1000 tokens in and out,
 typical latency, rpm limit and the highest data class each model is cleared for. With --check,
 asks every remote instance GET /models (through its circuit breaker) and shows whether it
-answered. Invocation statistics (calls, outcomes, p50/p99, spend) and recommendations come
-from the router's tracker in the daemon once the analyse phase routes through it; until then
-the list is empty. API keys are read from their file or environment, never shown.
+answered. Invocation statistics (calls, outcomes, p50/p99, spend today) and recommendations
+come from the router's tracker, which the daemon saves after every analysis in
+<state_dir>/`+rigconfig.ModelTrackerFile+` (agent.state_dir of the configuration, or --state-dir);
+every invocation is also in the audit log (kind model, under its session). API keys are read
+from their file or environment, never shown.
 
 exit codes: 0 shown (with --check: every remote instance answered); 1 an instance did not
 answer; 2 usage or configuration.
@@ -54,6 +63,7 @@ flags:
 	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	check := fs.Bool("check", false, "health-check every remote instance")
+	stateDir := fs.String("state-dir", "", "read the tracker from DIR (default: agent.state_dir)")
 	cfgPath := configFlag(fs)
 	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
 		if err == nil {
@@ -67,13 +77,25 @@ flags:
 		return ExitUsage
 	}
 	reg := f.ModelRegistry()
-	r, err := modelrouter.New(reg, modelrouter.Opts{})
+	dir := *stateDir
+	if dir == "" {
+		dir = f.Agent.StateDir
+	}
+	path := filepath.Join(dir, rigconfig.ModelTrackerFile)
+	tr, err := modelrouter.LoadTracker(path, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "hcp-edge models: %v\n", err)
+		return ExitFailure
+	}
+	r, err := modelrouter.New(reg, modelrouter.Opts{Tracker: tr})
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge models: %v\n", err)
 		return ExitUsage
 	}
-	rep := ModelsReport{Models: reg.Models, Stats: r.Tracker().Stats(), Recommendations: r.Tracker().Recommendations(reg),
-		Note: "no invocation recorded: the daemon's analyse phase does not route through the model router yet"}
+	rep := ModelsReport{Models: reg.Models, Stats: tr.Stats(), Recommendations: tr.Recommendations(reg), SpentToday: tr.SpentToday(), Tracker: path}
+	if len(rep.Stats) == 0 {
+		rep.Note = "no invocation recorded in " + path
+	}
 	code := ExitOK
 	if *check {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -122,6 +144,16 @@ flags:
 	fmt.Fprintln(stdout)
 	if len(rep.Stats) == 0 {
 		fmt.Fprintln(stdout, rep.Note)
+	} else {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tTIER\tCALLS\tOK\tTAKEN\tREFUSED\tP50\tP99\tMEAN CONF\tTOKENS IN/OUT\tCOST\tTODAY")
+		for _, s := range rep.Stats {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%.2f\t%d/%d\t%.5f\t%.5f\n", s.Model, s.Tier, s.Calls, s.OK, s.Accepted,
+				s.Outcomes[modelrouter.Refused], s.P50.Round(time.Microsecond), s.P99.Round(time.Microsecond), s.MeanConfidence,
+				s.TokensIn, s.TokensOut, s.Cost, s.CostToday)
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "\nspent today (UTC): %.5f (%s)\n", rep.SpentToday, path)
 	}
 	for _, s := range rep.Recommendations {
 		fmt.Fprintln(stdout, "recommendation: "+s)

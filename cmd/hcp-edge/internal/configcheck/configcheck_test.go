@@ -425,7 +425,8 @@ models:
     context_window: 8192
     data_class_cleared: T3
 `
-	text := string(configs.SimYAML) + models
+	sim, _, _ := strings.Cut(string(configs.SimYAML), "\nmodels:\n") // sim.yaml's own models: replaced
+	text := sim + models
 	path := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ type State struct {
 	// Tools reads the per-tool statistics of the tool pipeline
 	// (envelope.Invoker.Stats).
 	Tools func() []envelope.ToolStats
+	// Models reads the model router's tracker and circuits.
+	Models func() Models
 	// Disk reads the state directory's free-space alarm
 	// (internal/diskspace.Watcher.State).
 	Disk func() Disk
@@ -88,6 +90,9 @@ func (s *State) write(w *expoWriter, log *slog.Logger) {
 	}
 	if s.Tools != nil {
 		writeTools(w, s.Tools())
+	}
+	if s.Models != nil {
+		writeModels(w, s.Models())
 	}
 	if s.Disk != nil {
 		d := s.Disk()

@@ -33,3 +33,9 @@ func (f File) validateModels() []error {
 	}
 	return errs
 }
+
+// ModelTrackerFile is the model router's tracker in the state directory:
+// the day's spend and each model's statistics, saved after every analysis
+// so that the daily budget holds across a restart (`hcp-edge models` reads
+// it).
+const ModelTrackerFile = "model-tracker.json"
