@@ -44,7 +44,7 @@ type Opts struct {
 	// default, "" too) grows MoS2, plant.WO3 grows WS2. The control API's
 	// PUT /precursor (control.Client.SetPrecursor) changes it later.
 	Precursor plant.Precursor
-	Logger         *slog.Logger
+	Logger    *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
