@@ -35,7 +35,8 @@ type Usage struct {
 	FileBytes int64 `json:"file_bytes"` // the file's size on disk
 	PageSize  int   `json:"page_size"`
 	// FreeBytes are pages inside the file that bbolt will reuse (free and
-	// pending): what `hcp-edge state compact` gives back to the file system.
+	// pending): what `hcp-edge state compact` gives back to the file system
+	// (estimated from the buckets' pages when the file is open read-only).
 	FreeBytes int64         `json:"free_bytes"`
 	Buckets   []BucketUsage `json:"buckets"` // by name
 	Classes   []ClassUsage  `json:"classes"` // by class
@@ -52,15 +53,23 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 		if st, err := os.Stat(tx.DB().Path()); err == nil {
 			u.FileBytes = st.Size()
 		}
-		fl := tx.DB().Stats()
-		u.FreeBytes = int64(fl.FreePageN+fl.PendingPageN) * int64(u.PageSize)
+		var pages int64 // pages of the buckets
 		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			st := b.Stats()
+			pages += int64(st.BranchPageN + st.BranchOverflowN + st.LeafPageN + st.LeafOverflowN)
 			u.Buckets = append(u.Buckets, BucketUsage{Name: string(name), Keys: st.KeyN, Bytes: int64(st.BranchInuse + st.LeafInuse)})
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		if fl := tx.DB().Stats(); !tx.DB().IsReadOnly() {
+			u.FreeBytes = int64(fl.FreePageN+fl.PendingPageN) * int64(u.PageSize)
+		} else {
+			// Read-only, bbolt has not loaded the freelist: what the
+			// buckets, the two meta pages, the root and the freelist do not
+			// use, of the pages written so far.
+			u.FreeBytes = max(tx.Size()-(pages+4)*int64(u.PageSize), 0)
 		}
 		classes := map[string]*ClassUsage{}
 		err = tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
