@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -226,5 +227,35 @@ func TestStateUsageCompactThroughCLI(t *testing.T) {
 	}
 	if err := e2.stop(); err != nil {
 		t.Fatalf("daemon stop: %v\n%s", err, e2.logs)
+	}
+}
+
+// TestStateFlags: -h on every state verb prints its usage and exits 0;
+// usage errors exit 2 with the problem on stderr; an empty state directory
+// exits 1 naming the missing file.
+func TestStateFlags(t *testing.T) {
+	for _, v := range [][]string{{"state"}, {"state", "usage"}, {"state", "compact"}, {"state", "prune"}} {
+		var out, errb bytes.Buffer
+		args := append(append([]string{}, v...), "-h")
+		if code := run(context.Background(), args, &out, &errb); code != exitOK || !strings.Contains(strings.ToLower(out.String()), "usage") || errb.Len() != 0 {
+			t.Errorf("hcp-edge %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, firstLine(out.String()), errb.String())
+		}
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"state"}, {"state", "bogus"}, {"state", "usage", "x"}, {"state", "compact", "--nope"},
+		{"state", "prune", "--older-than", "P0D", "--state-dir", dir}, {"state", "prune", "--older-than", "30d", "--state-dir", dir}} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {
+			t.Errorf("hcp-edge %s: exit %d, stderr %q; want 2", strings.Join(args, " "), code, errb.String())
+		}
+	}
+	for _, args := range [][]string{{"state", "compact", "--state-dir", dir}, {"state", "usage", "--state-dir", dir}, {"state", "prune", "--state-dir", dir}} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != exitFailure || !strings.Contains(errb.String(), "state.db") {
+			t.Errorf("hcp-edge %s on an empty directory: exit %d, stderr %q; want 1 naming state.db", strings.Join(args, " "), code, errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
+		t.Error("a state file was created in the empty directory")
 	}
 }
