@@ -24,11 +24,11 @@ var (
 
 // Removed says what Tx.Remove deleted of one session.
 type Removed struct {
-	Events      int   // event records
-	Checkpoints int   // checkpoint records
-	Ownership   int   // ownership chain records
-	Access      bool  // its access request (decided)
-	Bytes       int64 // bytes of keys and values deleted
+	Events      int   `json:"events"`      // event records
+	Checkpoints int   `json:"checkpoints"` // checkpoint records
+	Ownership   int   `json:"ownership"`   // ownership chain records
+	Access      bool  `json:"access"`      // its access request (decided)
+	Bytes       int64 `json:"bytes"`       // bytes of keys and values deleted
 }
 
 // Remove deletes closed session id inside this transaction: its record,

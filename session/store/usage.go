@@ -15,8 +15,9 @@ type BucketUsage struct {
 	Name string `json:"name"`
 	// Keys counts the keys in the bucket and its nested buckets.
 	Keys int `json:"keys"`
-	// Bytes is the bytes of the pages in use by the bucket, nested buckets
-	// included (bbolt's BranchInuse + LeafInuse).
+	// Bytes is the bytes in use in the bucket's pages, nested buckets
+	// included (bbolt's BranchInuse + LeafInuse; InlineBucketInuse for a
+	// bucket small enough to live inline in the root page).
 	Bytes int64 `json:"bytes"`
 }
 
@@ -57,7 +58,11 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			st := b.Stats()
 			pages += int64(st.BranchPageN + st.BranchOverflowN + st.LeafPageN + st.LeafOverflowN)
-			u.Buckets = append(u.Buckets, BucketUsage{Name: string(name), Keys: st.KeyN, Bytes: int64(st.BranchInuse + st.LeafInuse)})
+			n := int64(st.BranchInuse + st.LeafInuse)
+			if st.BranchPageN+st.LeafPageN == 0 {
+				n = int64(st.InlineBucketInuse) // a small bucket kept inline in the root page
+			}
+			u.Buckets = append(u.Buckets, BucketUsage{Name: string(name), Keys: st.KeyN, Bytes: n})
 			return nil
 		})
 		if err != nil {
