@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -326,4 +328,37 @@ func mos2Task(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestRetentionRefusedAtStart: a retention shorter than the longest
+// max_duration of the capabilities (cvd-material-synthesis, PT72H) stops
+// the daemon at start, naming the key; config check says the same.
+func TestRetentionRefusedAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon against the simulator")
+	}
+	e := newEnv(t, nil)
+	b, err := os.ReadFile(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const def = "retention:\n  default: P90D\n"
+	if !strings.Contains(string(b), def) {
+		t.Fatalf("fixture: %q not in sim.yaml", def)
+	}
+	if err := os.WriteFile(e.cfg, []byte(strings.Replace(string(b), def, "retention:\n  default: PT1H\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.cli("config", "check", e.cfg); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "retention.default") {
+		t.Fatalf("config check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", e.cfg)
+	cmd.Env = e.environ()
+	out, err := cmd.CombinedOutput()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != exitFailure || !strings.Contains(string(out), "retention.default") || !strings.Contains(string(out), "cvd-material-synthesis") {
+		t.Fatalf("daemon with a 1 h retention: %v\n%s", err, out)
+	}
 }

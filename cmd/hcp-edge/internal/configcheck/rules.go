@@ -13,6 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
@@ -336,7 +337,12 @@ func (c *checker) checkRecipes(f rigconfig.File, cfgPath string, caps []*capabil
 // checkRetention: no retention may be shorter than the longest
 // max_duration of the capabilities the agent would offer (its data would
 // be gone before such a session could end).
+// Without declarations checked, those the daemon would then use: the
+// copies embedded in the binary.
 func (c *checker) checkRetention(f rigconfig.File, caps []*capability.Capability) {
+	if len(caps) == 0 {
+		caps = embeddedCapabilities()
+	}
 	longest, which := rigconfig.Longest(caps)
 	if longest == 0 {
 		return
@@ -348,4 +354,22 @@ func (c *checker) checkRetention(f rigconfig.File, caps []*capability.Capability
 		k, m, _ := strings.Cut(e.Error(), ": ")
 		c.at(k, "%s", m)
 	}
+}
+
+// embeddedCapabilities parses the declarations embedded in the binary
+// (configs/capabilities), skipping any that do not parse (their own test
+// holds them valid).
+func embeddedCapabilities() []*capability.Capability {
+	names, _ := fs.Glob(configs.Capabilities, "capabilities/*.json")
+	var out []*capability.Capability
+	for _, n := range names {
+		data, err := configs.Capabilities.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		if cp, err := capability.Parse(data); err == nil {
+			out = append(out, cp)
+		}
+	}
+	return out
 }
