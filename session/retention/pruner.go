@@ -66,6 +66,11 @@ type Report struct {
 	// OverCeiling: the ceiling is still exceeded and no closed session
 	// older than MinAge is left to remove.
 	OverCeiling bool `json:"over_ceiling,omitempty"`
+	// Transactions is how many removing transactions the pass committed,
+	// and LongestTx the longest of them, commit included: how long a step
+	// may have waited for the file behind the pass.
+	Transactions int           `json:"transactions"`
+	LongestTx    time.Duration `json:"longest_tx_ns"`
 }
 
 // Pruner applies a Policy to a state file. Its methods are safe for
@@ -134,7 +139,8 @@ func (p *Pruner) loop(ctx context.Context, done chan struct{}) {
 		case err != nil && ctx.Err() == nil:
 			p.log.Warn("retention pass failed; tried again at the next", "err", err, "every", p.o.Every)
 		case len(r.Pruned) > 0 || r.OverCeiling:
-			p.log.Info("retention pass", "pruned", len(r.Pruned), "held", r.Held, "bytes", r.Bytes, "over_ceiling", r.OverCeiling)
+			p.log.Info("retention pass", "pruned", len(r.Pruned), "held", r.Held, "bytes", r.Bytes, "over_ceiling", r.OverCeiling,
+				"transactions", r.Transactions, "longest_tx", r.LongestTx)
 		}
 		if r.OverCeiling {
 			p.log.Warn("state directory above its ceiling (retention.max_state_mib) with no closed session old enough left to prune",
@@ -230,6 +236,7 @@ func (p *Pruner) remove(ctx context.Context, cands []candidate, r *Report) error
 		batch := cands[i:min(i+p.o.PerTx, len(cands))]
 		var done []Pruned
 		held := 0
+		t0 := time.Now()
 		err := p.st.Update(ctx, func(w *store.Tx) error {
 			done, held = done[:0], 0
 			for _, c := range batch {
@@ -251,6 +258,8 @@ func (p *Pruner) remove(ctx context.Context, cands []candidate, r *Report) error
 		if err != nil {
 			return fmt.Errorf("retention: %w", err)
 		}
+		r.Transactions++
+		r.LongestTx = max(r.LongestTx, time.Since(t0))
 		r.Held += held
 		for i := range done {
 			done[i].Artifacts, done[i].Results = p.removeFiles(done[i].SessionID)

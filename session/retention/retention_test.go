@@ -390,3 +390,54 @@ func TestStartClose(t *testing.T) {
 	p.Close()
 	p.Close()
 }
+
+// TestRetentionTransactionSize: 40 closed sessions the size of a MoS2 run
+// (about 40 checkpoints of 7 KB and 50 events each) are removed four per
+// transaction; the log gives the longest transaction (the longest a step
+// may wait for the file behind a pass). No timed assertion: the figure is
+// for docs/STATE.md.
+func TestRetentionTransactionSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 40 sessions")
+	}
+	ctx := context.Background()
+	r := newRig(t)
+	for i := range 40 {
+		id := "mos2-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if _, _, err := r.st.Create(ctx, store.Session{ID: id, DataClass: "T2"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.st.Transition(ctx, id, store.Change{To: lifecycle.Running}); err != nil {
+			t.Fatal(err)
+		}
+		err := r.st.Update(ctx, func(w *store.Tx) error {
+			for j := range 40 {
+				if _, err := w.Emit(id, store.Emit{Type: lifecycle.EventProgress, Data: map[string]any{"stage": "grow", "percent": j, "message": strings.Repeat("p", 400)}}); err != nil {
+					return err
+				}
+				if _, _, err := w.Checkpoint(id, store.NewCheckpoint{Description: "step", Step: "grow", Payload: make([]byte, 7000)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.st.Transition(ctx, id, store.Change{To: lifecycle.Completed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.clock.Advance(100 * day)
+	p, err := New(r.st, Opts{Policy: Policy{Default: 90 * day}, ArtifactsDir: r.arts, ResultsDir: r.res, Clock: r.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Once(ctx)
+	if err != nil || len(rep.Pruned) != 40 || rep.Transactions != 10 {
+		t.Fatalf("pass: %d pruned in %d transactions, %v", len(rep.Pruned), rep.Transactions, err)
+	}
+	t.Logf("40 MoS2-sized sessions (%d bytes of records each) removed in %d transactions of 4; longest transaction %v",
+		rep.Pruned[0].Removed.Bytes, rep.Transactions, rep.LongestTx)
+	r.verify()
+}
