@@ -59,6 +59,10 @@ var (
 	keyHead        = []byte("head")
 )
 
+// BucketNames returns the names of the audit log's buckets (entries,
+// per-session index, head), for those who measure the file.
+func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta} }
+
 const domain = "hcp-edge/audit/v1\n"
 
 // Sum returns the SHA-256 of e's canonical encoding (every field but Hash).

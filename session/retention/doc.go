@@ -7,8 +7,9 @@
 // A Policy says how long a closed session keeps its data, per data
 // classification (T1..T4, with a default for classes it does not name),
 // measured from the session's last transition (its close), and how many
-// bytes the state directory may hold (the state file's pages in use, the
-// artifacts and the results). A Pruner applies it to a store.Store:
+// bytes the state directory may hold (counted by Pruner.Size: the state
+// file's pages in use but the audit log's, the artifacts and the results).
+// A Pruner applies it to a store.Store:
 //
 //   - past its retention, a closed session is removed: its record, events,
 //     checkpoints, ownership chain and decided access request

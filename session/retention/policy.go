@@ -33,8 +33,8 @@ type Policy struct {
 	// Classes are the retentions of the classes that have their own
 	// (keys T1..T4).
 	Classes map[string]time.Duration
-	// MaxBytes is the state directory's ceiling (state file pages in use,
-	// artifacts and results); 0: none.
+	// MaxBytes is the state directory's ceiling, counted as Pruner.Size
+	// does (what retention can remove: not the audit log); 0: none.
 	MaxBytes int64
 	// MinAge protects sessions closed more recently from the ceiling.
 	MinAge time.Duration

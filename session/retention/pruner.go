@@ -133,18 +133,25 @@ func (p *Pruner) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(p.o.Every)
 	defer t.Stop()
+	over := false // the last pass ended above the ceiling (warned once)
 	for {
 		r, err := p.Once(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.log.Warn("retention pass failed; tried again at the next", "err", err, "every", p.o.Every)
-		case len(r.Pruned) > 0 || r.OverCeiling:
+		case len(r.Pruned) > 0:
 			p.log.Info("retention pass", "pruned", len(r.Pruned), "held", r.Held, "bytes", r.Bytes, "over_ceiling", r.OverCeiling,
 				"transactions", r.Transactions, "longest_tx", r.LongestTx)
 		}
-		if r.OverCeiling {
-			p.log.Warn("state directory above its ceiling (retention.max_state_mib) with no closed session old enough left to prune",
+		switch {
+		case err == nil && r.OverCeiling && !over:
+			p.log.Warn("state directory above its ceiling (retention.max_state_mib) with no closed session old enough left to prune; said once until it is below again",
 				"bytes", r.Bytes, "ceiling", p.o.Policy.MaxBytes, "min_age", p.o.Policy.MinAge)
+		case err == nil && !r.OverCeiling && over:
+			p.log.Info("state directory below its ceiling again", "bytes", r.Bytes, "ceiling", p.o.Policy.MaxBytes)
+		}
+		if err == nil {
+			over = r.OverCeiling
 		}
 		select {
 		case <-ctx.Done():
@@ -308,21 +315,30 @@ func (p *Pruner) removeTx(ctx context.Context, w *store.Tx, c candidate) (Pruned
 	return pr, nil
 }
 
-// Size is the state directory's size as the ceiling counts it: the state
-// file's pages in use (its size less its free pages), the artifacts and
-// the results.
+// Size is the state directory's size as the ceiling counts it: what
+// retention can remove. The state file's pages in use (its size less its
+// free pages) less the audit log's pages (kept whole, never pruned: were
+// they counted, a growing audit log would make the ceiling take every
+// closed session and still not be met), plus the artifacts and the
+// results.
 func (p *Pruner) Size() (int64, error) {
 	db := p.st.DB()
 	var used int64
 	err := db.View(func(tx *bolt.Tx) error {
-		st := db.Stats()
-		used = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(db.Info().PageSize)
+		st, ps := db.Stats(), int64(db.Info().PageSize)
+		used = tx.Size() - int64(st.FreePageN+st.PendingPageN)*ps
+		for _, name := range audit.BucketNames() {
+			if b := tx.Bucket(name); b != nil {
+				bs := b.Stats()
+				used -= int64(bs.BranchPageN+bs.BranchOverflowN+bs.LeafPageN+bs.LeafOverflowN) * ps
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("retention: size: %w", err)
 	}
-	return used + dirBytes(p.o.ArtifactsDir) + dirBytes(p.o.ResultsDir), nil
+	return max(used, 0) + dirBytes(p.o.ArtifactsDir) + dirBytes(p.o.ResultsDir), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -441,3 +441,41 @@ func TestRetentionTransactionSize(t *testing.T) {
 		rep.Pruned[0].Removed.Bytes, rep.Transactions, rep.LongestTx)
 	r.verify()
 }
+
+// TestRetentionCeilingIgnoresAudit: the audit log is kept whole, so the
+// ceiling does not count it: a large audit log under a ceiling that the
+// sessions' own data respects prunes nothing.
+func TestRetentionCeilingIgnoresAudit(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	r.session("a", "T1", lifecycle.Completed)
+	r.session("b", "T1", lifecycle.Completed)
+	err := r.st.Update(ctx, func(w *store.Tx) error {
+		for range 3000 {
+			if _, err := w.Audit(ctx, audit.Entry{Kind: audit.KindInterlock, Detail: strings.Repeat("d", 1000)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(10 * day)
+	u, err := r.st.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.pruner(Policy{Default: 365 * day, MaxBytes: 1 << 20, MinAge: day})
+	size, err := p.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Once(ctx)
+	if err != nil || len(rep.Pruned) != 0 || rep.OverCeiling {
+		t.Fatalf("a 3 MB audit log under a 1 MiB ceiling: %+v %v (file %d bytes, counted %d)", rep, err, u.FileBytes, size)
+	}
+	t.Logf("file %d bytes, counted against the ceiling %d", u.FileBytes, size)
+	r.wantIntact("a", true)
+	r.wantIntact("b", true)
+}

@@ -25,8 +25,9 @@ type Retention struct {
 	// Classes are the retentions of data classes T1..T4 that differ from
 	// Default (a lab raises T3/T4 per its policy).
 	Classes map[string]string `yaml:"classes"`
-	// MaxStateMiB is the ceiling of the state directory (state file pages
-	// in use, artifacts, results) in MiB: above it the oldest closed
+	// MaxStateMiB is the ceiling of the state directory in MiB (what
+	// retention can remove: the state file's pages in use but the audit
+	// log's, the artifacts, the results): above it the oldest closed
 	// sessions go first (default 256).
 	MaxStateMiB *int `yaml:"max_state_mib"`
 	// MinAge protects sessions closed more recently from the ceiling
