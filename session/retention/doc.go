@@ -50,6 +50,11 @@
 //
 // # Caveats
 //
+// Size (each pass with a ceiling) reads the audit log's pages in a read
+// transaction, and Measure every page: bbolt cannot grow its mmap while
+// a read transaction is open, so a write that needs a larger one waits
+// for it.
+//
 // Pruning frees pages inside the state file; bbolt does not give them
 // back to the file system. `hcp-edge state compact` (session/compact) does,
 // with the daemon stopped. The outbox is not touched: a final message a

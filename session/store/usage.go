@@ -46,7 +46,9 @@ type Usage struct {
 // Usage measures the state file in one read transaction: its size, its
 // free pages, the bytes of each top-level bucket and of the sessions of
 // each data classification. It reads every page: run it on demand, not on
-// a timer.
+// a timer. While its read transaction is open bbolt cannot grow its
+// mmap, so a write that needs a larger one waits for it (tens of
+// milliseconds for a file of tens of MB here).
 func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	var u Usage
 	err := s.view(ctx, func(tx *bolt.Tx) error {
