@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/store"
@@ -57,6 +58,11 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	key, err := atrest.ParseKey([]byte(strings.Repeat("5a", 32))) // T3/T4 events are sealed at rest
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetAtRest(key)
 	r := &rig{t: t, clock: c, st: st, dir: dir, arts: filepath.Join(dir, "artifacts"), res: filepath.Join(dir, "results")}
 	for _, d := range []string{r.arts, r.res} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
