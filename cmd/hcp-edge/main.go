@@ -40,6 +40,13 @@
 //	                                      the state file read-only when it is down); exit 1 broken
 //	hcp-edge audit replay ID [--json] [--operator NAME]
 //	                                      one session's lifecycle from the audit log
+//	hcp-edge state usage [--json] [--state-dir DIR]
+//	                                      the state directory's bytes per bucket, data class, artifacts
+//	hcp-edge state compact [--json] [--state-dir DIR]
+//	                                      bbolt's Compact of the state file, checked, swapped in
+//	                                      atomically; refused while the daemon runs
+//	hcp-edge state prune [--older-than D] [--json] [--state-dir DIR]
+//	                                      one retention pass by hand (daemon stopped), audited
 //	hcp-edge config check [--json] [--capabilities DIR] [FILE]
 //	                                      validate a configuration (schema, units, envelope against
 //	                                      the device ranges, paths, key files, capabilities); every
@@ -124,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Access(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return cli.Audit(ctx, args[1:], stdout, stderr)
+	case "state":
+		return cli.State(ctx, args[1:], stdout, stderr)
 	case "envelope":
 		return cli.Envelope(ctx, args[1:], stdout, stderr)
 	case "config":
@@ -171,6 +180,8 @@ commands:
   access    access list | approve ID --operator NAME [--for D] | deny ID --operator NAME --reason TEXT:
             decide access to a T4 session's held results
   audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle
+  state     state usage: bytes per bucket, data class and of the artifacts; state compact: give pruned
+            space back to the file system (daemon stopped); state prune: a retention pass by hand
   envelope  envelope coverage: every writable channel and the rule that bounds it
   broker    broker provision --config FILE [--dry-run]: the broker's users and permissions from the configuration
   config    config check [FILE]: validate a configuration, every problem with its file, line and key
@@ -195,6 +206,7 @@ examples:
   hcp-edge artifact get hcp://SESSION/artifacts/raman_spectrum.json -o spectrum.json
   hcp-edge audit verify
   hcp-edge audit replay SESSION
+  hcp-edge state usage
   hcp-edge envelope coverage
   hcp-edge config check /etc/hcp-edge/hcp-edge.yaml
   hcp-edge recipe check configs/recipes/*.yaml

@@ -28,12 +28,13 @@ const (
 	KindControl    Kind = "control"            // a control socket action or refusal, with the OS user the kernel reported
 	KindRecipe     Kind = "recipe"             // the recipe a new session runs: name, version, sha256
 	KindModel      Kind = "model"              // the model router: an invocation, a refusal, a fallback, a circuit change
+	KindRetention  Kind = "retention"          // a closed session's data removed by retention (session/retention)
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe, KindModel:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe, KindModel, KindRetention:
 		return true
 	}
 	return false
@@ -57,6 +58,10 @@ var (
 	bucketMeta     = []byte("audit_meta")
 	keyHead        = []byte("head")
 )
+
+// BucketNames returns the names of the audit log's buckets (entries,
+// per-session index, head), for those who measure the file.
+func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta} }
 
 const domain = "hcp-edge/audit/v1\n"
 

@@ -30,6 +30,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/retention"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
 )
@@ -64,13 +65,14 @@ type Config struct {
 //  3. startMonitor: the trip monitor, on a context of its own
 //  4. startSessions: hub, uplink (its outbox is the store's Queue), gate
 //     and engine: the inbound path broker → gate → engine → outbox
-//  5. recoverSessions: the sessions a previous run left
+//  5. recoverSessions: the sessions a previous run left; startRetention:
+//     the pruner of closed sessions past their retention (retention.go)
 //  6. serve: uplink attached to the engine, discovery and artifact fetch,
 //     control socket, uplink started, metrics endpoint
 //     (agent.metrics_listen), dashboard (agent.dashboard_listen)
 //
 // Stop (stop): intake first (uplink commands, control socket), dashboard,
-// metrics endpoint, engine (sessions left for the next start's recovery),
+// metrics endpoint, the pruner, engine (sessions left for the next start's recovery),
 // monitor, the shutdown policy on the outputs; then release: uplink
 // (flushed), instruments, state file.
 func Run(ctx context.Context, c Config) (err error) {
@@ -84,7 +86,7 @@ func Run(ctx context.Context, c Config) (err error) {
 	tuneRuntime(d.log)
 	defer func() { err = errors.Join(err, d.release()) }()
 	for _, step := range []func(context.Context) error{
-		d.openState, d.openRig, d.loadRecipes, d.startMonitor, d.startSessions, d.recoverSessions, d.serve,
+		d.openState, d.openRig, d.loadRecipes, d.startMonitor, d.startSessions, d.recoverSessions, d.startRetention, d.serve,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -151,6 +153,8 @@ type daemon struct {
 	engClosed bool
 	// recoverSessions
 	recovered int
+	// startRetention
+	prune *retention.Pruner
 	// serve
 	h    *handler
 	srv  *control.Server
@@ -410,6 +414,9 @@ func (d *daemon) stop() (err error) {
 		err = errors.Join(err, d.dash.Shutdown(sctx))
 	}
 	err = errors.Join(err, d.mx.close(sctx))
+	if d.prune != nil {
+		d.prune.Close() // ends after the transaction in progress, before the engine stops
+	}
 	d.engClosed = true
 	err = errors.Join(err, d.eng.Close())
 	saveToolStats(f.Agent.StateDir, d.iv.Stats(), d.log) // for `hcp-edge tools` once the daemon is gone (tools.go)
@@ -436,6 +443,9 @@ func (d *daemon) stop() (err error) {
 func (d *daemon) release() (err error) {
 	if d.sd != nil {
 		d.sd.Close()
+	}
+	if d.prune != nil {
+		d.prune.Close() // a second Close returns at once
 	}
 	if d.eng != nil && !d.engClosed {
 		_ = d.eng.Close()

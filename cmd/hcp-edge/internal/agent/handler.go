@@ -80,6 +80,8 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 		return h.estop(ctx, req.Operator), nil
 	case control.OpTools:
 		return reply.ToolsOf(h.iv.Stats()), nil
+	case control.OpStateUsage:
+		return h.sess.stateUsage(ctx)
 	case control.OpStatus:
 		st := statusOf(h.mon.Status(), h.il.View().Envelope())
 		st.Uplink = h.up.Status()

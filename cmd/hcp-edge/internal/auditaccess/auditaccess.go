@@ -248,6 +248,10 @@ func Describe(e audit.Entry) Entry {
 				r.Summary = join(r.Summary, e)
 			}
 		}
+	case audit.KindRetention:
+		r.Decision = join(str("decision"), str("reason"))
+		r.Summary = join("closed "+str("closed_at"), "kept "+str("retention"), str("data_classification"),
+			fmt.Sprintf("events=%v checkpoints=%v artifacts=%v", d["events"], d["checkpoints"], d["artifacts"]))
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

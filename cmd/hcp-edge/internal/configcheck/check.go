@@ -145,8 +145,8 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 	c.checkDisk(f)
 	c.checkOperators(f)
 	c.checkKeyFiles(value, "")
-	c.checkCapabilities(path, capDir)
-	c.checkRecipes(f, path)
+	caps := c.checkCapabilities(path, capDir)
+	c.checkRetention(f, c.checkRecipes(f, path, caps))
 }
 
 // finish sorts the problems and sets Valid.
@@ -193,7 +193,7 @@ func splitKey(msg string) (key, reason string) {
 	section, _, _ := strings.Cut(k, ".")
 	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate", "models", "operators":
+	case "rig", "envelope", "monitor", "agent", "gate", "models", "operators", "retention":
 		return k, r
 	}
 	return "", msg

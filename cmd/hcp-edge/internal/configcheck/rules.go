@@ -13,6 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
@@ -233,8 +234,9 @@ func (c *checker) checkAtRestKey(key, path string) {
 
 // checkCapabilities parses every declaration in the capability directory:
 // capDir, else <config dir>/capabilities, else configs/capabilities (from
-// the working directory), whichever exists first.
-func (c *checker) checkCapabilities(cfgPath, capDir string) {
+// the working directory), whichever exists first, and returns those that
+// parse.
+func (c *checker) checkCapabilities(cfgPath, capDir string) []*capability.Capability {
 	explicit := capDir != ""
 	if !explicit {
 		var cands []string
@@ -250,7 +252,7 @@ func (c *checker) checkCapabilities(cfgPath, capDir string) {
 		}
 		if capDir == "" {
 			c.res.Notes = append(c.res.Notes, "no capability declarations checked (none beside the configuration; name them with --capabilities DIR)")
-			return
+			return nil
 		}
 	}
 	paths, _ := filepath.Glob(filepath.Join(capDir, "*.json"))
@@ -260,7 +262,7 @@ func (c *checker) checkCapabilities(cfgPath, capDir string) {
 			msg = "no such directory"
 		}
 		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: msg})
-		return
+		return nil
 	}
 	var caps []*capability.Capability
 	for _, p := range paths {
@@ -281,6 +283,7 @@ func (c *checker) checkCapabilities(cfgPath, capDir string) {
 	if _, err := capability.NewRegistry(caps...); err != nil {
 		c.res.Problems = append(c.res.Problems, Problem{File: capDir, Message: err.Error()})
 	}
+	return caps
 }
 
 // checkOperators looks up each operator's OS user on this host, as the
@@ -300,23 +303,24 @@ func (c *checker) checkOperators(f rigconfig.File) {
 // checkRecipes loads agent.recipes_dir as the daemon does (beside the
 // shipped recipes, each checked against the compiled envelope): the
 // directory or a file writable by group or others, and every problem of a
-// recipe the daemon would not offer, each at its file and line.
-func (c *checker) checkRecipes(f rigconfig.File, cfgPath string) {
+// recipe the daemon would not offer, each at its file and line. It
+// returns caps with the capabilities of the recipes it loaded.
+func (c *checker) checkRecipes(f rigconfig.File, cfgPath string, caps []*capability.Capability) []*capability.Capability {
 	if f.Agent.RecipesDir == "" {
-		return
+		return caps
 	}
 	spec, err := rigconfig.Spec(f.Rig)
 	if err != nil {
-		return // checkEnvelope said why
+		return caps // checkEnvelope said why
 	}
 	env, err := envelope.Compile(f.Envelope, spec)
 	if err != nil {
-		return
+		return caps
 	}
 	set, err := recipes.Load(env, recipes.Dir(cfgPath, f.Agent.RecipesDir), nil)
 	if err != nil {
 		c.at("agent.recipes_dir", "%v", err)
-		return
+		return caps
 	}
 	for _, e := range set.Refused {
 		c.at("agent.recipes_dir", "%v", e)
@@ -324,4 +328,48 @@ func (c *checker) checkRecipes(f rigconfig.File, cfgPath string) {
 	for _, p := range set.Problems {
 		c.res.Problems = append(c.res.Problems, Problem{File: p.File, Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Message})
 	}
+	if all, err := set.Capabilities(caps); err == nil {
+		return all
+	}
+	return caps
+}
+
+// checkRetention: no retention may be shorter than the longest
+// max_duration of the capabilities the agent would offer (its data would
+// be gone before such a session could end).
+// Without declarations checked, those the daemon would then use: the
+// copies embedded in the binary.
+func (c *checker) checkRetention(f rigconfig.File, caps []*capability.Capability) {
+	if len(caps) == 0 {
+		caps = embeddedCapabilities()
+	}
+	longest, which := rigconfig.Longest(caps)
+	if longest == 0 {
+		return
+	}
+	for _, e := range f.Retention.CheckRetention(longest, which) {
+		if !strings.Contains(e.Error(), "max_duration") {
+			continue // the rest is rigconfig.Validate's, already reported
+		}
+		k, m, _ := strings.Cut(e.Error(), ": ")
+		c.at(k, "%s", m)
+	}
+}
+
+// embeddedCapabilities parses the declarations embedded in the binary
+// (configs/capabilities), skipping any that do not parse (their own test
+// holds them valid).
+func embeddedCapabilities() []*capability.Capability {
+	names, _ := fs.Glob(configs.Capabilities, "capabilities/*.json")
+	var out []*capability.Capability
+	for _, n := range names {
+		data, err := configs.Capabilities.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		if cp, err := capability.Parse(data); err == nil {
+			out = append(out, cp)
+		}
+	}
+	return out
 }

@@ -50,16 +50,17 @@ const (
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
 
-	OpTakeover  = "takeover"  // {id, operator, reason}: the technician becomes the session's owner
-	OpHandback  = "handback"  // {id, operator, reason}: back to the owner before the takeover
-	OpOwnership = "ownership" // {id}: the session's owner and ownership chain
-	OpTools     = "tools"     // {}: the tool pipeline's per-tool statistics
-	OpWhoami    = "whoami"    // {operator}: the OS user the daemon sees, the display name and its roles
+	OpTakeover   = "takeover"    // {id, operator, reason}: the technician becomes the session's owner
+	OpHandback   = "handback"    // {id, operator, reason}: back to the owner before the takeover
+	OpOwnership  = "ownership"   // {id}: the session's owner and ownership chain
+	OpTools      = "tools"       // {}: the tool pipeline's per-tool statistics
+	OpWhoami     = "whoami"      // {operator}: the OS user the daemon sees, the display name and its roles
+	OpStateUsage = "state_usage" // {}: the state directory's bytes per bucket, data class and of the artifacts
 )
 
 // ops is every operation the server accepts.
 var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay,
-	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami}
+	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami, OpStateUsage}
 
 // Stages of a reply line.
 const (

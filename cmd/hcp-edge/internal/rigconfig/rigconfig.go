@@ -65,6 +65,9 @@ type File struct {
 	// operators). Absent: only root holds roles; every other member of the
 	// socket's group may e-stop and read, nothing more.
 	Operators map[string]operators.Entry `yaml:"operators"`
+	// Retention is how long closed sessions keep their data, per data
+	// class, and the state directory's ceiling (retention.go).
+	Retention Retention `yaml:"retention"`
 }
 
 // LocalUser is the broker user, and caller id, of the local control
@@ -263,6 +266,7 @@ func (f *File) Defaults() {
 	}
 	a.AMQP.defaults()
 	a.Disk.defaults()
+	f.Retention.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
 		m.FurnaceEvery = 50 * time.Millisecond
@@ -343,6 +347,7 @@ func (f File) Validate() error {
 	}
 	f.Agent.AMQP.validate(bad)
 	f.Agent.Disk.validate(bad)
+	f.Retention.validate(bad)
 	if l := f.Agent.MetricsListen; l != "" {
 		if err := CheckLoopback(l); err != nil {
 			bad("agent.metrics_listen", "%v", err)
