@@ -149,6 +149,7 @@ func final(t *testing.T, b *brokerEnv, task *caller.Task) *wire.Envelope {
 // caller, once. A second T4 task is denied: the caller gets task_failed
 // access_denied with none of the data. Each decision and read is audited.
 func TestT4AccessApprovalThroughBroker(t *testing.T) {
+	t.Parallel()
 	b, c := t4Broker(t)
 	task, sid, accID := submitT4(t, b, c)
 

@@ -46,6 +46,7 @@ models:
 // audit log under the session, the tracker counts it, and the session
 // completes with a local model's result, the outputs naming it.
 func TestT3AnalysisStaysLocalThroughBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the MoS2 recipe through the real binaries and broker")
 	}

@@ -293,6 +293,7 @@ func mustJSON(v any) string {
 // sealed file in chunks, verified against task_completed's checksum, and
 // the read is audited with the approval.
 func TestT4ArtifactFetchThroughBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
 	}

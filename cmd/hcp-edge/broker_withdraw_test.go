@@ -50,6 +50,7 @@ func (w *withdrawingWriter) Write(p []byte) (int, error) {
 // through whose outbox the chunks and the released final message went,
 // holds none of the plot and none of the outputs' values in the clear.
 func TestWithdrawStopsFetchThroughBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
 	}

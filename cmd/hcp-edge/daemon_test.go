@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // unless -test.parallel says otherwise: each is a daemon, a simulated rig
 // and a vhost of its own that spend their time waiting on the scaled
 // clock, the broker and the daemon's subprocess, not on the CPU.
-const parallelTests = 4
+const parallelTests = 8
 
 // env is one simulated rig (in-process) and one daemon (a subprocess).
 type env struct {

@@ -21,6 +21,7 @@ import (
 // process without a login uid records none. SUDO_USER is ignored: it
 // names nobody in the record.
 func TestLoginUIDAudited(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP (loud): setting a login uid needs root")
 	}

@@ -103,6 +103,7 @@ func fileSize(t *testing.T, path string) int64 {
 // unchanged, and the daemon starts on the compacted file and runs a
 // session.
 func TestStateUsageCompactThroughCLI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the daemon against the simulator")
 	}
@@ -334,6 +335,7 @@ func mos2Task(t *testing.T) string {
 // max_duration of the capabilities (cvd-material-synthesis, PT72H) stops
 // the daemon at start, naming the key; config check says the same.
 func TestRetentionRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the daemon against the simulator")
 	}
