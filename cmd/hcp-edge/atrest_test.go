@@ -273,27 +273,11 @@ func TestMoS2SealedThroughCLI(t *testing.T) {
 		t.Skip("the MoS2 recipe against the simulator (~25 s)")
 	}
 	t.Parallel() // its own rig and state: runs beside the other whole-recipe tests
-	e := newEnv(t, nil)
-	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA+"\n", 0o600)
+	e, keyFile := sealedT3Env(t)
 	key, err := atrest.LoadKey(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(cfg), "  log_level: info\n", "  log_level: info\n  at_rest_key_file: "+keyFile+"\n", 1)
-	text = strings.Replace(text, "  callers:\n", `  callers:
-    local:
-      capabilities: [cvd-material-synthesis, rig-status, leak-check]
-      max_risk_level: R3
-      max_data_classification: T3
-`, 1)
-	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.extra = append(e.extra, "HCP_AMQP_URL=amqps://hcp-edge:unused@127.0.0.1:9/hcp")
 	task, err := os.ReadFile(seedTask)
 	if err != nil {
 		t.Fatal(err)
@@ -360,4 +344,31 @@ func TestMoS2SealedThroughCLI(t *testing.T) {
 	if err := e.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, e.logs)
 	}
+}
+
+// sealedT3Env is an env whose daemon seals at rest with a key of the test's
+// own (returned: its file) and lets the local operator run the shipped
+// capabilities up to T3, with an amqps uplink (TLS in transit) whose
+// address answers nothing: the uplink only retries, and the local
+// operator's sessions stay local.
+func sealedT3Env(t *testing.T) (*env, string) {
+	t.Helper()
+	e := newEnv(t, nil)
+	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA+"\n", 0o600)
+	cfg, err := os.ReadFile(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(cfg), "  log_level: info\n", "  log_level: info\n  at_rest_key_file: "+keyFile+"\n", 1)
+	text = strings.Replace(text, "  callers:\n", `  callers:
+    local:
+      capabilities: [cvd-material-synthesis, rig-status, leak-check]
+      max_risk_level: R3
+      max_data_classification: T3
+`, 1)
+	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.extra = append(e.extra, "HCP_AMQP_URL=amqps://hcp-edge:unused@127.0.0.1:9/hcp")
+	return e, keyFile
 }

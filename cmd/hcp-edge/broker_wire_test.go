@@ -299,6 +299,43 @@ func TestT4ArtifactFetchThroughBroker(t *testing.T) {
 	}
 	b, c := t4Broker(t)
 	b.arm()
+	task, sid, accID := heldT4LeakCheck(t, b, c)
+	cctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	uri := "hcp://" + sid + "/artifacts/leak_check.svg"
+	_, err := c.FetchArtifact(cctx, uri, io.Discard)
+	wantRefused(t, err, wire.ReasonAccessRequired)
+
+	b.mustCLI("access", "approve", accID, "--operator", "olga", "--for", "1h")
+	tc, err := final(t, b, task).TaskCompleted()
+	if err != nil || len(tc.Artifacts) == 0 || tc.Artifacts[0].URI != uri {
+		t.Fatalf("after approval: %+v %v", tc, err)
+	}
+	a := tc.Artifacts[0]
+	var buf bytes.Buffer
+	got, err := c.FetchArtifactWith(cctx, a.URI, &buf, caller.FetchOpts{ChunkSize: 1024, Checksum: a.Checksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := os.ReadFile(filepath.Join(b.dir, "artifacts", sid, "leak_check.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SizeBytes != a.SizeBytes || got.Chunks < 2 || !bytes.Contains(buf.Bytes(), []byte("<svg")) || bytes.Contains(sealed, []byte("<svg")) {
+		t.Fatalf("fetched %+v: %.40q; sealed file %.40q", got, buf.Bytes(), sealed)
+	}
+	t.Logf("fetched the sealed %s of a T4 session as plaintext: %d bytes in %d chunks, sha256 verified", a.Name, got.SizeBytes, got.Chunks)
+	rep := b.mustCLI("audit", "replay", sid, "--json", "--operator", "olga").stdout
+	if !strings.Contains(rep, "artifact_fetch") || !strings.Contains(rep, "caller "+b.callerID) || !strings.Contains(rep, accID) {
+		t.Fatalf("audit replay lacks the fetch with its approval:\n%s", rep)
+	}
+}
+
+// heldT4LeakCheck submits a T4 leak check through c on b's armed rig and
+// waits for its results to be held: the task, its session id and the
+// access request's id from access_pending.
+func heldT4LeakCheck(t *testing.T, b *brokerEnv, c *caller.Client) (*caller.Task, string, string) {
+	t.Helper()
 	task, err := c.Submit(context.Background(), &wire.TaskSubmit{Capability: executor.LeakCheckName, Intent: "leak check, T4",
 		Inputs: json.RawMessage(`{"max_rate_of_rise_pa_per_min":10,"hold_seconds":30}`), Constraints: &wire.Constraints{DataClassification: "T4"}})
 	if err != nil {
@@ -328,33 +365,5 @@ func TestT4ArtifactFetchThroughBroker(t *testing.T) {
 			t.Fatalf("no access_pending\n%s", b.logs)
 		}
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	uri := "hcp://" + sid + "/artifacts/leak_check.svg"
-	_, err = c.FetchArtifact(cctx, uri, io.Discard)
-	wantRefused(t, err, wire.ReasonAccessRequired)
-
-	b.mustCLI("access", "approve", accID, "--operator", "olga", "--for", "1h")
-	tc, err := final(t, b, task).TaskCompleted()
-	if err != nil || len(tc.Artifacts) == 0 || tc.Artifacts[0].URI != uri {
-		t.Fatalf("after approval: %+v %v", tc, err)
-	}
-	a := tc.Artifacts[0]
-	var buf bytes.Buffer
-	got, err := c.FetchArtifactWith(cctx, a.URI, &buf, caller.FetchOpts{ChunkSize: 1024, Checksum: a.Checksum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := os.ReadFile(filepath.Join(b.dir, "artifacts", sid, "leak_check.svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.SizeBytes != a.SizeBytes || got.Chunks < 2 || !bytes.Contains(buf.Bytes(), []byte("<svg")) || bytes.Contains(sealed, []byte("<svg")) {
-		t.Fatalf("fetched %+v: %.40q; sealed file %.40q", got, buf.Bytes(), sealed)
-	}
-	t.Logf("fetched the sealed %s of a T4 session as plaintext: %d bytes in %d chunks, sha256 verified", a.Name, got.SizeBytes, got.Chunks)
-	rep := b.mustCLI("audit", "replay", sid, "--json", "--operator", "olga").stdout
-	if !strings.Contains(rep, "artifact_fetch") || !strings.Contains(rep, "caller "+b.callerID) || !strings.Contains(rep, accID) {
-		t.Fatalf("audit replay lacks the fetch with its approval:\n%s", rep)
-	}
+	return task, sid, accID
 }

@@ -3,16 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -56,35 +52,7 @@ func TestWithdrawStopsFetchThroughBroker(t *testing.T) {
 	}
 	b, c := t4Broker(t) // skips loudly without a broker, fails under HCP_REQUIRE_PEERS=1
 	b.arm()
-	task, err := c.Submit(context.Background(), &wire.TaskSubmit{Capability: executor.LeakCheckName, Intent: "leak check, T4",
-		Inputs: json.RawMessage(`{"max_rate_of_rise_pa_per_min":10,"hold_seconds":30}`), Constraints: &wire.Constraints{DataClassification: "T4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sid, accID string
-	guard := time.After(brokerLongGuard)
-	for sid == "" || accID == "" {
-		select {
-		case m, ok := <-task.Messages():
-			if !ok {
-				t.Fatalf("the task ended before its results were held\n%s", b.logs)
-			}
-			if m.Type == wire.TypeTaskAccepted {
-				sid = m.SessionID.String()
-			}
-			if ev, err := m.Event(); err == nil && ev.EventType == engine.EventAccessPending {
-				var d struct {
-					Details struct {
-						AccessID string `json:"access_id"`
-					} `json:"details"`
-				}
-				_ = json.Unmarshal(ev.Data, &d)
-				accID = d.Details.AccessID
-			}
-		case <-guard:
-			t.Fatalf("no access_pending\n%s", b.logs)
-		}
-	}
+	task, sid, accID := heldT4LeakCheck(t, b, c)
 	b.mustCLI("access", "approve", accID, "--operator", "olga", "--for", "1h")
 	tc, err := final(t, b, task).TaskCompleted()
 	if err != nil || len(tc.Artifacts) == 0 {

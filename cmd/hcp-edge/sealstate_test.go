@@ -21,23 +21,7 @@ import (
 // task_completed.
 func mos2As(t *testing.T, class string) (*env, string, *wire.TaskCompleted) {
 	t.Helper()
-	e := newEnv(t, nil)
-	keyFile := writeAtRestKey(t, t.TempDir(), "at-rest.key", atRestHexA+"\n", 0o600)
-	cfg, err := os.ReadFile(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(cfg), "  log_level: info\n", "  log_level: info\n  at_rest_key_file: "+keyFile+"\n", 1)
-	text = strings.Replace(text, "  callers:\n", `  callers:
-    local:
-      capabilities: [cvd-material-synthesis, rig-status, leak-check]
-      max_risk_level: R3
-      max_data_classification: T3
-`, 1)
-	if err := os.WriteFile(e.cfg, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.extra = append(e.extra, "HCP_AMQP_URL=amqps://hcp-edge:unused@127.0.0.1:9/hcp")
+	e, _ := sealedT3Env(t)
 	task, err := os.ReadFile(seedTask)
 	if err != nil {
 		t.Fatal(err)
