@@ -227,10 +227,6 @@ func startOutageProxy(t *testing.T) *outageProxy {
 	return o
 }
 
-// url is the daemon's broker URL through the proxy (the callee's login on
-// the process's bench vhost).
-func (o *outageProxy) url() string { return o.urlOf(testBrokerURL()) }
-
 // urlOf is the broker URL base (a login on a vhost) through the proxy.
 func (o *outageProxy) urlOf(base string) string {
 	u, err := amqp091.ParseURI(base)
