@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -51,9 +52,10 @@ const AnswerSchema = `{
   }
 }`
 
-// answerSchema is AnswerSchema compiled once (it is a constant: a failure
-// is a programming error).
-var answerSchema = func() *jsonschema.Schema {
+// answerSchema is AnswerSchema compiled once, on first use rather than at
+// start (every hcp-edge command would pay it at exec; it is a constant: a
+// failure is a programming error).
+var answerSchema = sync.OnceValue(func() *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(AnswerSchema)))
 	if err != nil {
 		panic(err)
@@ -64,7 +66,7 @@ var answerSchema = func() *jsonschema.Schema {
 		panic(err)
 	}
 	return c.MustCompile(url)
-}()
+})
 
 // ParseAnswer decodes a model's answer and validates it against
 // AnswerSchema; the error says what is wrong.
@@ -73,7 +75,7 @@ func ParseAnswer(raw []byte) (Answer, error) {
 	if err != nil {
 		return Answer{}, fmt.Errorf("not JSON: %w", err)
 	}
-	if err := answerSchema.Validate(doc); err != nil {
+	if err := answerSchema().Validate(doc); err != nil {
 		return Answer{}, fmt.Errorf("against the answer schema: %w", err)
 	}
 	var a Answer
