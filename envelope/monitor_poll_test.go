@@ -224,9 +224,19 @@ func TestMonitorPhasesOthersTogether(t *testing.T) {
 		if name == "furnace" {
 			continue
 		}
-		phases := make([]time.Duration, len(ts))
-		for i, s := range ts {
-			phases[i] = s.Sub(furnace[0]) % period // after the furnace poll before it
+		// After the furnace poll before it: the nearest one that started
+		// earlier (the furnace's ticker drifts on a loaded machine, so a
+		// grid from its first poll does not say where the others fell).
+		var phases []time.Duration
+		for _, s := range ts {
+			i, _ := slices.BinarySearchFunc(furnace, s, func(f, s time.Time) int { return f.Compare(s) })
+			if i == 0 {
+				continue // before the first furnace poll
+			}
+			phases = append(phases, s.Sub(furnace[i-1])%period)
+		}
+		if len(phases) < 3 {
+			t.Fatalf("%s read %d times after the first furnace poll", name, len(phases))
 		}
 		slices.Sort(phases)
 		if med := phases[len(phases)/2]; med < period/4 || med >= 3*period/4 {
