@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -23,17 +22,7 @@ func TestClockHold(t *testing.T) {
 		t.Skip("runs the daemon against the simulator")
 	}
 	e := newEnv(t, nil)
-	b, err := os.ReadFile(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const off = "hold_until_clock_synced: false"
-	if !strings.Contains(string(b), off) {
-		t.Fatalf("fixture: %q not in sim.yaml", off)
-	}
-	if err := os.WriteFile(e.cfg, []byte(strings.Replace(string(b), off, "hold_until_clock_synced: true", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.replaceInConfig("hold_until_clock_synced: false", "hold_until_clock_synced: true")
 	e.start()
 	kernel := clocksync.Read()
 	st := e.statusJSON()

@@ -130,6 +130,22 @@ func newEnvAt(t testing.TB, mon *monitorYAML, scale float64) *env {
 	return e
 }
 
+// replaceInConfig replaces the first from in the env's configuration file
+// with to; a from the file does not hold fails the test (the fixture moved).
+func (e *env) replaceInConfig(from, to string) {
+	e.t.Helper()
+	b, err := os.ReadFile(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !strings.Contains(string(b), from) {
+		e.t.Fatalf("fixture: %q not in the configuration", from)
+	}
+	if err := os.WriteFile(e.cfg, []byte(strings.Replace(string(b), from, to, 1)), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // pumpDown brings the chamber below the over_pressure threshold (a vented
 // chamber at 1013 mbar trips over_pressure, 900 mbar) through the
 // simulator's own panel, as an operator would before starting the agent.

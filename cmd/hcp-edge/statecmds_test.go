@@ -340,17 +340,7 @@ func TestRetentionRefusedAtStart(t *testing.T) {
 		t.Skip("runs the daemon against the simulator")
 	}
 	e := newEnv(t, nil)
-	b, err := os.ReadFile(e.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const def = "retention:\n  default: P90D\n"
-	if !strings.Contains(string(b), def) {
-		t.Fatalf("fixture: %q not in sim.yaml", def)
-	}
-	if err := os.WriteFile(e.cfg, []byte(strings.Replace(string(b), def, "retention:\n  default: PT1H\n", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.replaceInConfig("retention:\n  default: P90D\n", "retention:\n  default: PT1H\n")
 	if r := e.cli("config", "check", e.cfg); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "retention.default") {
 		t.Fatalf("config check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
