@@ -34,6 +34,11 @@ func (o Own) BetaURL() string { return onVHost(baseBetaURL(), o.VHost) }
 // there is): they share the process's bench one at a time instead.
 var sharedBench sync.Mutex
 
+// provisioning serialises the process's OwnBench provisionings: each reads
+// the broker's definitions, diffs and imports them, and two at once read
+// a half-written export (TestRecipeKillEditRestart under make ci).
+var provisioning sync.Mutex
+
 // OwnBench provisions a vhost for t alone with rabbitmqctl and deletes it,
 // with every queue in it, when t ends. Without a broker it stops t through
 // MissingPeer, as Dial does. When BenchVHostEnv names a vhost provisioned
@@ -51,7 +56,10 @@ func OwnBench(t testing.TB) Own {
 		MissingPeer(t, "the bench vhost: "+err.Error(), "bash scripts/broker.sh, and run the tests as root (rabbitmqctl), or set "+BenchVHostEnv)
 	}
 	vhost := "hcp-test-" + uuid.NewString()[:8]
-	if err := provisionVHost(vhost); err != nil {
+	provisioning.Lock()
+	err := provisionVHost(vhost)
+	provisioning.Unlock()
+	if err != nil {
 		_ = deleteVHost(vhost)
 		MissingPeer(t, "a vhost of the test's own: "+err.Error(), "bash scripts/broker.sh, and run the tests as root (rabbitmqctl)")
 	}
