@@ -15,6 +15,10 @@ STATICCHECK_VERSION ?= v0.8.2
 # scripts/size-breakdown.sh build with the same tags.
 TAGS      ?= nethttpomithttp2
 export TAGS
+# Compiler flags of every binary the Makefile builds: inlining kept in the hot path (the
+# runtime, the interlock, the drivers), turned off in the code run once or on request
+# (scripts/dist-gcflags.sh says which and why; docs/FOOTPRINT.md has the cost and the gain).
+GCFLAGS   := $(shell bash scripts/dist-gcflags.sh)
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
@@ -25,13 +29,13 @@ help: ## list the targets
 
 build: ## bin/hcp-edge and bin/rig-sim for this machine
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	$(GO) build -trimpath -tags '$(TAGS)' $(GCFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/<os>-<arch>/
 	@for target in arm:7 arm64:; do \
 	  arch=$${target%%:*}; goarm=$${target#*:}; out=$(BIN)/linux-$$arch; mkdir -p $$out; \
 	  echo "build linux/$$arch$${goarm:+ GOARM=$$goarm} -> $$out"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $$out/ ./cmd/... || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath -tags '$(TAGS)' $(GCFLAGS) -ldflags '$(LDFLAGS)' -o $$out/ ./cmd/... || exit 1; \
 	done
 	@ls -l $(BIN)/linux-arm $(BIN)/linux-arm64
 
@@ -108,7 +112,7 @@ dist: ## static, stamped release binaries under dist/<os>-<arch>/ (linux arm GOA
 	  os=$$(echo $$t | cut -d/ -f1); arch=$$(echo $$t | cut -d/ -f2); goarm=$$(echo $$t | cut -s -d/ -f3); \
 	  out=$(DIST)/$$os-$$arch; mkdir -p $$out; \
 	  echo "build $$os/$$arch$${goarm:+ GOARM=$$goarm} -> $$out"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $$out/ ./cmd/... || exit 1; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath -tags '$(TAGS)' $(GCFLAGS) -ldflags '$(LDFLAGS)' -o $$out/ ./cmd/... || exit 1; \
 	done
 	@echo "sizes (bytes):"; for t in $(DIST_TARGETS); do \
 	  d=$(DIST)/$$(echo $$t | cut -d/ -f1)-$$(echo $$t | cut -d/ -f2); \

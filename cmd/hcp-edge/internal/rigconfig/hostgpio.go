@@ -71,8 +71,9 @@ type hostGPIO struct {
 }
 
 // openHostGPIO initialises periph's host drivers (those of
-// hostdrivers_linux.go and hostdrivers_pi.go) and looks up the pins of g. It
-// configures nothing: StartInputs and Relay do.
+// hostdrivers_linux.go, and of hostdrivers_legacy*.go with the tag
+// gpio_legacy) and looks up the pins of g. It configures nothing:
+// StartInputs and Relay do.
 func openHostGPIO(g GPIO) (*hostGPIO, error) {
 	state, err := driverreg.Init()
 	if err != nil {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The compiler flags of every shipped binary (`make dist`, and the builds of scripts/bench.sh,
+# scripts/size-breakdown.sh and scripts/pi-sim.sh through dist/), one per line.
+#
+# Inlining is kept where the agent spends its time while it runs a rig, and turned off
+# (`-l`) in the code it runs once or on a person's request: start-up, `config check`, the CLI
+# and its previews, YAML, the TLS handshake, JSON Schema compilation, the HTTP client of the
+# model router. Inlining copies a callee's body into every caller: in the cold code it buys
+# nothing measurable and costs ~1.2 MB of the 12 MB the armv7 binary may take
+# (docs/FOOTPRINT.md, "Where the bytes go", has the figures before and after, and the hot
+# path's speed with both builds).
+#
+# Hot, inlined as the Go toolchain does by default:
+#   the runtime, sync, time, syscall, os, net, io, bufio, bytes, strings, strconv, sort,
+#   slices, errors, context, math, encoding/binary, unicode/utf8 (every poll and write);
+#   envelope (the interlock, the monitor, the trip), device, drivers (every read and
+#   actuation), goburrow/modbus, go.bug.st/serial, periph.io (the buses and the GPIO).
+#
+#   go build $(bash scripts/dist-gcflags.sh) ...
+set -euo pipefail
+echo "-gcflags=all=-l"
+for p in \
+  'runtime/...' 'sync/...' time 'internal/...' syscall os net io bufio bytes strings strconv \
+  sort slices errors context 'math/...' encoding/binary unicode/utf8 \
+  'github.com/hcp-edge/hcp-edge/envelope/...' 'github.com/hcp-edge/hcp-edge/device/...' \
+  'github.com/hcp-edge/hcp-edge/drivers/...' 'github.com/goburrow/...' 'go.bug.st/...' \
+  'periph.io/...'; do
+  echo "-gcflags=$p="
+done
