@@ -10,6 +10,8 @@ import (
 var (
 	// ErrBadRegistry: the model registry is invalid (Registry.Validate).
 	ErrBadRegistry = errors.New("modelrouter: invalid model registry")
+	// ErrBadPolicy: Opts.Policy is none of Policies.
+	ErrBadPolicy = errors.New("modelrouter: unknown policy (want minimize_cost, balance or maximize_quality)")
 	// ErrNoModel: no model of the registry may answer the request at all
 	// (not even tier 1). Analyze returns it only then: every other failure
 	// ends in the tier-1 answer with a warning.

@@ -1,6 +1,7 @@
 package modelrouter
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -33,6 +34,12 @@ const (
 	// in budget whatever the confidence.
 	MaximizeQuality Policy = "maximize_quality"
 )
+
+// Policies are the policies, cheapest first.
+func Policies() []Policy { return []Policy{MinimizeCost, Balance, MaximizeQuality} }
+
+// Valid reports whether p is one of Policies.
+func (p Policy) Valid() bool { return slices.Contains(Policies(), p) }
 
 // Request is one analysis to route.
 type Request struct {

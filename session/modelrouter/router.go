@@ -66,11 +66,13 @@ type Opts struct {
 	Policy Policy
 	// ConfidenceThreshold is the default threshold (0.8 when zero).
 	ConfidenceThreshold float64
-	// TimeBudget is the longest an analysis may take (30 s when zero); a
-	// Request may only shorten it.
+	// TimeBudget is the longest an analysis may take (DefaultTimeBudget
+	// when zero); a Request may only shorten it.
 	TimeBudget time.Duration
-	// TaskBudget is the default cost a task may spend (0.05 when zero);
-	// DailyBudget what all tasks may spend in a UTC day (5 when zero).
+	// TaskBudget is the default cost a task may spend (DefaultTaskBudget
+	// when zero); DailyBudget what all tasks may spend in a UTC day
+	// (DefaultDailyBudget when zero). Negative: nothing, so that only a
+	// remote model that costs nothing may be asked.
 	TaskBudget, DailyBudget float64
 	// Retries of a transient failure on one instance (2 when zero; -1 none).
 	Retries int
@@ -92,6 +94,13 @@ type Opts struct {
 	Seed uint64
 }
 
+// The router's defaults (Opts).
+const (
+	DefaultTimeBudget  = 30 * time.Second
+	DefaultTaskBudget  = 0.05
+	DefaultDailyBudget = 5.0
+)
+
 func (o *Opts) defaults() {
 	if o.Policy == "" {
 		o.Policy = Balance
@@ -100,14 +109,15 @@ func (o *Opts) defaults() {
 		o.ConfidenceThreshold = 0.8
 	}
 	if o.TimeBudget <= 0 {
-		o.TimeBudget = 30 * time.Second
+		o.TimeBudget = DefaultTimeBudget
 	}
 	if o.TaskBudget == 0 {
-		o.TaskBudget = 0.05
+		o.TaskBudget = DefaultTaskBudget
 	}
 	if o.DailyBudget == 0 {
-		o.DailyBudget = 5
+		o.DailyBudget = DefaultDailyBudget
 	}
+	o.TaskBudget, o.DailyBudget = max(o.TaskBudget, 0), max(o.DailyBudget, 0)
 	if o.Retries == 0 {
 		o.Retries = 2
 	}
@@ -163,6 +173,9 @@ type Router struct {
 func New(reg Registry, o Opts) (*Router, error) {
 	if err := reg.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Policy != "" && !o.Policy.Valid() {
+		return nil, fmt.Errorf("%w: %q", ErrBadPolicy, o.Policy)
 	}
 	o.defaults()
 	r := &Router{reg: reg, o: o, remotes: map[string]*remote{}, rnd: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e37))}

@@ -16,7 +16,7 @@ import (
 )
 
 // modelAnalyzer is the engine's Analyzer: the model router built from the
-// `models:` section, its every event (each invocation and refusal with its
+// `models:` and `model_routing:` sections, its every event (each invocation and refusal with its
 // session, fallbacks, circuit changes) in the audit log, and its tracker
 // saved to <state_dir>/model-tracker.json after each analysis. The router
 // reads spectra and advises; it is handed no instrument and no interlock.
@@ -38,7 +38,7 @@ func newModelAnalyzer(f rigconfig.File, log *audit.Log, logger *slog.Logger) (*m
 		return nil, fmt.Errorf("models: %w (remove the file to start the day's spend from zero)", err)
 	}
 	logger = logger.With("component", "modelrouter")
-	r, err := modelrouter.New(f.ModelRegistry(), modelrouter.Opts{Tracker: tr, Auditor: modelAuditor{log: log, logger: logger}, Logger: logger})
+	r, err := modelrouter.New(f.ModelRegistry(), f.ModelRouting.Opts(modelrouter.Opts{Tracker: tr, Auditor: modelAuditor{log: log, logger: logger}, Logger: logger}))
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}

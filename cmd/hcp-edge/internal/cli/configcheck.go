@@ -58,7 +58,8 @@ func configCheckCmd(args []string, stdout, stderr io.Writer) int {
 Validates a configuration before the rig sees it, without touching hardware: the JSON Schema
 configs/hcp-edge.schema.json (unknown keys, types, enums, bounds, durations, units), the rules
 a schema cannot say: the rig section (buses, unit ids, full scales, valves),
-the envelope compiled against the rig's device ranges, the agent and monitor sections, paths
+the envelope compiled against the rig's device ranges, the agent and monitor sections, the
+model router's registry, policy and budgets (models:, model_routing:), paths
 (absolute; the control socket short enough for a unix socket), the permissions of key files
 (0600 or stricter), the at-rest key (agent.at_rest_key_file: 64 hex digits) and the capability
 declarations. Every problem is reported, each as FILE:LINE: KEY: MESSAGE. FILE defaults to the

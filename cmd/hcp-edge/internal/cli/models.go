@@ -26,9 +26,32 @@ type ModelsReport struct {
 	// SpentToday is what the remote models cost today (UTC), from the
 	// tracker the daemon saves in its state directory.
 	SpentToday float64 `json:"spent_today"`
+	// Routing is the router's policy and budgets: the model_routing
+	// section, or its defaults.
+	Routing RoutingReport `json:"routing"`
 	// Tracker is the file the statistics were read from.
 	Tracker string `json:"tracker"`
 	Note    string `json:"note,omitempty"`
+}
+
+// RoutingReport is the model router's policy and budgets in ModelsReport,
+// as the daemon's router enforces them.
+type RoutingReport struct {
+	Policy modelrouter.Policy `json:"policy"`
+	// TimeBudget is the longest one analysis may take (a Go duration).
+	TimeBudget  string  `json:"time_budget"`
+	TaskBudget  float64 `json:"task_budget"`
+	DailyBudget float64 `json:"daily_budget"`
+	// DailyLeft is DailyBudget less the spend today (0 when used up).
+	DailyLeft float64 `json:"daily_left"`
+}
+
+// routingReport is f's model_routing section (after Defaults) against
+// spent today.
+func routingReport(f rigconfig.File, spent float64) RoutingReport {
+	r := f.ModelRouting
+	return RoutingReport{Policy: r.Policy, TimeBudget: r.TimeBudget.String(), TaskBudget: *r.TaskBudget,
+		DailyBudget: *r.DailyBudget, DailyLeft: max(*r.DailyBudget-spent, 0)}
 }
 
 // Models is `hcp-edge models`: the analysis models of the configuration
@@ -41,7 +64,9 @@ func Models(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 Shows the model router's registry (the models: section of the configuration, or the two
 local models when it has none): tier, kind, model, instances, cost per 1000 tokens in and out,
-typical latency, rpm limit and the highest data class each model is cleared for. With --check,
+typical latency, rpm limit and the highest data class each model is cleared for; then the
+router's policy and budgets (the model_routing: section, or the defaults) and the day's spend
+against the daily budget. With --check,
 asks every remote instance GET /models (through its circuit breaker) and shows whether it
 answered. Invocation statistics (calls, outcomes, p50/p99, spend today) and recommendations
 come from the router's tracker, which the daemon saves after every analysis in
@@ -87,12 +112,13 @@ flags:
 		fmt.Fprintf(stderr, "hcp-edge models: %v\n", err)
 		return ExitFailure
 	}
-	r, err := modelrouter.New(reg, modelrouter.Opts{Tracker: tr})
+	r, err := modelrouter.New(reg, f.ModelRouting.Opts(modelrouter.Opts{Tracker: tr}))
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge models: %v\n", err)
 		return ExitUsage
 	}
-	rep := ModelsReport{Models: reg.Models, Stats: tr.Stats(), Recommendations: tr.Recommendations(reg), SpentToday: tr.SpentToday(), Tracker: path}
+	rep := ModelsReport{Models: reg.Models, Stats: tr.Stats(), Recommendations: tr.Recommendations(reg), SpentToday: tr.SpentToday(), Tracker: path,
+		Routing: routingReport(f, tr.SpentToday())}
 	if len(rep.Stats) == 0 {
 		rep.Note = "no invocation recorded in " + path
 	}
@@ -141,7 +167,8 @@ flags:
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "\npolicy %s; time budget %s per analysis; task budget %g\n", rep.Routing.Policy, rep.Routing.TimeBudget, rep.Routing.TaskBudget)
+	fmt.Fprintf(stdout, "spent today (UTC): %.5f of daily budget %g, %.5f left (%s)\n\n", rep.SpentToday, rep.Routing.DailyBudget, rep.Routing.DailyLeft, path)
 	if len(rep.Stats) == 0 {
 		fmt.Fprintln(stdout, rep.Note)
 	} else {
@@ -153,7 +180,6 @@ flags:
 				s.TokensIn, s.TokensOut, s.Cost, s.CostToday)
 		}
 		tw.Flush()
-		fmt.Fprintf(stdout, "\nspent today (UTC): %.5f (%s)\n", rep.SpentToday, path)
 	}
 	for _, s := range rep.Recommendations {
 		fmt.Fprintln(stdout, "recommendation: "+s)

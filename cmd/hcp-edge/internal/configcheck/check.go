@@ -193,7 +193,7 @@ func splitKey(msg string) (key, reason string) {
 	section, _, _ := strings.Cut(k, ".")
 	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate", "models", "operators", "retention":
+	case "rig", "envelope", "monitor", "agent", "gate", "models", "model_routing", "operators", "retention":
 		return k, r
 	}
 	return "", msg

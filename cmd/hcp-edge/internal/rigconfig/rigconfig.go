@@ -65,6 +65,8 @@ type File struct {
 	// operators). Absent: only root holds roles; every other member of the
 	// socket's group may e-stop and read, nothing more.
 	Operators map[string]operators.Entry `yaml:"operators"`
+	// ModelRouting is the model router's policy and budgets (routing.go).
+	ModelRouting ModelRouting `yaml:"model_routing"`
 	// Retention is how long closed sessions keep their data, per data
 	// class, and the state directory's ceiling (retention.go).
 	Retention Retention `yaml:"retention"`
@@ -212,9 +214,9 @@ func (a Agent) HoldsUntilClockSynced() bool {
 // $HCP_STATE_DIR names one.
 const DefaultStateDir = "/var/lib/hcp-edge"
 
-// Defaults fills the zero fields of f.Agent and f.Monitor from the
-// environment and the defaults: HCP_STATE_DIR and HCP_CONTROL_SOCKET
-// override the file.
+// Defaults fills the zero fields of f.Agent, f.Monitor, f.Retention and
+// f.ModelRouting from the environment and the defaults: HCP_STATE_DIR and
+// HCP_CONTROL_SOCKET override the file.
 func (f *File) Defaults() {
 	a := &f.Agent
 	if d := os.Getenv("HCP_STATE_DIR"); d != "" {
@@ -267,6 +269,7 @@ func (f *File) Defaults() {
 	a.AMQP.defaults()
 	a.Disk.defaults()
 	f.Retention.defaults()
+	f.ModelRouting.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
 		m.FurnaceEvery = 50 * time.Millisecond
@@ -282,9 +285,10 @@ func (f *File) Defaults() {
 	}
 }
 
-// Validate checks the agent and monitor sections (after Defaults).
+// Validate checks the agent, monitor, models, model_routing, operators,
+// retention and gate sections (after Defaults).
 func (f File) Validate() error {
-	errs := f.validateModels()
+	errs := append(f.validateModels(), f.ModelRouting.Check()...)
 	bad := func(key, format string, a ...any) { errs = append(errs, fmt.Errorf(key+": "+format, a...)) }
 	m := f.Monitor
 	if m.FurnaceEvery < time.Millisecond || m.OtherEvery < time.Millisecond {
