@@ -21,7 +21,7 @@ set -euo pipefail
 echo "-gcflags=all=-l"
 for p in \
   'runtime/...' 'sync/...' time 'internal/...' syscall os net io bufio bytes strings strconv \
-  sort slices errors context 'math/...' encoding/binary unicode/utf8 \
+  sort slices errors context math math/bits encoding/binary unicode/utf8 \
   'github.com/hcp-edge/hcp-edge/envelope/...' 'github.com/hcp-edge/hcp-edge/device/...' \
   'github.com/hcp-edge/hcp-edge/drivers/...' 'github.com/goburrow/...' 'go.bug.st/...' \
   'periph.io/...'; do
