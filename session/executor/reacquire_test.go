@@ -37,6 +37,9 @@ var acquireRef = envelope.ToolRef{Name: catalog.ToolAcquire, Version: catalog.Bu
 // through the Rig's tool pipeline (its statistics count the call), with
 // the router as its handler, or the tier-1 fit without one.
 func TestAnalysisThroughInvoker(t *testing.T) {
+	if AnalysisToolRef.String() != AnalysisTool {
+		t.Fatalf("AnalysisToolRef %s, AnalysisTool %s", AnalysisToolRef, AnalysisTool)
+	}
 	for _, tc := range []struct {
 		name   string
 		an     Analyzer
