@@ -68,7 +68,7 @@ const (
 // InvokeError is the error of a failed or refused invocation: the tool, the
 // stage at which it stopped, and the cause. It unwraps to the cause, so
 // errors.As finds a *Violation or a *catalog.ValidationError, and errors.Is
-// matches ErrViolation, ErrUnauthorized, ErrRateLimited, catalog.ErrNotFound,
+// matches ErrViolation, ErrUnauthorized, ErrRateLimited, ErrNoHandler, catalog.ErrNotFound,
 // catalog.ErrInvalidInput, catalog.ErrInvalidOutput and the device sentinels.
 type InvokeError struct {
 	Tool  ToolRef
@@ -114,6 +114,10 @@ type InvokerOpts struct {
 // latency per tool (ToolStats).
 //
 // The read-only rig.read_snapshot tool reads through the Interlock's View.
+// A compute tool (catalog.CategoryCompute: raman.analyze) runs the handler
+// the wiring code registered for it (SetCompute) instead of the interlock,
+// with the same lookup, authentication, input schema, permission, rate
+// limit, output schema, statistics and audit of refusals (compute.go).
 // An Invoker holds no instrument: it can do nothing that the interlock
 // refuses. Build one per Interlock: rate limits are counted per Invoker.
 type Invoker struct {
@@ -122,9 +126,10 @@ type Invoker struct {
 	clock     func() time.Time
 	rateClock func() time.Time
 
-	mu    sync.Mutex
-	stats map[ToolRef]*ToolStats
-	calls map[ToolRef][]time.Time // within the rate-limit window, oldest first
+	mu      sync.Mutex
+	stats   map[ToolRef]*ToolStats
+	calls   map[ToolRef][]time.Time // within the rate-limit window, oldest first
+	compute map[ToolRef]ComputeTool // the handlers of the compute tools (compute.go)
 }
 
 // NewInvoker returns an Invoker of the tools of reg through il. il's
@@ -142,7 +147,8 @@ func NewInvoker(il *Interlock, reg *catalog.Registry, opts InvokerOpts) (*Invoke
 	if opts.RateClock == nil {
 		opts.RateClock = opts.Clock
 	}
-	return &Invoker{il: il, reg: reg, clock: opts.Clock, rateClock: opts.RateClock, stats: map[ToolRef]*ToolStats{}, calls: map[ToolRef][]time.Time{}}, nil
+	return &Invoker{il: il, reg: reg, clock: opts.Clock, rateClock: opts.RateClock, stats: map[ToolRef]*ToolStats{}, calls: map[ToolRef][]time.Time{},
+		compute: map[ToolRef]ComputeTool{}}, nil
 }
 
 // View is the read-only view of the Invoker's interlock.
@@ -419,6 +425,9 @@ func (iv *Invoker) invoke(ctx context.Context, token string, tool catalog.Tool, 
 	auth := iv.il.auth.(ToolAuthorizer) // checked by NewInvoker
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage(`{}`)
+	}
+	if tool.Compute() { // no Action, never the interlock (compute.go)
+		return iv.invokeCompute(ctx, token, tool, ref, input)
 	}
 	who, err := auth.Authenticate(ctx, token)
 	if err != nil {

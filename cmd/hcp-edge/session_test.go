@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -227,6 +229,19 @@ func TestMoS2ThroughCLI(t *testing.T) {
 	done := e.waitSession("completed", func(s sessionView) bool { return s.ID == pending.ID && s.State == "COMPLETED" })
 	if done.Operator != "olga" {
 		t.Fatalf("operator %q, want olga", done.Operator)
+	}
+	// The analysis was a call of the compute tool raman.analyze through
+	// the tool pipeline: its statistics are with the rig tools'.
+	var tools reply.Tools
+	if err := json.Unmarshal([]byte(e.mustCLI("tools", "--json").stdout), &tools); err != nil {
+		t.Fatal(err)
+	}
+	analysed := false
+	for _, tl := range tools.Tools {
+		analysed = analysed || (tl.Tool == catalog.ToolAnalyze && tl.Calls >= 1 && tl.Succeeded == tl.Calls)
+	}
+	if !analysed {
+		t.Fatalf("no successful raman.analyze call in the tool statistics: %+v", tools.Tools)
 	}
 	if err := e.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, e.logs)

@@ -67,6 +67,8 @@ func mustJSON(v any) string {
 // Builtin returns a registry holding the rig's built-in tools at
 // BuiltinVersion. Every actuator tool is Dangerous: the interlock checks it
 // against the safety envelope before anything reaches an instrument.
+// raman.analyze (ToolAnalyze) is a compute tool: the Invoker runs the
+// handler registered for it and never the interlock.
 func Builtin() (*Registry, error) {
 	r := NewRegistry()
 	for _, t := range builtinTools() {
@@ -285,5 +287,6 @@ func builtinTools() []Tool {
 				SideEffects: []string{}, Reversible: true, Idempotent: true},
 			Performance: perf(100*time.Millisecond, 3*time.Second),
 		},
+		analyzeTool(),
 	}
 }

@@ -27,14 +27,14 @@ func TestBuiltinCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{ToolVent, ToolSetHeater, ToolSetRampRate, ToolSetSetpoint, ToolSetFlow,
-		ToolSetGate, ToolSetPump, ToolSnapshot, ToolSetScrubber, ToolAcquire, ToolSetValve}
+		ToolSetGate, ToolSetPump, ToolAnalyze, ToolSnapshot, ToolSetScrubber, ToolAcquire, ToolSetValve}
 	var got []string
 	for _, tl := range r.List() {
 		got = append(got, tl.Name)
 		if !tl.Compiled() {
 			t.Errorf("%s: listed tool not compiled", tl.Ref())
 		}
-		if tl.Name != ToolSnapshot && !tl.Safety.Dangerous {
+		if tl.Name != ToolSnapshot && !tl.Compute() && !tl.Safety.Dangerous {
 			t.Errorf("%s: an actuator or measurement tool must be dangerous", tl.Ref())
 		}
 	}

@@ -21,7 +21,10 @@
 //
 // Builtin returns the rig's own catalog: furnace setpoint, ramp rate and
 // heater, gas valves, gas flows, pump, exhaust scrubber, vent, Raman
-// acquisition and a read-only snapshot.
+// acquisition, a read-only snapshot, and one compute tool, raman.analyze:
+// category "compute" (CategoryCompute), never Dangerous, reaching no
+// instrument; the Invoker runs the handler the agent registers for it
+// (the model router) instead of the interlock.
 //
 // # Caveats
 //

@@ -261,6 +261,9 @@ func (t Tool) check() error {
 	if rl := t.Safety.RateLimit; rl.MaxCalls < 0 || (rl.MaxCalls > 0 && rl.Per <= 0) {
 		return bad("safety.rate_limit", "want max_calls > 0 with a positive window, or none")
 	}
+	if t.Compute() && t.Safety.Dangerous {
+		return bad("safety.dangerous", "a compute tool (category %q) reaches no instrument: it cannot be dangerous", CategoryCompute)
+	}
 	if t.Performance.Timeout <= 0 {
 		return bad("performance.timeout", "must be positive")
 	}

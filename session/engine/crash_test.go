@@ -69,8 +69,11 @@ func (r *crashRig) Apply(context.Context, string, envelope.Action) (envelope.Res
 	return envelope.Result{}, nil
 }
 func (r *crashRig) Readings(context.Context) envelope.Readings { return freshReadings(nil) }
-func (r *crashRig) Envelope() *envelope.Envelope               { return r.env }
-func (r *crashRig) Latched() (bool, string)                    { return false, "" }
+func (r *crashRig) Invoke(_ context.Context, _ string, ref envelope.ToolRef, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("crash rig: no tool %s", ref)
+}
+func (r *crashRig) Envelope() *envelope.Envelope { return r.env }
+func (r *crashRig) Latched() (bool, string)      { return false, "" }
 
 func (r *crashRig) set(s rigState) error {
 	r.mu.Lock()

@@ -55,11 +55,10 @@ type Config struct {
 	// store transaction of the submit it decides): the metrics count
 	// decisions there, once that transaction commits (store.Tx.OnCommit).
 	GateRecorder func(gate.Recorder) gate.Recorder
-	// Analyzer is the model router the analyse phase asks (nil: the
-	// tier-1 fit alone); it reaches no instrument.
-	Analyzer executor.Analyzer
-	// Rig is the tool pipeline every run's actions go through
-	// (executor.ToolRig over an envelope.Invoker).
+	// Rig is the tool pipeline every run's actions and tool calls go
+	// through (executor.ToolRig over an envelope.Invoker; the analyse
+	// phase's raman.analyze among them, whose handler, the model router,
+	// the agent registered on the Invoker).
 	Rig executor.Rig
 	Out Outbound
 	// SafeState, when set, drives every output to its safe state and

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -102,6 +103,11 @@ func (r *fakeRig) Apply(context.Context, string, envelope.Action) (envelope.Resu
 	return envelope.Result{}, nil
 }
 func (r *fakeRig) Readings(context.Context) envelope.Readings { return freshReadings(nil) }
+
+// Invoke calls no tool: the fake rig acquires no spectrum to analyse.
+func (r *fakeRig) Invoke(_ context.Context, _ string, ref envelope.ToolRef, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("fake rig: no tool %s", ref)
+}
 
 // freshReadings is a snapshot of a healthy rig read just now: the furnace
 // and the gauge, and inputs (none if nil). Recovery resumes a physical

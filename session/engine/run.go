@@ -468,7 +468,7 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 	defer cancel()
 	env := &executor.Env{Rig: e.cfg.Rig, Token: l.token, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
 		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, AtRest: e.atRest(l), Logger: e.log.With("session", l.id),
-		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery, Analyzer: e.cfg.Analyzer}
+		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery}
 	if l.sealed() && env.AtRest == nil { // never written in the clear (restore refuses such a session)
 		env.ArtifactDir = ""
 	}

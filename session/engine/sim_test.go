@@ -90,6 +90,9 @@ func simHarnessClock(t *testing.T, pc *wallclock.Clock, mods ...func(*Config)) (
 	rates, _ := executor.NewScaledClock(simScale) // the tools' rate limits run on the plant's time
 	b := &simBench{acts: acts, Bench: hilbench.New(t, hilbench.Opts{TimeScale: simScale, Authorizer: authz,
 		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
+	if err := executor.RegisterAnalysis(b.Invoker, nil); err != nil { // the tier-1 fit, as an agent without models
+		t.Fatal(err)
+	}
 	reg := registry(t)
 	rsCap, _ := reg.Resolve(executor.RigStatusName, "1.x")
 	lcCap, _ := reg.Resolve(executor.LeakCheckName, "1.x")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/modelrouter"
@@ -12,8 +13,10 @@ import (
 )
 
 // AnalysisTool names the analysis the analyse phase calls, by name and
-// version like every tool: the Env's Analyzer (the model router), or the
-// tier-1 fit when there is none. It reads a spectrum and reaches no
+// version like every tool: the compute tool raman.analyze of the catalog,
+// called through the Rig's tool path (the Invoker) with the session's
+// token; its handler is the model router, or the tier-1 fit when the
+// agent has none (RegisterAnalysis). It reads a spectrum and reaches no
 // instrument.
 const AnalysisTool = "raman.analyze@1.0.0"
 
@@ -40,6 +43,33 @@ type Provenance struct {
 	// Cost is what the remote models cost, in the registry's currency.
 	Cost      float64                `json:"cost"`
 	Reacquire *modelrouter.Reacquire `json:"reacquire,omitempty"`
+	// Reacquired: the analyse phase acted on a re-acquisition advice (one
+	// new acquisition, analysed again); Reacquire is then the advice of the
+	// analysis kept, if it has one, and Cost covers both analyses.
+	Reacquired *ProvenanceReacquired `json:"reacquired,omitempty"`
+}
+
+// ProvenanceReacquired is the re-acquisition the analyse phase made on the
+// router's advice: the integrations, the reason, what each analysis said,
+// and which one the outputs keep (the new one unless it is less confident
+// or found nothing). Error says why the new acquisition or its analysis
+// failed (the first analysis is kept).
+type ProvenanceReacquired struct {
+	From        time.Duration      `json:"from_integration_ns"`
+	Integration time.Duration      `json:"integration_ns"`
+	Reason      string             `json:"reason"`
+	Before      ProvenanceReading  `json:"before"`
+	After       *ProvenanceReading `json:"after,omitempty"`
+	Kept        string             `json:"kept"` // "reacquired" or "original"
+	Error       string             `json:"error,omitempty"`
+}
+
+// ProvenanceReading is what one analysis decided.
+type ProvenanceReading struct {
+	Model      string  `json:"model"`
+	Tier       int     `json:"tier"`
+	LayerCount int     `json:"layer_count"`
+	Confidence float64 `json:"confidence"`
 }
 
 // ProvenanceTier1 is the tier-1 fit's own reading.
@@ -68,21 +98,26 @@ func (r *recipeRun) provenance() *Provenance {
 }
 
 // analyse analyses the last spectrum as the phase's material through the
-// Env's Analyzer (the model router: the task's confidence threshold, data
-// class, model hint and the time left decide how far it escalates) and
-// emits the analysis; no bands, or no layer count, fails the step; a
-// layer count other than the target is warned, and so is every fallback of
-// the router: when every better model fails the tier-1 answer stands, with
-// a warning event, and the analysis is never lost.
-func (r *recipeRun) analyse(ctx context.Context, ph *recipe.Phase) error {
+// analysis tool (raman.analyze: the model router; the task's confidence
+// threshold, data class, model hint and the time left decide how far it
+// escalates), acts on the router's advice of a new acquisition (reacquire.go:
+// at most one, within the recipe's range and the time left), and emits the
+// analysis; no bands, or no layer count, fails the step; a layer count
+// other than the target is warned, and so is every fallback of the router:
+// when every better model fails the tier-1 answer stands, with a warning
+// event, and the analysis is never lost.
+func (r *recipeRun) analyse(ctx context.Context, i int, ph *recipe.Phase) error {
 	if r.st.Spectrum == nil {
 		return fmt.Errorf("%w: no spectrum to analyse", ErrResult)
 	}
-	a, err := r.routed(ctx, ph)
+	a, p, err := r.routed(ctx, ph, *r.st.Spectrum)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrResult, err)
 	}
-	r.st.Analysis = &a
+	if a, p, err = r.reacquire(ctx, i, ph, a, p); err != nil {
+		return err
+	}
+	r.st.Analysis, r.st.Provenance = &a, p
 	// The material is the phase's (the plan says which); the event keeps
 	// the shape of the analysis it has always had.
 	shown := a
@@ -93,7 +128,7 @@ func (r *recipeRun) analyse(ctx context.Context, ph *recipe.Phase) error {
 	if !a.Found || a.LayerCount == 0 {
 		reason := a.Reason
 		if reason == "" {
-			reason = fmt.Sprintf("%s (tier %d) found no layer count", r.st.Provenance.Model, r.st.Provenance.Tier)
+			reason = fmt.Sprintf("%s (tier %d) found no layer count", p.Model, p.Tier)
 		}
 		return fmt.Errorf("%w: %s", ErrResult, reason)
 	}
@@ -103,66 +138,47 @@ func (r *recipeRun) analyse(ctx context.Context, ph *recipe.Phase) error {
 	return nil
 }
 
-// routed runs the analysis: the tier-1 fit alone without an Analyzer, the
-// router's decision with one. The result is the tier-1 fit (its peaks,
-// distance and residual) with the deciding model's layer count and
-// confidence; r.st.Provenance says which model that was.
-func (r *recipeRun) routed(ctx context.Context, ph *recipe.Phase) (analysis.Result, error) {
-	material := analysis.Material(ph.Analyse.Material)
-	if r.env.Analyzer == nil {
-		a, err := analysis.AnalyzeFor(*r.st.Spectrum, material)
-		if err != nil {
-			return a, err
-		}
-		r.st.Provenance = &Provenance{Tool: AnalysisTool, Model: "local-fit", Tier: 1, Confidence: a.Confidence, LayerCount: a.LayerCount,
-			Tier1: ProvenanceTier1{LayerCount: a.LayerCount, Confidence: a.Confidence}}
-		return a, nil
-	}
-	req := modelrouter.Request{Task: r.env.SessionID, Spectrum: *r.st.Spectrum, Material: material,
-		ConfidenceThreshold: r.st.ThresholdConf, DataClass: modelrouter.DataClass(r.st.DataClass), Hint: modelrouter.Hint(r.st.ModelHint)}
-	if dl, ok := ctx.Deadline(); ok {
-		// The session's max_duration left, less a margin for the cleanup
-		// and the results; none left: the router asks no model that takes
-		// time (a nanosecond, not 0, which would mean its default).
-		req.TimeBudget = max(time.Until(dl)-time.Minute, time.Nanosecond)
-	}
-	d, err := r.env.Analyzer.Analyze(ctx, req)
+// routed runs one analysis of sp through the analysis tool. The result is
+// the tier-1 fit (its peaks, distance and residual) with the deciding
+// model's layer count and confidence; the provenance says which model that
+// was. The router's warnings are warning events.
+func (r *recipeRun) routed(ctx context.Context, ph *recipe.Phase, sp device.Spectrum) (analysis.Result, *Provenance, error) {
+	out, err := r.callAnalysis(ctx, sp, ph.Analyse.Material)
 	if err != nil {
-		return analysis.Result{}, err
+		return analysis.Result{}, nil, err
 	}
-	a := d.Fit
-	if !a.Found {
-		r.st.Provenance = provenanceOf(d)
-		return a, nil // the tier-1 fit found no bands: failed as before the router
+	a := out.Fit
+	if !out.Routed || !a.Found {
+		return a, provenanceOf(out), nil // the tier-1 fit alone, or no bands: failed as before the router
 	}
-	a.LayerCount, a.Bulk, a.Confidence = d.Answer.LayerCount, d.Answer.LayerCount >= 4, d.Answer.Confidence
-	if d.Answer.Material != "" && d.Answer.Material != a.Material && a.Material != "" {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("%s read the spectrum as %s; the phase analyses %s", d.Model, d.Answer.Material, a.Material))
+	a.LayerCount, a.Bulk, a.Confidence = out.LayerCount, out.LayerCount >= 4, out.Confidence
+	if out.Material != "" && out.Material != a.Material && a.Material != "" {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s read the spectrum as %s; the phase analyses %s", out.Model, out.Material, a.Material))
 	}
-	r.st.Provenance = provenanceOf(d)
-	details := map[string]any{"model": d.Model, "tier": d.Tier, "confidence": d.Answer.Confidence}
-	for _, w := range d.Warnings {
+	p := provenanceOf(out)
+	details := map[string]any{"model": out.Model, "tier": out.Tier, "confidence": out.Confidence}
+	for _, w := range out.Warnings {
 		code := "analysis_warning"
-		if d.Fallback {
+		if out.Fallback {
 			code = "analysis_fallback"
 		}
 		r.warn(ctx, code, w, details)
 	}
-	if d.Reacquire != nil {
-		r.warn(ctx, "reacquire_advised", fmt.Sprintf("a new acquisition at %v would help: %s", d.Reacquire.Integration, d.Reacquire.Reason),
-			map[string]any{"integration_ms": d.Reacquire.Integration.Milliseconds()})
-	}
-	return a, nil
+	return a, p, nil
 }
 
-// provenanceOf is the outputs' view of a decision.
-func provenanceOf(d modelrouter.Decision) *Provenance {
-	p := &Provenance{Tool: AnalysisTool, Routed: true, Model: d.Model, Tier: d.Tier, Confidence: d.Answer.Confidence,
-		LayerCount: d.Answer.LayerCount, Coverage: d.Answer.Coverage, Rationale: d.Answer.Rationale, Fallback: d.Fallback,
-		Warnings: d.Warnings, Tier1: ProvenanceTier1{LayerCount: d.Fit.LayerCount, Confidence: d.Fit.Confidence},
-		Cost: d.Cost, Reacquire: d.Reacquire}
-	for _, at := range d.Attempts {
-		p.Attempts = append(p.Attempts, ProvenanceAttempt{Model: at.Model, Tier: at.Tier, Outcome: at.Outcome, Confidence: at.Confidence})
+// provenanceOf is the outputs' view of the tool's output.
+func provenanceOf(o analyseOut) *Provenance {
+	p := &Provenance{Tool: AnalysisTool, Routed: o.Routed, Model: o.Model, Tier: o.Tier, Confidence: o.Confidence,
+		LayerCount: o.LayerCount, Coverage: o.Coverage, Rationale: o.Rationale, Fallback: o.Fallback, Warnings: o.Warnings,
+		Tier1: ProvenanceTier1{LayerCount: o.Fit.LayerCount, Confidence: o.Fit.Confidence}, Attempts: o.Attempts, Cost: o.Cost}
+	if rq := o.Reacquire; rq != nil {
+		p.Reacquire = &modelrouter.Reacquire{Integration: time.Duration(rq.IntegrationMS) * time.Millisecond, Reason: rq.Reason}
 	}
 	return p
+}
+
+// reading is what p's analysis decided.
+func (p *Provenance) reading() ProvenanceReading {
+	return ProvenanceReading{Model: p.Model, Tier: p.Tier, LayerCount: p.LayerCount, Confidence: p.Confidence}
 }

@@ -51,16 +51,34 @@ func (a *auditLog) count(kind, task string) int {
 }
 
 // analyseWith runs the analyse phase of a plan built from st on a
-// simulated monolayer through an, and returns the run and its events.
+// simulated monolayer through the analysis tool, an its handler, and
+// returns the run and its events.
 func analyseWith(t *testing.T, an Analyzer, st recipeState) (*recipeRun, *memSink, error) {
 	t.Helper()
-	st.Plan = &recipe.Plan{}
+	b := newToolBench(t, an, plant.Film{MoS2: 1})
+	r, sink := b.run(t, st, time.Second)
+	r.st.Spectrum = simSpectrum(plant.Film{MoS2: 1}, 7)
+	err := r.analyse(context.Background(), 1, &r.st.Plan.Phases[1])
+	return r, sink, err
+}
+
+// run is a run of a plan that measures for integration (its recipe's
+// range 10 ms to 30 s) and analyses a MoS2 monolayer, on b's rig.
+func (b *toolBench) run(t *testing.T, st recipeState, integration time.Duration) (*recipeRun, *memSink) {
+	t.Helper()
+	st.Plan = &recipe.Plan{Phases: []recipe.Phase{
+		{Kind: recipe.KindMeasure, Name: "measure", Stage: "characterization",
+			Measure: &recipe.Measure{Integration: integration, MinIntegration: 10 * time.Millisecond, MaxIntegration: 30 * time.Second}},
+		{Kind: recipe.KindAnalyse, Name: "analyse", Stage: "analysis", Analyse: &recipe.Analyse{Material: "MoS2", TargetLayers: 1}},
+	}}
 	r := newRecipeRun(st)
 	sink := &memSink{}
-	r.env = &Env{Sink: sink, SessionID: "sess-an", Analyzer: an}
-	r.st.Spectrum = simSpectrum(plant.Film{MoS2: 1}, 7)
-	err := r.analyse(context.Background(), &recipe.Phase{Name: "analyse", Analyse: &recipe.Analyse{Material: "MoS2", TargetLayers: 1}})
-	return r, sink, err
+	clock, _ := NewScaledClock(1)
+	r.env = &Env{Rig: b.rig, Token: "tok", Clock: clock, Sink: sink, Checkpoints: &memCkpt{}, SessionID: "sess-an"}
+	if err := r.env.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	return r, sink
 }
 
 // TestAnalyseRoutes: the analyse phase asks the router with the task's

@@ -67,10 +67,13 @@
 //	            wait until the readings confirm every gas off
 //	vent        gate valve closed, pump off, vent open to the pressure; vent closed
 //	measure     acquire a Raman spectrum
-//	analyse     the Env's Analyzer (the model router, raman.analyze@1.0.0) or,
-//	            without one, session/analysis.AnalyzeFor the phase's material:
-//	            E2g/A1g fit, distance, and the deciding model's layer count
-//	            and confidence, with its Provenance
+//	analyse     the compute tool raman.analyze@1.0.0 through the Rig's
+//	            Invoke (its handler the model router or, without one,
+//	            session/analysis.AnalyzeFor the phase's material): E2g/A1g
+//	            fit, distance, and the deciding model's layer count and
+//	            confidence, with its Provenance; on the router's advice, one
+//	            re-acquisition within the recipe's integration range and the
+//	            time left, analysed again (reacquire.go)
 //
 // The checkpoint state pins the whole Plan (as the preflight adjusted it)
 // and the recipe's identity (name, version, sha256): Resume needs no

@@ -19,12 +19,15 @@ import (
 )
 
 // Rig is what an executor may do to the rig: perform an action with the
-// session's token, and read. Nothing else reaches an instrument. ToolRig,
-// the production Rig, performs every action as a call of its catalog tool
-// through the tool pipeline (envelope.Invoker.Act); an envelope refusal
-// unwraps (errors.As) to its *envelope.Violation.
+// session's token, call a catalog tool with it, and read. Nothing else
+// reaches an instrument. ToolRig, the production Rig, performs every action
+// as a call of its catalog tool through the tool pipeline
+// (envelope.Invoker.Act); an envelope refusal unwraps (errors.As) to its
+// *envelope.Violation. Invoke is the same pipeline by tool name and
+// version: the analyse phase calls the compute tool raman.analyze with it.
 type Rig interface {
 	Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error)
+	Invoke(ctx context.Context, token string, ref envelope.ToolRef, input json.RawMessage) (json.RawMessage, error)
 	Readings(ctx context.Context) envelope.Readings
 	Envelope() *envelope.Envelope
 	Latched() (bool, string)
@@ -48,6 +51,10 @@ type toolRig struct {
 
 func (r toolRig) Apply(ctx context.Context, token string, a envelope.Action) (envelope.Result, error) {
 	return r.iv.Act(ctx, token, a)
+}
+
+func (r toolRig) Invoke(ctx context.Context, token string, ref envelope.ToolRef, input json.RawMessage) (json.RawMessage, error) {
+	return r.iv.Invoke(ctx, token, ref, input)
 }
 
 func (r toolRig) Readings(ctx context.Context) envelope.Readings {
@@ -185,14 +192,13 @@ type Env struct {
 	PollEvery time.Duration
 	// LogEvery is the process time between growth-log rows (default 30 s).
 	LogEvery time.Duration
-	// Analyzer routes the analyse phase's analysis (the capability layer's
-	// model router); nil: the tier-1 fit alone (analysis.AnalyzeFor).
-	Analyzer Analyzer
 }
 
-// Analyzer is what the analyse phase asks for an analysis: the model
-// router (*modelrouter.Router), called as the registered analysis tool
-// AnalysisTool. It reads a spectrum and advises; it holds no instrument.
+// Analyzer is what answers the analysis tool AnalysisTool: the model
+// router (*modelrouter.Router), registered on the Invoker as the handler
+// of raman.analyze (RegisterAnalysis, AnalysisCompute); the analyse phase
+// reaches it only through the Rig's Invoke. It reads a spectrum and
+// advises; it holds no instrument.
 type Analyzer interface {
 	Analyze(ctx context.Context, req modelrouter.Request) (modelrouter.Decision, error)
 }

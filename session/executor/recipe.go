@@ -210,7 +210,7 @@ func (r *recipeRun) Run(ctx context.Context, i int, env *Env) error {
 	case recipe.KindMeasure:
 		err = r.measure(ctx, ph)
 	case recipe.KindAnalyse:
-		err = r.analyse(ctx, ph)
+		err = r.analyse(ctx, i, ph)
 	default:
 		err = fmt.Errorf("executor: %s: phase %d has the unknown kind %q", r.st.Plan.Recipe.Name, i, ph.Kind)
 	}

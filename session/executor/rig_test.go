@@ -32,8 +32,12 @@ func (b *simBench) rig() Rig { return ToolRig(b.Invoker, b.Monitor) }
 func newSimBench(t *testing.T, scale float64) *simBench {
 	t.Helper()
 	rates, _ := NewScaledClock(scale) // the tools' rate limits run on the plant's time
-	return &simBench{hilbench.New(t, hilbench.Opts{TimeScale: scale, Authorizer: allowAll{hilbench.AllowAll{Session: "e2e"}},
+	b := &simBench{hilbench.New(t, hilbench.Opts{TimeScale: scale, Authorizer: allowAll{hilbench.AllowAll{Session: "e2e"}},
 		Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
+	if err := RegisterAnalysis(b.Invoker, nil); err != nil { // the tier-1 fit, as an agent without models
+		t.Fatal(err)
+	}
+	return b
 }
 
 func loadEnvelope(t testing.TB) *envelope.Envelope { return hilbench.Envelope(t) }

@@ -37,7 +37,12 @@ func (f *fakeRig) Readings(context.Context) envelope.Readings {
 	return r
 }
 func (f *fakeRig) Envelope() *envelope.Envelope { return f.env }
-func (f *fakeRig) Latched() (bool, string)      { return f.latched, "estop" }
+
+// Invoke calls no tool: the fake rig acquires no spectrum to analyse.
+func (f *fakeRig) Invoke(_ context.Context, _ string, ref envelope.ToolRef, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("fake rig: no tool %s", ref)
+}
+func (f *fakeRig) Latched() (bool, string) { return f.latched, "estop" }
 
 func TestFailureCodes(t *testing.T) {
 	env := loadEnvelope(t)

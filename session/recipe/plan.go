@@ -129,8 +129,15 @@ type Vent struct {
 }
 
 // Measure: acquire a Raman spectrum integrating for Integration.
+// MinIntegration and MaxIntegration are the range of integrations the
+// recipe's check covered (its input's declared minimum and maximum; a
+// constant's own value): the analyse phase may re-acquire within it on the
+// model router's advice. A plan pinned before they existed has them zero:
+// no re-acquisition.
 type Measure struct {
-	Integration time.Duration `json:"integration_ns"`
+	Integration    time.Duration `json:"integration_ns"`
+	MinIntegration time.Duration `json:"min_integration_ns,omitempty"`
+	MaxIntegration time.Duration `json:"max_integration_ns,omitempty"`
 }
 
 // Analyse: fit the last spectrum for Material; TargetLayers (0: none) is
@@ -279,6 +286,7 @@ func (r *Recipe) planAt(v values) *Plan {
 			def(&ph.Description, "isolate the pump and vent to %g Pa (at most %v)", vt.PressurePa, vt.Timeout)
 		case KindMeasure:
 			m := &Measure{Integration: time.Duration(math.Round(s.num("integration_s", v)*1000)) * time.Millisecond}
+			m.MinIntegration, m.MaxIntegration = r.secondsRange(s.Params["integration_s"], m.Integration)
 			ph.Measure = m
 			ph.Estimate, ph.Bound = m.Integration, m.Integration+time.Minute
 			def(&ph.Description, "acquire a Raman spectrum (%v)", m.Integration)
@@ -296,6 +304,28 @@ func (r *Recipe) planAt(v values) *Plan {
 		p.Cleanup.Purge, _ = r.Cleanup.Purge.value(v).(time.Duration)
 	}
 	return p
+}
+
+// secondsRange is the range of a parameter in seconds that the recipe's
+// check covers: its input's declared minimum and maximum (a bound not
+// declared is the value itself), or the value alone for a constant.
+func (r *Recipe) secondsRange(p *Param, value time.Duration) (lo, hi time.Duration) {
+	lo, hi = value, value
+	if p == nil || p.Input == "" {
+		return lo, hi
+	}
+	in, ok := r.Input(p.Input)
+	if !ok {
+		return lo, hi
+	}
+	ms := func(x float64) time.Duration { return time.Duration(math.Round(x*1000)) * time.Millisecond }
+	if in.Min != nil {
+		lo = min(lo, ms(*in.Min))
+	}
+	if in.Max != nil {
+		hi = max(hi, ms(*in.Max))
+	}
+	return lo, hi
 }
 
 func (p *Param) numValue(v values) float64 {

@@ -101,7 +101,8 @@ func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, e
 // (nil: T3/T4 refused); acts counts the actions the interlock executes for
 // each session (the actions budget; its Auditor wraps the interlock's); out
 // the local watchers; up the uplink (nil: none); xs the executors of the
-// registry's capabilities; models the analyse phase's model router.
+// registry's capabilities; models the analyse phase's model router, which
+// newEngine registers on iv as the handler of raman.analyze.
 func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(gate.Recorder) gate.Recorder, key *atrest.Key,
 	reg *capability.Registry, auth *token.Authority, rev *token.Revocations, il *envelope.Interlock, iv *envelope.Invoker, mon *envelope.Monitor,
 	acts *budget.ActionCounter, out engine.Outbound, up *uplink.Uplink, clock *wallclock.Clock, hold func() string, xs []executor.Executor,
@@ -110,7 +111,10 @@ func newEngine(f rigconfig.File, st *store.Store, rec gate.Recorder, wrap func(g
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs, Analyzer: models,
+	if err := registerAnalysis(iv, models); err != nil { // models.go
+		return nil, err
+	}
+	return engine.New(engine.Config{Store: st, Gate: g, Registry: reg, Tokens: auth, Revocations: rev, Executors: xs,
 		GateRecorder: wrap, Rig: executor.ToolRig(iv, mon), Out: out, SafeState: il.SafeState, StateDir: f.Agent.StateDir, AtRest: key,
 		TimeScale: f.Agent.TimeScale, ApprovalTimeout: f.Agent.ApprovalTimeout, RecoveryGrace: f.Agent.RecoveryGrace,
 		AccessTimeout: f.Agent.AccessTimeout, AccessApprovalFor: f.Agent.AccessApprovalFor, AccessApprovers: f.Agent.AccessApprovers,

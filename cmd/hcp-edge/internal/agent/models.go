@@ -10,12 +10,14 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/modelrouter"
 )
 
-// modelAnalyzer is the engine's Analyzer: the model router built from the
+// modelAnalyzer is the handler of the analysis tool raman.analyze
+// (registerAnalysis): the model router built from the
 // `models:` and `model_routing:` sections, its every event (each invocation and refusal with its
 // session, fallbacks, circuit changes) in the audit log, and its tracker
 // saved to <state_dir>/model-tracker.json after each analysis. The router
@@ -52,6 +54,16 @@ func (a *modelAnalyzer) Analyze(ctx context.Context, req modelrouter.Request) (m
 		a.log.Warn("model tracker not saved", "file", a.path, "err", serr)
 	}
 	return d, err
+}
+
+// registerAnalysis registers an as the handler of the compute tool
+// raman.analyze on iv: the analyse phase reaches the router only through
+// the tool pipeline (permission, rate limit, schemas, statistics).
+func registerAnalysis(iv *envelope.Invoker, an executor.Analyzer) error {
+	if err := executor.RegisterAnalysis(iv, an); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	return nil
 }
 
 // metrics is the router's state at a scrape.

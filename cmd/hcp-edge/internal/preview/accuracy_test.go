@@ -59,6 +59,9 @@ func TestPreviewAccuracy(t *testing.T) {
 	rates, _ := executor.NewScaledClock(accuracyScale)
 	b := hilbench.New(t, hilbench.Opts{TimeScale: accuracyScale, Authorizer: benchAuthorizer{hilbench.AllowAll{Session: "accuracy"}},
 		Envelope: env, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "accuracy-operator"})
+	if err := executor.RegisterAnalysis(b.Invoker, nil); err != nil { // the preview's analysis: the tier-1 fit
+		t.Fatal(err)
+	}
 	rec, err := x.Plan(task)
 	if err != nil {
 		t.Fatal(err)

@@ -189,6 +189,11 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if r.iv, err = envelope.NewInvoker(r.il, tools, envelope.InvokerOpts{Clock: c.Now, RateClock: c.Now}); err != nil {
 		return nil, fmt.Errorf("preview: %w", err)
 	}
+	// The preview's analysis is the tier-1 fit alone: it asks no model
+	// (and spends nothing) for a simulated film.
+	if err := executor.RegisterAnalysis(r.iv, nil); err != nil {
+		return nil, fmt.Errorf("preview: %w", err)
+	}
 	wd := o.Config.Monitor.WatchdogTimeout
 	if wd <= 0 {
 		wd = DefaultWatchdog

@@ -1,0 +1,88 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestAnalyzeTool: raman.analyze is the built-in compute tool, at
+// rig.measure, never dangerous; its input schema is strict.
+func TestAnalyzeTool(t *testing.T) {
+	r, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := r.Describe(ToolAnalyze, BuiltinVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tl.Compute() || tl.Safety.Dangerous || tl.Safety.Permission != PermissionMeasure || len(tl.Safety.SideEffects) != 0 {
+		t.Fatalf("raman.analyze: %+v", tl)
+	}
+	for _, other := range r.List() {
+		if other.Name != ToolAnalyze && other.Compute() {
+			t.Errorf("%s: only raman.analyze is a compute tool", other.Ref())
+		}
+	}
+	const sp = `"spectrum": {"shift": [380, 400, 410], "counts": [1, 2, 3], "integration_ms": 1000}`
+	tests := []struct {
+		name, input string
+		ok          bool
+	}{
+		{"spectrum alone", `{` + sp + `}`, true},
+		{"everything", `{"task": "s-1", ` + sp + `, "material": "MoS2", "confidence_threshold": 0.8, "data_class": "T3",
+			"model_hint": "best", "policy": "balance", "time_budget_ms": 30000, "cost_budget": 0.05}`, true},
+		{"no spectrum", `{"material": "MoS2"}`, false},
+		{"threshold above 1", `{` + sp + `, "confidence_threshold": 1.5}`, false},
+		{"data class T5", `{` + sp + `, "data_class": "T5"}`, false},
+		{"unknown hint", `{` + sp + `, "model_hint": "cheap"}`, false},
+		{"negative cost", `{` + sp + `, "cost_budget": -1}`, false},
+		{"extra field", `{` + sp + `, "laser": true}`, false},
+		{"extra spectrum field", `{"spectrum": {"shift": [1], "counts": [1], "integration_ms": 1, "gain": 2}}`, false},
+		{"empty shift", `{"spectrum": {"shift": [], "counts": [1], "integration_ms": 1}}`, false},
+	}
+	for _, tc := range tests {
+		err := tl.ValidateInputJSON([]byte(tc.input))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%s: %v is not ErrInvalidInput", tc.name, err)
+		}
+	}
+	out := `{"routed": false, "model": "local-fit", "tier": 1, "layer_count": 1, "confidence": 0.9, "fallback": false, "cost": 0,
+		"fit": {"found": true, "layer_count": 1, "confidence": 0.9, "e2g": {"position_cm1": 385}}}`
+	if err := tl.ValidateOutput(decode(t, out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.ValidateOutput(decode(t, `{"routed": false, "model": "local-fit", "tier": 9, "layer_count": 1, "confidence": 0.9,
+		"fallback": false, "cost": 0, "fit": {"found": true, "layer_count": 1, "confidence": 0.9}}`)); !errors.Is(err, ErrInvalidOutput) {
+		t.Fatalf("tier 9: %v", err)
+	}
+}
+
+// TestComputeNeverDangerous: a compute tool reaches no instrument, so
+// Register refuses one marked dangerous.
+func TestComputeNeverDangerous(t *testing.T) {
+	tl := validTool()
+	tl.Category, tl.Safety.Dangerous = CategoryCompute, true
+	if err := NewRegistry().Register(tl); !errors.Is(err, ErrInvalidTool) {
+		t.Fatalf("dangerous compute tool: %v", err)
+	}
+	tl.Safety.Dangerous = false
+	if err := NewRegistry().Register(tl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
