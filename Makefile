@@ -19,10 +19,12 @@ export TAGS
 # runtime, the interlock, the drivers), turned off in the code run once or on request
 # (scripts/dist-gcflags.sh says which and why; docs/FOOTPRINT.md has the cost and the gain).
 GCFLAGS   := $(shell bash scripts/dist-gcflags.sh)
+# The armv7 binary's ceiling (issue 26: 12 MB, decimal); verify-dist fails past it.
+ARM_MAX_BYTES := 12000000
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
+.PHONY: schemas-gz help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -101,6 +103,9 @@ bench-analysis: ## accuracy, time and cost of each analysis tier and of the mode
 size: ## where the bytes of the armv7 binary go, by module (BY=package for packages)
 	bash scripts/size-breakdown.sh
 
+schemas-gz: ## after editing configs/*.schema.json: the gzip copies the binary embeds (configs/gz.go)
+	for f in configs/hcp-edge.schema.json configs/recipe.schema.json; do gzip -n -9 -c $$f > $$f.gz; done
+
 clean:
 	rm -rf $(BIN)
 
@@ -119,7 +124,7 @@ dist: ## static, stamped release binaries under dist/<os>-<arch>/ (linux arm GOA
 	  for f in $$d/*; do printf '  %-28s %10d  %s\n' "$$f" "$$(stat -c %s $$f)" "$$(du -h $$f | cut -f1)"; done; \
 	done
 
-verify-dist: dist ## run each dist binary (qemu-user for arm): version and config check configs/sim.yaml
+verify-dist: dist ## run each dist binary (qemu-user for arm): version and config check configs/sim.yaml; the armv7 one at most ARM_MAX_BYTES
 	@set -e; for run in "qemu-arm-static $(DIST)/linux-arm" "qemu-aarch64-static $(DIST)/linux-arm64" " $(DIST)/linux-amd64"; do \
 	  emu=$${run% *}; dir=$${run##* }; \
 	  if [ -n "$$emu" ] && ! command -v $$emu >/dev/null; then echo "verify-dist: $$emu not found (apt-get install qemu-user-static)"; exit 1; fi; \
@@ -129,6 +134,9 @@ verify-dist: dist ## run each dist binary (qemu-user for arm): version and confi
 	  $$emu $$dir/hcp-edge config check configs/sim.yaml; \
 	  $$emu $$dir/rig-sim help >/dev/null; \
 	done; echo "verify-dist: every binary ran"
+	@sz=$$(stat -c %s $(DIST)/linux-arm/hcp-edge); \
+	  if [ $$sz -gt $(ARM_MAX_BYTES) ]; then echo "verify-dist: the armv7 hcp-edge is $$sz bytes, over its $(ARM_MAX_BYTES) (make size says where the bytes go)"; exit 1; fi; \
+	  echo "verify-dist: the armv7 hcp-edge is $$sz bytes, at most $(ARM_MAX_BYTES)"
 
 pi-sim: dist broker ## Pi-speed HIL (root): the dist armv7 agent under qemu-arm-static, then in a CPU quota ~10x slower than native, beside native; capabilities, trips, e-stops; one table (docs/FOOTPRINT.md)
 	bash scripts/pi-sim.sh

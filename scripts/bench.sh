@@ -24,7 +24,7 @@ row() { rows+=("$(printf '%-44s|%-14s|%-14s|%-14s|%-8s|%s' "$@")"); }
 # 1. Size of the armv7 binary, built as `make dist` builds it (deterministic: one build).
 if ! skip size; then
   echo "== size: linux/arm GOARM=7 hcp-edge (make dist flags)" >&2
-  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -ldflags '-s -w -X main.version=bench' -o "$tmp/hcp-edge-arm" ./cmd/hcp-edge
+  CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w -X main.version=bench' -o "$tmp/hcp-edge-arm" ./cmd/hcp-edge
   sz=$(stat -c %s "$tmp/hcp-edge-arm")
   row "armv7 binary (bytes)" "<= 12 MB" "$sz" "-" "-" "1 build ($(awk -v s="$sz" 'BEGIN {printf "%.2f MB, %.2f MiB", s/1e6, s/1048576}'))"
 fi
@@ -34,7 +34,7 @@ if ! skip agent; then
   echo "== agent: scripts/measure-agent.sh x $RUNS (static linux/$("$GO" env GOARCH) build)" >&2
   # Static, stripped, as `make dist` builds linux/amd64 (what ships; `make build` links libc).
   mkdir -p "$tmp/bin"
-  CGO_ENABLED=0 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -ldflags '-s -w -X main.version=bench' -o "$tmp/bin/" ./cmd/...
+  CGO_ENABLED=0 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w -X main.version=bench' -o "$tmp/bin/" ./cmd/...
   for ((i = 0; i < RUNS; i++)); do
     BIN=$tmp/bin bash scripts/measure-agent.sh 2>&1 | tee -a "$tmp/agent.txt" | sed 's/^/   /' >&2
   done

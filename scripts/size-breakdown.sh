@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where the bytes of the armv7 hcp-edge binary go: builds it unstripped (same flags as
-# `make dist` but without -s -w), reads every symbol with `go tool nm -size`, drops the
+# Where the bytes of the armv7 hcp-edge binary go: builds it unstripped (the tags and
+# scripts/dist-gcflags.sh of `make dist`, without -s -w), reads every symbol with `go tool nm -size`, drops the
 # zero-filled sections (.bss, .noptrbss: no bytes in the file) and sums the rest by module
 # (or by package with BY=package). The stripped file also holds .gopclntab, which grows
 # roughly with .text, so a module's share of the text is its share of most of the file.
@@ -15,8 +15,8 @@ BY=${BY:-module}
 TOP=${TOP:-30}
 export CGO_ENABLED=0 GOOS=linux GOARCH=${GOARCH:-arm} GOARM=${GOARM:-7}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -o "$tmp/sym" ./cmd/hcp-edge
-"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" -ldflags '-s -w' -o "$tmp/stripped" ./cmd/hcp-edge
+"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -o "$tmp/sym" ./cmd/hcp-edge
+"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w' -o "$tmp/stripped" ./cmd/hcp-edge
 echo "hcp-edge linux/$GOARCH${GOARM:+ GOARM=$GOARM}: stripped $(stat -c %s "$tmp/stripped") bytes"
 if command -v readelf >/dev/null; then
   readelf -SW "$tmp/stripped" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 ~ /^\.(text|rodata|gopclntab|noptrdata|data)$/ {print $1, $5}' | while read -r s h; do printf "  section %-12s %10d bytes\n" "$s" "$((16#$h))"; done

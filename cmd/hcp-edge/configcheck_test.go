@@ -85,8 +85,8 @@ func TestConfigCheckBroken(t *testing.T) {
 // takes -h.
 func TestConfigSchemaCmd(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), []string{"config", "schema"}, &out, &errOut); code != exitOK || !bytes.Equal(out.Bytes(), configs.Schema) {
-		t.Errorf("exit %d, %d bytes, want the %d of configs.Schema\n%s", code, out.Len(), len(configs.Schema), errOut.String())
+	if code := run(t.Context(), []string{"config", "schema"}, &out, &errOut); code != exitOK || !bytes.Equal(out.Bytes(), configs.Schema()) {
+		t.Errorf("exit %d, %d bytes, want the %d of configs.Schema()\n%s", code, out.Len(), len(configs.Schema()), errOut.String())
 	}
 	out.Reset()
 	errOut.Reset()

@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// AnalyzeTimeout is raman.analyze's timeout: the Invoker cuts the handler off
+// after it. The model router's time budget (model_routing.time_budget) must
+// be shorter, so that the router's own fallback answers first.
+const AnalyzeTimeout = 2 * time.Minute
+
 // ToolAnalyze is the Raman analysis: a spectrum in, the layer count, the
 // coverage, the confidence and the model that decided out. It is a compute
 // tool (CategoryCompute): it reaches no instrument.
@@ -160,6 +165,6 @@ func analyzeTool() Tool {
 		Safety: Safety{Permission: PermissionMeasure, RiskLevel: R1, Dangerous: false,
 			SideEffects: []string{}, Reversible: true, Idempotent: false,
 			RateLimit: RateLimit{MaxCalls: 30, Per: time.Minute}},
-		Performance: Performance{TypicalLatency: 50 * time.Millisecond, Timeout: 2 * time.Minute},
+		Performance: Performance{TypicalLatency: 50 * time.Millisecond, Timeout: AnalyzeTimeout},
 	}
 }

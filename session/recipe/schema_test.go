@@ -37,7 +37,7 @@ func TestShippedRecipesMatchSchema(t *testing.T) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(configs.RecipeSchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(configs.RecipeSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ examples:
 		}
 		return usageExit(err)
 	}
-	_, _ = stdout.Write(configs.Schema)
+	_, _ = stdout.Write(configs.Schema())
 	return ExitOK
 }
 

@@ -24,7 +24,7 @@ func Recipe(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "hcp-edge recipe schema: unexpected argument %q\n", args[1])
 			return ExitUsage
 		}
-		_, _ = stdout.Write(configs.RecipeSchema)
+		_, _ = stdout.Write(configs.RecipeSchema())
 		return ExitOK
 	}
 	return groupUsage(args, "usage: hcp-edge recipe check [--config FILE] [--json] FILE...\n       hcp-edge recipe simulate [--config FILE] [--inputs JSON|@FILE] [--json] [--out DIR] FILE|CAPABILITY\n       hcp-edge recipe schema\n\nRun \"hcp-edge recipe check -h\" or \"hcp-edge recipe simulate -h\" for the flags.\n", stdout, stderr)

@@ -6,7 +6,7 @@
 //
 // The check has two layers. The first is declarative: the YAML is parsed
 // into a node tree, converted to a JSON value and validated against
-// configs/hcp-edge.schema.json (embedded as configs.Schema) with
+// configs/hcp-edge.schema.json (embedded as configs.Schema()) with
 // santhosh-tekuri/jsonschema/v6. Every leaf of the validator's error tree
 // becomes a problem, its instance location (a JSON pointer) mapped back to
 // the YAML node's line and column; an unknown key names the keys known at

@@ -28,7 +28,7 @@ type Schema struct {
 }
 
 // embedded is the embedded schema, compiled on first use.
-var embedded = sync.OnceValues(func() (*Schema, error) { return CompileSchema(configs.Schema) })
+var embedded = sync.OnceValues(func() (*Schema, error) { return CompileSchema(configs.Schema()) })
 
 // LoadSchema returns the embedded configs/hcp-edge.schema.json, compiled
 // (once per process).

@@ -65,8 +65,8 @@ func TestEmbeddedSchemaIsTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data) != string(configs.Schema) {
-		t.Error("configs.Schema differs from configs/hcp-edge.schema.json")
+	if string(data) != string(configs.Schema()) {
+		t.Error("configs.Schema() differs from configs/hcp-edge.schema.json")
 	}
 	if _, err := CompileSchema(data); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func goKeys(t reflect.Type) []goKey {
 // it gives the value there ("enum" when it lists the values).
 func schemaKeys(t *testing.T) []goKey {
 	var raw map[string]any
-	if err := json.Unmarshal(configs.Schema, &raw); err != nil {
+	if err := json.Unmarshal(configs.Schema(), &raw); err != nil {
 		t.Fatal(err)
 	}
 	defs := raw["$defs"].(map[string]any)

@@ -2,6 +2,7 @@ package rigconfig
 
 import (
 	"fmt"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"math"
 	"time"
 
@@ -95,6 +96,8 @@ func (r ModelRouting) Check() []error {
 	}
 	if d := *r.TimeBudget; d <= 0 {
 		bad("time_budget", "%v: must be positive (the longest one analysis may take)", d)
+	} else if d >= catalog.AnalyzeTimeout {
+		bad("time_budget", "%v: must be shorter than raman.analyze's timeout %v, or the tool is cut off before the router falls back to its tier-1 answer", d, catalog.AnalyzeTimeout)
 	}
 	ok := func(key string, v float64) bool {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {

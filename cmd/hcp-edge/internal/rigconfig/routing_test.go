@@ -63,6 +63,7 @@ func TestModelRoutingRefuses(t *testing.T) {
 		{"  policy: cheapest\n", "model_routing.policy", `"cheapest" is not minimize_cost`},
 		{"  time_budget: 0s\n", "model_routing.time_budget", "must be positive"},
 		{"  time_budget: -5s\n", "model_routing.time_budget", "must be positive"},
+		{"  time_budget: 2m\n", "model_routing.time_budget", "shorter than raman.analyze's timeout"},
 		{"  task_budget: -0.01\n", "model_routing.task_budget", "a cost of 0 or more"},
 		{"  daily_budget: .inf\n", "model_routing.daily_budget", "a cost of 0 or more"},
 		{"  daily_budget: .nan\n", "model_routing.daily_budget", "a cost of 0 or more"},
