@@ -14,7 +14,9 @@
 #   the runtime, sync, time, syscall, os, net, io, bufio, bytes, strings, strconv, sort,
 #   slices, errors, context, math, encoding/binary, unicode/utf8 (every poll and write);
 #   envelope (the interlock, the monitor, the trip), device, drivers (every read and
-#   actuation), goburrow/modbus, go.bug.st/serial, periph.io (the buses and the GPIO).
+#   actuation), goburrow/modbus, go.bug.st/serial, periph.io (the buses and the GPIO);
+#   session/analysis and session/modelrouter (the fits' arithmetic, and the router's
+#   per-call overhead, which has a goal of its own: 20 µs p50).
 #
 #   go build $(bash scripts/dist-gcflags.sh) ...
 set -euo pipefail
@@ -24,6 +26,7 @@ for p in \
   sort slices errors context math math/bits encoding/binary unicode/utf8 \
   'github.com/hcp-edge/hcp-edge/envelope/...' 'github.com/hcp-edge/hcp-edge/device/...' \
   'github.com/hcp-edge/hcp-edge/drivers/...' 'github.com/goburrow/...' 'go.bug.st/...' \
-  'periph.io/...'; do
+  'periph.io/...' 'github.com/hcp-edge/hcp-edge/session/analysis/...' \
+  'github.com/hcp-edge/hcp-edge/session/modelrouter'; do
   echo "-gcflags=$p="
 done
