@@ -73,6 +73,9 @@ func TestEStopLatency(t *testing.T) {
 		}
 		t.Logf("e-stop %s: n=%d p50=%v p99=%v min=%v max=%v (CLI start to all outputs read back safe); the daemon's halts p50=%v p99=%v, read-backs p50=%v p99=%v",
 			way.name, n, pct(took, 0.50), pct(took, 0.99), pct(took, 0), pct(took, 1), pct(halt, 0.5), pct(halt, 0.99), pct(readBack, 0.5), pct(readBack, 0.99))
+		// The same figures on one machine-readable line for scripts/bench.sh.
+		msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		t.Logf("kv way=%s n=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f", way.name, n, msf(pct(took, 0.50)), msf(pct(took, 0.99)), msf(pct(took, 1)))
 	}
 }
 
