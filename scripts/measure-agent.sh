@@ -3,6 +3,8 @@
 # start-up time (exec to control socket answering), resident memory idle and during the seed's
 # MoS2 task, CPU use idle at the default poll rates, and the binary sizes of `make dist`.
 # Usage: make build && scripts/measure-agent.sh   (Linux; reads /proc)
+#   SKIP_TASK=1   stop after the idle figures (no MoS2 task, no peak RSS)
+#   IDLE_S=10     the idle window, seconds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -16,6 +18,11 @@ trap cleanup EXIT
 export HCP_RIG_SIM_DIR=$dir HCP_STATE_DIR=$dir/state
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# CPU ns of all the process's threads (what scripts/wake-cost measures its pollers with).
+cpu_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $1} END {printf "%d", s}'; }
+# write(2)-family syscalls of all its threads: at rest every exchange with the rig (a Modbus
+# TCP or RTU request, a serial command, a GPIO request to the simulator) is one write.
+syscw() { awk '/^syscw/ {print $2}' "/proc/$1/io"; }
 hz=$(getconf CLK_TCK)
 
 # A free port for the simulator's Modbus TCP server (another rig-sim on this machine may hold
@@ -38,10 +45,18 @@ echo "start-up (exec to control socket answering): $(( (t1 - t0) / 1000000 )) ms
 
 sleep 3
 IDLE_S=${IDLE_S:-10}
-c0=$(cpu_ticks "$agent_pid"); sleep "$IDLE_S"; c1=$(cpu_ticks "$agent_pid")
+load=$(cut -d' ' -f1 /proc/loadavg)
+w0=$(syscw "$agent_pid"); n0=$(cpu_ns "$agent_pid"); c0=$(cpu_ticks "$agent_pid"); t0=$(date +%s%N)
+sleep "$IDLE_S"
+c1=$(cpu_ticks "$agent_pid"); n1=$(cpu_ns "$agent_pid"); w1=$(syscw "$agent_pid"); t1=$(date +%s%N)
 idle_rss=$(rss_kb "$agent_pid")
 idle_cpu=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v s="$IDLE_S" 'BEGIN {printf "%.2f", 100 * t / hz / s}')
-echo "idle: RSS $(( idle_rss / 1024 )) MiB, CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz)"
+idle_cpu_ns=$(awk -v n=$((n1 - n0)) -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", 100 * n / d}')
+writes=$(awk -v w=$((w1 - w0)) -v d=$((t1 - t0)) 'BEGIN {printf "%.1f", w / (d / 1e9)}')
+echo "idle: RSS $(( idle_rss / 1024 )) MiB, CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz); all threads' schedstat $idle_cpu_ns %; $writes writes/s; load $load"
+# One machine-readable line for scripts/bench.sh (and one after the task).
+echo "kv rss_idle_kib=$idle_rss cpu_idle_pct=$idle_cpu cpu_idle_sched_pct=$idle_cpu_ns writes_per_s=$writes load1=$load"
+[ "${SKIP_TASK:-0}" = 1 ] && exit 0
 
 "$BIN/hcp-edge" arm --operator measure >/dev/null
 "$BIN/hcp-edge" submit configs/examples/mos2-task.json >"$dir/submit.json" 2>&1 || true
@@ -53,8 +68,7 @@ while "$BIN/hcp-edge" sessions --json | grep -q '"RUNNING"\|"PENDING"'; do
   r=$(rss_kb "$agent_pid"); [ "$r" -gt "$peak" ] && peak=$r; sleep 0.2
 done
 echo "during the MoS2 task ($(( $(date +%s) - ts )) s at time scale 300): peak RSS $(( peak / 1024 )) MiB"
-# One machine-readable line for scripts/bench.sh.
-echo "kv rss_idle_kib=$idle_rss cpu_idle_pct=$idle_cpu rss_peak_kib=$peak"
+echo "kv rss_peak_kib=$peak"
 "$BIN/hcp-edge" sessions --all >"$dir/sessions.txt"; tail -n 1 "$dir/sessions.txt"
 
 if [ -d dist ]; then
