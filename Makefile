@@ -91,7 +91,7 @@ layers: ## imports point down only (DESIGN.md §2)
 	@checker=../shared/tools/check-layers; \
 	if [ -x "$$checker" ]; then "$$checker"; else echo "layers: $$checker not found, skipped (it lives beside the project)"; fi
 
-bench: ## ONE table: binary size, RSS, idle CPU, Modbus vs mbpoll, outbox vs bare amqp091-go; medians of RUNS (5); not in ci (docs/FOOTPRINT.md)
+bench: ## ONE table: binary size, RSS, idle CPU and its ratio to a C poller, trip and e-stop p99s, Modbus vs mbpoll, outbox vs bare amqp091-go; medians of RUNS (5), load beside; SKIP=size,agent,idle,trip,estop,modbus,outbox; not in ci (docs/FOOTPRINT.md)
 	bash scripts/bench.sh
 
 bench-modbus: ## the Modbus TCP round trips against mbpoll alone, in detail
