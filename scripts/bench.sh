@@ -29,10 +29,11 @@ ESTOP_N=${ESTOP_N:-20}
 tmp=$(mktemp -d)
 load_pid=""; sim_pid=""
 cleanup() {
-  for pid in $load_pid $sim_pid; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+  for pid in $load_pid $sim_pid; do stop "$pid"; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+stop() { if kill "$1" 2>/dev/null; then wait "$1" 2>/dev/null || true; fi; }
 skip() { [[ ",$SKIP," == *",$1,"* ]]; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # The rows, each with a key that orders the table (the groups do not run in table order: the
@@ -53,7 +54,7 @@ kvget() {
 # The load average while a row is measured: sampled every 2 s by load_start/load_stop, or
 # given; range_load prints "load LO-HI", with ", quiet" only when every sample is below 1.
 load_start() { (while :; do cut -d' ' -f1 /proc/loadavg; sleep 2; done) >>"$tmp/load.$1" & load_pid=$!; }
-load_stop() { kill "$load_pid" 2>/dev/null && wait "$load_pid" 2>/dev/null || true; load_pid=""; }
+load_stop() { stop "$load_pid"; load_pid=""; }
 range_load() {
   sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {
     if (NR == 0) {print "load n/a"; exit}
@@ -68,6 +69,7 @@ runs_note() { local k; k=$(kvget "$@" | wc -l); [ "$k" -eq "$RUNS" ] || echo "; 
 # 1. Size of the armv7 binary, built as `make dist` builds it (deterministic: one build).
 if ! skip size; then
   echo "== size: linux/arm GOARM=7 hcp-edge (make dist flags)" >&2
+  # shellcheck disable=SC2046 # the gcflags are several words
   CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w -X main.version=bench' -o "$tmp/hcp-edge-arm" ./cmd/hcp-edge
   sz=$(stat -c %s "$tmp/hcp-edge-arm")
   row 1 "armv7 binary (bytes)" "<= 12 MB" "$sz" "-" "-" "1 build ($(awk -v s="$sz" 'BEGIN {printf "%.2f MB, %.2f MiB", s/1e6, s/1048576}'))"
@@ -124,6 +126,7 @@ if ! skip agent || ! skip idle; then
   echo "== agent: scripts/measure-agent.sh x $RUNS (static linux/$("$GO" env GOARCH) build)$(skip idle || echo ', each followed by the C poller')" >&2
   # Static, stripped, as `make dist` builds linux/amd64 (what ships; `make build` links libc).
   mkdir -p "$tmp/bin"
+  # shellcheck disable=SC2046 # the gcflags are several words
   CGO_ENABLED=0 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w -X main.version=bench' -o "$tmp/bin/" ./cmd/...
   have_c=""
   if ! skip idle; then
@@ -154,7 +157,7 @@ if ! skip agent || ! skip idle; then
       else
         echo "   C poller failed: $(head -n 1 "$tmp/pollc.log")" >&2
       fi
-      kill "$sim_pid" 2>/dev/null && wait "$sim_pid" 2>/dev/null || true; sim_pid=""
+      stop "$sim_pid"; sim_pid=""
     fi
   done
   ld=$(kvget "$tmp/agent.txt" load1 | range_load)
