@@ -23,6 +23,11 @@ GCFLAGS   := $(shell bash scripts/dist-gcflags.sh)
 ARM_MAX_BYTES := 12000000
 # Test timeouts are generous bounds against hangs, not performance assertions.
 TEST_TIMEOUT ?= 20m
+# Packages `make test` runs at once. Its tests wait on real time (simulated rigs at a time
+# scale, daemons, sockets) far more than they compute: four at once on a 2-core machine took
+# a fresh clone from 3 min 21 s to 2 min 17 s (docs/FOOTPRINT.md). `make ci` keeps go's
+# default (GOMAXPROCS) under -race.
+TEST_P ?= 4
 
 .PHONY: schemas-gz help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
@@ -53,7 +58,7 @@ verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qem
 	qemu-arm-static $(BIN)/linux-arm/rig-sim help >/dev/null
 
 test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
-	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
 
 soak: ## the long statistics (HCP_SOAK=1): 100-run leak checks, 40-sequence property runs; not in ci
 	HCP_SOAK=1 $(GO) test -timeout 60m ./...
