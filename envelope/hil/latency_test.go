@@ -154,11 +154,12 @@ func measureTripLatency(tb testing.TB, runs int) ([]tripLatency, time.Duration) 
 		}
 		if on := onset.Load(); on == 0 || on > first.asked.UnixNano() {
 			// The trip beat this watcher's 1 ms tick (a delayed tick, and a
-			// crossing just before a furnace poll): the furnace crossed the
-			// limit before the monitor asked for the reading that found it
-			// over, and after the watcher's last sample below the limit.
-			// Counting from that sample overstates this run's latency, never
-			// understates it.
+			// crossing just before a furnace poll), or the watcher's first
+			// sample above the limit came only after the monitor had asked
+			// for the reading that found it: the furnace crossed the limit
+			// after the watcher's last sample below it and no later than
+			// that reading. Counting from that sample overstates this run's
+			// latency, never understates it.
 			if below.Load() == 0 {
 				tb.Fatal("tripped before the watcher sampled the furnace at all")
 			}
