@@ -600,8 +600,11 @@ func (il *Interlock) latch(reason string) chan struct{} {
 }
 
 // halt runs Halt concurrently on the instruments whose role is selected,
-// each with HaltTimeout, and joins the failures.
+// each with HaltTimeout, and joins the failures. The halts are urgent
+// (device.WithUrgent): on a line they share with the monitor's polls, the
+// watchdog kick or an apply, they go before every routine exchange waiting.
 func (il *Interlock) halt(ctx context.Context, roles ...instrumentRole) error {
+	ctx = device.WithUrgent(ctx)
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup

@@ -296,7 +296,20 @@ func (m *Monitor) poll(ctx context.Context, p poller, phase time.Duration) {
 			// Judge the update here, on this goroutine: waking an evaluator
 			// goroutine after each of ~110 polls a second cost a goroutine
 			// switch (often a futex) each (docs/FOOTPRINT.md).
-			m.evaluateNow(ctx)
+			if m.evaluateNow(ctx) {
+				// This read started a trip. A read that overran its period
+				// (a loaded host: the reading that finds a trip is often a
+				// slow one) leaves a tick waiting, and reading again at once
+				// put this poller's next exchanges on the line before the
+				// procedure's halts, which start on goroutines of their own:
+				// the heater-off write waited behind the furnace's next two
+				// transactions (28 ms, docs/SAFETY.md). The next read waits
+				// for the next tick instead.
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -351,12 +364,13 @@ func (m *Monitor) evaluator(ctx context.Context) {
 }
 
 // evaluateNow runs one evaluation (at most one at a time) and re-arms the
-// silence timer.
-func (m *Monitor) evaluateNow(ctx context.Context) {
+// silence timer. It reports whether the evaluation started a trip.
+func (m *Monitor) evaluateNow(ctx context.Context) bool {
 	m.evalMu.Lock()
-	m.evaluate(ctx)
+	tripped := m.evaluate(ctx)
 	m.evalMu.Unlock()
 	m.silence.Reset(m.opts.FurnaceEvery)
+	return tripped
 }
 
 // Readings returns the latest cached snapshot; each part keeps the instant it
@@ -436,8 +450,9 @@ func tripKey(ev TripEvent) string { return string(ev.Trip) }
 // while the interlock is not latched (reset while it held), it runs Trip once
 // per trip kind, in Trips() order. While a condition persists and the
 // interlock stays latched, it halts again the outputs of the procedure that
-// the readings show away from their safe state.
-func (m *Monitor) evaluate(ctx context.Context) {
+// the readings show away from their safe state. It reports whether it
+// started a trip.
+func (m *Monitor) evaluate(ctx context.Context) bool {
 	m.mu.Lock()
 	r := m.scratchLocked()
 	grace := r.At.Sub(m.startedAt) < m.env.CommsTimeout()
@@ -456,7 +471,7 @@ func (m *Monitor) evaluate(ctx context.Context) {
 	if len(now) == 0 { // the idle case: nothing holds, so nothing to fire or re-assert
 		clear(m.active)
 		m.mu.Unlock()
-		return
+		return false
 	}
 	prev := m.active
 	m.active = make(map[string]TripEvent, len(now))
@@ -497,11 +512,16 @@ func (m *Monitor) evaluate(ctx context.Context) {
 		// Latch now, so that the next evaluation sees the trip as taken even
 		// before the procedure (which latches too) has run.
 		m.il.latch(string(ev.Trip))
-		m.log.Warn("trip", "trip", ev.Trip, "procedure", ev.Procedure, "channel", ev.Channel, "reason", ev.Reason)
 		m.runProcedure(ctx, ev.Procedure, true, func(ctx context.Context) error { return m.il.Trip(ctx, ev) })
+		// Logged once the procedure has started: a log line is a write to
+		// stderr (a pipe to the journal), which may block.
+		m.log.Warn("trip", "trip", ev.Trip, "procedure", ev.Procedure, "channel", ev.Channel, "reason", ev.Reason)
 	}
-	if len(toTrip) > 0 || !latched {
-		return
+	if len(toTrip) > 0 {
+		return true
+	}
+	if !latched {
+		return false
 	}
 	for proc := range holding {
 		if m.unsafe(proc, r) {
@@ -518,6 +538,7 @@ func (m *Monitor) evaluate(ctx context.Context) {
 			}
 		}
 	}
+	return false
 }
 
 // runProcedure runs f (a trip or a re-assertion) in its own goroutine so that

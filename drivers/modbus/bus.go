@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	mb "github.com/goburrow/modbus"
@@ -106,14 +105,16 @@ func (e *ioError) Unwrap() error { return e.err }
 
 // Bus is one Modbus line or connection (an RS-485 line, a TCP connection to a
 // server or gateway) shared by several unit ids. Every transaction holds the
-// bus mutex from encoding to the end of the reply, and sets the unit id inside
-// it. A Bus is safe for concurrent use.
+// bus's lane from encoding to the end of the reply, and sets the unit id
+// inside it; a transaction whose context is marked device.WithUrgent (a halt)
+// goes before every routine one waiting (lane). A Bus is safe for concurrent
+// use.
 type Bus struct {
 	name  string
 	opts  Opts
 	rtu   bool
-	mu    sync.Mutex
-	done  bool
+	lane  lane
+	done  bool // guarded by lane
 	setID func(byte)
 	cl    mb.Client
 	tr    transport
@@ -158,8 +159,8 @@ func (b *Bus) String() string { return b.name }
 // Close closes the connection or port; later transactions fail with
 // device.ErrClosed. It waits for a transaction in progress.
 func (b *Bus) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.lane.lock(false)
+	defer b.lane.unlock()
 	if b.done {
 		return nil
 	}
@@ -194,8 +195,8 @@ func (b *Bus) once(ctx context.Context, unit, fc byte, addr uint16, fn func(mb.C
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.lane.lock(device.Urgent(ctx))
+	defer b.lane.unlock()
 	if b.done {
 		return device.ErrClosed
 	}

@@ -55,6 +55,13 @@ type bench struct {
 // file) and a started monitor with mopts; the interlock is not armed.
 func newBench(t testing.TB, scale float64, mopts envelope.MonitorOpts) *bench {
 	t.Helper()
+	return newBenchWith(t, scale, mopts, nil)
+}
+
+// newBenchWith is newBench with hilbench.Opts.Devices: devices may wrap an
+// instrument of the device set before the interlock is built.
+func newBenchWith(t testing.TB, scale float64, mopts envelope.MonitorOpts, devices func(*envelope.Rig)) *bench {
+	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +76,7 @@ func newBench(t testing.TB, scale float64, mopts envelope.MonitorOpts) *bench {
 		Audit: func(record envelope.Auditor) envelope.Auditor {
 			return logAudit{log: audit.Interlock{Log: lg}, record: record}
 		},
-		Monitor: &mopts, Lifetime: 5 * time.Minute, Wait: hangGuard, Poll: 5 * time.Millisecond})
+		Monitor: &mopts, Devices: devices, Lifetime: 5 * time.Minute, Wait: hangGuard, Poll: 5 * time.Millisecond})
 	return b
 }
 

@@ -55,6 +55,12 @@ type Opts struct {
 	Audit func(record envelope.Auditor) envelope.Auditor
 	// Monitor is the monitor's options; nil: envelope.DefaultMonitorOpts().
 	Monitor *envelope.MonitorOpts
+	// Devices, when set, is given the device set the drivers make before
+	// the interlock is built, and may replace an instrument in it by one
+	// that wraps it (a test that observes what the interlock and the
+	// monitor read). Bench.Furnace stays the driver. nil: the drivers as
+	// they are.
+	Devices func(*envelope.Rig)
 	// Invoker, when set, builds Bench.Invoker (the tool pipeline over the
 	// built-in catalog) with these options; nil: no Invoker.
 	Invoker *envelope.InvokerOpts
@@ -124,6 +130,9 @@ func New(t testing.TB, o Opts) *Bench {
 	})
 	b := &Bench{Rig: r, Plant: r.Plant(), Audit: &Audit{}, Ctx: ctx}
 	er := b.openDrivers(t, ctx, o.TimeScale)
+	if o.Devices != nil {
+		o.Devices(&er)
+	}
 	var auditor envelope.Auditor = b.Audit
 	if o.Audit != nil {
 		auditor = o.Audit(b.Audit)
