@@ -10,6 +10,7 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/lane"
 )
 
 // Transports accepted in Opts.Transport.
@@ -107,13 +108,13 @@ func (e *ioError) Unwrap() error { return e.err }
 // server or gateway) shared by several unit ids. Every transaction holds the
 // bus's lane from encoding to the end of the reply, and sets the unit id
 // inside it; a transaction whose context is marked device.WithUrgent (a halt)
-// goes before every routine one waiting (lane). A Bus is safe for concurrent
+// goes before every routine one waiting (package lane). A Bus is safe for concurrent
 // use.
 type Bus struct {
 	name  string
 	opts  Opts
 	rtu   bool
-	lane  lane
+	lane  lane.Lane
 	done  bool // guarded by lane
 	setID func(byte)
 	cl    mb.Client
@@ -159,8 +160,8 @@ func (b *Bus) String() string { return b.name }
 // Close closes the connection or port; later transactions fail with
 // device.ErrClosed. It waits for a transaction in progress.
 func (b *Bus) Close() error {
-	b.lane.lock(false)
-	defer b.lane.unlock()
+	b.lane.Lock(false)
+	defer b.lane.Unlock()
 	if b.done {
 		return nil
 	}
@@ -195,8 +196,8 @@ func (b *Bus) once(ctx context.Context, unit, fc byte, addr uint16, fn func(mb.C
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b.lane.lock(device.Urgent(ctx))
-	defer b.lane.unlock()
+	b.lane.Lock(device.Urgent(ctx))
+	defer b.lane.Unlock()
 	if b.done {
 		return device.ErrClosed
 	}

@@ -6,7 +6,9 @@
 // # Concepts
 //
 // A Bus (New for TCP or RTU, NewInMemory for tests) runs one transaction at a
-// time under its mutex and sets the unit id inside it. Every method takes a
+// time under its lane (package lane: in order of arrival, a halt marked
+// device.WithUrgent before every routine transaction waiting) and sets the
+// unit id inside it. Every method takes a
 // context; the earlier of its deadline and Opts.Timeout bounds each attempt
 // and is put on the socket or serial read, and cancelling the context
 // interrupts the I/O. Reads and single-register/single-coil writes are retried
@@ -34,7 +36,7 @@
 // # Caveats
 //
 // Known goburrow v0.1.0 bugs and what this package does about them:
-//   - its RTU handler is not goroutine-safe: one mutex per Bus;
+//   - its RTU handler is not goroutine-safe: one lane per Bus;
 //   - its RTU transporter misreads exception replies split over two reads as
 //     CRC errors (upstream #81) and sleeps instead of reading: it is not used;
 //     the RTU packager runs over our transporter on go.bug.st/serial, which

@@ -13,9 +13,7 @@ import (
 
 // queued reports how many transactions wait for b's lane, urgent and routine.
 func queued(b *Bus) (urgent, normal int) {
-	b.lane.mu.Lock()
-	defer b.lane.mu.Unlock()
-	return len(b.lane.urgent), len(b.lane.normal)
+	return b.lane.Waiting()
 }
 
 // TestUrgentGoesBeforeWaitingPolls: while a read is on the line, two routine
@@ -78,10 +76,7 @@ func TestUrgentGoesBeforeWaitingPolls(t *testing.T) {
 	}
 	run(read(9))
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		b.lane.mu.Lock()
-		busy := b.lane.busy
-		b.lane.mu.Unlock()
-		if busy {
+		if b.lane.Busy() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -101,7 +96,7 @@ func TestUrgentGoesBeforeWaitingPolls(t *testing.T) {
 	if want := []string{"read9", "write2", "read1", "write4", "read2"}; !slices.Equal(order, want) {
 		t.Fatalf("order %v, want %v", order, want)
 	}
-	if u, n := queued(b); u != 0 || n != 0 || b.lane.busy {
-		t.Fatalf("after: %d urgent, %d routine waiting, busy %v", u, n, b.lane.busy)
+	if u, n := queued(b); u != 0 || n != 0 || b.lane.Busy() {
+		t.Fatalf("after: %d urgent, %d routine waiting, busy %v", u, n, b.lane.Busy())
 	}
 }
