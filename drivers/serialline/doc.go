@@ -7,7 +7,7 @@
 //
 // A Line is opened by path (e.g. /dev/ttyUSB0 or the simulator's symlink
 // /tmp/hcp-rig-sim/mfc-ar). Drivers talk to the instrument inside Do, which holds
-// the line's mutex for the whole command/reply exchange, discards stale input
+// the line for the whole command/reply exchange, discards stale input
 // before the closure runs, and hands it a Tx:
 //
 //	err := line.Do(ctx, func(tx *serialline.Tx) error {
@@ -23,6 +23,17 @@
 // before the deadline returns an error wrapping device.ErrTimeout. A frame longer than Opts.MaxFrame without its terminator
 // wraps device.ErrFrame. When the context has no deadline, Opts.Timeout
 // applies.
+//
+// Transactions waiting for the line get it in their order of arrival (the
+// line's lock is a lane.Lane, as a Modbus bus's is): one whose context is
+// marked device.WithUrgent (the interlock's halts: a trip's flow-zero on an
+// RS-485 line shared by several MFCs) goes before every routine one waiting,
+// the transaction already on the line finishing first, and nothing barges
+// (with a sync.Mutex, the poller that had just unlocked could take the line
+// again before the halt). A transaction whose context ends while it waits
+// gives up its turn at once, with the error it used to get only once the
+// line was free ("wait for line", wrapping device.ErrTimeout at the
+// deadline).
 //
 // After an I/O error (an unplugged adapter, a pty whose other side went away)
 // the port is closed, and the next Do opens the path again, so the line

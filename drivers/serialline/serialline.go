@@ -14,6 +14,7 @@ import (
 	"go.bug.st/serial"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/lane"
 )
 
 // Opts configures a Line.
@@ -95,13 +96,15 @@ func ParseMode(s string) (serial.Mode, error) {
 }
 
 // Line is one serial port used by one or more drivers, one transaction at a
-// time. It is safe for concurrent use.
+// time, handed on in order of arrival; a transaction whose context is marked
+// device.WithUrgent (a halt) goes before every routine one waiting (package
+// lane). It is safe for concurrent use.
 type Line struct {
 	path string
 	opts Opts
 
-	txMu sync.Mutex // one transaction at a time
-	// late (under txMu): the last transaction ended before its reply came
+	lane lane.Lane // one transaction at a time
+	// late (under lane): the last transaction ended before its reply came
 	// (timeout or cancellation), so the next one settles the line first.
 	late          bool
 	lateDiscarded int // bytes settle discarded (tests)
@@ -151,6 +154,10 @@ func (l *Line) open() (*Port, error) {
 	return p, nil
 }
 
+// Waiting reports how many transactions wait for the line, urgent and
+// routine (tests).
+func (l *Line) Waiting() (urgent, routine int) { return l.lane.Waiting() }
+
 // String names the line.
 func (l *Line) String() string { return l.opts.Name }
 
@@ -180,18 +187,26 @@ func (l *Line) Close() error {
 
 // Do runs fn as one transaction: it holds the line for fn's whole duration,
 // (re)opens the port when needed and discards any input received before fn
-// starts. When ctx has no deadline, Opts.Timeout bounds the transaction. If
-// fn's I/O fails (other than by timeout), the port is closed and reopened by
-// the next Do.
+// starts. When ctx has no deadline, Opts.Timeout bounds the transaction, the
+// wait for the line included. If fn's I/O fails (other than by timeout), the
+// port is closed and reopened by the next Do.
+//
+// Transactions waiting for the line get it in their order of arrival, except
+// that one whose ctx is marked device.WithUrgent (the interlock's halts) goes
+// before every routine one waiting; the transaction on the line finishes
+// first. A transaction whose ctx ends while it waits gives up its turn at
+// once, with an error wrapping device.ErrTimeout at the deadline.
 func (l *Line) Do(ctx context.Context, fn func(tx *Tx) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.opts.Timeout)
 		defer cancel()
 	}
-	l.txMu.Lock()
-	defer l.txMu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := l.lane.LockContext(ctx, device.Urgent(ctx)); err != nil {
+		return l.ctxErr(ctx, "wait for line")
+	}
+	defer l.lane.Unlock()
+	if err := ctx.Err(); err != nil { // it ended as the line was handed over
 		return l.ctxErr(ctx, "wait for line")
 	}
 

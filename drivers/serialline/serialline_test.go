@@ -338,3 +338,128 @@ func TestWaitingReadsHoldNoThread(t *testing.T) {
 		t.Fatalf("%d reads waiting at once created %d OS threads: the reads block threads", n, grew)
 	}
 }
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+func waiting(l *serialline.Line, urgent, routine int) func() bool {
+	return func() bool { u, r := l.Waiting(); return u == urgent && r == routine }
+}
+
+// TestUrgentGoesBeforeWaitingPolls: while a poll is on the line, two routine
+// polls, a routine setpoint and then an urgent write (a halt,
+// device.WithUrgent) come to it; once the poll ends, the urgent write goes
+// first and the routine ones follow in their order of arrival. With the
+// sync.Mutex the line had before, any of them could go next, the goroutine
+// that had just unlocked first.
+func TestUrgentGoesBeforeWaitingPolls(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	onLine, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // a failed test must not leave the first poll on the line
+	var mu sync.Mutex
+	var order []string
+	p.Serve(serialtest.SplitOn(cr), func(req []byte) []byte {
+		if string(req) == "poll0" {
+			close(onLine)
+			<-release
+		}
+		mu.Lock()
+		order = append(order, string(req))
+		mu.Unlock()
+		return echo(req)
+	})
+	l := openLine(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	run := func(ctx context.Context, cmd string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, err := ask(ctx, l, cmd); err != nil || got != "re:"+cmd {
+				t.Errorf("%s: %q, %v", cmd, got, err)
+			}
+		}()
+	}
+	run(ctx, "poll0")
+	<-onLine
+	run(ctx, "poll1")
+	waitFor(t, "poll1 not waiting", waiting(l, 0, 1))
+	run(ctx, "set2")
+	waitFor(t, "set2 not waiting", waiting(l, 0, 2))
+	run(ctx, "poll3")
+	waitFor(t, "poll3 not waiting", waiting(l, 0, 3))
+	run(device.WithUrgent(ctx), "halt")
+	waitFor(t, "halt not waiting", waiting(l, 1, 3))
+	unblock()
+	wg.Wait()
+	if want := []string{"poll0", "halt", "poll1", "set2", "poll3"}; strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	if u, r := l.Waiting(); u != 0 || r != 0 {
+		t.Fatalf("after: %d urgent, %d routine waiting", u, r)
+	}
+}
+
+// TestWaitGivesUpAtTheDeadline: a transaction waiting for the line behind one
+// that holds it fails with device.ErrTimeout at its own deadline, not when
+// the line is free, and leaves the queue; nothing of it reaches the line.
+func TestWaitGivesUpAtTheDeadline(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	onLine, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	var mu sync.Mutex
+	var got []string
+	p.Serve(serialtest.SplitOn(cr), func(req []byte) []byte {
+		mu.Lock()
+		got = append(got, string(req))
+		mu.Unlock()
+		if string(req) == "slow" {
+			close(onLine)
+			<-release
+		}
+		return echo(req)
+	})
+	l := openLine(t, p)
+	slow := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := ask(ctx, l, "slow")
+		slow <- err
+	}()
+	<-onLine
+	ctx, cancel := context.WithTimeout(device.WithUrgent(context.Background()), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := ask(ctx, l, "waiter")
+	if took := time.Since(start); !errors.Is(err, device.ErrTimeout) || took > 5*time.Second {
+		t.Fatalf("waiter: %v after %v, want device.ErrTimeout at its deadline", err, took)
+	}
+	if u, r := l.Waiting(); u != 0 || r != 0 {
+		t.Fatalf("after giving up: %d urgent, %d routine waiting", u, r)
+	}
+	unblock()
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ask(context.Background(), l, "next"); err != nil || got != "re:next" {
+		t.Fatalf("next: %q, %v", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, ",") != "slow,next" {
+		t.Fatalf("requests %q", got)
+	}
+}
