@@ -166,7 +166,9 @@ func (m *MFC) checkSetpoint(fr Frame, want float64) error {
 // Halt holds the valve closed (`<id>HC`), sets the setpoint to zero, and
 // confirms HLD and the zero setpoint in the reply (a reply to the hold
 // without HLD is checked once more by a poll). It tries the setpoint even
-// when the hold failed.
+// when the hold failed. With a ctx marked device.WithUrgent (the interlock's
+// halts), each of these exchanges goes before every routine one waiting for
+// the line (package doc).
 func (m *MFC) Halt(ctx context.Context) error {
 	var errs []error
 	fr, err := m.command(ctx, "halt: hold valve closed", "HC")

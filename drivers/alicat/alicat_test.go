@@ -14,6 +14,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
+	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
 )
 
@@ -446,5 +447,132 @@ func TestHaltChecksAFrameWithoutHLDByPolling(t *testing.T) {
 				t.Fatalf("halt: %v (want failure %v)", err, tc.fails)
 			}
 		})
+	}
+}
+
+// TestTripGoesBeforeQueuedPollsOnASharedLine: two controllers, A (Ar) and C
+// (H2S), share one RS-485 line. While A's poll is on the line, A's next poll
+// and C's poll wait; then a trip halts both (urgent, as the interlock's halts
+// are). Once the poll on the line ends, the halts' four exchanges (hold
+// closed, setpoint 0, of each) go before both waiting polls, which follow in
+// their order of arrival. With the line's sync.Mutex before the lane, the
+// polls could go first, each up to the exchange timeout on a silent line.
+func TestTripGoesBeforeQueuedPollsOnASharedLine(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	lo := serialline.DefaultOpts()
+	lo.Mode.BaudRate = 19200
+	lo.Settle = true // as alicat.Open sets it
+	line, err := serialline.Open(p.Path(), lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { line.Close() })
+	newMFC := func(id byte, gas string, fs float64) *alicat.MFC {
+		o := alicat.DefaultOpts()
+		o.Name, o.UnitID, o.Gas, o.FullScale = "mfc-"+strings.ToLower(gas), id, gas, device.SCCM(fs)
+		// The waits in the queue count against each exchange's time;
+		// the test holds the first poll on the line for a while.
+		o.Timeout = 5 * time.Second
+		m, err := alicat.New(line, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ar, h2s := newMFC('A', "Ar", 500), newMFC('C', "H2S", 50)
+
+	onLine, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // a failed test must not leave the first poll on the line
+	var mu sync.Mutex
+	var order []string
+	held := map[byte]bool{}
+	setpoint := map[byte]float64{'A': 100, 'C': 5}
+	gas := map[byte]string{'A': "Ar", 'C': "H2S"}
+	halts := 0
+	p.Serve(serialtest.SplitOn([]byte("\r")), func(req []byte) []byte {
+		r := string(req)
+		mu.Lock()
+		first := len(order) == 0
+		order = append(order, r)
+		id, cmd := r[0], r[1:]
+		switch {
+		case cmd == "HC":
+			held[id] = true
+		case strings.HasPrefix(cmd, "S"):
+			setpoint[id], _ = strconv.ParseFloat(cmd[1:], 64)
+		}
+		if cmd != "" {
+			halts++
+		}
+		flow, s := setpoint[id], ""
+		if held[id] {
+			flow, s = 0, " HLD"
+		}
+		reply := fmt.Sprintf("%c +014.70 +025.00 %+07.2f %+07.2f %+07.2f %s%s\r", id, flow, flow, setpoint[id], gas[id], s)
+		last := halts == 4
+		mu.Unlock()
+		if first {
+			close(onLine)
+			<-release
+		}
+		// On the rig a reply takes ~25 ms on the wire at 19200 baud, and a
+		// halt's next exchange is waiting long before it ends; over a pty
+		// the reply is at once, so each halt exchange but the last waits
+		// here until the next is queued.
+		if cmd != "" && !last {
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if u, _ := line.Waiting(); u > 0 {
+					break
+				}
+			}
+		}
+		return []byte(reply)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	queued := func(urgent, routine int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			u, r := line.Waiting()
+			if u == urgent && r == routine {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting: %d urgent, %d routine; want %d, %d", u, r, urgent, routine)
+			}
+		}
+	}
+	poll := func(m *alicat.MFC) func() error {
+		return func() error { _, err := m.ReadFlow(ctx); return err }
+	}
+	run("poll A", poll(ar))
+	<-onLine
+	run("poll A again", poll(ar))
+	queued(0, 1)
+	run("poll C", poll(h2s))
+	queued(0, 2)
+	trip := device.WithUrgent(ctx) // as envelope's halt marks it
+	run("halt A", func() error { return ar.Halt(trip) })
+	queued(1, 2)
+	run("halt C", func() error { return h2s.Halt(trip) })
+	queued(2, 2)
+	unblock()
+	wg.Wait()
+	want := []string{"A", "AHC", "CHC", "AS0.00", "CS0.00", "A", "C"}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("requests %q, want %q", order, want)
 	}
 }

@@ -32,7 +32,17 @@
 // and confirms both in the reply; a later SetFlow above zero cancels the hold.
 //
 // Several controllers may share one serial line (an RS-485 bus): build each
-// with New on the same *serialline.Line.
+// with New on the same *serialline.Line. Every command is one transaction on
+// the line; a Halt whose context is marked device.WithUrgent (the
+// interlock's) has each of its exchanges go before every routine one waiting
+// (another controller's poll, a setpoint), after the exchange already on the
+// line. Between two exchanges of a Halt, the line is handed to the next
+// transaction waiting: a routine one only when no urgent one (another
+// controller's halt) is waiting, and then just that one if the halt's next
+// exchange is waiting when it ends (a reply takes ~25 ms on the wire at
+// 19200 baud; the halt goroutine's next call, microseconds). The halt is not
+// one transaction, so that the line settles (serialline.Opts.Settle) after a
+// reply that did not come in time before the next command is sent.
 //
 // # Caveats
 //

@@ -227,7 +227,9 @@ func (s *Spectrometer) stop(ctx context.Context, tx *serialline.Tx) error {
 
 // Halt cancels an acquisition in progress (which then sends STOP itself), then
 // sends STOP and waits for its confirmation: the acquisition is stopped and the
-// laser off.
+// laser off. With a ctx marked device.WithUrgent (the interlock's halts), its
+// STOP goes before every routine transaction waiting for the line
+// (serialline.Line.Do).
 func (s *Spectrometer) Halt(ctx context.Context) error {
 	s.mu.Lock()
 	if s.abort != nil {
