@@ -117,7 +117,7 @@ func NeedsAccessApproval(class string) bool {
 // instead of sent: a T4 session ending with task_completed or task_failed
 // (the messages that carry outputs, partial outputs and artifacts).
 func (e *Engine) holds(l *live, final []*wire.Envelope) bool {
-	if !NeedsAccessApproval(l.sess.DataClass) {
+	if !NeedsAccessApproval(l.class) {
 		return false
 	}
 	return slices.ContainsFunc(final, func(env *wire.Envelope) bool {
@@ -136,7 +136,7 @@ func accessPending(r store.AccessRequest) store.Emit {
 // newAccess is the request that will hold final, l's final message.
 func (e *Engine) newAccess(l *live, final []*wire.Envelope) store.AccessRequest {
 	now := e.cfg.Now()
-	r := store.AccessRequest{ID: "acc-" + uuid.NewString()[:8], SessionID: l.id, CallerID: l.caller, DataClass: l.sess.DataClass,
+	r := store.AccessRequest{ID: "acc-" + uuid.NewString()[:8], SessionID: l.id, CallerID: l.caller, DataClass: l.class,
 		State: store.AccessPending, CreatedAt: now, ExpiresAt: now.Add(e.cfg.AccessTimeout)}
 	for _, env := range final {
 		r.FinalType = string(env.Type)

@@ -407,7 +407,7 @@ func (e *Engine) SubmitTx(ctx context.Context, w *store.Tx, req SubmitRequest) (
 		CallerID: d.CallerID, RequestID: req.MessageID, RiskLevel: string(d.RiskLevel),
 		DataClass: string(d.DataClassification), MaxDuration: int64(d.MaxDuration), Metadata: mb}
 	l := &live{id: sess.ID, uid: sid, caller: d.CallerID, capab: d.Capability, exec: x, meta: m, sub: sub,
-		state: lifecycle.Pending, maxDur: d.MaxDuration, abortTO: e.abortTimeout(d.AbortTimeout),
+		class: sess.DataClass, state: lifecycle.Pending, maxDur: d.MaxDuration, abortTO: e.abortTimeout(d.AbortTimeout),
 		resume: make(chan struct{}, 1), done: make(chan struct{})}
 	var created []store.Event
 	if m.NeedApproval {
@@ -566,7 +566,7 @@ func (e *Engine) issue(l *live, ttl time.Duration) (string, error) {
 		return "", fmt.Errorf("engine: %w", err)
 	}
 	c := token.Claims{SessionID: l.id, CallerID: l.caller, Capability: l.capab.Name,
-		CapabilityVersion: l.capab.SemVer.String(), RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
+		CapabilityVersion: l.capab.SemVer.String(), RiskLevel: l.sess.RiskLevel, DataClassification: l.class,
 		EnvelopeDigest: digest}
 	for _, p := range l.meta.Permissions {
 		c.Permissions = append(c.Permissions, permission(p))
@@ -604,7 +604,7 @@ func (e *Engine) acceptTx(w *store.Tx, l *live, reason string) ([]*wire.Envelope
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.sess.DataClass,
+	acc := &wire.TaskAccepted{SessionToken: tok, RiskLevel: l.sess.RiskLevel, DataClassification: l.class,
 		SafetyEnvelope: safety,
 		Constraints:    &wire.AcceptedConstraints{MaxDuration: isoDuration(l.maxDur), AbortTimeout: isoDuration(l.meta.AbortTimeout)},
 		Recipe:         wireRecipe(l.meta.Recipe)}
@@ -663,7 +663,7 @@ func (e *Engine) AtRestKey() *atrest.Key { return e.cfg.AtRest }
 func Sealed(class string) bool { return gate.Classification(class).Rank() >= gate.T3.Rank() }
 
 // sealed reports whether l's artifacts and checkpoints are sealed.
-func (l *live) sealed() bool { return l.meta.Encrypted || Sealed(l.sess.DataClass) }
+func (l *live) sealed() bool { return l.meta.Encrypted || Sealed(l.class) }
 
 // atRest is the key l's artifacts and checkpoints are sealed under: nil
 // for a session whose data is not sealed.

@@ -366,9 +366,9 @@ func (e *Engine) mayOwn(l *live, to string) error {
 		return fmt.Errorf("%w: caller %s may not use %s", ErrHandoffTarget, to, l.capab.Name)
 	case capability.RiskLevel(l.sess.RiskLevel).Rank() == 0 || capability.RiskLevel(l.sess.RiskLevel).Rank() > acl.MaxRiskLevel.Rank():
 		return fmt.Errorf("%w: session %s is %s, caller %s is authorised up to %s", ErrHandoffTarget, l.id, l.sess.RiskLevel, to, acl.MaxRiskLevel)
-	case gate.Classification(l.sess.DataClass).Rank() == 0 || gate.Classification(l.sess.DataClass).Rank() > acl.MaxDataClassification.Rank():
+	case gate.Classification(l.class).Rank() == 0 || gate.Classification(l.class).Rank() > acl.MaxDataClassification.Rank():
 		return fmt.Errorf("%w: session %s holds data classified %s, caller %s is authorised up to %s", ErrHandoffTarget, l.id,
-			l.sess.DataClass, to, acl.MaxDataClassification)
+			l.class, to, acl.MaxDataClassification)
 	}
 	return nil
 }

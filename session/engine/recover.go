@@ -204,7 +204,7 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 // restore rebuilds the live session of a stored one. On error the returned
 // live is still usable to close the session.
 func (e *Engine) restore(sess store.Session) (*live, error) {
-	l := &live{id: sess.ID, caller: sess.CallerID, sess: sess, state: sess.State, maxDur: time.Duration(sess.MaxDuration),
+	l := &live{id: sess.ID, caller: sess.CallerID, sess: sess, class: sess.DataClass, state: sess.State, maxDur: time.Duration(sess.MaxDuration),
 		token: sess.Token, resume: make(chan struct{}, 1), done: make(chan struct{}), abortTO: e.cfg.DefaultAbortTimeout}
 	uid, err := uuid.Parse(sess.ID)
 	if err != nil {
@@ -250,7 +250,7 @@ func (e *Engine) restore(sess store.Session) (*live, error) {
 // T3/T4 session's must be sealed, and opens with the at-rest key.
 func (e *Engine) checkpointPayload(l *live, cp store.Checkpoint) ([]byte, error) {
 	if l.sealed() && !cp.Sealed {
-		return nil, fmt.Errorf("engine: checkpoint %s of a %s session is not sealed", cp.ID, l.sess.DataClass)
+		return nil, fmt.Errorf("engine: checkpoint %s of a %s session is not sealed", cp.ID, l.class)
 	}
 	return cp.Open(l.id, e.atRest(l))
 }

@@ -50,6 +50,10 @@ type live struct {
 	sub     *wire.TaskSubmit
 	maxDur  time.Duration // process time
 	abortTO time.Duration // wall time
+	// class is the session's data classification, fixed at submit: read
+	// here, not from sess, which transitions replace under mu while the
+	// run goroutine reads the task (a race CI's -race found).
+	class string
 
 	// mu serialises the session's store writes with their publication, so
 	// the outbound order is the sequence order.
@@ -118,7 +122,7 @@ func (l *live) task() executor.Task {
 	if c := l.sub.Constraints; c != nil {
 		t.ModelHint = c.ModelHint
 	}
-	t.DataClass = l.sess.DataClass
+	t.DataClass = l.class
 	return t
 }
 
@@ -323,7 +327,7 @@ type sink struct {
 func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
-	if t == lifecycle.EventIntermediateResult && NeedsAccessApproval(s.l.sess.DataClass) {
+	if t == lifecycle.EventIntermediateResult && NeedsAccessApproval(s.l.class) {
 		// A T4 session's results reach its caller only with an access
 		// approval: the event says a result exists, not what it is.
 		data = withheldResult(data)
@@ -351,7 +355,7 @@ func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, err
 	nc := store.NewCheckpoint{Description: cp.Description, Resumable: cp.Resumable, Step: cp.StepName, Payload: payload}
 	if s.l.sealed() {
 		if nc.Seal = s.e.cfg.AtRest; nc.Seal == nil {
-			return "", fmt.Errorf("engine: checkpoint of a %s session: %w", s.l.sess.DataClass, atrest.ErrNoKey)
+			return "", fmt.Errorf("engine: checkpoint of a %s session: %w", s.l.class, atrest.ErrNoKey)
 		}
 	}
 	var c store.Checkpoint
