@@ -36,17 +36,22 @@ type MonitorOpts struct {
 }
 
 // MonitorMinProcs is the GOMAXPROCS an agent running a Monitor should have
-// at least. It was chosen when the serial drivers blocked an OS thread, and
-// the P it held, in select(2) (go.bug.st/serial's Read) for up to their poll
+// at least. It was 4 when the serial drivers blocked an OS thread, and the
+// P it held, in select(2) (go.bug.st/serial's Read) for up to their poll
 // period: with only two Ps on a 2-core host, the runtime took up to ~20 ms to
 // hand a P back, and the furnace poll and the trip procedure waited that long
-// (measured: trip latency p99 62 ms with 2 Ps, 43 ms with 4, poll period
-// 50 ms). The ASCII serial drivers' reads now wait in the netpoller
-// (drivers/serialline.Port); the Modbus RTU transport still blocks a thread
-// in go.bug.st/serial's Read, and 4 Ps are kept for it and because the trip
-// latency figures are measured with them (docs/FOOTPRINT.md). cmd/hcp-edge
-// raises GOMAXPROCS to this unless GOMAXPROCS is set in the environment.
-const MonitorMinProcs = 4
+// (measured then: trip latency p99 62 ms with 2 Ps, 43 ms with 4, poll
+// period 50 ms). The ASCII serial drivers' reads now wait in the netpoller
+// (drivers/serialline.Port), and only the Modbus RTU transport still blocks
+// a thread, one per bus at a time: two Ps leave one free for the monitor
+// while it does. Every P above the host's cores only cost the idle agent
+// wake-ups (an idle P is woken to spin at every goroutine made ready): on
+// the 2-core development VM 2 Ps instead of 4 measured the same trip
+// latency, 5 alternating runs each, and ~10 % less idle CPU
+// (docs/FOOTPRINT.md, "Fourth round"). cmd/hcp-edge raises GOMAXPROCS to
+// this unless GOMAXPROCS is set in the environment; a host with more cores
+// keeps one P per core.
+const MonitorMinProcs = 2
 
 // DefaultMonitorOpts returns the defaults: the furnace at 20 Hz, everything
 // else at 10 Hz, the furnace watchdog kicked every second.

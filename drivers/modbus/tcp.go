@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/drivers/nbio"
 )
 
 // tcpTransport replaces goburrow's TCP transporter: it dials with the caller's
@@ -17,6 +20,7 @@ import (
 type tcpTransport struct {
 	addr     string
 	conn     net.Conn
+	fd       *nbio.FD // conn's descriptor, read and written without waking sysmon
 	ctx      context.Context
 	deadline time.Time
 }
@@ -36,7 +40,17 @@ func (t *tcpTransport) Send(req []byte) ([]byte, error) {
 		if err != nil {
 			return nil, &ioError{ctxErr(ctx, fmt.Errorf("dial: %w", err))}
 		}
-		t.conn = c
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			_ = c.Close()
+			return nil, &ioError{fmt.Errorf("dial: %T has no descriptor", c)}
+		}
+		fd, err := nbio.New(sc)
+		if err != nil {
+			_ = c.Close()
+			return nil, &ioError{fmt.Errorf("dial: %w", err)}
+		}
+		t.conn, t.fd = c, fd
 	}
 	c := t.conn
 	if err := c.SetDeadline(t.deadline); err != nil {
@@ -45,11 +59,11 @@ func (t *tcpTransport) Send(req []byte) ([]byte, error) {
 	// A cancelled context interrupts the I/O in progress.
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := c.Write(req); err != nil {
+	if _, err := t.fd.Write(req); err != nil {
 		return nil, &ioError{ctxErr(ctx, fmt.Errorf("write: %w", err))}
 	}
 	var buf [tcpHeaderLen + tcpMaxPDU]byte
-	n, err := readFrame(c, &buf)
+	n, err := readFrame(t.fd, &buf)
 	if err != nil {
 		return nil, &ioError{ctxErr(ctx, err)}
 	}
@@ -112,7 +126,7 @@ func MBAPLength(hdr []byte) (int, error) {
 func (t *tcpTransport) reset() {
 	if t.conn != nil {
 		_ = t.conn.Close()
-		t.conn = nil
+		t.conn, t.fd = nil, nil
 	}
 }
 
@@ -121,7 +135,7 @@ func (t *tcpTransport) close() error {
 		return nil
 	}
 	err := t.conn.Close()
-	t.conn = nil
+	t.conn, t.fd = nil, nil
 	return err
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.bug.st/serial"
+
+	"github.com/hcp-edge/hcp-edge/drivers/nbio"
 )
 
 // Port is one open serial port as two descriptors of the same tty:
@@ -33,6 +35,7 @@ import (
 type Port struct {
 	cfg serial.Port
 	f   *os.File
+	fd  *nbio.FD // f, read and written without waking the runtime's sysmon
 }
 
 // errNotPollable is returned by OpenPort when the runtime cannot wait on the
@@ -55,12 +58,17 @@ func OpenPort(path string, mode *serial.Mode) (*Port, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %w", errNotPollable, err)
 	}
+	fd, err := nbio.New(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", errNotPollable, err)
+	}
 	cfg, err := serial.Open(path, mode)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Port{cfg: cfg, f: f}, nil
+	return &Port{cfg: cfg, f: f, fd: fd}, nil
 }
 
 // Read reads what the tty has, waiting until deadline at the latest in the
@@ -95,7 +103,7 @@ func (p *Port) read(ctx context.Context, b []byte, deadline time.Time) (int, err
 	if ctx.Err() != nil {
 		return 0, nil
 	}
-	n, err := p.f.Read(b)
+	n, err := p.fd.Read(b)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return n, nil
@@ -114,7 +122,7 @@ func (p *Port) write(b []byte, deadline time.Time) (int, error) {
 	if err := p.f.SetWriteDeadline(deadline); err != nil {
 		return 0, err
 	}
-	return p.f.Write(b)
+	return p.fd.Write(b)
 }
 
 // resetInput discards the tty's input buffer.

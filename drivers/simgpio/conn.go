@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/drivers/nbio"
 )
 
 // The client side of HTTP/1.1 over the simulator's unix socket, without
@@ -29,11 +31,24 @@ type conns struct {
 	sock string
 
 	mu     sync.Mutex
-	idle   []net.Conn
+	idle   []*conn
 	closed bool
 }
 
-func (p *conns) get(ctx context.Context) (net.Conn, error) {
+// conn is one connection to the simulator with the buffers its calls reuse
+// (a request or reply is a few hundred bytes; net/http's own were 4 KiB
+// each, allocated per call). Its bytes go through an nbio.FD.
+type conn struct {
+	c  net.Conn
+	fd *nbio.FD
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+// Close closes the connection.
+func (c *conn) Close() error { return c.c.Close() }
+
+func (p *conns) get(ctx context.Context) (*conn, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		c := p.idle[n-1]
@@ -43,11 +58,20 @@ func (p *conns) get(ctx context.Context) (net.Conn, error) {
 	}
 	p.mu.Unlock()
 	var d net.Dialer
-	return d.DialContext(ctx, "unix", p.sock)
+	c, err := d.DialContext(ctx, "unix", p.sock)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := nbio.New(c.(*net.UnixConn))
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return &conn{c: c, fd: fd, br: bufio.NewReaderSize(fd, 1024), bw: bufio.NewWriterSize(fd, 512)}, nil
 }
 
 // put keeps c for the next call, or closes it.
-func (p *conns) put(c net.Conn) {
+func (p *conns) put(c *conn) {
 	p.mu.Lock()
 	if p.closed || len(p.idle) >= maxIdle {
 		p.mu.Unlock()
@@ -86,15 +110,21 @@ func (p *conns) roundTrip(req *http.Request) (status int, statusText string, bod
 		}
 	}()
 	deadline, _ := ctx.Deadline()
-	if err := c.SetDeadline(deadline); err != nil {
+	if err := c.c.SetDeadline(deadline); err != nil {
 		return 0, "", nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := req.Write(c); err != nil {
+	// Given a *bufio.Writer, Request.Write writes into it and leaves the
+	// flush to the caller.
+	if err := req.Write(c.bw); err != nil {
+		c.bw.Reset(c.fd)
 		return 0, "", nil, fmt.Errorf("write request: %w", err)
 	}
-	br := bufio.NewReader(c)
+	if err := c.bw.Flush(); err != nil {
+		return 0, "", nil, fmt.Errorf("write request: %w", err)
+	}
+	br := c.br
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		return 0, "", nil, fmt.Errorf("read reply: %w", err)
@@ -108,7 +138,7 @@ func (p *conns) roundTrip(req *http.Request) (status int, statusText string, bod
 	// the server keeps the connection, and the call was not interrupted.
 	var one [1]byte
 	if n, _ := resp.Body.Read(one[:]); n == 0 && !resp.Close && br.Buffered() == 0 && stop() {
-		if c.SetDeadline(time.Time{}) == nil {
+		if c.c.SetDeadline(time.Time{}) == nil {
 			keep = true
 		}
 	}

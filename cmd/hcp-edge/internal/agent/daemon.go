@@ -166,10 +166,10 @@ type daemon struct {
 // environment sets them.
 func tuneRuntime(log *slog.Logger) {
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
-		// The Modbus RTU transport's reads block an OS thread (and its P)
-		// in select(2), which on a 2-core host delayed the monitor's furnace
-		// poll and trip procedure by up to 20 ms (the ASCII serial drivers'
-		// wait in the netpoller now). See envelope.MonitorMinProcs.
+		// A single-core host: the Modbus RTU transport's reads block an OS
+		// thread (and its P) in select(2), and the monitor's furnace poll
+		// and trip procedure must not wait for the runtime to take it back.
+		// See envelope.MonitorMinProcs.
 		runtime.GOMAXPROCS(procs)
 		log.Debug("GOMAXPROCS raised for the monitor", "procs", procs)
 	}
