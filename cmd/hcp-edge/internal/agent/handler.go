@@ -115,7 +115,9 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }
 
-// estop runs the interlock's SafeState and reads every output back.
+// estop runs the interlock's SafeState and reads every output back, the
+// read-backs once every halt has returned, while the interlock writes its
+// audit entry (SafeStateThen).
 func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
 	t0 := time.Now()
 	if operator == "" {
@@ -123,12 +125,15 @@ func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
 	}
 	r := safestate.Report{Via: "daemon", Operator: operator}
 	h.log.Warn("e-stop requested on the control socket", "operator", operator)
-	if err := h.il.SafeState(ctx, "estop by "+operator+" (control socket)"); err != nil {
+	var t1, t2 time.Time
+	if err := h.il.SafeStateThen(ctx, "estop by "+operator+" (control socket)", func() {
+		t1 = time.Now()
+		r.Outputs = safestate.Check(ctx, h.in, false)
+		t2 = time.Now()
+	}); err != nil {
 		r.Error = err.Error()
 	}
-	t1 := time.Now()
-	r.Outputs = safestate.Check(ctx, h.in, false)
-	r.HaltMS, r.ReadBackMS = safestate.MS(t1.Sub(t0)), safestate.MS(time.Since(t1))
+	r.HaltMS, r.ReadBackMS = safestate.MS(t1.Sub(t0)), safestate.MS(t2.Sub(t1))
 	r.Finish()
 	if r.Error != "" {
 		r.AllConfirmed = false

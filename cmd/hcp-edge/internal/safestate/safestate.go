@@ -35,9 +35,11 @@ type Report struct {
 	Error        string   `json:"error,omitempty"` // the interlock's halt failures, if any
 	TookMS       float64  `json:"took_ms"`
 	// HaltMS and ReadBackMS are the daemon's own share of TookMS: the
-	// interlock's halts with its audit entry, then every output's
-	// read-back (0 in the fallback). The rest is the CLI's start, the
-	// control socket and the reply.
+	// interlock's halts, then every output's read-back (0 in the
+	// fallback), which runs while the interlock writes its audit entry of
+	// the halts; the daemon replies once both are done. The rest is the
+	// CLI's start, the control socket, that audit write when it outlasts
+	// the read-backs, and the reply.
 	HaltMS     float64 `json:"halt_ms,omitempty"`
 	ReadBackMS float64 `json:"read_back_ms,omitempty"`
 }
