@@ -51,7 +51,11 @@ func (h *handler) HandleStream(ctx context.Context, req control.Request, emit co
 // identified from the kernel's credentials and its role checked first
 // (admit: a refusal is audited with its uid; e-stop needs no role), then
 // the operation runs and, if it needs a role or is an e-stop, its outcome
-// is audited with the OS user.
+// is audited with the OS user. The e-stop's entry is written once the reply
+// is on its way (control.AfterReply): the technician waits for the outputs
+// read back safe, not for a second durable write, and the interlock's own
+// audit entry of the halts, which names the operator, was written before
+// the reply.
 func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
 	ctx, id, err := h.admit(ctx, req)
 	if err != nil {
@@ -61,6 +65,10 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		return whoami(id), nil
 	}
 	res, err := h.dispatch(ctx, req)
+	if req.Op == control.OpEStop {
+		control.AfterReply(ctx, func() { h.finish(ctx, req, id, err) })
+		return res, err
+	}
 	h.finish(ctx, req, id, err)
 	return res, err
 }
