@@ -39,3 +39,8 @@ require (
 )
 
 tool github.com/tinylib/msgp
+
+// v6.0.3 with its draft meta-schemas compiled on first use instead of in init() (5-9 ms of every
+// command's start-up): internal/thirdparty/jsonschema/README.hcp-edge.md says why, what changed
+// and how to drop it.
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/thirdparty/jsonschema

@@ -647,13 +647,32 @@ func (il *Interlock) haltTwice(ctx context.Context, done chan struct{}, roles ..
 // the apply in flight and halts every instrument, then audits. It returns
 // once every Halt has confirmed, or with the failures joined.
 func (il *Interlock) SafeState(ctx context.Context, reason string) error {
+	return il.SafeStateThen(ctx, reason, nil)
+}
+
+// SafeStateThen is SafeState with then, if not nil, called once every Halt
+// has returned, concurrently with the audit record of the halts: the
+// e-stop's read-backs need not wait for that durable write (two fsyncs,
+// milliseconds on an SD card). It returns once then and the record have
+// both returned, with SafeState's error.
+func (il *Interlock) SafeStateThen(ctx context.Context, reason string, then func()) error {
 	done := il.latch(reason)
 	err := il.haltTwice(ctx, done)
+	var wg sync.WaitGroup
+	if then != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			then()
+		}()
+	}
 	e := Entry{Decision: DecisionHalted, Reason: reason}
 	if err != nil {
 		e.Reason += "; halt failures: " + err.Error()
 	}
-	return errors.Join(err, il.record(ctx, e))
+	rerr := il.record(ctx, e)
+	wg.Wait()
+	return errors.Join(err, rerr)
 }
 
 // Trip runs the emergency procedure of ev.Trip, latches and audits, bypassing

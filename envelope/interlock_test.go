@@ -189,6 +189,32 @@ func TestApplyRateHistory(t *testing.T) {
 	}
 }
 
+// TestSafeStateThen: then runs once every instrument has halted, the audit
+// entry of the halts is written as well, and SafeStateThen returns after
+// both.
+func TestSafeStateThen(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.il.apply(ctx, "ok", HeaterAction(true)); err != nil {
+		t.Fatal(err)
+	}
+	var halted, heaterOn, ran bool
+	if err := f.il.SafeStateThen(ctx, "operator e-stop", func() {
+		halted, heaterOn, ran = len(f.p.halts) == len(f.il.instr), f.p.furnace.HeaterEnabled, true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !ran || !halted || heaterOn {
+		t.Fatalf("then: ran %v, every instrument halted before it %v, heater on %v", ran, halted, heaterOn)
+	}
+	if e := f.audit.last(); e.Decision != DecisionHalted || e.Reason != "operator e-stop" {
+		t.Fatalf("audit %+v", e)
+	}
+	if latched, _ := f.il.View().Latched(); !latched {
+		t.Fatal("not latched")
+	}
+}
+
 func TestSafeStateLatchesUntilReset(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

@@ -25,6 +25,11 @@ import (
 // after SIGCONT).
 //
 //	HCP_ESTOP_LATENCY=1 go test -run TestEStopLatency -v ./cmd/hcp-edge/
+//
+// The CLI's start-up is part of the time, and the build flags change it:
+// HCP_EDGE_BIN=bin/hcp-edge (after `make build`) measures the binary the
+// Makefile builds rather than TestMain's plain `go build` (scripts/bench.sh
+// does so).
 func TestEStopLatency(t *testing.T) {
 	if os.Getenv("HCP_ESTOP_LATENCY") == "" {
 		t.Skip("a measurement: set HCP_ESTOP_LATENCY=1 to run it")

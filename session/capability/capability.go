@@ -313,7 +313,9 @@ func (c *Capability) SetInputCheck(check func(raw []byte) error) { c.check = che
 // output_schema; a failure is an *InputError.
 func (c *Capability) ValidateOutput(raw []byte) error { return validate(c.output, raw) }
 
-var durationRE = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+var durationRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+})
 
 // maxDuration bounds parsed durations (a year), far below time.Duration's
 // range.
@@ -326,7 +328,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	m := durationRE.FindStringSubmatch(s)
+	m := durationRE().FindStringSubmatch(s)
 	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
 		return 0, fmt.Errorf("duration %q: want PnDTnHnMnS", s)
 	}

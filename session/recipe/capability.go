@@ -398,7 +398,7 @@ func (r *Recipe) InputSchema() json.RawMessage {
 			s["type"] = "string"
 		case TypeDuration:
 			s["type"] = "string"
-			s["pattern"] = durationPattern.String()
+			s["pattern"] = durationPattern().String()
 			s["minLength"] = 3
 			if in.Min != nil && in.Max != nil {
 				desc = strings.TrimSpace(fmt.Sprintf("%s (ISO 8601, %s to %s)", desc, isoOf(*in.Min), isoOf(*in.Max)))

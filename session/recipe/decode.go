@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -38,7 +39,7 @@ func Load(name string, data []byte) (*Recipe, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p := Problem{File: name, Rule: RuleSyntax, Message: strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := syntaxLineRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := syntaxLineRE().FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Message = m[2]
 			// yaml.v3 numbers the line of an unclosed flow collection from
@@ -68,7 +69,11 @@ func Load(name string, data []byte) (*Recipe, error) {
 	return r, nil
 }
 
-var syntaxLineRE = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+// The package's regular expressions are compiled on first use
+// (sync.OnceValue), not in package init, which every hcp-edge command pays
+// at start-up, the e-stop too: a bounded repetition such as {0,62} compiles
+// to as many states (docs/FOOTPRINT.md).
+var syntaxLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`) })
 
 // decoder walks the node tree, collecting problems.
 type decoder struct {
@@ -232,7 +237,7 @@ func (d *decoder) dur(e entry) (time.Duration, bool) {
 
 var topKeys = []string{"name", "version", "description", "safety", "constraints", "budgets", "inputs", "phases", "cleanup"}
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
 
 func (d *decoder) recipe(r *Recipe, root *yaml.Node) {
 	if deref(root).Kind != yaml.MappingNode {
@@ -250,7 +255,7 @@ func (d *decoder) recipe(r *Recipe, root *yaml.Node) {
 	}
 	if e, ok := got["name"]; ok {
 		if s, ok := d.str(e); ok {
-			if !nameRE.MatchString(s) {
+			if !nameRE().MatchString(s) {
 				d.add(e.k, e.key, RuleType, "%q: want lower-case letters, digits and hyphens (at most 63), as a capability name", s)
 			}
 			r.Name = s
@@ -395,14 +400,14 @@ func (d *decoder) budgets(r *Recipe, e entry) {
 	r.Budgets = b
 }
 
-var inputNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62})?$`)
+var inputNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62})?$`) })
 
 var inputKeys = []string{"type", "unit", "min", "max", "default", "values", "description", "required"}
 
 func (d *decoder) inputs(r *Recipe, e entry) {
 	for _, ie := range d.mapping(e.v, e.key, nil) {
 		name := ie.k.Value
-		if !inputNameRE.MatchString(name) {
+		if !inputNameRE().MatchString(name) {
 			d.add(ie.k, ie.key, RuleInput, "input name %q: want lower-case letters, digits and underscores, optionally one dot for an object member (carrier_gas.flow_sccm)", name)
 			continue
 		}
@@ -506,7 +511,7 @@ func (d *decoder) input(in *Input, ie entry) bool {
 		}
 		if f, ok := got["default"]; ok {
 			if v, ok := d.dur(f); ok {
-				if !durationPattern.MatchString(deref(f.v).Value) {
+				if !durationPattern().MatchString(deref(f.v).Value) {
 					bad(f, "%q: a task's duration is written PTnHnMnS (hours, minutes, seconds)", deref(f.v).Value)
 				}
 				in.Default, in.defaultJSON = v, deref(f.v).Value
@@ -581,4 +586,4 @@ func (d *decoder) input(in *Input, ie entry) bool {
 	return len(d.probs) == n0
 }
 
-var durationPattern = regexp.MustCompile(`^PT(\d+H)?(\d+M)?(\d+(\.\d+)?S)?$`)
+var durationPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^PT(\d+H)?(\d+M)?(\d+(\.\d+)?S)?$`) })

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Payload is a typed L1 payload: it names its message type and validates itself.
@@ -29,17 +30,21 @@ var priorities = []string{"low", "normal", "high", "urgent"}
 // modelHints are the values of constraints.model_hint.
 var modelHints = []string{"fast", "best"}
 
+// idPattern and codePattern are compiled on first use (sync.OnceValue), not
+// in package init, which every hcp-edge command pays at start-up: {1,64}
+// compiles to as many states (docs/FOOTPRINT.md).
+//
 // idPattern is what a caller_id or callee_id may be: it becomes an AMQP routing
 // key segment and part of a queue name, so no '.', '*', '#' or spaces.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // codePattern is an identifier such as an event_type, reason_code or error_code.
-var codePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var codePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
 
 // CheckID reports whether id may be used as a caller_id or callee_id:
 // 1–64 characters of [A-Za-z0-9_-]. Errors are *DecodeError (Field empty).
 func CheckID(id string) error {
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return derr("", KindInvalid, "id must be 1–64 of [A-Za-z0-9_-], got "+strconv.Quote(truncate(id)))
 	}
 	return nil
@@ -621,7 +626,7 @@ func reqCode(field, v string) error {
 	if v == "" {
 		return derr(field, KindMissing, "")
 	}
-	if !codePattern.MatchString(v) {
+	if !codePattern().MatchString(v) {
 		return derr(field, KindInvalid, "want a lower_snake_case identifier, got "+strconv.Quote(truncate(v)))
 	}
 	return nil

@@ -51,7 +51,11 @@ func (h *handler) HandleStream(ctx context.Context, req control.Request, emit co
 // identified from the kernel's credentials and its role checked first
 // (admit: a refusal is audited with its uid; e-stop needs no role), then
 // the operation runs and, if it needs a role or is an e-stop, its outcome
-// is audited with the OS user.
+// is audited with the OS user. The e-stop's entry is written once the reply
+// is on its way (control.AfterReply): the technician waits for the outputs
+// read back safe, not for a second durable write, and the interlock's own
+// audit entry of the halts, which names the operator, was written before
+// the reply.
 func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) {
 	ctx, id, err := h.admit(ctx, req)
 	if err != nil {
@@ -61,6 +65,10 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 		return whoami(id), nil
 	}
 	res, err := h.dispatch(ctx, req)
+	if req.Op == control.OpEStop {
+		control.AfterReply(ctx, func() { h.finish(ctx, req, id, err) })
+		return res, err
+	}
 	h.finish(ctx, req, id, err)
 	return res, err
 }
@@ -115,7 +123,9 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }
 
-// estop runs the interlock's SafeState and reads every output back.
+// estop runs the interlock's SafeState and reads every output back, the
+// read-backs once every halt has returned, while the interlock writes its
+// audit entry (SafeStateThen).
 func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
 	t0 := time.Now()
 	if operator == "" {
@@ -123,12 +133,15 @@ func (h *handler) estop(ctx context.Context, operator string) safestate.Report {
 	}
 	r := safestate.Report{Via: "daemon", Operator: operator}
 	h.log.Warn("e-stop requested on the control socket", "operator", operator)
-	if err := h.il.SafeState(ctx, "estop by "+operator+" (control socket)"); err != nil {
+	var t1, t2 time.Time
+	if err := h.il.SafeStateThen(ctx, "estop by "+operator+" (control socket)", func() {
+		t1 = time.Now()
+		r.Outputs = safestate.Check(ctx, h.in, false)
+		t2 = time.Now()
+	}); err != nil {
 		r.Error = err.Error()
 	}
-	t1 := time.Now()
-	r.Outputs = safestate.Check(ctx, h.in, false)
-	r.HaltMS, r.ReadBackMS = safestate.MS(t1.Sub(t0)), safestate.MS(time.Since(t1))
+	r.HaltMS, r.ReadBackMS = safestate.MS(t1.Sub(t0)), safestate.MS(t2.Sub(t1))
 	r.Finish()
 	if r.Error != "" {
 		r.AllConfirmed = false

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -165,7 +166,7 @@ func Replay(ctx context.Context, st *store.Store, sid string, who Accessor, via,
 }
 
 // byOperator finds "by operator NAME" in a transition's reason.
-var byOperator = regexp.MustCompile(`by operator ([^\s:;,]+)`)
+var byOperator = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`by operator ([^\s:;,]+)`) })
 
 // describe pulls the decision, the operator and a summary out of e's
 // detail.
@@ -209,7 +210,7 @@ func Describe(e audit.Entry) Entry {
 		}
 		r.Decision = from + " → " + str("to")
 		r.Summary = join(str("trigger"), str("reason"))
-		if m := byOperator.FindStringSubmatch(str("reason")); m != nil && r.Operator == "" {
+		if m := byOperator().FindStringSubmatch(str("reason")); m != nil && r.Operator == "" {
 			r.Operator = m[1]
 		}
 	case audit.KindToolCall, audit.KindInterlock:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -57,14 +58,14 @@ func Check(path, capDir string) Result {
 	return c.finish()
 }
 
-var syntaxLineRE = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+var syntaxLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`) })
 
 // check runs the schema layer on data, then the Go rules on what it left.
 func (c *checker) check(data []byte, path, capDir string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p := Problem{File: c.file, Message: strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := syntaxLineRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := syntaxLineRE().FindStringSubmatch(err.Error()); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Message = m[2]
 		}

@@ -141,6 +141,44 @@ type StreamHandler interface {
 	HandleStream(ctx context.Context, req Request, emit Emit) (any, error)
 }
 
+// afterKey is the context key of a request's afterReply.
+type afterKey struct{}
+
+// afterReply holds the functions AfterReply deferred for one request.
+type afterReply struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+// run calls the deferred functions in the order they were added.
+func (a *afterReply) run() {
+	a.mu.Lock()
+	fs := a.fs
+	a.fs = nil
+	a.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// AfterReply defers f until the final reply to the request whose context is
+// ctx has been written: for work the client need not wait for, such as the
+// control audit entry of an e-stop. The request's context has ended by
+// then (f must not depend on it). The Server still runs f before the
+// connection's goroutine ends, so Shutdown waits for it. With a context
+// that is not a Server's request context (a Handler called directly), f
+// runs at once.
+func AfterReply(ctx context.Context, f func()) {
+	a, ok := ctx.Value(afterKey{}).(*afterReply)
+	if !ok {
+		f()
+		return
+	}
+	a.mu.Lock()
+	a.fs = append(a.fs, f)
+	a.mu.Unlock()
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, req Request) (any, error)
 
@@ -297,8 +335,10 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 	var res any
 	var herr error
+	after := &afterReply{}
+	defer after.run() // AfterReply's functions, once the reply is written (or on a panic's way out)
 	if stream {
-		ctx, cancel := context.WithCancel(s.sctx)
+		ctx, cancel := context.WithCancel(context.WithValue(s.sctx, afterKey{}, after))
 		defer cancel()
 		// The client sends nothing more: a read that ends means it hung up.
 		hup := make(chan struct{})
@@ -318,7 +358,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		res, herr = sh.HandleStream(ctx, req, emit)
 		_ = c.SetWriteDeadline(time.Now().Add(s.opts.ConnTimeout))
 	} else {
-		ctx, cancel := context.WithDeadline(s.ctx, start.Add(s.opts.ConnTimeout))
+		ctx, cancel := context.WithDeadline(context.WithValue(s.ctx, afterKey{}, after), start.Add(s.opts.ConnTimeout))
 		defer cancel()
 		res, herr = s.h.Handle(ctx, req)
 	}

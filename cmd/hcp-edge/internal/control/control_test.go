@@ -165,6 +165,40 @@ func TestShutdownWaitsForOperation(t *testing.T) {
 	}
 }
 
+// TestAfterReply: a function deferred with AfterReply runs after the client
+// has its final reply, and Shutdown waits for it; called outside a Server,
+// AfterReply runs it at once.
+func TestAfterReply(t *testing.T) {
+	release := make(chan struct{})
+	var ran atomic.Bool
+	s := listen(t, HandlerFunc(func(ctx context.Context, req Request) (any, error) {
+		AfterReply(ctx, func() {
+			<-release
+			ran.Store(true)
+		})
+		return "done", nil
+	}))
+	rep, err := Do(ctxT(t), s.Path(), Request{Op: OpEStop}, time.Second)
+	if err != nil || !rep.OK || string(rep.Result) != `"done"` {
+		t.Fatalf("reply %+v, %v", rep, err)
+	}
+	if ran.Load() {
+		t.Fatal("the deferred function ran before the reply")
+	}
+	go func() { time.Sleep(50 * time.Millisecond); close(release) }()
+	if err := s.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !ran.Load() {
+		t.Fatal("Shutdown returned before the deferred function ran")
+	}
+	var now bool
+	AfterReply(context.Background(), func() { now = true })
+	if !now {
+		t.Fatal("AfterReply outside a Server did not run the function at once")
+	}
+}
+
 // streamer streams three events, then ends; it records how it ended.
 type streamer struct {
 	HandlerFunc

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/dio"
 )
 
 // Output is what was done to one output and whether its read-back
@@ -35,9 +36,11 @@ type Report struct {
 	Error        string   `json:"error,omitempty"` // the interlock's halt failures, if any
 	TookMS       float64  `json:"took_ms"`
 	// HaltMS and ReadBackMS are the daemon's own share of TookMS: the
-	// interlock's halts with its audit entry, then every output's
-	// read-back (0 in the fallback). The rest is the CLI's start, the
-	// control socket and the reply.
+	// interlock's halts, then every output's read-back (0 in the
+	// fallback), which runs while the interlock writes its audit entry of
+	// the halts; the daemon replies once both are done. The rest is the
+	// CLI's start, the control socket, that audit write when it outlasts
+	// the read-backs, and the reply.
 	HaltMS     float64 `json:"halt_ms,omitempty"`
 	ReadBackMS float64 `json:"read_back_ms,omitempty"`
 }
@@ -64,7 +67,9 @@ const (
 
 // Check reads every output back and reports whether it is safe. halt,
 // when true, drives each output safe first (the fallback); the daemon's
-// interlock has already done so. Every instrument runs concurrently.
+// interlock has already done so. Every instrument runs concurrently; on
+// the read-back only path the digital I/O module's coils are read in one
+// exchange when its coil bank holds them all.
 func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 	var (
 		mu  sync.Mutex
@@ -120,7 +125,31 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 	} else {
 		add(Output{Instrument: "furnace", Action: "heater off", Error: "not reachable: " + errText(in.Unreachable["furnace"])})
 	}
-	if m := in.DIO; m != nil {
+	if m := in.DIO; m != nil && !halt && coilBank(m.Switches()) != nil {
+		// Read-back only (the daemon, after the interlock's halts): every
+		// coil in one transaction (FC 01 over the bank) instead of one
+		// each, queued one behind the other on the module's connection.
+		sws := m.Switches()
+		bank := coilBank(sws)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, outputTimeout)
+			defer cancel()
+			levels, err := bank.Levels(c)
+			for _, sw := range sws {
+				r := Output{Instrument: "dio/" + sw.String(), Action: "coil to " + OnOff(sw.SafeState())}
+				if _, i := sw.Bank(); err == nil && i < len(levels) {
+					r.ReadBack, r.Confirmed = "coil="+OnOff(levels[i]), levels[i] == sw.SafeState()
+				} else if err != nil {
+					r.Error = err.Error()
+				} else {
+					r.Error = fmt.Sprintf("coil bank read %d levels, the coil is at %d", len(levels), i)
+				}
+				add(r)
+			}
+		}()
+	} else if m != nil {
 		for _, sw := range m.Switches() {
 			run("dio/"+sw.String(), "coil to "+OnOff(sw.SafeState()), func(ctx context.Context) (string, bool, error) {
 				if halt {
@@ -173,6 +202,20 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 	wg.Wait()
 	slices.SortStableFunc(out, func(a, b Output) int { return strings.Compare(rank(a.Instrument), rank(b.Instrument)) })
 	return out
+}
+
+// coilBank is the bank that reads every one of sws in one exchange, or nil
+// when there is none (addresses not contiguous) or they are not all in it.
+func coilBank(sws []*dio.Switch) device.LevelBank {
+	var bank device.LevelBank
+	for _, sw := range sws {
+		b, _ := sw.Bank()
+		if b == nil || (bank != nil && b != bank) {
+			return nil
+		}
+		bank = b
+	}
+	return bank
 }
 
 // rank orders the report: relay, furnace, dio, mfcs, the rest.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/drivers/dio"
 )
 
 // TestCheckUnreachable: a fallback e-stop on a rig none of whose
@@ -62,5 +64,79 @@ func TestFinish(t *testing.T) {
 				t.Fatalf("AllConfirmed = %v, want %v", r.AllConfirmed, tt.want)
 			}
 		})
+	}
+}
+
+// coils is a dio.Bus of coils only that counts its reads.
+type coils struct {
+	mu    sync.Mutex
+	on    map[uint16]bool
+	reads int
+}
+
+func (c *coils) ReadCoils(_ context.Context, _ byte, addr, qty uint16) ([]bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	out := make([]bool, qty)
+	for i := range out {
+		out[i] = c.on[addr+uint16(i)]
+	}
+	return out, nil
+}
+
+func (c *coils) ReadDiscreteInputs(context.Context, byte, uint16, uint16) ([]bool, error) {
+	return nil, errors.New("no inputs")
+}
+
+func (c *coils) WriteSingleCoil(_ context.Context, _ byte, addr uint16, on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.on[addr] = on
+	return nil
+}
+
+// TestCheckReadsTheCoilBankOnce: the daemon's read-back (no halt) reads
+// every coil of the module in one exchange and reports each one, a coil
+// away from its safe level not confirmed; the fallback still halts and
+// reads each coil on its own.
+func TestCheckReadsTheCoilBankOnce(t *testing.T) {
+	o := dio.DefaultOpts()
+	bus := &coils{on: map[uint16]bool{}}
+	for _, c := range o.Coils {
+		bus.on[c.Address] = c.Safe
+	}
+	bus.on[o.Coils[0].Address] = !o.Coils[0].Safe // one coil unsafe
+	m, err := dio.New(bus, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &rigconfig.Instruments{DIO: m, Unreachable: map[string]error{"gpio": errors.New("none"), "furnace": errors.New("none")}}
+	byName := func(outs []Output) map[string]Output {
+		got := map[string]Output{}
+		for _, o := range outs {
+			got[o.Instrument] = o
+		}
+		return got
+	}
+	got := byName(Check(context.Background(), in, false))
+	if bus.reads != 1 {
+		t.Fatalf("%d coil reads, want 1 (the bank)", bus.reads)
+	}
+	for i, c := range o.Coils {
+		r, ok := got["dio/"+c.Name]
+		if !ok || r.Confirmed != (i != 0) || r.ReadBack != "coil="+OnOff(bus.on[c.Address]) {
+			t.Errorf("coil %s: %+v", c.Name, r)
+		}
+	}
+	bus.reads = 0
+	got = byName(Check(context.Background(), in, true))
+	if bus.reads < len(o.Coils) {
+		t.Fatalf("fallback: %d coil reads, want one or more each", bus.reads)
+	}
+	for _, c := range o.Coils {
+		if r := got["dio/"+c.Name]; !r.Confirmed {
+			t.Errorf("fallback, coil %s: %+v", c.Name, r)
+		}
 	}
 }
