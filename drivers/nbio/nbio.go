@@ -129,3 +129,8 @@ func (f *FD) write(fd uintptr) bool {
 	}
 	return true
 }
+
+// Control calls fn with the descriptor, for an operation that never blocks
+// (an ioctl such as a tty's input flush); the descriptor stays valid while
+// fn runs.
+func (f *FD) Control(fn func(fd uintptr)) error { return f.rc.Control(fn) }

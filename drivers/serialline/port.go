@@ -125,8 +125,6 @@ func (p *Port) write(b []byte, deadline time.Time) (int, error) {
 	return p.fd.Write(b)
 }
 
-// resetInput discards the tty's input buffer.
-func (p *Port) resetInput() error { return p.cfg.ResetInputBuffer() }
 
 // close closes both descriptors; a read or write in progress returns an
 // error.
