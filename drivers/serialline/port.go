@@ -125,7 +125,6 @@ func (p *Port) write(b []byte, deadline time.Time) (int, error) {
 	return p.fd.Write(b)
 }
 
-
 // close closes both descriptors; a read or write in progress returns an
 // error.
 func (p *Port) close() error {
