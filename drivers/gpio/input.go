@@ -37,6 +37,17 @@ type ContextWriter interface {
 	OutContext(ctx context.Context, l pgpio.Level) error
 }
 
+// LevelWaiter is implemented by pins whose wait for an edge reads the level
+// as it ends (the simulator's long poll answers with it): the watcher then
+// samples that level instead of reading the pin again after every wake-up,
+// one exchange per wait instead of two, at the same sampling rate.
+// WaitForLevel returns after at most timeout (plus the pin's own per-call
+// bound) with the level the pin reported as the wait ended, changed or not,
+// or an error (the pin could not be read); it returns at once when ctx ends.
+type LevelWaiter interface {
+	WaitForLevel(ctx context.Context, timeout time.Duration) (pgpio.Level, error)
+}
+
 // InputOpts configures an Input.
 type InputOpts struct {
 	// Name names the input in errors and logs, e.g. "estop".
@@ -279,7 +290,8 @@ func (in *Input) Close() error {
 func (in *Input) stopped() bool { return in.ctx.Err() != nil }
 
 // watch is the watcher loop: wait (finite timeout) for an edge or poll, re-read
-// the level after every wake-up whatever woke it, and debounce.
+// the level after every wake-up whatever woke it (or, for a LevelWaiter pin,
+// take the level the wait ended on), and debounce.
 func (in *Input) watch() {
 	defer in.wg.Done()
 	for !in.stopped() {
@@ -290,6 +302,10 @@ func (in *Input) watch() {
 			wait = max(min(wait, in.opts.Debounce-in.clock.Now().Sub(in.since)), time.Millisecond)
 		}
 		in.mu.Unlock()
+		if lw, ok := in.pin.(LevelWaiter); ok && in.edges {
+			in.waitForLevel(lw, wait)
+			continue
+		}
 		if in.edges {
 			in.pin.WaitForEdge(wait)
 		} else {
@@ -308,6 +324,30 @@ func (in *Input) watch() {
 		}
 		in.sample(v, err)
 	}
+}
+
+// waitForLevel is one turn of the watcher for a LevelWaiter pin: the level
+// the wait ended on is the sample. After a failure it waits out the rest of
+// wait, so that a pin that fails at once is not asked again at once.
+func (in *Input) waitForLevel(lw LevelWaiter, wait time.Duration) {
+	start := time.Now()
+	l, err := lw.WaitForLevel(in.ctx, wait)
+	if in.stopped() {
+		return
+	}
+	if err != nil {
+		in.sample(false, fmt.Errorf("%s: read %s: %w", in.opts.Name, in.pin, err))
+		if rest := wait - time.Since(start); rest > 0 {
+			t := time.NewTimer(rest)
+			defer t.Stop()
+			select {
+			case <-in.ctx.Done():
+			case <-t.C:
+			}
+		}
+		return
+	}
+	in.sample(in.toActive(l), nil)
 }
 
 // sample feeds one reading into the debouncer.

@@ -365,6 +365,37 @@ func (p *Pin) WaitForEdge(timeout time.Duration) bool {
 	}
 }
 
+// WaitForLevel implements drivers/gpio.LevelWaiter with one long poll: it
+// returns as soon as the level differs from the one last reported, or after
+// timeout, with the level the simulator answered as the poll ended (changed
+// or not), so the watcher needs no second request to read it. Before the
+// first reference level is known it reads the level instead. It does not
+// pause after an error (the caller does).
+func (p *Pin) WaitForLevel(ctx context.Context, timeout time.Duration) (pgpio.Level, error) {
+	p.mu.Lock()
+	known, from := p.known, p.last
+	p.mu.Unlock()
+	if !known {
+		l, err := p.ReadContext(ctx)
+		if err != nil {
+			return p.c.opts.FailLevel, err
+		}
+		p.mu.Lock()
+		p.known, p.last = true, l
+		p.mu.Unlock()
+		return l, nil
+	}
+	l, _, err := p.c.WaitChange(ctx, p.name, from, max(timeout, 0))
+	p.setErr(err)
+	if err != nil {
+		return p.c.opts.FailLevel, err
+	}
+	p.mu.Lock()
+	p.last = l
+	p.mu.Unlock()
+	return l, nil
+}
+
 // pause sleeps after an error: until deadline (then it returns false), or a
 // short backoff when there is none; Close cuts it short (false).
 func (p *Pin) pause(deadline time.Time) bool {

@@ -32,6 +32,8 @@ type fakeSim struct {
 	changed chan struct{} // closed on every change
 	stuck   *bool
 	puts    int
+	reads   int // plain GET /gpio/{pin}
+	edges   int // GET /gpio/{pin}/edge
 	badJSON bool
 }
 
@@ -83,6 +85,7 @@ func (s *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && !edge:
 		s.mu.Lock()
+		s.reads++
 		v := s.levels[name]
 		s.mu.Unlock()
 		reply(map[string]any{"pin": name, "level": v})
@@ -104,6 +107,9 @@ func (s *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.set(name, *body.Level)
 		reply(map[string]any{"pin": name, "level": *body.Level})
 	case r.Method == http.MethodGet && edge:
+		s.mu.Lock()
+		s.edges++
+		s.mu.Unlock()
 		from, err1 := strconv.ParseBool(r.URL.Query().Get("level"))
 		ms, err2 := strconv.Atoi(r.URL.Query().Get("timeout_ms"))
 		if err1 != nil || err2 != nil || ms < 0 {
@@ -402,6 +408,97 @@ func TestDriversOverSim(t *testing.T) {
 	sim.mu.Unlock()
 	if err := relay.Set(ctx, true); !errors.Is(err, device.ErrReadback) {
 		t.Fatalf("relay Set(true) with a dead contact: %v; want ErrReadback", err)
+	}
+}
+
+// TestWatcherOneRequestPerWait: an Input's watcher over a simulated pin takes
+// the level its long poll ended on (drivers/gpio.LevelWaiter): one request per
+// wait, no read after it, the same sampling rate; and a change is still seen.
+func TestWatcherOneRequestPerWait(t *testing.T) {
+	var _ drvgpio.LevelWaiter = (*Pin)(nil)
+	sim := newFakeSim()
+	c := newClient(t, serve(t, sim))
+	ctx := testCtx(t)
+	iopts := drvgpio.DefaultInputOpts(Leak)
+	iopts.Debounce, iopts.Wait = 5*time.Millisecond, 20*time.Millisecond
+	leak, err := drvgpio.NewInput(c.Pin(Leak), iopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leak.Close()
+	if err := leak.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	sim.mu.Lock()
+	reads, edges := sim.reads, sim.edges
+	sim.mu.Unlock()
+	// In (1) and Start (1) read; the watcher only long-polls (~15 in 300 ms).
+	if reads > 2 || edges < 5 {
+		t.Fatalf("after 300 ms: %d reads and %d long polls; want at most 2 reads (In, Start) and the watcher's waits as long polls", reads, edges)
+	}
+	events, cancel := leak.Subscribe()
+	defer cancel()
+	sim.set(Leak, false) // the gas-leak fault
+	select {
+	case ev := <-events:
+		if !ev.Active || ev.Err != nil {
+			t.Fatalf("event %+v; want leak detected", ev)
+		}
+	case <-time.After(hang):
+		t.Fatal("no leak event")
+	}
+	if l, err := leak.Read(ctx); err != nil || !l {
+		t.Fatalf("Read = %t, %v; want detected", l, err)
+	}
+}
+
+// TestWatcherLevelWaitErrors: while the simulator answers nonsense the
+// watcher reports the failure (and does not spin), and recovers after.
+func TestWatcherLevelWaitErrors(t *testing.T) {
+	sim := newFakeSim()
+	c := newClient(t, serve(t, sim))
+	ctx := testCtx(t)
+	iopts := drvgpio.DefaultInputOpts(EStop)
+	iopts.Debounce, iopts.Wait = 0, 20*time.Millisecond
+	estop, err := drvgpio.NewInput(c.Pin(EStop), iopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer estop.Close()
+	if err := estop.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sim.mu.Lock()
+	sim.badJSON = true
+	before := sim.edges
+	sim.mu.Unlock()
+	deadline := time.Now().Add(hang)
+	for {
+		if _, err := estop.Read(ctx); errors.Is(err, device.ErrFrame) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not report the bad replies")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	sim.mu.Lock()
+	spun := sim.edges - before
+	sim.badJSON = false
+	sim.mu.Unlock()
+	if spun > 20 { // 200 ms at one request per 20 ms wait is ~10
+		t.Fatalf("%d requests in ~200 ms after failures: the watcher spins", spun)
+	}
+	for {
+		if pressed, err := estop.Read(ctx); err == nil && !pressed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not recover")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
