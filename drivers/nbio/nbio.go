@@ -15,6 +15,10 @@
 // the descriptor is not ready and still honours the deadlines set on the
 // connection or file (SetDeadline and friends).
 //
+// Built with -race, the reads and writes go through package syscall's
+// wrappers instead, so that the race detector still orders a write to a
+// descriptor before the read that gets its bytes (raw_race.go).
+//
 // An FD is for one reader and one writer at a time (a read and a write may
 // run at once); the drivers that use one hold their line's lane for a whole
 // exchange.
@@ -24,7 +28,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"unsafe"
 )
 
 // FD is one descriptor read and written with raw system calls.
@@ -97,10 +100,10 @@ func (f *FD) Write(b []byte) (int, error) {
 // or an error), false to wait until the descriptor is readable.
 func (f *FD) read(fd uintptr) bool {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&f.rb[0])), uintptr(len(f.rb)))
+		n, e := rawRead(fd, f.rb)
 		switch {
 		case e == 0:
-			f.rn = int(n)
+			f.rn = n
 			return true
 		case e == syscall.EINTR:
 		case e == syscall.EAGAIN:
@@ -115,10 +118,10 @@ func (f *FD) read(fd uintptr) bool {
 // write is the RawConn callback of Write.
 func (f *FD) write(fd uintptr) bool {
 	for f.wn < len(f.wb) {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&f.wb[f.wn])), uintptr(len(f.wb)-f.wn))
+		n, e := rawWrite(fd, f.wb[f.wn:])
 		switch {
 		case e == 0:
-			f.wn += int(n)
+			f.wn += n
 		case e == syscall.EINTR:
 		case e == syscall.EAGAIN:
 			return false
