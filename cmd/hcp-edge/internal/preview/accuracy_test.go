@@ -15,8 +15,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
-// accuracyScale is rig-sim's time scale in the accuracy test: its default.
-const accuracyScale = 300
 
 // benchAuthorizer grants every action and tool of the bench's session.
 type benchAuthorizer struct{ hilbench.AllowAll }
