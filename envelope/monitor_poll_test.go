@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -180,9 +181,34 @@ func TestMonitorEvaluatesWhenEveryReadFails(t *testing.T) {
 // TestMonitorPhasesOthersTogether: every poller but the furnace's reads at
 // one phase, midway between two furnace polls, so that an idle agent wakes
 // once for all of them (docs/FOOTPRINT.md, "Third round") and their burst
-// never lands on a furnace poll. Judged on each poller's median phase, which
-// a loaded machine moves far less than the quarter period allowed.
+// never lands on a furnace poll. Judged on each poller's median phase over a
+// one-second window, which a loaded machine moves far less than the quarter
+// period allowed. A window in which the process was starved of CPU (under
+// `make ci`'s -race suite every poller's tick can fire at the same late
+// instant, the furnace's first: the others then start a few milliseconds
+// after it) shows nothing about the phases the monitor set, so up to three
+// windows are measured, each with a monitor of its own, and the first clean
+// one passes; the failures of every window are logged.
 func TestMonitorPhasesOthersTogether(t *testing.T) {
+	const windows = 3
+	for w := 1; w <= windows; w++ {
+		problems := monitorPhases(t)
+		if len(problems) == 0 {
+			return
+		}
+		for _, pr := range problems {
+			t.Logf("window %d: %s", w, pr)
+		}
+		if w == windows {
+			t.Errorf("the pollers' phases in %d windows of one second: %d problems in the last (above)", windows, len(problems))
+		}
+	}
+}
+
+// monitorPhases runs a monitor for one second and returns what is wrong
+// with the other pollers' phases against the furnace's (nothing: none).
+func monitorPhases(t *testing.T) []string {
+	t.Helper()
 	p := newPlant(t0)
 	rig, _ := fakeRig(p)
 	rig.Furnace = kickFurnace{fakeFurnace{p}, &atomic.Int64{}}
@@ -217,10 +243,12 @@ func TestMonitorPhasesOthersTogether(t *testing.T) {
 	defer mu.Unlock()
 	furnace := starts["furnace"]
 	if len(furnace) < 3 || len(starts) < 5 {
-		t.Fatalf("polled %v, the furnace %d times", slices.Sorted(maps.Keys(starts)), len(furnace))
+		return []string{fmt.Sprintf("polled %v, the furnace %d times", slices.Sorted(maps.Keys(starts)), len(furnace))}
 	}
 	period := mopts.FurnaceEvery
-	for name, ts := range starts {
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(starts)) {
+		ts := starts[name]
 		if name == "furnace" {
 			continue
 		}
@@ -236,12 +264,14 @@ func TestMonitorPhasesOthersTogether(t *testing.T) {
 			phases = append(phases, s.Sub(furnace[i-1])%period)
 		}
 		if len(phases) < 3 {
-			t.Fatalf("%s read %d times after the first furnace poll", name, len(phases))
+			problems = append(problems, fmt.Sprintf("%s read %d times after the first furnace poll", name, len(phases)))
+			continue
 		}
 		slices.Sort(phases)
 		if med := phases[len(phases)/2]; med < period/4 || med >= 3*period/4 {
-			t.Errorf("%s reads a median %v after a furnace poll; want about %v (between %v and %v): phases %v",
-				name, med, period/2, period/4, 3*period/4, phases)
+			problems = append(problems, fmt.Sprintf("%s reads a median %v after a furnace poll; want about %v (between %v and %v): phases %v",
+				name, med, period/2, period/4, 3*period/4, phases))
 		}
 	}
+	return problems
 }
