@@ -83,8 +83,15 @@ cluster-down: ## stop the local cluster's nodes (their data stays)
 fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs, one caller (FLEET_SIZES, default 1,20; not in ci)
 	bash scripts/fleet.sh
 
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race
-	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+# Tests whose acceptance bound is a time the agent must answer in (issue 24's flood: another
+# caller answered within 2 s), run by `make ci` alone first, then skipped in the whole suite:
+# what they time is the agent, not the other packages' -race tests beside it. The bound is the
+# same; `make test` and `make test-under-load` still run them with the rest.
+TIMED_ALONE := ^TestFloodQuota$$
+
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
+	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
+	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./...
 	@echo "make ci: all checks passed"
 
 lint: ## go vet and staticcheck
