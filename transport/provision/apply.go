@@ -51,13 +51,34 @@ type Runner interface {
 	Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error)
 }
 
-// Read reads the broker's state (rabbitmqctl export_definitions).
+// readAttempts bounds how many times Read asks for the definitions when
+// what comes back is not a JSON document.
+const readAttempts = 3
+
+// Read reads the broker's state (rabbitmqctl export_definitions). An export
+// that is not a well-formed document is asked for again, up to readAttempts
+// times in all: under make ci, with eight tests provisioning vhosts of their
+// own at once, one export once came back malformed ("invalid character ':'
+// looking for beginning of object key string") and the next test's read of
+// the same broker was whole. Reading changes nothing, so asking again is
+// safe; a command that fails is not retried.
 func Read(ctx context.Context, r Runner) (State, error) {
-	out, err := r.Run(ctx, nil, "-q", "export_definitions", "-")
-	if err != nil {
-		return State{}, err
+	var perr error
+	for range readAttempts {
+		out, err := r.Run(ctx, nil, "-q", "export_definitions", "-")
+		if err != nil {
+			return State{}, err
+		}
+		st, err := ParseDefinitions(bytes.NewReader(out))
+		if err == nil {
+			return st, nil
+		}
+		perr = err
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return ParseDefinitions(bytes.NewReader(out))
+	return State{}, fmt.Errorf("%w (%d exports)", perr, readAttempts)
 }
 
 // Options tunes Apply.
