@@ -366,6 +366,17 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 	if v != nil && v.Rule == RuleStale { // late is not stale: wait, within a bound, for a fresh reading
 		_, v, waited = il.awaitFresh(ctx, a, r, v)
 	}
+	if v != nil && v.Rule == RuleStale && ctx.Err() != nil {
+		// The call's own deadline (a tool's timeout) or its cancellation
+		// ended before a fresh reading came: nothing was judged unsafe, the
+		// call ran out of time. It fails with the context's error, audited,
+		// rather than being refused as if an instrument were silent.
+		err := fmt.Errorf("envelope: %v: %w before a fresh reading (%v)", a, context.Cause(ctx), v)
+		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe}); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return Result{}, err
+	}
 	if v != nil {
 		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
 	}

@@ -315,6 +315,68 @@ func TestInvokeTimeout(t *testing.T) {
 	}
 }
 
+// hangingStatus and hangingGauge answer no read until its context ends:
+// the readings a setpoint's check needs never come within the call's time.
+type (
+	hangingStatus struct{ fakeFurnace }
+	hangingGauge  struct{ fakeGauge }
+)
+
+func (h hangingStatus) Status(ctx context.Context) (device.FurnaceStatus, error) {
+	<-ctx.Done()
+	return device.FurnaceStatus{}, fmt.Errorf("furnace: %w: %w", device.ErrTimeout, ctx.Err())
+}
+
+func (h hangingGauge) ReadPressure(ctx context.Context) (device.PressureReading, error) {
+	<-ctx.Done()
+	return device.PressureReading{}, fmt.Errorf("gauge: %w: %w", device.ErrTimeout, ctx.Err())
+}
+
+// TestInvokeTimeoutBeforeAFreshReading: when a tool's own timeout ends
+// while the interlock still waits for a fresh reading (a loaded host, a
+// slow instrument), the call fails with the deadline, audited as failed,
+// and is not reported as a stale_reading refusal: nothing was judged
+// unsafe, and nothing was written. (Under make test-under-load
+// TestInvokeTimeout met this case by chance.)
+func TestInvokeTimeoutBeforeAFreshReading(t *testing.T) {
+	builtin, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := builtin.Describe(catalog.ToolSetSetpoint, catalog.BuiltinVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := catalog.NewRegistry()
+	tool.Version, tool.ID = "1.0.1", "6b1f0c3e-5a0e-4c1d-9a11-0000000000fe"
+	tool.Performance = catalog.Performance{TypicalLatency: time.Millisecond, Timeout: 50 * time.Millisecond}
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	f := newInvokeFixture(t, reg, func(r *Rig) {
+		r.Furnace, r.Gauge = hangingStatus{r.Furnace.(fakeFurnace)}, hangingGauge{r.Gauge.(fakeGauge)}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard
+	defer cancel()
+	_, err = f.iv.Invoke(ctx, "ok", ToolRef{Name: catalog.ToolSetSetpoint}, json.RawMessage(`{"setpoint": 100, "unit": "celsius"}`))
+	var ie *InvokeError
+	if !errors.As(err, &ie) || ie.Refused() || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrViolation) {
+		t.Fatalf("want the tool's timeout, not a refusal, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "stale_reading") && !strings.Contains(err.Error(), "no fresh") {
+		t.Errorf("the error does not say which reading was missing: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the tool's timeout did not bound the call")
+	}
+	if e := f.audit.last(); e.Decision != DecisionFailed || e.Action == nil || e.Action.Channel() != ChannelSetpoint {
+		t.Fatalf("audit %+v", e)
+	}
+	if got := f.p.furnace.Setpoint; got == 100 {
+		t.Fatalf("the setpoint was written: %v", got)
+	}
+}
+
 func TestInvokeSnapshot(t *testing.T) {
 	f := newInvokeFixture(t, nil, nil)
 	ctx := context.Background()
