@@ -49,7 +49,9 @@
 //     every failure that is not an exception, and the next call redials.
 //
 // After a failed RTU exchange the line is drained until silent for one
-// FrameGap, so a late reply is not read as the next answer; a reply later
-// than that is still caught by the unit/function/length checks only if it
-// differs from the expected one. Broadcast (unit 0) is refused on RTU.
+// FrameGap, so a late reply is not read as the next answer. A reply later
+// than that (a loaded host, a slow unit) that answers another unit or
+// function is skipped, complete and with a valid CRC, and the exchange
+// reads on within its deadline; one to the same unit and function cannot
+// be told from the answer. Broadcast (unit 0) is refused on RTU.
 package modbus

@@ -81,6 +81,22 @@ func RTUReplyLength(partial []byte) (int, error) {
 // checkRTUReply validates a complete RTU reply against its request: length,
 // CRC, unit id and function code (or its exception form). It does not interpret
 // the PDU.
+// lateRTUReply reports whether frame, a complete reply with a valid CRC,
+// answers a request other than req: another unit, or another function
+// (neither req's nor its exception). On a line with one master that is a
+// reply to an earlier request that came after its timeout and after the
+// drain; the reader skips it and reads on. A late reply to the same unit
+// and function cannot be told from the answer (doc.go).
+func lateRTUReply(req, frame []byte) bool {
+	if len(req) < 2 || len(frame) < 4 {
+		return false
+	}
+	if CRC16(frame[:len(frame)-2]) != uint16(frame[len(frame)-2])|uint16(frame[len(frame)-1])<<8 {
+		return false
+	}
+	return frame[0] != req[0] || (frame[1] != req[1] && frame[1] != req[1]|0x80)
+}
+
 func checkRTUReply(req, reply []byte) error {
 	if len(reply) < 4 {
 		return frameError("RTU reply of %d bytes is too short", len(reply))

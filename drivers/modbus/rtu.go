@@ -142,6 +142,17 @@ func (t *rtuTransport) read(ctx context.Context, req []byte) ([]byte, error) {
 		if want, err = RTUReplyLength(buf); err != nil {
 			return nil, err
 		}
+		for want > 0 && len(buf) >= want && lateRTUReply(req, buf[:want]) {
+			// A late reply to an earlier request, not to this one: skip it
+			// and read on within this exchange's deadline.
+			buf = append(buf[:0], buf[want:]...)
+			want = 0
+			if len(buf) > 0 {
+				if want, err = RTUReplyLength(buf); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	if want > 0 {
 		buf = buf[:want]

@@ -3,6 +3,7 @@ package modbus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,40 @@ func TestRTULateReplyIsDrained(t *testing.T) {
 	r, err := b.ReadHoldingRegisters(ctx, 1, 5, 1)
 	if err != nil || r[0] != 12500 {
 		t.Fatalf("after a late reply: %v, %v", r, err)
+	}
+}
+
+// A late reply that comes after the drain (a loaded host, a slow unit) is
+// another unit's or function's reply, not the answer: it is skipped, and
+// the answer that follows within the timeout is read. Also when both come
+// in one write.
+func TestRTULateReplyAfterTheDrainIsSkipped(t *testing.T) {
+	for _, oneWrite := range []bool{false, true} {
+		t.Run(fmt.Sprintf("one write %v", oneWrite), func(t *testing.T) {
+			dev := rig()
+			late := rtuFrame(dev, modbus.AppendCRC([]byte{1, 0x04, 0, 0, 0, 1}))  // an input register
+			other := rtuFrame(dev, modbus.AppendCRC([]byte{2, 0x02, 0, 0, 0, 3})) // another unit's inputs
+			var n atomic.Int32
+			_, path := startResponder(t, func(req []byte) []step {
+				f := rtuFrame(dev, req)
+				if n.Add(1) == 1 {
+					if oneWrite {
+						return []step{{data: append(append(append([]byte{}, late...), other...), f...)}}
+					}
+					return []step{{data: late}, {pause: 5 * time.Millisecond, data: other}, {pause: 5 * time.Millisecond, data: f}}
+				}
+				return []step{{data: f}}
+			})
+			b := rtuBus(t, path, time.Second, 0)
+			ctx := ctxT(t)
+			r, err := b.ReadHoldingRegisters(ctx, 1, 5, 1)
+			if err != nil || r[0] != 12500 {
+				t.Fatalf("behind a late reply: %v, %v", r, err)
+			}
+			if r, err := b.ReadHoldingRegisters(ctx, 1, 5, 1); err != nil || r[0] != 12500 {
+				t.Fatalf("the next exchange: %v, %v", r, err)
+			}
+		})
 	}
 }
 
