@@ -114,6 +114,12 @@ type Outbox struct {
 	laterSince time.Time    // when the oldest of later was given
 	lastAppend time.Time    // when the last Append was queued
 	laterErr   error        // a failed DeleteLater commit, reported once
+	// riding is the writable transaction the DeleteLater keys ride along
+	// with (rideTx), until it commits; a later AppendTx of the same
+	// transaction carries none again. A rolled-back one is simply replaced
+	// by the next transaction, a different *bolt.Tx (held here, its
+	// address is not reused).
+	riding *bolt.Tx
 
 	// laterMu guards laterSet: DeleteLater keys not yet committed, which
 	// PeekAfter skips (inside its read transaction). It is held only for map

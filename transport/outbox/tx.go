@@ -54,7 +54,7 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 	// without this every burst of confirms would cost a commit of its own.
 	// They stay queued until tx commits (a rolled-back tx leaves them to the
 	// committer); deleting a key twice is harmless.
-	del := ob.rideTx()
+	del := ob.rideTx(tx)
 	res, err := ob.write(tx, as, del)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: append: %w", err)
@@ -77,16 +77,17 @@ func (ob *Outbox) AppendTx(tx *bolt.Tx, ms ...Message) ([]uint64, error) {
 func (ob *Outbox) DB() *bolt.DB { return ob.db }
 
 // rideTx notes an append (for DeleteDelay's idle rule) and returns a copy of
-// the DeleteLater keys that ride along with a commit now (see take), sorted;
-// nil when none should.
-func (ob *Outbox) rideTx() []uint64 {
+// the DeleteLater keys that ride along with tx's commit now (see take),
+// sorted; nil when none should, or when they already ride with tx.
+func (ob *Outbox) rideTx(tx *bolt.Tx) []uint64 {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	now := time.Now()
 	ob.lastAppend = now
-	if len(ob.later) == 0 || len(ob.later) < rideCount && now.Sub(ob.laterSince) < ob.opts.DeleteDelay {
+	if ob.riding == tx || len(ob.later) == 0 || len(ob.later) < rideCount && now.Sub(ob.laterSince) < ob.opts.DeleteDelay {
 		return nil
 	}
+	ob.riding = tx
 	del := slices.Clone(ob.later)
 	slices.Sort(del)
 	return slices.Compact(del)
@@ -96,6 +97,7 @@ func (ob *Outbox) rideTx() []uint64 {
 // (the committer may have taken some meanwhile: those are gone already).
 func (ob *Outbox) rode(del []uint64) {
 	ob.mu.Lock()
+	ob.riding = nil
 	ob.later = slices.DeleteFunc(ob.later, func(k uint64) bool { _, found := slices.BinarySearch(del, k); return found })
 	if len(ob.later) == 0 {
 		ob.later = nil

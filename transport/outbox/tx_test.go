@@ -145,3 +145,59 @@ func TestAppendTxCarriesDeleteLater(t *testing.T) {
 		t.Fatalf("after reopen: %d entries, head %d", len(es), es[0].Key)
 	}
 }
+
+// TestDeleteLaterRidesOncePerTx: the inbox's group commit calls AppendTx
+// once per command in one transaction; the waiting DeleteLater keys ride
+// with the first call only (each call looked every key up again), and are
+// deleted once the transaction commits. After a rollback the next
+// transaction carries them.
+func TestDeleteLaterRidesOncePerTx(t *testing.T) {
+	ob, err := Open(filepath.Join(t.TempDir(), "o.db"), Opts{DeleteDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	var keys []uint64
+	for i := range rideCount {
+		k, err := ob.Append(msg(Protocol, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := ob.DeleteLater(keys...); err != nil {
+		t.Fatal(err)
+	}
+	group := func(fail error) error {
+		return ob.DB().Update(func(tx *bolt.Tx) error {
+			for i := range 3 {
+				if _, err := ob.AppendTx(tx, msg(Protocol, 1000+i)); err != nil {
+					return err
+				}
+			}
+			if del := ob.rideTx(tx); del != nil {
+				t.Errorf("%d keys would ride again in the same transaction", len(del))
+			}
+			return fail
+		})
+	}
+	boom := errors.New("boom")
+	if err := group(boom); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if d, _ := ob.Depth(); d != rideCount {
+		t.Fatalf("depth %d after a rollback, want %d", d, rideCount)
+	}
+	if err := group(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := ob.Depth(); d != 3 {
+		t.Fatalf("depth %d, want the 3 appended: the deletions did not ride after the rollback", d)
+	}
+	ob.mu.Lock()
+	left, riding := len(ob.later), ob.riding
+	ob.mu.Unlock()
+	if left != 0 || riding != nil {
+		t.Fatalf("%d keys still waiting, riding %v", left, riding)
+	}
+}
