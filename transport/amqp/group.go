@@ -83,6 +83,9 @@ func (in *Inbox) deliverGroup(ctx context.Context, group []amqp091.Delivery, set
 	if len(group) == 1 {
 		return settle(group[0], in.handle(ctx, group[0]))
 	}
+	if in.opts.Burst != nil {
+		in.opts.Burst(len(group))
+	}
 	var ps []*prepared
 	ids := map[string]bool{}
 	flush := func() error {

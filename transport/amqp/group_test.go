@@ -3,6 +3,7 @@ package amqp_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +70,16 @@ func TestInboxGroupCommit(t *testing.T) {
 	caller := amqptest.AlphaID
 	g := newGate(false) // publish everything first: the inbox finds it waiting
 	var echo *amqptest.Echo
-	c := startCalleeWrapped(t, 0, tamqp.InboxOpts{Intake: g}, func(e tamqp.Engine) tamqp.Engine {
+	var bursts, burstMax, burstMin atomic.Int64 // the groups Burst is told of
+	burstMin.Store(1 << 30)
+	burst := func(n int) {
+		bursts.Add(1)
+		for m := burstMax.Load(); int64(n) > m && !burstMax.CompareAndSwap(m, int64(n)); m = burstMax.Load() {
+		}
+		for m := burstMin.Load(); int64(n) < m && !burstMin.CompareAndSwap(m, int64(n)); m = burstMin.Load() {
+		}
+	}
+	c := startCalleeWrapped(t, 0, tamqp.InboxOpts{Intake: g, Burst: burst}, func(e tamqp.Engine) tamqp.Engine {
 		echo = e.(*amqptest.Echo)
 		return &poisonEngine{next: e}
 	})
@@ -147,6 +157,11 @@ func TestInboxGroupCommit(t *testing.T) {
 		t.Errorf("%d commits for %d commands: not grouped", s.Commits, s.Handled)
 	}
 	t.Logf("%d commands in %d commits (%.1f a commit)", s.Handled, s.Commits, float64(s.Handled)/float64(s.Commits))
+	// Burst is told of the groups, never of a command alone, never of more
+	// than GroupMax.
+	if bursts.Load() == 0 || burstMin.Load() < 2 || burstMax.Load() > 128 {
+		t.Errorf("Burst told of %d groups, sizes %d..%d: want groups of 2..128", bursts.Load(), burstMin.Load(), burstMax.Load())
+	}
 
 	// A poison in the middle of a group: it alone fails, twice (its
 	// redelivery), and is dropped; the others are recorded and answered.

@@ -118,6 +118,11 @@ type InboxOpts struct {
 	// the audit entry and the answer commit together. An error rolls both
 	// back and the delivery is requeued, as for any storage failure.
 	Refused func(tx *bolt.Tx, r Refusal) error
+	// Burst, when set, is told the size of every group of more than one
+	// delivery before it is decided (group.go): a flood in progress. The
+	// daemon raises its GC target for it (cmd/hcp-edge's gcburst). It runs
+	// on the inbox's goroutine and must not block.
+	Burst func(n int)
 	// HandleTimeout bounds one Engine.Handle (default 30 s).
 	HandleTimeout time.Duration
 	// Intake, when set, pauses command intake from outside (the state

@@ -16,6 +16,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/gcburst"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
@@ -83,7 +84,7 @@ func Run(ctx context.Context, c Config) (err error) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	defer startDebugPprof(d.log)() // only with -tags pprof (docs/FOOTPRINT.md)
-	tuneRuntime(d.log)
+	d.gc = tuneRuntime(d.log)
 	defer func() { err = errors.Join(err, d.release()) }()
 	for _, step := range []func(context.Context) error{
 		d.openState, d.openRig, d.loadRecipes, d.startMonitor, d.startSessions, d.recoverSessions, d.startRetention, d.serve,
@@ -123,6 +124,9 @@ type daemon struct {
 	// de-dup window) reads its wall time, every duration it judges its
 	// monotonic time (internal/wallclock).
 	clock *wallclock.Clock
+	// gc raises the GC target while the inbox decides a flood (gcburst);
+	// nil when GOGC is set in the environment.
+	gc *gcburst.Governor
 
 	// openState
 	disk    *diskspace.Watcher // the state directory's free space (disk.go)
@@ -163,8 +167,9 @@ type daemon struct {
 }
 
 // tuneRuntime sets GOMAXPROCS and GOGC for the daemon unless the
-// environment sets them.
-func tuneRuntime(log *slog.Logger) {
+// environment sets them, and returns the governor that raises GOGC for a
+// burst of commands (nil when GOGC is the environment's).
+func tuneRuntime(log *slog.Logger) *gcburst.Governor {
 	if procs := envelope.MonitorMinProcs; os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < procs {
 		// A single-core host: the Modbus RTU transport's reads block an OS
 		// thread (and its P) in select(2), and the monitor's furnace poll
@@ -173,14 +178,17 @@ func tuneRuntime(log *slog.Logger) {
 		runtime.GOMAXPROCS(procs)
 		log.Debug("GOMAXPROCS raised for the monitor", "procs", procs)
 	}
-	if os.Getenv("GOGC") == "" {
-		// The daemon's live heap is about 1 MB at rest and a few MB during a
-		// session: GOGC 100 lets the heap grow to the runtime's 4 MB floor
-		// before collecting; 50 halves the floor and keeps about 2 MB less
-		// resident, for a collection (about 1 ms of CPU) every few seconds
-		// at rest (docs/FOOTPRINT.md). GOGC in the environment wins.
-		debug.SetGCPercent(daemonGOGC)
+	if os.Getenv("GOGC") != "" {
+		return nil // the environment's GOGC wins, bursts included
 	}
+	// The daemon's live heap is about 1 MB at rest and a few MB during a
+	// session: GOGC 100 lets the heap grow to the runtime's 4 MB floor
+	// before collecting; 50 halves the floor and keeps about 2 MB less
+	// resident, for a collection (about 1 ms of CPU) every few seconds at
+	// rest (docs/FOOTPRINT.md). A flood of commands raises it while it
+	// lasts (gcburst).
+	debug.SetGCPercent(daemonGOGC)
+	return gcburst.New(gcburst.Opts{Rest: daemonGOGC, Logger: log})
 }
 
 // openState opens the state directory and the state file, the metrics
@@ -359,7 +367,7 @@ func (d *daemon) recoverSessions(ctx context.Context) error {
 // dashboard.
 func (d *daemon) serve(context.Context) error {
 	f := d.f
-	if err := d.up.Attach(f, d.eng); err != nil {
+	if err := d.up.Attach(f, d.eng, d.gc.Burst); err != nil {
 		return err
 	}
 	ops, err := operators.New(f.Operators, nil)
@@ -464,6 +472,7 @@ func (d *daemon) release() (err error) {
 	if d.disk != nil {
 		d.disk.Close()
 	}
+	d.gc.Stop() // a nil *gcburst.Governor does nothing
 	return err
 }
 

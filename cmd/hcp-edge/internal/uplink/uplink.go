@@ -177,8 +177,10 @@ func (u *Uplink) QueueTx(tx *bolt.Tx, msgs []store.Message) error {
 	return err
 }
 
-// Attach hands the command inbox the engine; call it before Start.
-func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
+// Attach hands the command inbox the engine; call it before Start. burst
+// (nil: none) is told the size of every group of commands the inbox
+// decides together (tamqp.InboxOpts.Burst).
+func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine, burst func(n int)) error {
 	if u == nil {
 		return nil
 	}
@@ -205,6 +207,7 @@ func (u *Uplink) Attach(f rigconfig.File, eng *engine.Engine) error {
 		// delivery unacked until space returns (never a reconnect).
 		Intake:     u.intake(),
 		LocalError: u.localError,
+		Burst:      burst,
 		Logger:     u.log,
 		Clock:      u.clock,
 	})

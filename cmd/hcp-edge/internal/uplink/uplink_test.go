@@ -66,7 +66,7 @@ func TestUplinkBrokerAppearsLater(t *testing.T) {
 			return w.Send(store.Message{CallerID: caller, Envelope: env})
 		})
 	}
-	if err := up.Attach(f, nil); err != nil {
+	if err := up.Attach(f, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := up.Start(); err != nil {
