@@ -199,6 +199,15 @@ func (e *env) waitUplink(what string, ok func(*uplinkStatus) bool) *uplinkStatus
 // (caller.Opts.Tap).
 func (b *brokerEnv) tap() <-chan amqp091.Delivery {
 	b.t.Helper()
+	return b.tapLater()()
+}
+
+// tapLater declares the caller's event queue now, so that every event from
+// here on waits in it, and returns the function that starts consuming it
+// (tap's channel). A timed test starts its tap after the figure it times:
+// this process, the caller's side, then decodes nothing beside the agent.
+func (b *brokerEnv) tapLater() func() <-chan amqp091.Delivery {
+	b.t.Helper()
 	if b.taps != nil {
 		b.t.Fatal("tap: one per test")
 	}
@@ -211,22 +220,25 @@ func (b *brokerEnv) tap() <-chan amqp091.Delivery {
 	if err := tamqp.DeclareCallerQueue(ch, tamqp.CallerQueueOpts{CallerID: b.callerID, MessageTTL: 24 * time.Hour, MaxLength: 100000}); err != nil {
 		b.t.Fatal(err)
 	}
-	ds, err := ch.Consume(wire.EventQueuePrefix+b.callerID, "tap", true, true, false, false, nil)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for d := range ds {
-			b.taps <- d
+	return func() <-chan amqp091.Delivery {
+		b.t.Helper()
+		ds, err := ch.Consume(wire.EventQueuePrefix+b.callerID, "tap", true, true, false, false, nil)
+		if err != nil {
+			b.t.Fatal(err)
 		}
-	}()
-	b.stopTap = func() {
-		_ = ch.Cancel("tap", false)
-		<-done // every delivery the raw consumer got is in taps
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for d := range ds {
+				b.taps <- d
+			}
+		}()
+		b.stopTap = func() {
+			_ = ch.Cancel("tap", false)
+			<-done // every delivery the raw consumer got is in taps
+		}
+		return b.taps
 	}
-	return b.taps
 }
 
 // client starts a transport/caller client as the caller.

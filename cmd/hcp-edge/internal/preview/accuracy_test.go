@@ -15,7 +15,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 )
 
-
 // benchAuthorizer grants every action and tool of the bench's session.
 type benchAuthorizer struct{ hilbench.AllowAll }
 
