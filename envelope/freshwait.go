@@ -115,3 +115,23 @@ func (il *Interlock) awaitFresh(ctx context.Context, a Action, r Readings, v *Vi
 	}
 	return r, v, time.Since(start)
 }
+
+// FreshWaitEnded is the error of an action whose own deadline (a tool's
+// timeout) or cancellation (an e-stop, a trip, an abort) ended while the
+// interlock waited for a fresh reading. It is not a refusal: nothing was
+// judged unsafe, nothing was written, and it is audited as failed. It
+// unwraps to the context's cause (context.DeadlineExceeded for a timeout);
+// Stale is the verdict it waited on, for the message, not wrapped.
+type FreshWaitEnded struct {
+	Action Action
+	Stale  *Violation
+	Waited time.Duration // how long it waited (the tool statistics count it)
+	Cause  error
+}
+
+func (e *FreshWaitEnded) Error() string {
+	return fmt.Sprintf("envelope: %v: %v after %v, before a fresh reading (%v)", e.Action, e.Cause, e.Waited.Round(time.Millisecond), e.Stale)
+}
+
+// Unwrap returns the context's cause.
+func (e *FreshWaitEnded) Unwrap() error { return e.Cause }

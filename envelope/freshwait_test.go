@@ -3,6 +3,7 @@ package envelope
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,11 @@ func TestToolStatsCountFreshWaits(t *testing.T) {
 	}
 	o = outcome{err: &Violation{Rule: RuleStale, Waited: time.Second}}
 	if o.freshWait() != time.Second {
+		t.Fatal(o.freshWait())
+	}
+	// A wait the call's own deadline ended is counted too.
+	o = outcome{err: fmt.Errorf("execute: %w", &FreshWaitEnded{Stale: &Violation{Rule: RuleStale}, Waited: 30 * time.Millisecond, Cause: context.DeadlineExceeded})}
+	if o.freshWait() != 30*time.Millisecond {
 		t.Fatal(o.freshWait())
 	}
 }

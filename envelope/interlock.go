@@ -371,7 +371,7 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 		// ended before a fresh reading came: nothing was judged unsafe, the
 		// call ran out of time. It fails with the context's error, audited,
 		// rather than being refused as if an instrument were silent.
-		err := fmt.Errorf("envelope: %v: %w before a fresh reading (%v)", a, context.Cause(ctx), v)
+		var err error = &FreshWaitEnded{Action: a, Stale: v, Waited: waited, Cause: context.Cause(ctx)}
 		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe}); aerr != nil {
 			err = errors.Join(err, aerr)
 		}

@@ -366,6 +366,10 @@ func TestInvokeTimeoutBeforeAFreshReading(t *testing.T) {
 	if !strings.Contains(err.Error(), "stale_reading") && !strings.Contains(err.Error(), "no fresh") {
 		t.Errorf("the error does not say which reading was missing: %v", err)
 	}
+	var ended *FreshWaitEnded
+	if !errors.As(err, &ended) || ended.Stale == nil || ended.Stale.Rule != RuleStale {
+		t.Fatalf("want a FreshWaitEnded naming the stale verdict, got %v", err)
+	}
 	if ctx.Err() != nil {
 		t.Fatal("the tool's timeout did not bound the call")
 	}

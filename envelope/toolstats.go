@@ -95,6 +95,10 @@ func (o *outcome) freshWait() time.Duration {
 	if o.err != nil && errors.As(o.err, &v) {
 		return v.Waited
 	}
+	var ended *FreshWaitEnded
+	if o.err != nil && errors.As(o.err, &ended) {
+		return ended.Waited
+	}
 	return o.res.Waited
 }
 
