@@ -468,3 +468,31 @@ func BenchmarkTCPReadInputs(b *testing.B) {
 		}
 	}
 }
+
+// deadlineOnly is a pty line that hides its Path: Close cannot wake its
+// Read with a byte from the client side, only with a read deadline.
+type deadlineOnly struct{ l *ptyline.Line }
+
+func (d deadlineOnly) Read(p []byte) (int, error)        { return d.l.Read(p) }
+func (d deadlineOnly) Write(p []byte) (int, error)       { return d.l.Write(p) }
+func (d deadlineOnly) SetReadDeadline(t time.Time) error { return d.l.SetReadDeadline(t) }
+
+// TestRTUCloseEndsABlockedRead: Close returns although the reader is
+// blocked on a line no byte will reach (make ci once hung a rig's Close
+// for good, waiting on the reader).
+func TestRTUCloseEndsABlockedRead(t *testing.T) {
+	l, err := ptyline.Open("")
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer l.Close()
+	s := ServeRTU(newPlant(t), deadlineOnly{l}, RTUOpts{})
+	time.Sleep(50 * time.Millisecond) // the reader is in Read
+	done := make(chan struct{})
+	go func() { _ = s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // hang guard
+		t.Fatal("Close still waits for the reader")
+	}
+}

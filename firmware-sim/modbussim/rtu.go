@@ -117,11 +117,18 @@ func ServeRTU(p *plant.Plant, line Line, opts RTUOpts) *RTUSlave {
 	return s
 }
 
-// Close stops the slave and waits for its goroutines.
+// Close stops the slave and waits for its goroutines. A line with read
+// deadlines (ptyline) has its pending Read ended by one in the past; the
+// byte written to its client side is the way for the others. (The byte
+// alone once left a Read blocked for good in make ci, a test's rig never
+// closing.)
 func (s *RTUSlave) Close() error {
 	s.once.Do(func() {
 		s.stopped.Store(true)
 		close(s.stop)
+		if dl, ok := s.line.(interface{ SetReadDeadline(time.Time) error }); ok {
+			_ = dl.SetReadDeadline(time.Now())
+		}
 		if pl, ok := s.line.(interface{ Path() string }); ok {
 			if f, err := os.OpenFile(pl.Path(), os.O_WRONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0); err == nil {
 				_, _ = f.Write([]byte{0})
