@@ -31,11 +31,6 @@ for _ in $(seq "$HOGS"); do
   hogs+=($!)
 done
 echo "test-under-load: ${#hogs[@]} CPU hogs on $(nproc) cores; go test -race -count=$COUNT $PKGS"
-# The one timed acceptance bound of the suite, TestFloodQuota's (issue 24: another caller answered
-# within 2 s behind a 3,000-command flood), is a throughput figure: with every core taken on
-# purpose it measures the hogs. The test still checks every behaviour and logs its figure here;
-# make ci and make test judge the bound (docs/FOOTPRINT.md, "The flood under load").
-export HCP_UNDER_LOAD="${#hogs[@]} CPU hogs on $(nproc) cores"
 
 log=$(mktemp -t hcp-under-load.XXXXXX)
 start=$(date +%s)
