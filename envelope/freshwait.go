@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -114,6 +115,19 @@ func (il *Interlock) awaitFresh(ctx context.Context, a Action, r Readings, v *Vi
 		il.mu.Unlock()
 	}
 	return r, v, time.Since(start)
+}
+
+// waitEnded is apply's end when the call's own deadline (a tool's timeout)
+// or its cancellation ended before a fresh reading came (stale is the
+// verdict it waited on): nothing was judged unsafe, the call ran out of
+// time. It fails with the context's cause, audited as failed, rather than
+// being refused as if an instrument were silent.
+func (il *Interlock) waitEnded(ctx context.Context, session string, a Action, stale *Violation, waited time.Duration, safe bool) error {
+	var err error = &FreshWaitEnded{Action: a, Stale: stale, Waited: waited, Cause: context.Cause(ctx)}
+	if aerr := il.record(ctx, Entry{SessionID: session, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe}); aerr != nil {
+		err = errors.Join(err, aerr)
+	}
+	return err
 }
 
 // FreshWaitEnded is the error of an action whose own deadline (a tool's

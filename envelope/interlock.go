@@ -367,15 +367,7 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 		_, v, waited = il.awaitFresh(ctx, a, r, v)
 	}
 	if v != nil && v.Rule == RuleStale && ctx.Err() != nil {
-		// The call's own deadline (a tool's timeout) or its cancellation
-		// ended before a fresh reading came: nothing was judged unsafe, the
-		// call ran out of time. It fails with the context's error, audited,
-		// rather than being refused as if an instrument were silent.
-		var err error = &FreshWaitEnded{Action: a, Stale: v, Waited: waited, Cause: context.Cause(ctx)}
-		if aerr := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionFailed, Reason: err.Error(), TowardSafe: safe}); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		return Result{}, err
+		return Result{}, il.waitEnded(ctx, grant.SessionID, a, v, waited, safe)
 	}
 	if v != nil {
 		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)

@@ -281,7 +281,10 @@ func (b blockingFurnace) SetSetpoint(ctx context.Context, _ device.Temperature) 
 	return fmt.Errorf("furnace: %w: %w", device.ErrTimeout, ctx.Err())
 }
 
-func TestInvokeTimeout(t *testing.T) {
+// setpointWithTimeout is a registry holding only furnace.set_setpoint
+// 1.0.1, the built-in tool with a 50 ms timeout.
+func setpointWithTimeout(t *testing.T) *catalog.Registry {
+	t.Helper()
 	builtin, err := catalog.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +299,15 @@ func TestInvokeTimeout(t *testing.T) {
 	if err := reg.Register(tool); err != nil {
 		t.Fatal(err)
 	}
+	return reg
+}
+
+func TestInvokeTimeout(t *testing.T) {
+	reg := setpointWithTimeout(t)
 	f := newInvokeFixture(t, reg, func(r *Rig) { r.Furnace = blockingFurnace{r.Furnace.(fakeFurnace)} })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard
 	defer cancel()
-	_, err = f.iv.Invoke(ctx, "ok", ToolRef{Name: catalog.ToolSetSetpoint}, json.RawMessage(`{"setpoint": 100, "unit": "celsius"}`))
+	_, err := f.iv.Invoke(ctx, "ok", ToolRef{Name: catalog.ToolSetSetpoint}, json.RawMessage(`{"setpoint": 100, "unit": "celsius"}`))
 	var ie *InvokeError
 	if !errors.As(err, &ie) || ie.Stage != StageExecute || ie.Refused() || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a timeout while executing, got %v", err)
@@ -339,26 +347,13 @@ func (h hangingGauge) ReadPressure(ctx context.Context) (device.PressureReading,
 // unsafe, and nothing was written. (Under make test-under-load
 // TestInvokeTimeout met this case by chance.)
 func TestInvokeTimeoutBeforeAFreshReading(t *testing.T) {
-	builtin, err := catalog.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, err := builtin.Describe(catalog.ToolSetSetpoint, catalog.BuiltinVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := catalog.NewRegistry()
-	tool.Version, tool.ID = "1.0.1", "6b1f0c3e-5a0e-4c1d-9a11-0000000000fe"
-	tool.Performance = catalog.Performance{TypicalLatency: time.Millisecond, Timeout: 50 * time.Millisecond}
-	if err := reg.Register(tool); err != nil {
-		t.Fatal(err)
-	}
+	reg := setpointWithTimeout(t)
 	f := newInvokeFixture(t, reg, func(r *Rig) {
 		r.Furnace, r.Gauge = hangingStatus{r.Furnace.(fakeFurnace)}, hangingGauge{r.Gauge.(fakeGauge)}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard
 	defer cancel()
-	_, err = f.iv.Invoke(ctx, "ok", ToolRef{Name: catalog.ToolSetSetpoint}, json.RawMessage(`{"setpoint": 100, "unit": "celsius"}`))
+	_, err := f.iv.Invoke(ctx, "ok", ToolRef{Name: catalog.ToolSetSetpoint}, json.RawMessage(`{"setpoint": 100, "unit": "celsius"}`))
 	var ie *InvokeError
 	if !errors.As(err, &ie) || ie.Refused() || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrViolation) {
 		t.Fatalf("want the tool's timeout, not a refusal, got %v", err)
