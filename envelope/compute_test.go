@@ -176,7 +176,7 @@ func TestComputeNoAction(t *testing.T) {
 		t.Fatalf("ComputeTool is %v: a handler must take and return JSON only", ht)
 	}
 
-	reg, err := catalog.Builtin()
+	reg, err := catalog.Builtin(SimRigSpec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

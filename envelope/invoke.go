@@ -254,9 +254,9 @@ func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
 			r, in = ref(catalog.ToolVent), map[string]any{"open": a.On}
 		case gate:
 			r, in = ref(catalog.ToolSetGate), map[string]any{"open": a.On}
-		case "pump":
+		case iv.il.env.spec.Roles.Pump:
 			r, in = ref(catalog.ToolSetPump), map[string]any{"on": a.On}
-		case "scrubber":
+		case iv.il.env.spec.Roles.Scrubber:
 			r, in = ref(catalog.ToolSetScrubber), map[string]any{"on": a.On}
 		default:
 			if !iv.gasValve(a.Target) {
@@ -275,9 +275,9 @@ func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
 }
 
 // ventValves are the names of the vent and gate valves (the envelope's vent
-// section, else the defaults).
+// section, else the layout's vent and gate roles).
 func (iv *Invoker) ventValves() (vent, gate string) {
-	vent, gate = "vent_valve", "gate_valve"
+	vent, gate = iv.il.env.spec.Roles.Vent, iv.il.env.spec.Roles.Gate
 	if v := iv.il.env.cfg.Vent; v != nil {
 		if v.Valve != "" {
 			vent = v.Valve
@@ -611,9 +611,9 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 		case catalog.ToolSetHeater:
 			return onOffCall(HeaterAction(in.On)), nil
 		case catalog.ToolSetPump:
-			return onOffCall(SwitchAction("pump", in.On)), nil
+			return iv.roleCall(tool.Name, iv.il.env.spec.Roles.Pump, in.On)
 		}
-		return onOffCall(SwitchAction("scrubber", in.On)), nil
+		return iv.roleCall(tool.Name, iv.il.env.spec.Roles.Scrubber, in.On)
 	case catalog.ToolSetValve:
 		var in struct {
 			Valve string `json:"valve"`
@@ -759,4 +759,13 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 		}{float64(p.Pressure), p.Status.String(), stampText(p.At)},
 		Flows: flows, Switches: switches, Inputs: inputs,
 	})
+}
+
+// roleCall is the call of a tool that drives the output of a role (the
+// pump, the scrubber); a rig without that output has no such call.
+func (iv *Invoker) roleCall(tool, output string, on bool) (toolCall, error) {
+	if output == "" {
+		return toolCall{}, fmt.Errorf("envelope: tool %s: the rig's layout has no output for it: %w", tool, catalog.ErrNotFound)
+	}
+	return onOffCall(SwitchAction(output, on)), nil
 }

@@ -61,7 +61,7 @@ func newInvokeFixture(t testing.TB, reg *catalog.Registry, rigHook func(*Rig)) *
 		t.Fatal(err)
 	}
 	if reg == nil {
-		if reg, err = catalog.Builtin(); err != nil {
+		if reg, err = catalog.Builtin(SimRigSpec().Lines()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,7 +285,7 @@ func (b blockingFurnace) SetSetpoint(ctx context.Context, _ device.Temperature) 
 // 1.0.1, the built-in tool with a 50 ms timeout.
 func setpointWithTimeout(t *testing.T) *catalog.Registry {
 	t.Helper()
-	builtin, err := catalog.Builtin()
+	builtin, err := catalog.Builtin(SimRigSpec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestInvokeStatsOrdered(t *testing.T) {
 
 func TestNewInvokerNeedsToolAuthorizer(t *testing.T) {
 	f := newFixture(t) // plain Authorizer
-	reg, err := catalog.Builtin()
+	reg, err := catalog.Builtin(SimRigSpec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 )
 
 // Channel names. A writable channel is something an Action sets; the
@@ -34,6 +35,9 @@ type RigSpec struct {
 	Switches     []SwitchSpec
 	Inputs       []string
 	Spectrometer *SpectrometerSpec // nil: no spectrometer
+	// Roles names the outputs (and the input) that the rules and the
+	// recipes' phases drive by what they do; the layout gives them.
+	Roles Roles
 	// Wires says where each writable channel lands (register, coil, serial
 	// command), for the coverage report.
 	Wires map[string]string
@@ -54,9 +58,51 @@ type GaugeSpec struct{ Min, Max device.Pressure }
 
 // GasSpec is one gas line: its mass-flow controller and its line valve.
 type GasSpec struct {
-	Gas       string      // e.g. "H2S"; the FlowControllers key of the Rig
+	Gas       string      // the gas's formula; the FlowControllers key of the Rig
 	FullScale device.Flow // the controller's range
 	Valve     string      // the Switch that opens the line
+	// Hazard is the gas's hazard class (HazardInert, HazardToxic, ...).
+	Hazard string
+}
+
+// Hazard classes of a gas line.
+const (
+	HazardInert     = "inert"
+	HazardToxic     = "toxic"
+	HazardFlammable = "flammable"
+	HazardOxidising = "oxidising"
+	HazardCorrosive = "corrosive"
+)
+
+// Roles are the outputs (and the input) the rules and the recipes' phases
+// drive by what they do. An empty role is one the rig does not have.
+type Roles struct {
+	Pump     string // the roughing pump
+	Gate     string // the gate valve between chamber and pump
+	Vent     string // the vent valve (admits air)
+	Scrubber string // the exhaust scrubber
+	Door     string // input: the door is closed
+}
+
+// Lines are the rig's gases and line valves, in the layout's order, for
+// the gas tools' input schemas.
+func (s RigSpec) Lines() catalog.Lines {
+	var l catalog.Lines
+	for _, g := range s.Gases {
+		l.Gases = append(l.Gases, g.Gas)
+		l.Valves = append(l.Valves, g.Valve)
+	}
+	return l
+}
+
+// Hazard returns the hazard class of gas ("" when the rig has no such line).
+func (s RigSpec) Hazard(gas string) string {
+	for _, g := range s.Gases {
+		if g.Gas == gas {
+			return g.Hazard
+		}
+	}
+	return ""
 }
 
 // SwitchSpec is an on/off output.
@@ -73,55 +119,3 @@ type SpectrometerSpec struct{ MinIntegration, MaxIntegration time.Duration }
 
 // InternalWrite is a write drivers make by themselves.
 type InternalWrite struct{ Channel, Wire, Reason string }
-
-// SimRigSpec is the rig of configs/rig-protocols.md, as firmware-sim
-// simulates it.
-func SimRigSpec() RigSpec {
-	return RigSpec{
-		Furnace: FurnaceSpec{SetpointMin: device.Celsius(0), SetpointMax: device.Celsius(1200),
-			RampMax: device.KelvinPerMinute(100), ProcessValueMax: device.Celsius(1300)},
-		Gauge: GaugeSpec{Min: 5e-9 * device.Millibar, Max: 1e3 * device.Millibar},
-		Gases: []GasSpec{
-			{Gas: "Ar", FullScale: device.SCCM(500), Valve: "ar_valve"},
-			{Gas: "H2", FullScale: device.SCCM(200), Valve: "h2_valve"},
-			{Gas: "H2S", FullScale: device.SCCM(50), Valve: "h2s_valve"},
-		},
-		Switches: []SwitchSpec{
-			{Name: "pump", SafeState: false},
-			{Name: "gate_valve", SafeState: false},
-			{Name: "ar_valve", SafeState: false},
-			{Name: "h2_valve", SafeState: false},
-			{Name: "h2s_valve", SafeState: false},
-			{Name: "vent_valve", SafeState: false},
-			{Name: "scrubber", SafeState: true},
-			{Name: "relay", SafeState: false, InterlockOwned: true},
-		},
-		Inputs:       []string{"door_closed", "exhaust_ok", "pump_running", "estop_pressed", "leak_detected", "relay_fb"},
-		Spectrometer: &SpectrometerSpec{MinIntegration: 10 * time.Millisecond, MaxIntegration: 60 * time.Second},
-		Wires: map[string]string{
-			ChannelSetpoint:             "modbus unit 1 HR 0 (0.1 °C)",
-			ChannelRampRate:             "modbus unit 1 HR 1 (0.1 °C/min)",
-			ChannelHeater:               "modbus unit 1 HR 2",
-			FlowChannel("Ar"):           "mfc-ar serial `AS<value>`",
-			FlowChannel("H2"):           "mfc-h2 serial `BS<value>`",
-			FlowChannel("H2S"):          "mfc-h2s serial `CS<value>`",
-			SwitchChannel("pump"):       "modbus unit 2 coil 0",
-			SwitchChannel("gate_valve"): "modbus unit 2 coil 1",
-			SwitchChannel("ar_valve"):   "modbus unit 2 coil 2",
-			SwitchChannel("h2_valve"):   "modbus unit 2 coil 3",
-			SwitchChannel("h2s_valve"):  "modbus unit 2 coil 4",
-			SwitchChannel("vent_valve"): "modbus unit 2 coil 5",
-			SwitchChannel("scrubber"):   "modbus unit 2 coil 6",
-			SwitchChannel("relay"):      "gpio relay",
-			ChannelIntegration:          "raman serial `ACQ <ms>`",
-		},
-		Internal: []InternalWrite{
-			{Channel: "furnace.watchdog_timeout", Wire: "modbus unit 1 HR 3", Reason: "set once by the driver at start"},
-			{Channel: "furnace.watchdog_kick", Wire: "modbus unit 1 HR 4", Reason: "kicked by the driver; no effect on the process"},
-			{Channel: "furnace.alarm_limit", Wire: "modbus unit 1 HR 5", Reason: "high-temperature alarm of the controller, set once at start; the envelope trips earlier"},
-			{Channel: "mfc.hold", Wire: "mfc serial `xHC` / `xC`", Reason: "hold closes the valve: used by Halt only"},
-			{Channel: "gauge.unit", Wire: "gauge serial `UNI,n`", Reason: "display unit of the gauge; the driver converts"},
-			{Channel: "spectrometer.stop", Wire: "raman serial `STOP`", Reason: "aborts an acquisition: used by Halt only"},
-		},
-	}
-}

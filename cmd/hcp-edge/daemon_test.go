@@ -20,8 +20,8 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -518,7 +518,7 @@ func TestDeadAgentDropsHeater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bus.Close()
-	f, err := furnace.New(bus, furnace.DefaultOpts())
+	f, err := regmaptest.SimFurnace(bus)
 	if err != nil {
 		t.Fatal(err)
 	}

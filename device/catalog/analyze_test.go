@@ -11,7 +11,7 @@ import (
 // TestAnalyzeTool: raman.analyze is the built-in compute tool, at
 // rig.measure, never dangerous; its input schema is strict.
 func TestAnalyzeTool(t *testing.T) {
-	r, err := Builtin()
+	r, err := Builtin(simLines)
 	if err != nil {
 		t.Fatal(err)
 	}

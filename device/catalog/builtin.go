@@ -24,13 +24,13 @@ const (
 // BuiltinVersion is the version of every built-in tool.
 const BuiltinVersion = "1.0.0"
 
-// The gases and gas line valves of the rig (configs/rig-protocols.md), as
-// the input schemas enumerate them. The gate valve has its own tool
-// (ToolSetGate, rig.operate): it moves no gas.
-var (
-	builtinGases  = []string{"Ar", "H2", "H2S"}
-	builtinValves = []string{"ar_valve", "h2_valve", "h2s_valve"}
-)
+// Lines are the rig's gases and gas line valves, as the input schemas of
+// the gas tools enumerate them: the layout's (envelope.RigSpec.Lines). The
+// gate valve has its own tool (ToolSetGate, rig.operate): it moves no gas.
+type Lines struct {
+	Gases  []string
+	Valves []string
+}
 
 // writeOutput is the output of every actuator tool: what was asked and what
 // the instrument reads back.
@@ -69,9 +69,9 @@ func mustJSON(v any) string {
 // against the safety envelope before anything reaches an instrument.
 // raman.analyze (ToolAnalyze) is a compute tool: the Invoker runs the
 // handler registered for it and never the interlock.
-func Builtin() (*Registry, error) {
+func Builtin(lines Lines) (*Registry, error) {
 	r := NewRegistry()
-	for _, t := range builtinTools() {
+	for _, t := range builtinTools(lines) {
 		if err := r.Register(t); err != nil {
 			return nil, err
 		}
@@ -79,7 +79,7 @@ func Builtin() (*Registry, error) {
 	return r, nil
 }
 
-func builtinTools() []Tool {
+func builtinTools(lines Lines) []Tool {
 	act := func(perm Permission, risk RiskLevel, effects ...string) Safety {
 		return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
 			Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
@@ -143,7 +143,7 @@ func builtinTools() []Tool {
   "type": "object",
   "required": ["valve", "open"],
   "properties": {
-    "valve": {"enum": ` + mustJSON(builtinValves) + `},
+    "valve": {"enum": ` + mustJSON(lines.Valves) + `},
     "open":  {"type": "boolean"}
   },
   "additionalProperties": false
@@ -169,7 +169,7 @@ func builtinTools() []Tool {
   "type": "object",
   "required": ["gas", "flow", "unit"],
   "properties": {
-    "gas":  {"enum": ` + mustJSON(builtinGases) + `},
+    "gas":  {"enum": ` + mustJSON(lines.Gases) + `},
     "flow": {"type": "number", "minimum": 0},
     "unit": {"enum": ["sccm", "slm"]}
   },
@@ -182,7 +182,7 @@ func builtinTools() []Tool {
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000006", Name: ToolSetPump, Version: BuiltinVersion,
 			Description: "Start or stop the roughing pump.",
-			Category:    "actuation", Capabilities: []string{"pump", "vacuum", "actuate"},
+			Category:    "actuation", Capabilities: []string{"roughing_pump", "vacuum", "actuate"},
 			InputSchema:  json.RawMessage(boolInput("on", "true starts the pump")),
 			OutputSchema: json.RawMessage(writeOutput),
 			Safety:       act(PermissionOperate, R2, "chamber_pressure"),

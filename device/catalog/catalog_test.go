@@ -22,7 +22,7 @@ func validTool() Tool {
 }
 
 func TestBuiltinCatalog(t *testing.T) {
-	r, err := Builtin()
+	r, err := Builtin(simLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestBuiltinCatalog(t *testing.T) {
 }
 
 func TestBuiltinInputs(t *testing.T) {
-	r, err := Builtin()
+	r, err := Builtin(simLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestBuiltinInputs(t *testing.T) {
 }
 
 func TestBuiltinOutputs(t *testing.T) {
-	r, err := Builtin()
+	r, err := Builtin(simLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestDescribeAndVersions(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	r, err := Builtin()
+	r, err := Builtin(simLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestReturnedToolsAreCopies(t *testing.T) {
-	r, _ := Builtin()
+	r, _ := Builtin(simLines)
 	tl, _ := r.Describe(ToolSetFlow, BuiltinVersion)
 	tl.Capabilities[0] = "hacked"
 	tl.InputSchema[0] = 'X'
@@ -304,7 +304,7 @@ func TestReturnedToolsAreCopies(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	r, _ := Builtin()
+	r, _ := Builtin(simLines)
 	r2 := NewRegistry()
 	for _, tl := range r.List() {
 		data, err := json.Marshal(tl)
@@ -362,3 +362,6 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("len %d", r.Len())
 	}
 }
+
+// simLines are configs/sim.yaml's gas lines.
+var simLines = Lines{Gases: []string{"Ar", "H2", "H2S"}, Valves: []string{"ar_valve", "h2_valve", "h2s_valve"}}

@@ -7,7 +7,8 @@ import (
 )
 
 func Example() {
-	reg, err := catalog.Builtin()
+	// The rig's gas lines, from its layout (envelope.RigSpec.Lines).
+	reg, err := catalog.Builtin(catalog.Lines{Gases: []string{"Ar", "H2", "H2S"}, Valves: []string{"ar_valve", "h2_valve", "h2s_valve"}})
 	if err != nil {
 		panic(err)
 	}

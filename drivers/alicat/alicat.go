@@ -29,15 +29,15 @@ type Opts struct {
 	Line serialline.Opts
 }
 
-// DefaultOpts returns the simulator's Ar controller: "mfc", unit A, Ar, 500
-// sccm, 19200 8N1, 500 ms per exchange.
+// DefaultOpts returns the family's defaults: "mfc", unit A, 500 sccm,
+// 19200 8N1, 500 ms per exchange. The gas has no default: the rig's
+// layout names it (New refuses none).
 func DefaultOpts() Opts {
 	lo := serialline.DefaultOpts()
 	lo.Mode.BaudRate = 19200
 	return Opts{
 		Name:      "mfc",
 		UnitID:    'A',
-		Gas:       "Ar",
 		FullScale: device.SCCM(500),
 		Timeout:   500 * time.Millisecond,
 		Line:      lo,

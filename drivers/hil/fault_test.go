@@ -12,11 +12,10 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 )
@@ -100,8 +99,8 @@ func sentinelName(err error) string {
 // faultRig is the rig of the fault table with every driver on it.
 type faultRig struct {
 	*sim
-	furnace map[string]*furnace.Controller // by transport
-	dio     map[string]*dio.Module
+	furnace map[string]*regmap.Controller // by transport
+	dio     map[string]*regmap.Module
 	mfc     map[string]*alicat.MFC // by gas
 	gauge   *tpg.Gauge
 	raman   *raman.Spectrometer
@@ -111,7 +110,7 @@ type faultRig struct {
 func newFaultRig(t *testing.T) *faultRig {
 	s := startRig(t, 300)
 	ctx := ctxFor(t)
-	fr := &faultRig{sim: s, furnace: map[string]*furnace.Controller{}, dio: map[string]*dio.Module{},
+	fr := &faultRig{sim: s, furnace: map[string]*regmap.Controller{}, dio: map[string]*regmap.Module{},
 		mfc: map[string]*alicat.MFC{}, inputs: map[string]*gpio.Input{}}
 	for _, tr := range transports {
 		b := s.bus(tr, faultTimeout, faultRetries)

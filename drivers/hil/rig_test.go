@@ -11,11 +11,11 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
@@ -89,9 +89,9 @@ func (s *sim) bus(transport string, timeout time.Duration, retries int) *modbus.
 	return b
 }
 
-func (s *sim) furnace(b *modbus.Bus) *furnace.Controller {
+func (s *sim) furnace(b *modbus.Bus) *regmap.Controller {
 	s.t.Helper()
-	c, err := furnace.New(b, furnace.DefaultOpts())
+	c, err := regmaptest.SimFurnace(b)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -99,16 +99,16 @@ func (s *sim) furnace(b *modbus.Bus) *furnace.Controller {
 	return c
 }
 
-func (s *sim) dio(b *modbus.Bus) *dio.Module {
+func (s *sim) dio(b *modbus.Bus) *regmap.Module {
 	s.t.Helper()
-	m, err := dio.New(b, dio.DefaultOpts())
+	m, err := regmaptest.SimModule(b)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return m
 }
 
-func (s *sim) sw(m *dio.Module, name string) *dio.Switch {
+func (s *sim) sw(m *regmap.Module, name string) *regmap.Switch {
 	s.t.Helper()
 	w, err := m.Switch(name)
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *sim) sw(m *dio.Module, name string) *dio.Switch {
 	return w
 }
 
-func (s *sim) input(m *dio.Module, name string) *dio.Input {
+func (s *sim) input(m *regmap.Module, name string) *regmap.Input {
 	s.t.Helper()
 	in, err := m.Input(name)
 	if err != nil {

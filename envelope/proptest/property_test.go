@@ -19,14 +19,14 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
@@ -98,10 +98,10 @@ func newBench(t testing.TB, ctx context.Context, yamlBytes []byte) *bench {
 	bus, err := modbus.New(mo)
 	fatal("modbus", err)
 	cleanupClose(t, bus)
-	fc, err := furnace.New(bus, furnace.DefaultOpts())
+	fc, err := regmaptest.SimFurnace(bus)
 	fatal("furnace", err)
 	cleanupClose(t, fc)
-	dm, err := dio.New(bus, dio.DefaultOpts())
+	dm, err := regmaptest.SimModule(bus)
 	fatal("dio", err)
 
 	rg := envelope.Rig{Furnace: fc, Flows: map[string]device.FlowController{},
@@ -163,7 +163,7 @@ func newBench(t testing.TB, ctx context.Context, yamlBytes []byte) *bench {
 
 	cfg, err := envelope.LoadYAML(bytes.NewReader(yamlBytes))
 	fatal("envelope config", err)
-	env, err := envelope.Compile(cfg, envelope.SimRigSpec())
+	env, err := envelope.Compile(cfg, envelopetest.SimRigSpec())
 	fatal("envelope", err)
 	io := envelope.DefaultInterlockOpts()
 	io.ReadTimeout, io.WriteTimeout, io.HaltTimeout = readTimeout, time.Second, time.Second

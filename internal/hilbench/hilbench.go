@@ -12,14 +12,15 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 )
@@ -81,8 +82,8 @@ type Opts struct {
 // must not be reassigned.
 type Bench struct {
 	Rig       *rig.Rig
-	Plant     *plant.Plant        // Rig.Plant(): the simulator's truth, its write log and its faults
-	Furnace   *furnace.Controller // the furnace driver, also held by the interlock
+	Plant     *plant.Plant       // Rig.Plant(): the simulator's truth, its write log and its faults
+	Furnace   *regmap.Controller // the furnace driver, also held by the interlock
 	Interlock *envelope.Interlock
 	Invoker   *envelope.Invoker // the tool pipeline, as production builds it; nil without Opts.Invoker
 	Monitor   *envelope.Monitor
@@ -142,7 +143,7 @@ func New(t testing.TB, o Opts) *Bench {
 		t.Fatal(err)
 	}
 	if o.Invoker != nil {
-		tools, err := catalog.Builtin()
+		tools, err := catalog.Builtin(o.Envelope.Spec().Lines())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,45 +263,41 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 		t.Cleanup(func() { _ = mb.Close() })
 		return mb
 	}
-	fc, err := furnace.New(bus(), furnace.DefaultOpts())
+	fc, err := regmaptest.SimFurnace(bus())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fc.Close() })
 	b.Furnace = fc
-	mod, err := dio.New(bus(), dio.DefaultOpts())
+	mod, err := regmaptest.SimModule(bus())
 	if err != nil {
 		t.Fatal(err)
 	}
 	er := envelope.Rig{Furnace: fc, Flows: map[string]device.FlowController{}, Switches: map[string]device.Switch{},
 		Inputs: map[string]device.DigitalInput{}}
-	for _, name := range []string{"pump", "gate_valve", "ar_valve", "h2_valve", "h2s_valve", "vent_valve", "scrubber"} {
+	for _, name := range regmaptest.SimOutputs() {
 		sw, err := mod.Switch(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		er.Switches[name] = sw
 	}
-	for _, name := range []string{"door_closed", "exhaust_ok", "pump_running"} {
+	for _, name := range regmaptest.SimInputs() {
 		in, err := mod.Input(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		er.Inputs[name] = in
 	}
-	for _, g := range []struct {
-		gas, dev string
-		id       byte
-		fs       float64
-	}{{"Ar", "mfc-ar", 'A', 500}, {"H2", "mfc-h2", 'B', 200}, {"H2S", "mfc-h2s", 'C', 50}} {
+	for _, g := range regmaptest.SimMFCs() {
 		o := alicat.DefaultOpts() // the driver's timeout, as shipped
-		o.Name, o.UnitID, o.Gas, o.FullScale = g.dev, g.id, g.gas, device.SCCM(g.fs)
-		mfc, err := alicat.Open(filepath.Join(r.Dir(), g.dev), o)
+		o.Name, o.UnitID, o.Gas, o.FullScale = g.Name, g.UnitID, g.Gas, device.SCCM(g.FullScale)
+		mfc, err := alicat.Open(filepath.Join(r.Dir(), g.Name), o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = mfc.Close() })
-		er.Flows[g.gas] = mfc
+		er.Flows[g.Gas] = mfc
 	}
 	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), tpg.DefaultOpts())
 	if err != nil {
@@ -348,7 +345,7 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 }
 
 // Envelope returns envelope/testdata/envelope.yaml compiled against
-// envelope.SimRigSpec(), found from the test's working directory (a package
+// envelopetest.SimRigSpec(), found from the test's working directory (a package
 // directory of this module) upward.
 func Envelope(t testing.TB) *envelope.Envelope {
 	t.Helper()
@@ -365,7 +362,7 @@ func Envelope(t testing.TB) *envelope.Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.Compile(cfg, envelope.SimRigSpec())
+	env, err := envelope.Compile(cfg, envelopetest.SimRigSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

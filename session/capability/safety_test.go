@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -29,7 +30,7 @@ func shippedEnvelope(t *testing.T) *envelope.Envelope {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.Compile(doc.Envelope, envelope.SimRigSpec())
+	env, err := envelope.Compile(doc.Envelope, envelopetest.SimRigSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func recipeOf(x executor.Executor, c *capability.Capability) (*recipe.Identity, 
 // no longer admits does not resume).
 func (e *Engine) pinnedRecipe(m meta) (*capability.Capability, executor.Executor, error) {
 	id := m.Recipe
-	r, err := recipe.Load(id.Name, m.RecipeSource)
+	r, err := recipe.LoadFor(id.Name, m.RecipeSource, recipe.Hazards(e.cfg.Rig.Envelope()))
 	if err != nil {
 		return nil, nil, fmt.Errorf("its recipe %s %s: %w", id.Name, id.Version, err)
 	}

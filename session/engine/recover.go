@@ -147,7 +147,7 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		maxAge := e.cfg.Rig.Envelope().MaxReadingAge()
 		rd, err := executor.AwaitFresh(ctx, e.cfg.Rig, maxAge, maxAge)
 		if err == nil {
-			err = executor.Ready(rd, maxAge)
+			err = executor.Ready(e.cfg.Rig.Envelope(), rd, maxAge)
 		}
 		if err != nil {
 			notReady = err.Error()

@@ -110,13 +110,18 @@ func (r *recipeRun) preflight(ctx context.Context) error {
 			}
 		}
 	}
-	if err := readyFresh(rd, env.MaxReadingAge()); err != nil {
+	if err := readyFresh(rd, env.Spec().Roles.Door, env.MaxReadingAge()); err != nil {
 		return err
 	}
 	r.log(ctx, "info", "recipe parameters", r.parameters())
 	// Reactive gases off, vent closed, scrubber on: all safe actions.
 	var acts []envelope.Action
-	reactive := []string{"H2S", "H2"}
+	var reactive []string // every line that is not inert, and those the envelope names
+	for _, g := range env.Spec().Gases {
+		if g.Hazard != envelope.HazardInert {
+			reactive = append(reactive, g.Gas)
+		}
+	}
 	for _, g := range env.Config().ReactiveGases {
 		if !slices.Contains(reactive, g) {
 			reactive = append(reactive, g)
@@ -127,7 +132,10 @@ func (r *recipeRun) preflight(ctx context.Context) error {
 			acts = append(acts, envelope.FlowAction(g, 0), envelope.SwitchAction(v, false))
 		}
 	}
-	acts = append(acts, envelope.SwitchAction(r.names.vent, false), envelope.SwitchAction(r.names.scrubber, true))
+	acts = append(acts, envelope.SwitchAction(r.names.vent, false))
+	if r.names.scrubber != "" {
+		acts = append(acts, envelope.SwitchAction(r.names.scrubber, true))
+	}
 	return r.applyAll(ctx, acts...)
 }
 

@@ -23,8 +23,12 @@ type rigNames struct {
 	valve                      map[string]string // gas → line valve
 }
 
+// namesOf takes the outputs from the layout's roles (the envelope's vent
+// section may name the vent and gate valves itself). A role the rig lacks
+// is "".
 func namesOf(env *envelope.Envelope) rigNames {
-	n := rigNames{vent: "vent_valve", gate: "gate_valve", pump: "pump", scrubber: "scrubber", valve: map[string]string{}}
+	ro := env.Spec().Roles
+	n := rigNames{vent: ro.Vent, gate: ro.Gate, pump: ro.Pump, scrubber: ro.Scrubber, valve: map[string]string{}}
 	if v := env.Config().Vent; v != nil {
 		if v.Valve != "" {
 			n.vent = v.Valve
@@ -57,12 +61,17 @@ func param(env *envelope.Envelope, ch string) (envelope.Parameter, bool) {
 // max_reading_age, when it recovers a physical session at start: the agent
 // starts with the relay de-energised, and a session must not resume on
 // an old reading of the e-stop or the leak detector.
-func Ready(rd envelope.Readings, maxAge time.Duration) error { return readyFresh(rd, maxAge) }
+func Ready(env *envelope.Envelope, rd envelope.Readings, maxAge time.Duration) error {
+	return readyFresh(rd, env.Spec().Roles.Door, maxAge)
+}
 
 // readyFresh is ready with every input read within maxAge of the readings
 // (0: any reading at all), as a preflight judges the rig by.
-func readyFresh(rd envelope.Readings, maxAge time.Duration) error {
-	for name, want := range map[string]bool{"estop_pressed": false, "leak_detected": false, "door_closed": true, "relay_fb": true} {
+func readyFresh(rd envelope.Readings, door string, maxAge time.Duration) error {
+	for name, want := range map[string]bool{"estop_pressed": false, "leak_detected": false, door: true, "relay_fb": true} {
+		if name == "" {
+			continue
+		}
 		l, ok := rd.Inputs[name]
 		if !ok {
 			continue

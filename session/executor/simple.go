@@ -269,7 +269,7 @@ func (r *leakRecipe) Run(ctx context.Context, i int, env *Env) error {
 	case 0:
 		var rd envelope.Readings
 		if rd, err = r.read(ctx, "preflight", true); err == nil {
-			if err = readyFresh(rd, env.Rig.Envelope().MaxReadingAge()); err == nil {
+			if err = readyFresh(rd, env.Rig.Envelope().Spec().Roles.Door, env.Rig.Envelope().MaxReadingAge()); err == nil {
 				err = cleanupReactive(ctx, env, n)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
@@ -79,7 +80,7 @@ func newToolBench(t *testing.T, an Analyzer, film plant.Film) *toolBench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := catalog.Builtin()
+	tools, err := catalog.Builtin(envelopetest.SimRigSpec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

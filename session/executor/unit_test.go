@@ -278,17 +278,17 @@ func TestReadyJudgesAge(t *testing.T) {
 			"estop_pressed": {On: false, At: at}, "leak_detected": {On: false, At: at},
 			"door_closed": {On: true, At: at}, "relay_fb": {On: true, At: at}}}
 	}
-	if err := Ready(levels(now.Add(-100*time.Millisecond)), 2*time.Second); err != nil {
+	if err := readyFresh(levels(now.Add(-100*time.Millisecond)), "door_closed", 2*time.Second); err != nil {
 		t.Fatalf("fresh and ready: %v", err)
 	}
-	err := Ready(levels(now.Add(-10*time.Second)), 2*time.Second)
+	err := readyFresh(levels(now.Add(-10*time.Second)), "door_closed", 2*time.Second)
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("levels read 10 s ago with a 2 s limit: %v, want ErrNotReady", err)
 	}
 	t.Logf("refused: %v", err)
 	rd := levels(now)
 	rd.Inputs["relay_fb"] = envelope.Level{On: false, At: now}
-	if err := Ready(rd, 2*time.Second); !errors.Is(err, ErrNotReady) {
+	if err := readyFresh(rd, "door_closed", 2*time.Second); !errors.Is(err, ErrNotReady) {
 		t.Fatalf("relay de-energised: %v, want ErrNotReady", err)
 	}
 }

@@ -42,6 +42,10 @@ type Config struct {
 	Capabilities map[string]CapabilityPolicy `yaml:"capabilities,omitempty" json:"capabilities,omitempty"`
 	// Escalations are the input-driven risk rules.
 	Escalations []Escalation `yaml:"escalations,omitempty" json:"escalations,omitempty"`
+	// GasHazards are the hazard classes of the rig's gas lines, by gas:
+	// the layout's (set by the agent from its configuration, never
+	// written in the gate section), which Hazards rules read.
+	GasHazards map[string]string `yaml:"-" json:"-"`
 	// Ranges are the semantic checks of {min, max, unit} objects.
 	Ranges []RangeCheck `yaml:"ranges,omitempty" json:"ranges,omitempty"`
 	// Unattended raises the risk of physical tasks outside attended hours.
@@ -103,6 +107,10 @@ type Escalation struct {
 	// Equals fires the rule when the string at Path (or any string of an
 	// array at Path) is one of these.
 	Equals []string `yaml:"equals,omitempty" json:"equals,omitempty"`
+	// Hazards fires the rule when the string at Path names a gas whose
+	// hazard class, in the rig's layout, is one of these (toxic,
+	// flammable, oxidising, corrosive).
+	Hazards []string `yaml:"hazards,omitempty" json:"hazards,omitempty"`
 	// Level is the risk the task has at least when the rule fires.
 	Level capability.RiskLevel `yaml:"level" json:"level"`
 }
@@ -140,7 +148,7 @@ type SharedEquipment struct {
 }
 
 // DefaultConfig returns the policy of the shipped capabilities: the CVD
-// rules of the spec (above 800 °C → R4, H2S → R4, min <= max), R4 outside
+// rules of the spec (above 800 °C → R4, a toxic sulfur source → R4, min <= max), R4 outside
 // attended hours (Monday to Friday 08:00–18:00 UTC) and when shared
 // equipment is busy. It has no users and no callers.
 func DefaultConfig() Config {
@@ -158,7 +166,7 @@ func DefaultConfig() Config {
 			{Name: "high_temperature", Capability: "cvd-material-synthesis", Path: "temperature_range.max",
 				AtOrAbove: &eight, Unit: "celsius", Level: capability.R4},
 			{Name: "h2s_precursor", Capability: "cvd-material-synthesis", Path: "sulfur_source",
-				Equals: []string{"H2S"}, Level: capability.R4},
+				Hazards: []string{"toxic"}, Level: capability.R4},
 		},
 		Ranges: []RangeCheck{{Capability: "cvd-material-synthesis", Path: "temperature_range", Temperature: true}},
 		Unattended: &Unattended{Level: capability.R4, Timezone: "UTC", Attended: []Window{
@@ -167,6 +175,17 @@ func DefaultConfig() Config {
 		DefaultDataClassification: T1,
 		DefaultMaxDuration:        time.Hour,
 	}
+}
+
+// kinds counts the conditions an escalation gives (one is valid).
+func kinds(e Escalation) int {
+	n := 0
+	for _, given := range []bool{e.AtOrAbove != nil, len(e.Equals) > 0, len(e.Hazards) > 0} {
+		if given {
+			n++
+		}
+	}
+	return n
 }
 
 var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday,
@@ -227,8 +246,8 @@ func (c *Config) check() ([]window, *time.Location, error) {
 			bad("%s: path %q", where, e.Path)
 		case e.Level.Rank() == 0:
 			bad("%s: level %q is not R1–R5", where, e.Level)
-		case (e.AtOrAbove == nil) == (len(e.Equals) == 0):
-			bad("%s: give exactly one of at_or_above and equals", where)
+		case kinds(e) != 1:
+			bad("%s: give exactly one of at_or_above, equals and hazards", where)
 		case e.Unit != "" && !knownUnit(e.Unit), e.DefaultUnit != "" && !knownUnit(e.DefaultUnit):
 			bad("%s: unit %q / default_unit %q: want celsius, kelvin or fahrenheit", where, e.Unit, e.DefaultUnit)
 		}

@@ -360,7 +360,7 @@ func (g *Gate) checkSemantics(a *admission) bool {
 // (input-driven escalations, then the context rules); above what both the
 // caller and the capability allow, the task is refused with a suggestion.
 func (g *Gate) assessRisk(a *admission) bool {
-	fired := escalate(g.cfg.Escalations, a.c.Name, a.doc)
+	fired := escalate(g.cfg.Escalations, a.c.Name, a.doc, g.cfg.GasHazards)
 	if a.c.Safety.InvolvesPhysicalResources {
 		fired = append(fired, g.contextRules(a.c, a.req.BusyResources)...)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -22,7 +23,7 @@ func recipeGate(t *testing.T) *Gate {
 	}
 	var caps []*capability.Capability
 	for _, s := range srcs {
-		r, err := recipe.Load(s.Name, s.Data)
+		r, err := recipe.LoadFor(s.Name, s.Data, simHazards())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,4 +81,13 @@ func TestRecipeCapabilities(t *testing.T) {
 	if d := decide("cvd-material-synthesis", `{"target_material":"MoS2","substrate":"quartz"}`, "T1"); d.Outcome == Rejected || d.DataClassification != T2 {
 		t.Errorf("MoS2 asked as T1: %v as %s, want T2 (its derived classification)", d.Outcome, d.DataClassification)
 	}
+}
+
+// simHazards are the hazard classes of configs/sim.yaml's gas lines.
+func simHazards() map[string]string {
+	out := map[string]string{}
+	for _, g := range envelopetest.SimRigSpec().Gases {
+		out[g.Gas] = g.Hazard
+	}
+	return out
 }

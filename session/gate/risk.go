@@ -155,8 +155,9 @@ func semantic(checks []RangeCheck, name string, doc map[string]any) (paths, msgs
 	return paths, msgs
 }
 
-// escalate evaluates the input-driven rules for capability name.
-func escalate(rules []Escalation, name string, doc map[string]any) []Fired {
+// escalate evaluates the input-driven rules for capability name; hazards
+// are the rig's gas hazard classes, by gas (Config.GasHazards).
+func escalate(rules []Escalation, name string, doc map[string]any, hazards map[string]string) []Fired {
 	var out []Fired
 	for _, r := range rules {
 		if r.Capability != "" && r.Capability != name {
@@ -203,6 +204,10 @@ func escalate(rules []Escalation, name string, doc map[string]any) []Fired {
 		for _, s := range vals {
 			if slices.Contains(r.Equals, s) {
 				out = append(out, Fired{Rule: r.Name, Level: r.Level, Remedy: fmt.Sprintf("use a %s other than %s", r.Path, s)})
+				break
+			}
+			if h := hazards[s]; h != "" && slices.Contains(r.Hazards, h) {
+				out = append(out, Fired{Rule: r.Name, Level: r.Level, Remedy: fmt.Sprintf("use a %s that is not %s (%s is)", r.Path, h, s)})
 				break
 			}
 		}

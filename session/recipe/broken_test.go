@@ -12,7 +12,7 @@ import (
 // problemsOf loads and checks one recipe against the sim envelope.
 func problemsOf(t *testing.T, name string, data []byte) []Problem {
 	t.Helper()
-	r, err := Load(name, data)
+	r, err := LoadFor(name, data, Hazards(simEnvelope(t)))
 	if err != nil {
 		var ps Problems
 		if !errors.As(err, &ps) || !errors.Is(err, ErrInvalid) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
 
@@ -25,14 +26,6 @@ var (
 // MaxCorners bounds the combinations of input extremes Load and Check
 // enumerate.
 const MaxCorners = 4096
-
-// Gas hazards the risk floor is derived from. A gas in neither list is
-// taken as inert here; the rig's envelope (reactive_gases) decides what
-// must be purged.
-var (
-	toxicGases     = []string{"H2S", "H2Se", "NH3", "PH3", "AsH3", "CO", "Cl2", "HCl", "SiH4"}
-	flammableGases = []string{"H2", "CH4", "C2H2", "C2H4", "SiH4"}
-)
 
 // Thresholds of the derived risk floor, °C.
 const (
@@ -167,7 +160,7 @@ func (r *Recipe) corners() ([]values, int) {
 }
 
 // derive computes the policy from the plans at every corner.
-func (r *Recipe) derive() Problems {
+func (r *Recipe) derive(hazards map[string]string) Problems {
 	cs, n := r.corners()
 	r.derived.corners = n
 	if cs == nil {
@@ -219,19 +212,24 @@ func (r *Recipe) derive() Problems {
 		raise(capability.R4, fmt.Sprintf("reaches %g °C (%g °C or more)", p.MaxTemperatureC, veryHotC))
 		class = highClass
 	}
-	for _, g := range p.Gases {
-		if slices.Contains(toxicGases, g) {
+	for _, g := range p.Gases { // the hazard classes are the rig's layout's
+		switch h := hazards[g]; h {
+		case envelope.HazardInert:
+		case envelope.HazardToxic:
 			hz = appendOnce(hz, "toxic_gas")
 			raise(capability.R3, "opens "+g+" (toxic)")
 			class = highClass
-		}
-		if slices.Contains(flammableGases, g) {
-			hz = appendOnce(hz, "flammable_gas")
-			raise(capability.R3, "opens "+g+" (flammable)")
+		case envelope.HazardFlammable, envelope.HazardOxidising, envelope.HazardCorrosive:
+			hz = appendOnce(hz, h+"_gas")
+			raise(capability.R3, "opens "+g+" ("+h+")")
+		default:
+			hz = appendOnce(hz, "unclassified_gas") // taken as toxic could be
+			raise(capability.R3, "opens "+g+" (hazard class unknown: not a gas line of the rig it was loaded for)")
+			class = highClass
 		}
 	}
 	if class == highClass {
-		p.Reasons = append(p.Reasons, "T2: the process conditions of a hazardous process (toxic gas or 800 °C and above)")
+		p.Reasons = append(p.Reasons, "T2: the process conditions of a hazardous process (toxic or unclassified gas, or 800 °C and above)")
 	}
 	if d := r.Safety.RiskFloor; d.Rank() > floor.Rank() {
 		floor = d

@@ -75,23 +75,26 @@ type found struct {
 }
 
 type checker struct {
-	r      *Recipe
-	env    *envelope.Envelope
-	cfg    envelope.Config
-	spec   envelope.RigSpec
-	valve  map[string]string // gas → line valve
-	vent   string
-	gate   string
-	corner values
-	index  int // of the corner
-	found  map[[3]any]*found
-	order  [][3]any
-	adds   int // problems added, repeated ones included
+	r        *Recipe
+	env      *envelope.Envelope
+	cfg      envelope.Config
+	spec     envelope.RigSpec
+	valve    map[string]string // gas → line valve
+	vent     string
+	gate     string
+	pump     string // the layout's pump and scrubber outputs ("" when the rig has none)
+	scrubber string
+	corner   values
+	index    int // of the corner
+	found    map[[3]any]*found
+	order    [][3]any
+	adds     int // problems added, repeated ones included
 }
 
 func newChecker(r *Recipe, env *envelope.Envelope) *checker {
 	c := &checker{r: r, env: env, cfg: env.Config(), spec: env.Spec(), valve: map[string]string{},
-		vent: "vent_valve", gate: "gate_valve", found: map[[3]any]*found{}}
+		vent: env.Spec().Roles.Vent, gate: env.Spec().Roles.Gate, pump: env.Spec().Roles.Pump,
+		scrubber: env.Spec().Roles.Scrubber, found: map[[3]any]*found{}}
 	if v := c.cfg.Vent; v != nil {
 		if v.Valve != "" {
 			c.vent = v.Valve
@@ -105,12 +108,6 @@ func newChecker(r *Recipe, env *envelope.Envelope) *checker {
 	}
 	return c
 }
-
-// Switches the executor drives by these names.
-const (
-	switchPump     = "pump"
-	switchScrubber = "scrubber"
-)
 
 func (c *checker) add(o origin, rule, format string, args ...any) {
 	c.adds++
@@ -183,17 +180,17 @@ func (c *checker) static() {
 	for _, s := range r.Phases {
 		switch s.Kind {
 		case KindPreflight:
-			if !c.hasSwitch(switchScrubber) {
-				c.add(phaseOrigin(s), RuleRig, "preflight switches the %s on, and this rig has none", switchScrubber)
+			if !c.hasSwitch(c.scrubber) {
+				c.add(phaseOrigin(s), RuleRig, "preflight switches the %s on, and this rig has none", c.scrubber)
 			}
 		case KindPumpDown, KindLeakCheck:
-			for _, sw := range []string{switchPump, c.gate} {
+			for _, sw := range []string{c.pump, c.gate} {
 				if !c.hasSwitch(sw) {
 					c.add(phaseOrigin(s), RuleRig, "this rig has no %s output", sw)
 				}
 			}
 		case KindVent:
-			for _, sw := range []string{switchPump, c.gate, c.vent} {
+			for _, sw := range []string{c.pump, c.gate, c.vent} {
 				if !c.hasSwitch(sw) {
 					c.add(phaseOrigin(s), RuleRig, "this rig has no %s output", sw)
 				}
@@ -376,8 +373,8 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 		if c.hasSwitch(c.vent) {
 			c.act(s, po, envelope.SwitchAction(c.vent, false))
 		}
-		if c.hasSwitch(switchScrubber) {
-			c.act(s, po, envelope.SwitchAction(switchScrubber, true))
+		if c.hasSwitch(c.scrubber) {
+			c.act(s, po, envelope.SwitchAction(c.scrubber, true))
 		}
 	case KindPumpDown:
 		pd := ph.PumpDown
@@ -511,7 +508,7 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 				strings.Join(used, ", "), c.cfg.Purge.InertGas, c.cfg.Purge.MinInertFlow.Value, c.cfg.Purge.MinInertFlow.Unit, time.Duration(c.cfg.Purge.MinDuration))
 		}
 		if c.adds == structural {
-			for _, sw := range []string{c.gate, switchPump} {
+			for _, sw := range []string{c.gate, c.pump} {
 				if c.hasSwitch(sw) {
 					c.act(s, po, envelope.SwitchAction(sw, false))
 				}
@@ -520,7 +517,7 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 				c.act(s, po, envelope.SwitchAction(c.vent, true))
 			}
 		} else {
-			s.switches[c.gate], s.switches[switchPump], s.switches[c.vent] = false, false, true
+			s.switches[c.gate], s.switches[c.pump], s.switches[c.vent] = false, false, true
 		}
 		s.pumped, s.pressurePa = nil, vt.PressurePa
 		c.advance(s, 0)
@@ -542,8 +539,8 @@ func (c *checker) pumpDown(s *sim, o origin, pd *PumpDown) {
 	if c.hasSwitch(c.vent) {
 		c.act(s, o, envelope.SwitchAction(c.vent, false))
 	}
-	if c.hasSwitch(switchPump) {
-		c.act(s, o, envelope.SwitchAction(switchPump, true))
+	if c.hasSwitch(c.pump) {
+		c.act(s, o, envelope.SwitchAction(c.pump, true))
 	}
 	if c.hasSwitch(c.gate) {
 		c.act(s, o, envelope.SwitchAction(c.gate, true))

@@ -27,7 +27,16 @@ import (
 // input or one of another unit, and a missing cleanup. What needs the rig
 // (the envelope, the gas lines, the order of heating, cooling, purging and
 // venting) is Check's.
-func Load(name string, data []byte) (*Recipe, error) {
+//
+// Load knows no rig: every gas a phase opens counts as hazardous (its class
+// unknown) in the derived risk policy. LoadFor takes the rig's hazard
+// classes.
+func Load(name string, data []byte) (*Recipe, error) { return LoadFor(name, data, nil) }
+
+// LoadFor is Load with the hazard class of each gas line of the rig (the
+// layout's: inert, toxic, flammable, oxidising, corrosive), from which the
+// risk policy is derived.
+func LoadFor(name string, data []byte, hazards map[string]string) (*Recipe, error) {
 	d := &decoder{file: name}
 	if len(data) > MaxSize {
 		d.probs = append(d.probs, Problem{File: name, Rule: RuleTooLarge,
@@ -59,7 +68,7 @@ func Load(name string, data []byte) (*Recipe, error) {
 	if len(d.probs) > 0 {
 		return nil, d.probs
 	}
-	if ps := r.derive(); len(ps) > 0 {
+	if ps := r.derive(hazards); len(ps) > 0 {
 		return nil, ps
 	}
 	if _, err := r.Capability(); err != nil {

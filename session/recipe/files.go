@@ -25,7 +25,7 @@ func CheckAll(env *envelope.Envelope, srcs ...Source) ([]*Recipe, Problems) {
 	var all Problems
 	seen := map[string]*Recipe{}
 	for _, src := range srcs {
-		r, err := Load(src.Name, src.Data)
+		r, err := LoadFor(src.Name, src.Data, Hazards(env))
 		if err != nil {
 			if ps, isPs := err.(Problems); isPs {
 				all = append(all, ps...)
@@ -49,6 +49,15 @@ func CheckAll(env *envelope.Envelope, srcs ...Source) ([]*Recipe, Problems) {
 		}
 	}
 	return ok, all
+}
+
+// Hazards are the hazard classes of env's gas lines, by gas, for LoadFor.
+func Hazards(env *envelope.Envelope) map[string]string {
+	out := map[string]string{}
+	for _, g := range env.Spec().Gases {
+		out[g.Gas] = g.Hazard
+	}
+	return out
 }
 
 // Shipped returns the recipes shipped in the binary (configs/recipes,

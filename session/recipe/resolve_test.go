@@ -20,7 +20,7 @@ func shipped(t *testing.T, name string) *Recipe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Load(name, data)
+	r, err := LoadFor(name, data, Hazards(simEnvelope(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

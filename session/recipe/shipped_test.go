@@ -18,7 +18,7 @@ func TestShippedRecipesPass(t *testing.T) {
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
 			data, _ := fs.ReadFile(configs.Recipes, n)
-			r, err := Load(n, data)
+			r, err := LoadFor(n, data, Hazards(env))
 			if err != nil {
 				t.Fatalf("Load:\n%v", err)
 			}

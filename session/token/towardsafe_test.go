@@ -11,6 +11,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
@@ -43,7 +44,7 @@ func (a *entries) of(channel string) []envelope.Entry {
 // fakeRig is the simulated rig's spec on devicetest fakes: chamber pumped,
 // door closed, exhaust ok, scrubber on, every gas off.
 func fakeRig() (envelope.Rig, map[string]*devicetest.FakeFlow) {
-	spec := envelope.SimRigSpec()
+	spec := envelopetest.SimRigSpec()
 	rig := envelope.Rig{Furnace: devicetest.NewFakeFurnace("furnace"), Flows: map[string]device.FlowController{},
 		Switches: map[string]device.Switch{}, Inputs: map[string]device.DigitalInput{},
 		Spectrometer: devicetest.NewFakeSpectrometer("raman")}
@@ -91,7 +92,7 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := catalog.Builtin()
+	tools, err := catalog.Builtin(envelopetest.SimRigSpec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

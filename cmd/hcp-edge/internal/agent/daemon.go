@@ -285,8 +285,13 @@ func (d *daemon) openRig(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout); err != nil {
-		return fmt.Errorf("furnace watchdog: %w", err)
+	if err := in.Furnace.Init(wctx); err != nil { // heater off, then the mode the profile's roles assume
+		return fmt.Errorf("furnace: %w", err)
+	}
+	if in.Furnace.HasWatchdog() { // else the relay watchdog is the dead-agent path (rigconfig refuses a rig with neither)
+		if err := in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout); err != nil {
+			return fmt.Errorf("furnace watchdog: %w", err)
+		}
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ type sessions struct {
 // The tools' rate limits count the rig's process time (agent.time_scale:
 // the simulator's plant lives faster than the wall clock; 1 on a real rig).
 func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, error) {
-	tools, err := catalog.Builtin()
+	tools, err := catalog.Builtin(il.Envelope().Spec().Lines())
 	if err != nil {
 		return nil, fmt.Errorf("tool catalog: %w", err)
 	}

@@ -131,11 +131,8 @@ func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum 
 			values[sw.String()] = on
 			parts = append(parts, fmt.Sprintf("%s=%s", shortName(sw.String()), safestate.OnOff(on)))
 		}
-		for _, name := range []string{"door_closed", "exhaust_ok", "pump_running"} {
-			inp, err := in.DIO.Input(name)
-			if err != nil {
-				return "", nil, err
-			}
+		for _, inp := range in.DIO.Inputs() {
+			name := inp.String()
 			v, err := inp.Read(ctx)
 			if err != nil {
 				return "", nil, err

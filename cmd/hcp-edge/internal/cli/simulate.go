@@ -76,7 +76,7 @@ flags:
 	if err != nil {
 		return fail("--inputs: %v", err)
 	}
-	x, capab, err := simulated(pos[0], *cfgPath, f.Agent.CapabilitiesDir)
+	x, capab, err := simulated(pos[0], *cfgPath, f.Agent.CapabilitiesDir, f.Rig.HazardOf())
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -106,13 +106,13 @@ flags:
 
 // simulated finds what to preview: a recipe FILE when arg names a file,
 // else a capability with a built-in executor.
-func simulated(arg, cfgPath, capDir string) (executor.Executor, *capability.Capability, error) {
+func simulated(arg, cfgPath, capDir string, hazards map[string]string) (executor.Executor, *capability.Capability, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		data, err := readCapped(arg, recipe.MaxSize+1)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := recipe.Load(arg, data)
+		r, err := recipe.LoadFor(arg, data, hazards)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -134,13 +134,18 @@ func (c *checker) dropShadowed(n int, schema []finding) {
 func (c *checker) rules(data []byte, value any, path, capDir string) {
 	f, err := rigconfig.Parse(bytes.NewReader(data))
 	for _, e := range flatten(err) {
+		if pp := rigconfig.ProfileProblems(e); len(pp) > 0 { // in a profile file, at its own line
+			for _, p := range pp {
+				c.res.Problems = append(c.res.Problems, Problem{File: p.File, Line: p.Line, Key: p.Key, Message: p.Message})
+			}
+			continue
+		}
 		key, msg := splitKey(e.Error())
 		c.at(key, "%s", msg)
 	}
 	if f.Agent.StateDir == "" && err != nil {
 		return // it did not decode (the schema layer should have said why)
 	}
-	c.checkRig(f.Rig)
 	c.checkEnvelope(f)
 	c.checkPaths(f)
 	c.checkDisk(f)

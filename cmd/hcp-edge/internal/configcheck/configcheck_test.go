@@ -68,7 +68,7 @@ func TestCheckBroken(t *testing.T) {
 			return strings.Replace(s, "      retries: 1\n    rs485:", "      retries: 1\n      colour: red\n    rs485:", 1)
 		}, want: []want{{"colour: red", "rig.modbus_buses.main.colour"}}},
 		{name: "unknown key in an mfc", edit: func(s string) string {
-			return strings.Replace(s, "gas: H2, unit_id: B", "gas: H2, flavour: x, unit_id: B", 1)
+			return strings.Replace(s, "gas: H2, hazard: flammable,", "gas: H2, flavour: x, hazard: flammable,", 1)
 		}, want: []want{{"flavour: x", "rig.mfcs[1].flavour"}}},
 		{name: "bad flow unit", edit: func(s string) string { return strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1) },
 			want: []want{{"50 parsecs", "rig.mfcs[2].full_scale"}}},
@@ -86,15 +86,15 @@ func TestCheckBroken(t *testing.T) {
 			return strings.Replace(s, "{max: 100,  unit: sccm}", "{max: 300,  unit: sccm}", 1)
 		}, want: []want{{"flow.H2:", "envelope.parameters.flow.H2.max"}}},
 		{name: "unit id out of range", edit: func(s string) string {
-			return strings.Replace(s, "furnace: {bus: main, unit: 1}", "furnace: {bus: main, unit: 0}", 1)
+			return strings.Replace(s, "furnace: {bus: main, unit: 1,", "furnace: {bus: main, unit: 0,", 1)
 		},
-			want: []want{{"furnace: {bus: main, unit: 0}", "rig.furnace.unit"}}},
+			want: []want{{"furnace: {bus: main, unit: 0,", "rig.furnace.unit"}}},
 		{name: "unknown bus", edit: func(s string) string { return strings.Replace(s, "dio: {bus: main", "dio: {bus: nowhere", 1) },
 			want: []want{{"dio: {bus: nowhere", "rig.dio.bus"}}},
 		{name: "bad unit id letter", edit: func(s string) string { return strings.Replace(s, "unit_id: C", "unit_id: cc", 1) },
 			want: []want{{"unit_id: cc", "rig.mfcs[2].unit_id"}}},
-		{name: "valve that is no coil", edit: func(s string) string {
-			return strings.Replace(s, "gas: Ar, unit_id: A,", "gas: Ar, valve: nope, unit_id: A,", 1)
+		{name: "valve that is no output", edit: func(s string) string {
+			return strings.Replace(s, "valve: ar_valve,", "valve: nope,", 1)
 		}, want: []want{{"valve: nope", "rig.mfcs[0].valve"}}},
 		{name: "bad log level", edit: func(s string) string { return strings.Replace(s, "log_level: info", "log_level: loud", 1) },
 			want: []want{{"log_level: loud", "agent.log_level"}}},
@@ -177,7 +177,7 @@ func TestCheckMessages(t *testing.T) {
 		{"type", "gauge: {name: gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}", "gauge: [1, 2]", "rig.gauge", "want a mapping, got a list"},
 		{"flow", "full_scale: 50 sccm", "full_scale: 50 parsecs", "rig.mfcs[2].full_scale", `"50 parsecs": want a positive flow and its unit`},
 		{"missing required key", "  gpio: {source: sim, socket: \"${sim_dir}/control.sock\"}", "  gpio: {source: sim}", "rig.gpio.socket", "missing"},
-		{"bound", "furnace: {bus: main, unit: 1}", "furnace: {bus: main, unit: 300}", "rig.furnace.unit", "300 is above the maximum 247"},
+		{"bound", "furnace: {bus: main, unit: 1,", "furnace: {bus: main, unit: 300,", "rig.furnace.unit", "300 is above the maximum 247"},
 		{"hard limit", "unit: celsius, hard_limit: true}", "unit: celsius, hard_limit: false}", "envelope.parameters.furnace.setpoint.hard_limit", "false: must be true"},
 	}
 	dir := t.TempDir()

@@ -14,7 +14,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -28,30 +27,9 @@ import (
 // bytes with its terminating NUL on Linux).
 const MaxSocketPath = 107
 
-// checkRig adds what rigconfig.Validate leaves to rigconfig.Spec: each gas
-// line valve must be a coil of the digital I/O module.
-func (c *checker) checkRig(r rigconfig.Rig) {
-	coils := map[string]bool{}
-	var names []string
-	for _, co := range dio.DefaultOpts().Coils {
-		coils[co.Name] = true
-		names = append(names, co.Name)
-	}
-	for i, m := range r.MFCs {
-		if m.Gas != "" && !coils[m.ValveName()] {
-			key := fmt.Sprintf("rig.mfcs[%d].valve", i)
-			if m.Valve == "" {
-				key = fmt.Sprintf("rig.mfcs[%d].gas", i)
-			}
-			c.at(key, "line valve %q is not a coil of the digital I/O module (coils: %s)", m.ValveName(), strings.Join(names, ", "))
-		}
-	}
-}
-
 // checkEnvelope compiles the envelope against the rig's spec. An MFC whose
 // full scale does not parse (already reported) stands in with an unbounded
-// one, one whose valve is not a coil with its gas's default valve (or is
-// left out if that is no coil either), so that everything else is still
+// one, one whose valve is not an output of the layout is left out, so that everything else is still
 // checked without a cascade of follow-on errors.
 func (c *checker) checkEnvelope(f rigconfig.File) {
 	rig := f.Rig
@@ -60,12 +38,11 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 		if _, err := rigconfig.ParseFlow(m.FullScale); err != nil {
 			m.FullScale = "1e12 sccm"
 		}
-		one := f.Rig
-		one.MFCs = []rigconfig.MFC{m}
-		if _, err := rigconfig.Spec(one); err != nil && m.Valve != "" {
-			m.Valve = "" // try the gas's default valve
-			one.MFCs = []rigconfig.MFC{m}
+		if _, ok := f.Rig.Outputs[m.Valve]; !ok { // reported; a stand-in valve keeps the gas's rules checked
+			m.Valve = standIn(&rig, m.Gas)
 		}
+		one := rig
+		one.MFCs = []rigconfig.MFC{m}
 		if _, err := rigconfig.Spec(one); err == nil {
 			rig.MFCs = append(rig.MFCs, m)
 		}
@@ -75,7 +52,17 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 		c.at("rig", "%v", err)
 		return
 	}
-	_, err = envelope.Compile(f.Envelope, spec)
+	cfg := f.Envelope
+	cfg.Unrestricted = maps.Clone(cfg.Unrestricted)
+	for _, sw := range spec.Switches { // a stand-in needs no rule of its own: its line's rules are checked
+		if strings.HasPrefix(sw.Name, standInPrefix) {
+			if cfg.Unrestricted == nil {
+				cfg.Unrestricted = map[string]string{}
+			}
+			cfg.Unrestricted[envelope.SwitchChannel(sw.Name)] = "stand-in of a line valve already reported"
+		}
+	}
+	_, err = envelope.Compile(cfg, spec)
 	for _, e := range flatten(err) {
 		var ce *envelope.ConfigError
 		if !errors.As(e, &ce) {
@@ -91,6 +78,21 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 		}
 		c.at(key, "%s", ce.Reason)
 	}
+}
+
+const standInPrefix = "(line valve of "
+
+// standIn adds to the layout of r an output that stands in for gas's line
+// valve (on the channel of another output) and returns its name.
+func standIn(r *rigconfig.Rig, gas string) string {
+	outs := maps.Clone(r.Outputs)
+	name := standInPrefix + gas + ")"
+	for _, o := range r.Outputs {
+		outs[name] = rigconfig.Output{Channel: o.Channel, Safe: "off"}
+		break
+	}
+	r.Outputs = outs
+	return name
 }
 
 // checkPaths: the daemon's paths must be absolute, and the control socket

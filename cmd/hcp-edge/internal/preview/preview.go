@@ -182,7 +182,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if r.il, err = envelope.NewInterlock(env, er, grantAll{}, r.audit, iopts); err != nil {
 		return nil, fmt.Errorf("preview: interlock: %w", err)
 	}
-	tools, err := catalog.Builtin()
+	tools, err := catalog.Builtin(env.Spec().Lines())
 	if err != nil {
 		return nil, fmt.Errorf("preview: tool catalog: %w", err)
 	}

@@ -34,8 +34,11 @@ func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Ri
 		name := strings.TrimPrefix(plant.CoilName(addr), "coil:")
 		er.Switches[name] = &simCoil{p: p, name: name, addr: addr, safe: safe[name], clock: c}
 	}
-	for name, addr := range map[string]int{"door_closed": plant.DIDoorClosed, "exhaust_ok": plant.DIExhaustOK,
-		"pump_running": plant.DIPumpRunning} {
+	addrs, err := r.InputAddresses() // the layout's inputs, wired to the plant's inputs of those addresses
+	if err != nil {
+		return envelope.Rig{}, nil, fmt.Errorf("preview: %w", err)
+	}
+	for name, addr := range addrs {
 		er.Inputs[name] = &simInput{p: p, name: name, addr: addr}
 	}
 	er.Switches[rigconfig.SwitchRelay] = &simRelay{p: p}

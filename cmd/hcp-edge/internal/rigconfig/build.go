@@ -12,11 +12,11 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/raman"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
@@ -26,8 +26,8 @@ import (
 // Instruments are the rig's drivers, built from a Rig. Close closes every
 // line. A field is nil when BuildPartial could not open its instrument.
 type Instruments struct {
-	Furnace *furnace.Controller
-	DIO     *dio.Module
+	Furnace *regmap.Controller
+	DIO     *regmap.Module
 	MFCs    []*alicat.MFC // in configuration order (BuildPartial: those that opened)
 	Gauge   *tpg.Gauge
 	Raman   *raman.Spectrometer
@@ -93,11 +93,15 @@ func BuildPartial(r Rig) *Instruments {
 		buses[name] = b
 		in.closers = append(in.closers, b.Close)
 	}
+	ps, perr := r.Profiles()
 	if b, ok := buses[r.Furnace.Bus]; ok {
-		fo := furnace.DefaultOpts()
-		fo.Unit = r.Furnace.Unit
-		c, err := furnace.New(b, fo)
+		var c *regmap.Controller
+		p, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
+		if err == nil {
+			c, err = regmap.NewController(b, p, regmap.ControllerOpts{Name: "furnace", Unit: r.Furnace.Unit})
+		}
 		if err != nil {
+			err = errors.Join(err, perr)
 			in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: %w", err)
 		} else {
 			in.Furnace = c
@@ -107,9 +111,11 @@ func BuildPartial(r Rig) *Instruments {
 		in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: bus %s unavailable", r.Furnace.Bus)
 	}
 	if b, ok := buses[r.DIO.Bus]; ok {
-		do := dio.DefaultOpts()
-		do.Unit = r.DIO.Unit
-		m, err := dio.New(b, do)
+		var m *regmap.Module
+		p, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+		if err == nil {
+			m, err = regmap.NewModule(b, p, r.moduleOpts())
+		}
 		if err != nil {
 			in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: %w", err)
 		} else {
@@ -323,12 +329,12 @@ func (in *Instruments) Rig() (envelope.Rig, error) {
 	for _, sw := range in.DIO.Switches() {
 		r.Switches[sw.String()] = sw
 	}
-	for _, spec := range dio.DefaultOpts().Inputs {
-		i, err := in.DIO.Input(spec.Name)
+	for _, name := range sortedKeys(in.rig.Inputs) {
+		i, err := in.DIO.Input(name)
 		if err != nil {
 			return envelope.Rig{}, err
 		}
-		r.Inputs[spec.Name] = i
+		r.Inputs[name] = i
 	}
 	return r, nil
 }

@@ -388,12 +388,25 @@ type Rig struct {
 	// SimDir, when set, is substituted for ${sim_dir} in every path below.
 	SimDir      string         `yaml:"sim_dir"`
 	ModbusBuses map[string]Bus `yaml:"modbus_buses"`
-	Furnace     ModbusDevice   `yaml:"furnace"`
-	DIO         ModbusDevice   `yaml:"dio"`
-	MFCs        []MFC          `yaml:"mfcs"`
-	Gauge       Serial         `yaml:"gauge"`
-	Raman       Raman          `yaml:"raman"`
-	GPIO        GPIO           `yaml:"gpio"`
+	// ProfilesDir holds the lab's own instrument profiles (profile.yaml
+	// files), beside and over the shipped ones (configs/profiles).
+	ProfilesDir string       `yaml:"profiles_dir"`
+	Furnace     ModbusDevice `yaml:"furnace"`
+	DIO         ModbusDevice `yaml:"dio"`
+	// Outputs is the layout of the rig's on/off outputs: each name (a
+	// valve, the pump, the scrubber) on a channel of the I/O module, with
+	// its safe level and its role.
+	Outputs map[string]Output `yaml:"outputs"`
+	// Inputs is the layout of the I/O module's binary inputs.
+	Inputs map[string]Input `yaml:"inputs"`
+	// MFCs are the gas lines: each gas's mass-flow controller, hazard
+	// class and line valve.
+	MFCs  []MFC  `yaml:"mfcs"`
+	Gauge Serial `yaml:"gauge"`
+	Raman Raman  `yaml:"raman"`
+	GPIO  GPIO   `yaml:"gpio"`
+
+	profiles Profiles // loaded by Parse (layout.go)
 }
 
 // Bus is one Modbus line: a TCP gateway or an RS-485 line.
@@ -405,10 +418,36 @@ type Bus struct {
 	Retries   *int          `yaml:"retries"`
 }
 
-// ModbusDevice is an instrument on a named bus.
+// ModbusDevice is an instrument on a named bus, described by a profile.
 type ModbusDevice struct {
-	Bus  string `yaml:"bus"`
-	Unit byte   `yaml:"unit"`
+	Bus     string `yaml:"bus"`
+	Unit    byte   `yaml:"unit"`
+	Profile string `yaml:"profile"` // the instrument profile's ID (configs/profiles)
+}
+
+// Output roles: the outputs the recipes' phases and the envelope's
+// interlocks drive by what they do, whatever the rig calls them.
+const (
+	RolePump     = "pump"     // the roughing pump
+	RoleGate     = "gate"     // the gate valve between chamber and pump
+	RoleVent     = "vent"     // the vent valve (admits air)
+	RoleScrubber = "scrubber" // the exhaust scrubber
+	RoleDoor     = "door"     // input: the door is closed
+)
+
+// Output is one on/off output of the layout.
+type Output struct {
+	Channel string `yaml:"channel"` // the I/O module profile's channel
+	// Safe is the level Halt drives it to: on or off.
+	Safe string `yaml:"safe"`
+	Role string `yaml:"role"` // pump, gate, vent, scrubber, or none
+}
+
+// Input is one binary input of the layout.
+type Input struct {
+	Channel string `yaml:"channel"`
+	Invert  bool   `yaml:"invert"`
+	Role    string `yaml:"role"` // door, or none
 }
 
 // Serial is an instrument on its own serial port.
@@ -425,18 +464,16 @@ type MFC struct {
 	Gas       string `yaml:"gas"`
 	UnitID    string `yaml:"unit_id"`
 	FullScale string `yaml:"full_scale"` // e.g. "500 sccm"
-	// Valve is the digital I/O coil that opens this gas's line; default
-	// <gas in lower case>_valve.
+	// Hazard is the gas's hazard class: inert, toxic, flammable,
+	// oxidising or corrosive. The envelope's interlocks, the recipe check
+	// and the derived risk policy read it.
+	Hazard string `yaml:"hazard"`
+	// Valve is the output (rig.outputs) that opens this gas's line.
 	Valve string `yaml:"valve"`
 }
 
-// ValveName returns the coil of the gas line valve.
-func (m MFC) ValveName() string {
-	if m.Valve != "" {
-		return m.Valve
-	}
-	return strings.ToLower(m.Gas) + "_valve"
-}
+// ValveName returns the output of the gas line valve.
+func (m MFC) ValveName() string { return m.Valve }
 
 // Raman is the spectrometer; TimeScale is the simulator's (1 on real hardware).
 type Raman struct {
@@ -458,6 +495,14 @@ type GPIO struct {
 	LeakPin          string `yaml:"leak_pin"`
 	RelayPin         string `yaml:"relay_pin"`
 	RelayFeedbackPin string `yaml:"relay_feedback_pin"`
+	// RelayWatchdog is the hold time of a watchdog relay in front of the
+	// interlock relay's coil: the relay drops unless the agent's heartbeat
+	// pin toggles within it (0: none). It is the dead-agent path of a heater
+	// whose controller has no comms watchdog; the agent toggles the
+	// heartbeat at a third of it.
+	RelayWatchdog time.Duration `yaml:"relay_watchdog"`
+	// HeartbeatPin is the heartbeat output of source host.
+	HeartbeatPin string `yaml:"heartbeat_pin"`
 }
 
 // Load reads a configuration file strictly: unknown keys are errors.
@@ -484,7 +529,9 @@ func Parse(r io.Reader) (File, error) {
 	}
 	f.Rig.expand()
 	f.Defaults()
-	return f, errors.Join(f.Rig.Validate(), f.Validate())
+	f.Gate.GasHazards = f.Rig.HazardOf() // the gate's hazards rules read the layout
+	perr := f.Rig.loadProfiles()
+	return f, errors.Join(perr, f.Rig.Validate(), f.Validate())
 }
 
 func (r *Rig) expand() {
@@ -506,6 +553,7 @@ func (r *Rig) expand() {
 	r.Gauge.Port = x(r.Gauge.Port)
 	r.Raman.Port = x(r.Raman.Port)
 	r.GPIO.Socket = x(r.GPIO.Socket)
+	r.expandProfilesDir()
 }
 
 // Validate checks references and values without touching hardware.
@@ -535,6 +583,7 @@ func (r Rig) Validate() error {
 			bad(key+".unit", "%d is not a Modbus unit id (1..247)", d.Unit)
 		}
 	}
+	r.layoutErrors(bad)
 	seen := map[string]bool{}
 	for i, m := range r.MFCs {
 		key := fmt.Sprintf("mfcs[%d]", i)

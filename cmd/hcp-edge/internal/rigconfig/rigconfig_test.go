@@ -8,6 +8,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 )
 
@@ -36,7 +37,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown key", "  sim_dir:", "  sim_dri:", "field sim_dri not found"},
 		{"bad transport", "transport: tcp", "transport: udp", "modbus_buses.main.transport"},
 		{"missing bus", "furnace: {bus: main", "furnace: {bus: nowhere", "furnace.bus: no modbus bus named \"nowhere\""},
-		{"unit zero", "dio: {bus: main, unit: 2}", "dio: {bus: main, unit: 0}", "dio.unit"},
+		{"unit zero", "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 0,", "dio.unit"},
 		{"bad unit id", "unit_id: C", "unit_id: c", "mfcs[2].unit_id"},
 		{"bad full scale unit", "full_scale: 50 sccm", "full_scale: 50 furlongs", "mfcs[2].full_scale"},
 		{"negative full scale", "full_scale: 50 sccm", "full_scale: -50 sccm", "mfcs[2].full_scale"},
@@ -97,7 +98,7 @@ func TestEmbeddedEnvelopeCompilesAgainstTheDerivedSpec(t *testing.T) {
 		}
 	}
 	// The derived spec agrees with the simulator's.
-	sim := envelope.SimRigSpec()
+	sim := envelopetest.SimRigSpec()
 	if len(spec.Gases) != len(sim.Gases) || len(spec.Switches) != len(sim.Switches) || len(spec.Inputs) != len(sim.Inputs) {
 		t.Errorf("derived spec %+v differs from SimRigSpec %+v", spec, sim)
 	}

@@ -2,38 +2,94 @@ package rigconfig
 
 import (
 	"fmt"
-	"strings"
+	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// Spec derives the envelope.RigSpec of r: the instrument ranges of the
-// rig's drivers (the furnace controller, the gauge and the spectrometer of
-// configs/rig-protocols.md, as envelope.SimRigSpec declares them), the gases
-// with the full scales and line valves of the configured mass-flow
-// controllers, the digital I/O module's coils with their safe levels plus the
-// interlock relay, and the inputs the rig provides. The wires of the coverage
-// report name the configured unit ids and units.
+// Instrument ranges the serial families' drivers declare (their profiles
+// carry no channels): the TPG family's measuring range and the
+// spectrometer's integration range.
+var (
+	gaugeRange  = envelope.GaugeSpec{Min: 5e-9 * device.Millibar, Max: 1e3 * device.Millibar}
+	ramanRange  = envelope.SpectrometerSpec{MinIntegration: 10 * time.Millisecond, MaxIntegration: 60 * time.Second}
+	rampDefault = device.KelvinPerMinute(100)
+)
+
+// Spec derives the envelope.RigSpec of r from its layout and profiles: the
+// furnace controller's ranges from its profile's channels, the gas lines
+// with their full scales, hazard classes and line valves, the outputs with
+// their safe levels and roles plus the interlock relay, the inputs, and the
+// wire of every writable channel for the coverage report.
 func Spec(r Rig) (envelope.RigSpec, error) {
-	s := envelope.SimRigSpec()
-	coils := dio.DefaultOpts().Coils
-	s.Gases = nil
-	s.Switches = nil
-	s.Wires = map[string]string{}
-	for k, v := range envelope.SimRigSpec().Wires {
-		if !strings.HasPrefix(k, "flow.") && !strings.HasPrefix(k, "switch.") {
-			s.Wires[k] = v
+	ps, err := r.Profiles()
+	if err != nil {
+		return envelope.RigSpec{}, err
+	}
+	fp, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
+	if err != nil {
+		return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: %w", err)
+	}
+	s := envelope.RigSpec{Gauge: gaugeRange, Spectrometer: &ramanRange, Wires: map[string]string{},
+		Roles: envelope.Roles{Pump: r.role(RolePump), Gate: r.role(RoleGate), Vent: r.role(RoleVent),
+			Scrubber: r.role(RoleScrubber), Door: r.role(RoleDoor)}}
+	at := fmt.Sprintf("modbus %s unit %d", r.Furnace.Bus, r.Furnace.Unit)
+	wire := func(ch profile.Channel) string {
+		return fmt.Sprintf("%s %s %d %s (%s)", at, ch.Table, *ch.Address, ch.Name, fp.ID)
+	}
+	if sp, ok := fp.ByRole(profile.RoleSetpoint); ok && len(sp.Range) == 2 {
+		s.Furnace.SetpointMin, s.Furnace.SetpointMax = device.Celsius(sp.Range[0]), device.Celsius(sp.Range[1])
+		s.Wires[envelope.ChannelSetpoint] = wire(sp)
+	} else {
+		return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: profile %s: the setpoint channel declares no range", fp.ID)
+	}
+	s.Furnace.RampMax = rampDefault
+	if rr, ok := fp.ByRole(profile.RoleRampRate); ok {
+		if len(rr.Range) == 2 {
+			s.Furnace.RampMax = device.KelvinPerMinute(rr.Range[1])
+		}
+		s.Wires[envelope.ChannelRampRate] = wire(rr)
+	}
+	pv, _ := fp.ByRole(profile.RoleProcessValue)
+	s.Furnace.ProcessValueMax = device.Celsius(1300)
+	if len(pv.Range) == 2 {
+		s.Furnace.ProcessValueMax = device.Celsius(pv.Range[1])
+	}
+	he, _ := fp.ByRole(profile.RoleHeaterEnable)
+	s.Wires[envelope.ChannelHeater] = wire(he)
+	s.Wires[envelope.ChannelIntegration] = fmt.Sprintf("%s serial `ACQ <ms>`", ramanName(r.Raman))
+	for _, role := range []profile.Role{profile.RoleWatchdogTimeout, profile.RoleWatchdogKick, profile.RoleAlarmLimit} {
+		if ch, ok := fp.ByRole(role); ok {
+			s.Internal = append(s.Internal, envelope.InternalWrite{Channel: "furnace." + string(role), Wire: wire(ch), Reason: internalReason[role]})
 		}
 	}
-	for _, ch := range []string{envelope.ChannelSetpoint, envelope.ChannelRampRate, envelope.ChannelHeater} {
-		s.Wires[ch] = strings.Replace(s.Wires[ch], "modbus unit 1", fmt.Sprintf("modbus %s unit %d", r.Furnace.Bus, r.Furnace.Unit), 1)
+	for _, ch := range fp.Channels {
+		if ch.Role == profile.RoleInit {
+			s.Internal = append(s.Internal, envelope.InternalWrite{Channel: "furnace." + ch.Name, Wire: wire(ch),
+				Reason: fmt.Sprintf("set once at start to %g, after the heater is off: the mode the profile's roles assume", *ch.Value)})
+		}
+		if ch.Writable() && ch.Role == "" {
+			return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: profile %s: writable channel %s has no role", fp.ID, ch.Name)
+		}
 	}
-	coilNames := map[string]bool{}
-	for _, c := range coils {
-		coilNames[c.Name] = true
-		s.Switches = append(s.Switches, envelope.SwitchSpec{Name: c.Name, SafeState: c.Safe})
-		s.Wires[envelope.SwitchChannel(c.Name)] = fmt.Sprintf("modbus %s unit %d coil %d", r.DIO.Bus, r.DIO.Unit, c.Address)
+	s.Internal = append(s.Internal,
+		envelope.InternalWrite{Channel: "mfc.hold", Wire: "mfc serial `xHC` / `xC`", Reason: "hold closes the valve: used by Halt only"},
+		envelope.InternalWrite{Channel: "gauge.unit", Wire: "gauge serial `UNI,n`", Reason: "display unit of the gauge; the driver converts"},
+		envelope.InternalWrite{Channel: "spectrometer.stop", Wire: "raman serial `STOP`", Reason: "aborts an acquisition: used by Halt only"})
+	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+	if err != nil {
+		return envelope.RigSpec{}, fmt.Errorf("rigconfig: dio: %w", err)
+	}
+	for _, name := range sortedKeys(r.Outputs) {
+		o := r.Outputs[name]
+		s.Switches = append(s.Switches, envelope.SwitchSpec{Name: name, SafeState: o.Safe == "on"})
+		ch, ok := dp.Channel(o.Channel)
+		if !ok {
+			return envelope.RigSpec{}, fmt.Errorf("rigconfig: output %s: profile %s has no channel %q", name, dp.ID, o.Channel)
+		}
+		s.Wires[envelope.SwitchChannel(name)] = fmt.Sprintf("modbus %s unit %d %s %d %s (%s)", r.DIO.Bus, r.DIO.Unit, ch.Table, *ch.Address, ch.Name, dp.ID)
 	}
 	s.Switches = append(s.Switches, envelope.SwitchSpec{Name: SwitchRelay, SafeState: false, InterlockOwned: true})
 	s.Wires[envelope.SwitchChannel(SwitchRelay)] = "gpio relay (read back on relay_fb)"
@@ -42,16 +98,18 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		if err != nil {
 			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: %w", m.Name, err)
 		}
-		if !coilNames[m.ValveName()] {
-			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: valve %q is not a coil of the digital I/O module", m.Name, m.ValveName())
+		if _, ok := r.Outputs[m.Valve]; !ok {
+			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: valve %q is not an output of the layout", m.Name, m.Valve)
 		}
-		s.Gases = append(s.Gases, envelope.GasSpec{Gas: m.Gas, FullScale: fs, Valve: m.ValveName()})
+		s.Gases = append(s.Gases, envelope.GasSpec{Gas: m.Gas, FullScale: fs, Valve: m.Valve, Hazard: m.Hazard})
 		s.Wires[envelope.FlowChannel(m.Gas)] = fmt.Sprintf("%s serial `%sS<value>` on %s", m.Name, m.UnitID, m.Port)
 	}
-	var inputs []string
-	for _, in := range dio.DefaultOpts().Inputs {
-		inputs = append(inputs, in.Name)
-	}
-	s.Inputs = append(inputs, InputEStop, InputLeak, InputRelayFB)
+	s.Inputs = append(sortedKeys(r.Inputs), InputEStop, InputLeak, InputRelayFB)
 	return s, nil
+}
+
+var internalReason = map[profile.Role]string{
+	profile.RoleWatchdogTimeout: "set once by the driver at start",
+	profile.RoleWatchdogKick:    "kicked by the driver; no effect on the process",
+	profile.RoleAlarmLimit:      "high-temperature alarm of the controller, set once at start; the envelope trips earlier",
 }

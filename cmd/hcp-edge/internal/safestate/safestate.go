@@ -12,7 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 )
 
 // Output is what was done to one output and whether its read-back
@@ -206,7 +206,7 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 
 // coilBank is the bank that reads every one of sws in one exchange, or nil
 // when there is none (addresses not contiguous) or they are not all in it.
-func coilBank(sws []*dio.Switch) device.LevelBank {
+func coilBank(sws []*regmap.Switch) device.LevelBank {
 	var bank device.LevelBank
 	for _, sw := range sws {
 		b, _ := sw.Bank()

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 )
 
 // TestCheckUnreachable: a fallback e-stop on a rig none of whose
@@ -67,7 +68,7 @@ func TestFinish(t *testing.T) {
 	}
 }
 
-// coils is a dio.Bus of coils only that counts its reads.
+// coils is a regmap.Bus of coils only that counts its reads.
 type coils struct {
 	mu    sync.Mutex
 	on    map[uint16]bool
@@ -89,6 +90,22 @@ func (c *coils) ReadDiscreteInputs(context.Context, byte, uint16, uint16) ([]boo
 	return nil, errors.New("no inputs")
 }
 
+func (c *coils) ReadHoldingRegisters(context.Context, byte, uint16, uint16) ([]uint16, error) {
+	return nil, errors.New("no registers")
+}
+
+func (c *coils) ReadInputRegisters(context.Context, byte, uint16, uint16) ([]uint16, error) {
+	return nil, errors.New("no registers")
+}
+
+func (c *coils) WriteSingleRegister(context.Context, byte, uint16, uint16) error {
+	return errors.New("no registers")
+}
+
+func (c *coils) WriteMultipleRegisters(context.Context, byte, uint16, []uint16) error {
+	return errors.New("no registers")
+}
+
 func (c *coils) WriteSingleCoil(_ context.Context, _ byte, addr uint16, on bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -101,13 +118,13 @@ func (c *coils) WriteSingleCoil(_ context.Context, _ byte, addr uint16, on bool)
 // away from its safe level not confirmed; the fallback still halts and
 // reads each coil on its own.
 func TestCheckReadsTheCoilBankOnce(t *testing.T) {
-	o := dio.DefaultOpts()
+	o := simCoils()
 	bus := &coils{on: map[uint16]bool{}}
-	for _, c := range o.Coils {
+	for _, c := range o {
 		bus.on[c.Address] = c.Safe
 	}
-	bus.on[o.Coils[0].Address] = !o.Coils[0].Safe // one coil unsafe
-	m, err := dio.New(bus, o)
+	bus.on[o[0].Address] = !o[0].Safe // one coil unsafe
+	m, err := regmaptest.SimModule(bus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +140,7 @@ func TestCheckReadsTheCoilBankOnce(t *testing.T) {
 	if bus.reads != 1 {
 		t.Fatalf("%d coil reads, want 1 (the bank)", bus.reads)
 	}
-	for i, c := range o.Coils {
+	for i, c := range o {
 		r, ok := got["dio/"+c.Name]
 		if !ok || r.Confirmed != (i != 0) || r.ReadBack != "coil="+OnOff(bus.on[c.Address]) {
 			t.Errorf("coil %s: %+v", c.Name, r)
@@ -131,12 +148,27 @@ func TestCheckReadsTheCoilBankOnce(t *testing.T) {
 	}
 	bus.reads = 0
 	got = byName(Check(context.Background(), in, true))
-	if bus.reads < len(o.Coils) {
+	if bus.reads < len(o) {
 		t.Fatalf("fallback: %d coil reads, want one or more each", bus.reads)
 	}
-	for _, c := range o.Coils {
+	for _, c := range o {
 		if r := got["dio/"+c.Name]; !r.Confirmed {
 			t.Errorf("fallback, coil %s: %+v", c.Name, r)
 		}
 	}
+}
+
+// simCoils are configs/sim.yaml's outputs on the simulator's I/O module,
+// with their coil addresses.
+func simCoils() []regmap.CoilSpec {
+	p, err := regmaptest.Profile(regmaptest.SimModuleProfile)
+	if err != nil {
+		panic(err)
+	}
+	var out []regmap.CoilSpec
+	for _, o := range regmaptest.SimModuleOpts().Outputs {
+		ch, _ := p.Channel(o.Channel)
+		out = append(out, regmap.CoilSpec{Name: o.Name, Address: ch.Register().Address, Safe: o.Safe})
+	}
+	return out
 }

@@ -1,18 +1,18 @@
-package dio_test
+package regmap_test
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/dio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 )
 
-func module(t *testing.T, o dio.Opts) (*modbustest.Server, *dio.Module) {
+func module(t *testing.T, o opts) (*modbustest.Server, *regmap.Module) {
 	t.Helper()
 	srv := modbustest.NewServer(map[byte]*modbustest.Unit{2: {
 		Coils:    []bool{true, true, true, true, true, true, false},
@@ -22,21 +22,68 @@ func module(t *testing.T, o dio.Opts) (*modbustest.Server, *dio.Module) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := dio.New(b, o)
+	m, err := newModule(b, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return srv, m
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// opts is a module laid out by coil and input addresses: newModule makes
+// the profile (a channel per address used) and the layout from it.
+type opts struct {
+	Name   string
+	Unit   byte
+	Coils  []regmap.CoilSpec
+	Inputs []inputSpec
+}
+
+type inputSpec struct {
+	Name    string
+	Address uint16
+	Invert  bool
+}
+
+// defaultOpts is configs/sim.yaml's module, by address.
+func defaultOpts() opts {
+	return opts{Name: "dio", Unit: 2,
+		Coils: []regmap.CoilSpec{{Name: "pump", Address: 0}, {Name: "gate_valve", Address: 1}, {Name: "ar_valve", Address: 2},
+			{Name: "h2_valve", Address: 3}, {Name: "h2s_valve", Address: 4}, {Name: "vent_valve", Address: 5}, {Name: "scrubber", Address: 6, Safe: true}},
+		Inputs: []inputSpec{{Name: "door_closed", Address: 0}, {Name: "exhaust_ok", Address: 1}, {Name: "pump_running", Address: 2}},
+	}
+}
+
+func newModule(b regmap.Bus, o opts) (*regmap.Module, error) {
+	p := &profile.Profile{ID: "test-io", Family: profile.Modbus, Kind: profile.IOModule}
+	mo := regmap.ModuleOpts{Name: o.Name, Unit: o.Unit}
+	if mo.Unit == 0 {
+		mo.Unit = 2
+	}
+	seen := map[string]bool{}
+	ch := func(table string, addr uint16, role profile.Role) string {
+		name := fmt.Sprintf("%s%d", table, addr)
+		if !seen[name] {
+			seen[name] = true
+			a := int(addr)
+			access := "read"
+			if role == profile.RoleOutput {
+				access = "read_write"
+			}
+			p.Channels = append(p.Channels, profile.Channel{Name: name, Table: table, Address: &a, Type: "bool", Access: access, Role: role})
+		}
+		return name
+	}
+	for _, c := range o.Coils {
+		mo.Outputs = append(mo.Outputs, regmap.OutputSpec{Name: c.Name, Channel: ch("coil", c.Address, profile.RoleOutput), Safe: c.Safe})
+	}
+	for _, in := range o.Inputs {
+		mo.Inputs = append(mo.Inputs, regmap.InputSpec{Name: in.Name, Channel: ch("discrete_input", in.Address, profile.RoleInput), Invert: in.Invert})
+	}
+	return regmap.NewModule(b, p, mo)
 }
 
 func TestSwitchSetAndState(t *testing.T) {
-	srv, m := module(t, dio.DefaultOpts())
+	srv, m := module(t, defaultOpts())
 	ctx := ctxT(t)
 	tests := []struct {
 		name string
@@ -69,7 +116,7 @@ func TestSwitchSetAndState(t *testing.T) {
 }
 
 func TestHaltDrivesSafeLevels(t *testing.T) {
-	srv, m := module(t, dio.DefaultOpts())
+	srv, m := module(t, defaultOpts())
 	if err := m.Halt(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +134,8 @@ func TestHaltDrivesSafeLevels(t *testing.T) {
 	}
 }
 
-func TestReadbackMismatch(t *testing.T) {
-	srv, m := module(t, dio.DefaultOpts())
+func TestSwitchReadbackMismatch(t *testing.T) {
+	srv, m := module(t, defaultOpts())
 	srv.Do(func(u map[byte]*modbustest.Unit) {
 		u[2].OnWrite = func(table string, addr, v uint16) { u[2].Coils[addr] = false } // stuck off
 	})
@@ -99,8 +146,8 @@ func TestReadbackMismatch(t *testing.T) {
 }
 
 func TestInputs(t *testing.T) {
-	o := dio.DefaultOpts()
-	o.Inputs = append(o.Inputs, dio.InputSpec{Name: "door_open", Address: 0, Invert: true})
+	o := defaultOpts()
+	o.Inputs = append(o.Inputs, inputSpec{Name: "door_open", Address: 0, Invert: true})
 	_, m := module(t, o)
 	ctx := ctxT(t)
 	tests := []struct {
@@ -122,8 +169,8 @@ func TestInputs(t *testing.T) {
 }
 
 func TestUnknownAddressIsRejected(t *testing.T) {
-	o := dio.DefaultOpts()
-	o.Coils = append(o.Coils, dio.CoilSpec{Name: "ghost", Address: 9})
+	o := defaultOpts()
+	o.Coils = append(o.Coils, regmap.CoilSpec{Name: "ghost", Address: 9})
 	_, m := module(t, o)
 	s, _ := m.Switch("ghost")
 	err := s.Set(ctxT(t), true)
@@ -137,20 +184,20 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	b, _ := modbus.NewInMemory(modbustest.NewServer(nil), modbus.DefaultOpts())
 	tests := []struct {
 		name string
-		o    dio.Opts
+		o    opts
 	}{
-		{"duplicate coil name", dio.Opts{Coils: []dio.CoilSpec{{Name: "a"}, {Name: "a", Address: 1}}}},
-		{"duplicate coil address", dio.Opts{Coils: []dio.CoilSpec{{Name: "a"}, {Name: "b"}}}},
-		{"unnamed input", dio.Opts{Inputs: []dio.InputSpec{{Address: 1}}}},
+		{"duplicate coil name", opts{Coils: []regmap.CoilSpec{{Name: "a"}, {Name: "a", Address: 1}}}},
+		{"duplicate coil address", opts{Coils: []regmap.CoilSpec{{Name: "a"}, {Name: "b"}}}},
+		{"unnamed input", opts{Inputs: []inputSpec{{Address: 1}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := dio.New(b, tt.o); err == nil {
+			if _, err := newModule(b, tt.o); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, m := module(t, dio.DefaultOpts())
+	_, m := module(t, defaultOpts())
 	if _, err := m.Switch("nope"); err == nil {
 		t.Fatal("unknown switch returned")
 	}
@@ -161,8 +208,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 // a bank is not formed over addresses no member has.
 func TestBanks(t *testing.T) {
 	ctx := ctxT(t)
-	o := dio.DefaultOpts()
-	o.Inputs = append(o.Inputs, dio.InputSpec{Name: "door_open", Address: 0, Invert: true})
+	o := defaultOpts()
+	o.Inputs = append(o.Inputs, inputSpec{Name: "door_open", Address: 0, Invert: true})
 	srv, m := module(t, o)
 	type member interface {
 		device.BankMember
@@ -209,8 +256,8 @@ func TestBanks(t *testing.T) {
 			len(levels), srv.Requests(1)-coilReads, srv.Requests(2)-inputReads)
 	}
 
-	gap := dio.DefaultOpts()
-	gap.Coils = []dio.CoilSpec{{Name: "pump", Address: 0}, {Name: "vent_valve", Address: 5}}
+	gap := defaultOpts()
+	gap.Coils = []regmap.CoilSpec{{Name: "pump", Address: 0}, {Name: "vent_valve", Address: 5}}
 	_, m2 := module(t, gap)
 	if s, _ := m2.Switch("pump"); s != nil {
 		if b, _ := s.Bank(); b != nil {

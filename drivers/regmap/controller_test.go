@@ -1,4 +1,4 @@
-package furnace_test
+package regmap_test
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 )
 
 // controller returns an in-memory controller (unit 1) that validates writes
 // like the documented one, and the Controller on it.
-func controller(t *testing.T) (*modbustest.Server, *furnace.Controller) {
+func controller(t *testing.T) (*modbustest.Server, *regmap.Controller) {
 	t.Helper()
 	nan := math.Float32bits(float32(21.5))
 	srv := modbustest.NewServer(map[byte]*modbustest.Unit{1: {
@@ -39,7 +40,7 @@ func controller(t *testing.T) (*modbustest.Server, *furnace.Controller) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := furnace.New(b, furnace.DefaultOpts())
+	c, err := regmaptest.SimFurnace(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,28 +166,28 @@ func TestWritesWithReadBack(t *testing.T) {
 func TestOutOfRangeRefusedBeforeSending(t *testing.T) {
 	tests := []struct {
 		name string
-		op   func(context.Context, *furnace.Controller) error
+		op   func(context.Context, *regmap.Controller) error
 	}{
-		{"setpoint above 1200", func(ctx context.Context, c *furnace.Controller) error {
+		{"setpoint above 1200", func(ctx context.Context, c *regmap.Controller) error {
 			return c.SetSetpoint(ctx, device.Celsius(1200.1))
 		}},
-		{"setpoint below 0", func(ctx context.Context, c *furnace.Controller) error { return c.SetSetpoint(ctx, device.Celsius(-1)) }},
-		{"setpoint NaN", func(ctx context.Context, c *furnace.Controller) error {
+		{"setpoint below 0", func(ctx context.Context, c *regmap.Controller) error { return c.SetSetpoint(ctx, device.Celsius(-1)) }},
+		{"setpoint NaN", func(ctx context.Context, c *regmap.Controller) error {
 			return c.SetSetpoint(ctx, device.Temperature(math.NaN()))
 		}},
-		{"ramp above 100", func(ctx context.Context, c *furnace.Controller) error {
+		{"ramp above 100", func(ctx context.Context, c *regmap.Controller) error {
 			return c.SetRampRate(ctx, device.KelvinPerMinute(101))
 		}},
-		{"ramp negative", func(ctx context.Context, c *furnace.Controller) error {
+		{"ramp negative", func(ctx context.Context, c *regmap.Controller) error {
 			return c.SetRampRate(ctx, device.KelvinPerMinute(-1))
 		}},
-		{"watchdog 50 ms", func(ctx context.Context, c *furnace.Controller) error {
+		{"watchdog 50 ms", func(ctx context.Context, c *regmap.Controller) error {
 			return c.ConfigureWatchdog(ctx, 50*time.Millisecond)
 		}},
-		{"watchdog 61 s", func(ctx context.Context, c *furnace.Controller) error {
+		{"watchdog 61 s", func(ctx context.Context, c *regmap.Controller) error {
 			return c.ConfigureWatchdog(ctx, 61*time.Second)
 		}},
-		{"alarm limit 1301", func(ctx context.Context, c *furnace.Controller) error {
+		{"alarm limit 1301", func(ctx context.Context, c *regmap.Controller) error {
 			return c.SetAlarmLimit(ctx, device.Celsius(1301))
 		}},
 	}
@@ -218,11 +219,18 @@ func TestReadbackMismatch(t *testing.T) {
 }
 
 func TestDeviceExceptionIsRejected(t *testing.T) {
-	o := furnace.DefaultOpts()
-	o.SetpointMax = device.Celsius(1500) // looser than the controller
+	p, err := regmaptest.Profile(regmaptest.SimFurnaceProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Channels {
+		if p.Channels[i].Name == "setpoint" {
+			p.Channels[i].Range = []float64{0, 1500} // looser than the controller
+		}
+	}
 	srv, _ := controller(t)
 	b, _ := modbus.NewInMemory(srv, modbus.DefaultOpts())
-	c, err := furnace.New(b, o)
+	c, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,11 +266,13 @@ func TestWatchdogKicker(t *testing.T) {
 	}
 }
 
-func TestNewRejectsBadMap(t *testing.T) {
-	o := furnace.DefaultOpts()
-	o.Registers.Setpoint.Table = modbus.Input
+func TestNewRejectsAProfileOfAnotherKind(t *testing.T) {
+	p, err := regmaptest.Profile(regmaptest.SimModuleProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, _ := modbus.NewInMemory(modbustest.NewServer(nil), modbus.DefaultOpts())
-	if _, err := furnace.New(b, o); err == nil {
-		t.Fatal("setpoint in an input register accepted")
+	if _, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1}); err == nil {
+		t.Fatal("an I/O module profile accepted as a temperature controller")
 	}
 }

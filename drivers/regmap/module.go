@@ -1,4 +1,4 @@
-package dio
+package regmap
 
 import (
 	"context"
@@ -8,120 +8,124 @@ import (
 	"sort"
 
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 )
 
-// Bus is what the module needs from a Modbus line; *modbus.Bus has it.
-type Bus interface {
-	ReadCoils(ctx context.Context, unit byte, addr, qty uint16) ([]bool, error)
-	ReadDiscreteInputs(ctx context.Context, unit byte, addr, qty uint16) ([]bool, error)
-	WriteSingleCoil(ctx context.Context, unit byte, addr uint16, on bool) error
+// OutputSpec places one of the rig's on/off outputs on a channel of the
+// module: the layout names it and gives its safe level.
+type OutputSpec struct {
+	Name    string // the rig's name for it, e.g. a valve
+	Channel string // the profile's channel (role output)
+	Safe    bool   // the level Halt drives it to
 }
 
-var _ Bus = (*modbus.Bus)(nil)
-
-// CoilSpec names one coil and its safe level.
-type CoilSpec struct {
-	Name    string
-	Address uint16
-	Safe    bool // the level Halt drives it to
-}
-
-// InputSpec names one discrete input. Invert makes Read return true when the
-// input is 0 (for a contact whose named condition is the open state).
+// InputSpec places one of the rig's binary inputs on a channel. Invert
+// makes Read return true when the input is 0 (for a contact whose named
+// condition is the open state).
 type InputSpec struct {
 	Name    string
-	Address uint16
+	Channel string // the profile's channel (role input)
 	Invert  bool
 }
 
-// Opts configures a Module.
-type Opts struct {
-	Name   string // default "dio"
-	Unit   byte   // default 2
-	Coils  []CoilSpec
-	Inputs []InputSpec
+// ModuleOpts places an I/O module on its bus and names its channels.
+type ModuleOpts struct {
+	Name    string // default "dio"
+	Unit    byte
+	Outputs []OutputSpec
+	Inputs  []InputSpec
 }
 
-// DefaultOpts is the rig's digital I/O module (configs/rig-protocols.md):
-// coils pump 0, gate_valve 1, ar_valve 2, h2_valve 3, h2s_valve 4, vent_valve 5,
-// scrubber 6 (all safe off except the scrubber, safe on); inputs door_closed 0,
-// exhaust_ok 1, pump_running 2.
-func DefaultOpts() Opts {
-	return Opts{
-		Name: "dio",
-		Unit: 2,
-		Coils: []CoilSpec{
-			{Name: "pump", Address: 0},
-			{Name: "gate_valve", Address: 1},
-			{Name: "ar_valve", Address: 2},
-			{Name: "h2_valve", Address: 3},
-			{Name: "h2s_valve", Address: 4},
-			{Name: "vent_valve", Address: 5},
-			{Name: "scrubber", Address: 6, Safe: true},
-		},
-		Inputs: []InputSpec{
-			{Name: "door_closed", Address: 0},
-			{Name: "exhaust_ok", Address: 1},
-			{Name: "pump_running", Address: 2},
-		},
-	}
+// CoilSpec is an output as the module drives it: name, coil address, safe level.
+type CoilSpec struct {
+	Name    string
+	Address uint16
+	Safe    bool
 }
 
-// Module is the digital I/O module on one unit id.
+// bitSpec is an input as the module reads it.
+type bitSpec struct {
+	Name    string
+	Address uint16
+	Invert  bool
+	Coil    bool // read with FC 01 (an input on a coil), else FC 02
+}
+
+// Module is an I/O module on one unit id, driven through its profile.
 type Module struct {
 	bus    Bus
-	o      Opts
+	p      *profile.Profile
+	o      ModuleOpts
 	coils  map[string]*Switch
 	inputs map[string]*Input
-	// coilBank and inputBank read every coil, every input, in one
+	// coilBank and inputBank read every output, every input, in one
 	// transaction (nil when the addresses are not contiguous).
 	coilBank, inputBank *bank
 }
 
-// New returns a Module on bus. It sends nothing.
-func New(bus Bus, o Opts) (*Module, error) {
-	if bus == nil {
-		return nil, errors.New("dio: nil bus")
+// NewModule returns the module of profile p on bus with the layout's
+// outputs and inputs. It sends nothing.
+func NewModule(bus Bus, p *profile.Profile, o ModuleOpts) (*Module, error) {
+	if bus == nil || p == nil {
+		return nil, errors.New("regmap: nil bus or profile")
 	}
 	if o.Name == "" {
 		o.Name = "dio"
 	}
-	m := &Module{bus: bus, o: o, coils: map[string]*Switch{}, inputs: map[string]*Input{}}
-	seen := map[uint16]bool{}
-	for _, c := range o.Coils {
-		if c.Name == "" {
-			return nil, fmt.Errorf("%s: coil %d has no name", o.Name, c.Address)
-		}
-		if m.coils[c.Name] != nil || seen[c.Address] {
-			return nil, fmt.Errorf("%s: coil %q (%d) configured twice", o.Name, c.Name, c.Address)
-		}
-		seen[c.Address] = true
-		m.coils[c.Name] = &Switch{m: m, spec: c}
+	if p.Family != profile.Modbus {
+		return nil, fmt.Errorf("%s: profile %s is not a Modbus profile", o.Name, p.ID)
 	}
-	seenIn := map[string]bool{}
-	for _, in := range o.Inputs {
-		if in.Name == "" || seenIn[in.Name] {
-			return nil, fmt.Errorf("%s: input %q (%d) unnamed or configured twice", o.Name, in.Name, in.Address)
-		}
-		seenIn[in.Name] = true
-		m.inputs[in.Name] = &Input{m: m, spec: in}
-	}
+	m := &Module{bus: bus, p: p, o: o, coils: map[string]*Switch{}, inputs: map[string]*Input{}}
+	used := map[string]string{}
 	var coils, inputs []bankBit
-	for _, c := range o.Coils {
-		coils = append(coils, bankBit{name: c.Name, addr: c.Address})
+	for _, out := range o.Outputs {
+		ch, ok := p.Channel(out.Channel)
+		if !ok || ch.Role != profile.RoleOutput {
+			return nil, fmt.Errorf("%s: output %s: profile %s has no output channel %q", o.Name, out.Name, p.ID, out.Channel)
+		}
+		if out.Name == "" || m.coils[out.Name] != nil || m.inputs[out.Name] != nil {
+			return nil, fmt.Errorf("%s: output %q unnamed or configured twice", o.Name, out.Name)
+		}
+		if prev, dup := used[out.Channel]; dup {
+			return nil, fmt.Errorf("%s: output %s: channel %s is already %s", o.Name, out.Name, out.Channel, prev)
+		}
+		used[out.Channel] = out.Name
+		spec := CoilSpec{Name: out.Name, Address: ch.Register().Address, Safe: out.Safe}
+		m.coils[out.Name] = &Switch{m: m, spec: spec}
+		coils = append(coils, bankBit{name: out.Name, addr: spec.Address})
 	}
+	var inCoil, inDiscrete []bankBit
 	for _, in := range o.Inputs {
-		inputs = append(inputs, bankBit{name: in.Name, addr: in.Address, invert: in.Invert})
+		ch, ok := p.Channel(in.Channel)
+		if !ok || ch.Role != profile.RoleInput {
+			return nil, fmt.Errorf("%s: input %s: profile %s has no input channel %q", o.Name, in.Name, p.ID, in.Channel)
+		}
+		if in.Name == "" || m.inputs[in.Name] != nil || m.coils[in.Name] != nil {
+			return nil, fmt.Errorf("%s: input %q unnamed or configured twice", o.Name, in.Name)
+		}
+		if prev, dup := used[in.Channel]; dup { // two inputs may read one channel (one inverted); an output's channel is its own
+			return nil, fmt.Errorf("%s: input %s: channel %s is output %s", o.Name, in.Name, in.Channel, prev)
+		}
+		spec := bitSpec{Name: in.Name, Address: ch.Register().Address, Invert: in.Invert, Coil: ch.Table == "coil"}
+		m.inputs[in.Name] = &Input{m: m, spec: spec}
+		b := bankBit{name: in.Name, addr: spec.Address, invert: in.Invert}
+		if spec.Coil {
+			inCoil = append(inCoil, b)
+		} else {
+			inDiscrete = append(inDiscrete, b)
+		}
 	}
+	inputs = inDiscrete
 	if m.coilBank = newBank(m, false, coils); m.coilBank != nil {
 		for i, b := range m.coilBank.bits {
 			m.coils[b.name].index = i
 		}
 	}
-	if m.inputBank = newBank(m, true, inputs); m.inputBank != nil {
-		for i, b := range m.inputBank.bits {
-			m.inputs[b.name].index = i
+	if len(inCoil) == 0 {
+		if m.inputBank = newBank(m, true, inputs); m.inputBank != nil {
+			for i, b := range m.inputBank.bits {
+				m.inputs[b.name].index = i
+			}
 		}
 	}
 	return m, nil
@@ -298,7 +302,7 @@ func (s *Switch) Halt(ctx context.Context) error { return s.Set(ctx, s.spec.Safe
 // Input is one discrete input of the module.
 type Input struct {
 	m     *Module
-	spec  InputSpec
+	spec  bitSpec
 	index int // in m.inputBank
 }
 
@@ -319,11 +323,26 @@ func (in *Input) Bank() (device.LevelBank, int) {
 
 var _ device.BankMember = (*Input)(nil)
 
-// Read returns the input (FC 02), inverted when configured.
+// Read returns the input (FC 02, or FC 01 for an input on a coil),
+// inverted when configured.
 func (in *Input) Read(ctx context.Context) (bool, error) {
-	bits, err := in.m.bus.ReadDiscreteInputs(ctx, in.m.o.Unit, in.spec.Address, 1)
+	read := in.m.bus.ReadDiscreteInputs
+	if in.spec.Coil {
+		read = in.m.bus.ReadCoils
+	}
+	bits, err := read(ctx, in.m.o.Unit, in.spec.Address, 1)
 	if err != nil {
 		return false, fmt.Errorf("%s input %s (%d): %w", in.m.o.Name, in.spec.Name, in.spec.Address, err)
 	}
 	return bits[0] != in.spec.Invert, nil
+}
+
+// Inputs returns every input, ordered by name.
+func (m *Module) Inputs() []*Input {
+	out := make([]*Input, 0, len(m.inputs))
+	for _, in := range m.inputs {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
+	return out
 }

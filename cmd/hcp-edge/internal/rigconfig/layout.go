@@ -1,0 +1,226 @@
+package rigconfig
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+)
+
+// Hazard classes of a gas line.
+var hazards = map[string]bool{"inert": true, "toxic": true, "flammable": true, "oxidising": true, "corrosive": true}
+
+// outputRoles and inputRoles are the roles a layout may give.
+var (
+	outputRoles = map[string]bool{RolePump: true, RoleGate: true, RoleVent: true, RoleScrubber: true}
+	inputRoles  = map[string]bool{RoleDoor: true}
+)
+
+// loadProfiles reads the profiles the rig names (once; Parse calls it).
+func (r *Rig) loadProfiles() error {
+	if r.profiles != nil {
+		return nil
+	}
+	ps, err := LoadProfiles(r.ProfilesDir)
+	r.profiles = ps
+	return err
+}
+
+// Profiles returns the rig's instrument profiles (the shipped ones and
+// those of profiles_dir), loading them on first use.
+func (r *Rig) Profiles() (Profiles, error) {
+	err := r.loadProfiles()
+	return r.profiles, err
+}
+
+// layoutErrors checks the layout against the profiles: every device names a
+// profile of its kind, every output and input a channel of the I/O module's
+// profile with that role, every gas line a hazard class and an output for
+// its valve, every role at most once.
+func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
+	ps := r.profiles
+	if ps == nil {
+		var err error
+		if ps, err = LoadProfiles(r.ProfilesDir); err != nil {
+			bad("profiles_dir", "%v", err)
+		}
+	}
+	fp, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
+	if err != nil {
+		bad("furnace.profile", "%v", err)
+	} else if fp.Family != profile.Modbus {
+		bad("furnace.profile", "profile %q is of the %s family; the furnace is on a Modbus bus", fp.ID, fp.Family)
+	}
+	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+	if err != nil {
+		bad("dio.profile", "%v", err)
+	}
+	roles := map[string]string{}
+	channels := map[string]string{}
+	for _, name := range sortedKeys(r.Outputs) {
+		o := r.Outputs[name]
+		key := "outputs." + name
+		if o.Safe != "on" && o.Safe != "off" {
+			bad(key+".safe", "%q: the level Halt drives it to, on or off", o.Safe)
+		}
+		if o.Role != "" {
+			if !outputRoles[o.Role] {
+				bad(key+".role", "unknown role %q (pump, gate, vent or scrubber)", o.Role)
+			} else if prev, dup := roles[o.Role]; dup {
+				bad(key+".role", "role %s is also output %s's", o.Role, prev)
+			}
+			roles[o.Role] = name
+		}
+		if name == SwitchRelay {
+			bad(key, "%q is the interlock relay's name", name)
+		}
+		if dp != nil {
+			if c, ok := dp.Channel(o.Channel); !ok || c.Role != profile.RoleOutput {
+				bad(key+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
+			}
+		}
+		if prev, dup := channels[o.Channel]; dup {
+			bad(key+".channel", "channel %s is also %s", o.Channel, prev)
+		}
+		channels[o.Channel] = name
+	}
+	for _, name := range sortedKeys(r.Inputs) {
+		in := r.Inputs[name]
+		key := "inputs." + name
+		if in.Role != "" {
+			if !inputRoles[in.Role] {
+				bad(key+".role", "unknown role %q (door)", in.Role)
+			} else if prev, dup := roles[in.Role]; dup {
+				bad(key+".role", "role %s is also input %s's", in.Role, prev)
+			}
+			roles[in.Role] = name
+		}
+		if _, clash := r.Outputs[name]; clash || name == InputEStop || name == InputLeak || name == InputRelayFB {
+			bad(key, "%q is already the name of an output or a GPIO input", name)
+		}
+		if dp != nil {
+			if c, ok := dp.Channel(in.Channel); !ok || c.Role != profile.RoleInput {
+				bad(key+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
+			}
+		}
+		if prev, dup := channels[in.Channel]; dup {
+			bad(key+".channel", "channel %s is also %s", in.Channel, prev)
+		}
+		channels[in.Channel] = name
+	}
+	valves := map[string]string{}
+	for i, m := range r.MFCs {
+		key := fmt.Sprintf("mfcs[%d]", i)
+		if !hazards[m.Hazard] {
+			bad(key+".hazard", "%q: every gas line names its hazard class (inert, toxic, flammable, oxidising or corrosive)", m.Hazard)
+		}
+		if _, ok := r.Outputs[m.Valve]; !ok {
+			bad(key+".valve", "%q is not an output of the layout (rig.outputs)", m.Valve)
+		} else if o := r.Outputs[m.Valve]; o.Role != "" {
+			bad(key+".valve", "%q is the %s output, not a line valve", m.Valve, o.Role)
+		}
+		if prev, dup := valves[m.Valve]; dup {
+			bad(key+".valve", "%q already opens the %s line", m.Valve, prev)
+		}
+		valves[m.Valve] = m.Gas
+	}
+	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
+		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
+			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
+	}
+}
+
+// role returns the output or input of a role, or "".
+func (r Rig) role(role string) string {
+	for name, o := range r.Outputs {
+		if o.Role == role {
+			return name
+		}
+	}
+	for name, in := range r.Inputs {
+		if in.Role == role {
+			return name
+		}
+	}
+	return ""
+}
+
+// HazardOf returns the hazard class of each gas.
+func (r Rig) HazardOf() map[string]string {
+	out := map[string]string{}
+	for _, m := range r.MFCs {
+		out[m.Gas] = m.Hazard
+	}
+	return out
+}
+
+// moduleOpts is the I/O module's layout for the generic driver.
+func (r Rig) moduleOpts() regmap.ModuleOpts {
+	o := regmap.ModuleOpts{Name: "dio", Unit: r.DIO.Unit}
+	for _, name := range sortedKeys(r.Outputs) {
+		out := r.Outputs[name]
+		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: name, Channel: out.Channel, Safe: out.Safe == "on"})
+	}
+	for _, name := range sortedKeys(r.Inputs) {
+		in := r.Inputs[name]
+		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
+	}
+	return o
+}
+
+// expandProfilesDir expands the environment and ${sim_dir} in profiles_dir.
+func (r *Rig) expandProfilesDir() {
+	r.ProfilesDir = os.ExpandEnv(strings.ReplaceAll(r.ProfilesDir, "${sim_dir}", r.SimDir))
+}
+
+// ProfileProblems returns the *profile.Problem values in err (each at its
+// own FILE:LINE), for reports that place them in the profile's file.
+func ProfileProblems(err error) []*profile.Problem {
+	var out []*profile.Problem
+	var walk func(error)
+	walk = func(e error) {
+		var p *profile.Problem
+		if errors.As(e, &p) && p == e {
+			out = append(out, p)
+			return
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+		} else if u := errors.Unwrap(e); u != nil {
+			walk(u)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// InputAddresses are the layout's inputs with the address of their channel
+// in the I/O module's profile.
+func (r Rig) InputAddresses() (map[string]int, error) {
+	ps, err := r.Profiles()
+	if err != nil {
+		return nil, err
+	}
+	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+	if err != nil {
+		return nil, fmt.Errorf("rigconfig: dio: %w", err)
+	}
+	out := map[string]int{}
+	for name, in := range r.Inputs {
+		ch, ok := dp.Channel(in.Channel)
+		if !ok || ch.Address == nil {
+			return nil, fmt.Errorf("rigconfig: input %s: profile %s has no channel %q", name, dp.ID, in.Channel)
+		}
+		out[name] = *ch.Address
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+package rigconfig
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+)
+
+// repoRoot is the repository from this package.
+const repoRoot = "../../../.."
+
+// TestNoRigNameInGo: the simulated rig is configs/sim.yaml plus shipped
+// profiles. No gas line, valve, output or input name of it appears as a
+// string in non-test Go (the pump's and the scrubber's names are also role
+// names, the words the layout's roles are given by: a role constant is
+// not a rig's name) outside firmware-sim and cmd/rig-sim (the
+// simulator) and the test-support packages (envelope/envelopetest,
+// drivers/regmap/regmaptest: the same data for other packages' tests).
+func TestNoRigNameInGo(t *testing.T) {
+	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	names := regexp.MustCompile(`"(pump|gate_valve|ar_valve|h2_valve|h2s_valve|vent_valve|scrubber|door_closed|exhaust_ok|pump_running|Ar|H2|H2S)"`)
+	var found []string
+	for _, f := range strings.Fields(string(out)) {
+		switch {
+		case strings.HasSuffix(f, "_test.go"), strings.HasPrefix(f, "firmware-sim/"), strings.HasPrefix(f, "cmd/rig-sim/"),
+			strings.HasPrefix(f, "envelope/envelopetest/"), strings.HasPrefix(f, "drivers/regmap/regmaptest/"),
+			strings.HasPrefix(f, "internal/thirdparty/"):
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(b, []byte("\n")) {
+			if m := names.FindIndex(line); m != nil && !isTagOrComment(line, m[0]) && !roleConst.Match(line) {
+				found = append(found, f+":"+strconv.Itoa(i+1)+": "+string(line[m[0]:m[1]]))
+			}
+		}
+	}
+	if len(found) > 0 {
+		t.Fatalf("the rig's names are in Go (they belong in configs/sim.yaml and the profiles):\n%s", strings.Join(found, "\n"))
+	}
+}
+
+// roleConst is the definition of a role constant (Role... = "pump").
+var roleConst = regexp.MustCompile(`^\s*Role[A-Z]\w*\s+=\s+"`)
+
+// isTagOrComment: the match at col is in a comment or a struct tag (a
+// configuration key's name).
+func isTagOrComment(line []byte, col int) bool {
+	s := string(line)
+	if i := strings.Index(s, "//"); i >= 0 && i < col {
+		return true
+	}
+	return strings.Contains(s, "`yaml:")
+}
+
+// TestSimSpecIsTheTestSupportSpec: envelopetest.SimRigSpec, which other
+// packages' tests use, is what configs/sim.yaml and its profiles derive
+// (but for the coverage report's wires, which name the configuration's
+// ports).
+func TestSimSpecIsTheTestSupportSpec(t *testing.T) {
+	f, err := Parse(bytes.NewReader(configs.SimYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Spec(f.Rig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := envelopetest.SimRigSpec()
+	got.Wires, want.Wires = nil, nil
+	got.Internal, want.Internal = nil, nil
+	byName := func(s []string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range s {
+			m[x] = true
+		}
+		return m
+	}
+	if !reflect.DeepEqual(byName(got.Inputs), byName(want.Inputs)) {
+		t.Errorf("inputs %v, want %v", got.Inputs, want.Inputs)
+	}
+	got.Inputs, want.Inputs = nil, nil
+	sw := func(s []envelope.SwitchSpec) map[string]envelope.SwitchSpec {
+		m := map[string]envelope.SwitchSpec{}
+		for _, x := range s {
+			m[x.Name] = x
+		}
+		return m
+	}
+	if !reflect.DeepEqual(sw(got.Switches), sw(want.Switches)) {
+		t.Errorf("switches %+v, want %+v", got.Switches, want.Switches)
+	}
+	got.Switches, want.Switches = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("spec from configs/sim.yaml:\n%+v\nenvelopetest.SimRigSpec:\n%+v", got, want)
+	}
+}

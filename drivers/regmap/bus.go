@@ -1,0 +1,100 @@
+package regmap
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+)
+
+// Bus is what the generic driver needs from a Modbus line; *modbus.Bus has it.
+type Bus interface {
+	ReadHoldingRegisters(ctx context.Context, unit byte, addr, qty uint16) ([]uint16, error)
+	ReadInputRegisters(ctx context.Context, unit byte, addr, qty uint16) ([]uint16, error)
+	WriteSingleRegister(ctx context.Context, unit byte, addr, value uint16) error
+	WriteMultipleRegisters(ctx context.Context, unit byte, addr uint16, values []uint16) error
+	ReadCoils(ctx context.Context, unit byte, addr, qty uint16) ([]bool, error)
+	ReadDiscreteInputs(ctx context.Context, unit byte, addr, qty uint16) ([]bool, error)
+	WriteSingleCoil(ctx context.Context, unit byte, addr uint16, on bool) error
+}
+
+var _ Bus = (*modbus.Bus)(nil)
+
+// Limits of one Modbus read (the protocol's).
+const (
+	maxRegisters = 125
+	maxBits      = 2000
+)
+
+// span is one read: a table's addresses lo..lo+n-1.
+type span struct {
+	table modbus.Table
+	lo, n uint16
+}
+
+// spans plans the reads of specs (all of one table): addresses sorted,
+// joined into one read while contiguous (or, with gaps allowed, while the
+// read stays within the protocol's limit).
+func spans(table modbus.Table, specs []modbus.RegisterSpec, gaps bool) []span {
+	if len(specs) == 0 {
+		return nil
+	}
+	limit := uint16(maxRegisters)
+	if table == modbus.Coil || table == modbus.Discrete {
+		limit = maxBits
+	}
+	type iv struct{ lo, hi int }
+	ivs := make([]iv, 0, len(specs))
+	for _, s := range specs {
+		ivs = append(ivs, iv{int(s.Address), int(s.Address) + int(s.Words()) - 1})
+	}
+	slices.SortFunc(ivs, func(a, b iv) int { return a.lo - b.lo })
+	var out []span
+	cur := ivs[0]
+	for _, x := range ivs[1:] {
+		joinable := x.lo <= cur.hi+1 || gaps
+		if joinable && max(cur.hi, x.hi)-cur.lo+1 <= int(limit) {
+			cur.hi = max(cur.hi, x.hi)
+			continue
+		}
+		out = append(out, span{table, uint16(cur.lo), uint16(cur.hi - cur.lo + 1)})
+		cur = x
+	}
+	return append(out, span{table, uint16(cur.lo), uint16(cur.hi - cur.lo + 1)})
+}
+
+// readWords reads the register spans and returns every word by address.
+func readWords(ctx context.Context, bus Bus, unit byte, name string, ss []span) (map[modbus.Table]map[uint16]uint16, error) {
+	got := map[modbus.Table]map[uint16]uint16{}
+	for _, s := range ss {
+		read := bus.ReadInputRegisters
+		if s.table == modbus.Holding {
+			read = bus.ReadHoldingRegisters
+		}
+		words, err := read(ctx, unit, s.lo, s.n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s %d..%d: %w", name, s.table, s.lo, s.lo+s.n-1, err)
+		}
+		if len(words) < int(s.n) {
+			return nil, fmt.Errorf("%s: %s %d..%d: %d words: %w", name, s.table, s.lo, s.lo+s.n-1, len(words), device.ErrFrame)
+		}
+		if got[s.table] == nil {
+			got[s.table] = map[uint16]uint16{}
+		}
+		for i, w := range words[:s.n] {
+			got[s.table][s.lo+uint16(i)] = w
+		}
+	}
+	return got, nil
+}
+
+// wordsOf returns the words of spec from a read.
+func wordsOf(got map[modbus.Table]map[uint16]uint16, spec modbus.RegisterSpec) []uint16 {
+	out := make([]uint16, spec.Words())
+	for i := range out {
+		out[i] = got[spec.Table][spec.Address+uint16(i)]
+	}
+	return out
+}

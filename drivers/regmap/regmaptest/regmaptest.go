@@ -1,0 +1,100 @@
+// Package regmaptest is test support for the packages that drive the
+// simulated rig through the generic Modbus driver: the shipped profiles of
+// the simulator's furnace controller and I/O module, and the layout of
+// configs/sim.yaml (which output and input is on which channel), without
+// reading a configuration.
+package regmaptest
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+)
+
+// Profile returns the shipped profile id (configs/profiles/<id>.yaml).
+func Profile(id string) (*profile.Profile, error) {
+	name := "profiles/" + id + ".yaml"
+	b, err := fs.ReadFile(configs.Profiles, name)
+	if err != nil {
+		return nil, fmt.Errorf("regmaptest: %w", err)
+	}
+	return profile.Parse("configs/"+name, b)
+}
+
+// Simulator's profiles: configs/sim.yaml's furnace and dio.
+const (
+	SimFurnaceProfile = "hcp-sim-tc"
+	SimModuleProfile  = "hcp-sim-dio"
+)
+
+// SimModuleOpts is configs/sim.yaml's layout of the I/O module (unit 2).
+func SimModuleOpts() regmap.ModuleOpts {
+	return regmap.ModuleOpts{Name: "dio", Unit: 2,
+		Outputs: []regmap.OutputSpec{
+			{Name: "pump", Channel: "coil0"},
+			{Name: "gate_valve", Channel: "coil1"},
+			{Name: "ar_valve", Channel: "coil2"},
+			{Name: "h2_valve", Channel: "coil3"},
+			{Name: "h2s_valve", Channel: "coil4"},
+			{Name: "vent_valve", Channel: "coil5"},
+			{Name: "scrubber", Channel: "coil6", Safe: true},
+		},
+		Inputs: []regmap.InputSpec{
+			{Name: "door_closed", Channel: "di0"},
+			{Name: "exhaust_ok", Channel: "di1"},
+			{Name: "pump_running", Channel: "di2"},
+		},
+	}
+}
+
+// SimFurnace is the simulator's furnace controller (unit 1) on bus.
+func SimFurnace(bus regmap.Bus) (*regmap.Controller, error) {
+	p, err := Profile(SimFurnaceProfile)
+	if err != nil {
+		return nil, err
+	}
+	return regmap.NewController(bus, p, regmap.ControllerOpts{Name: "furnace", Unit: 1})
+}
+
+// SimModule is the simulator's I/O module (unit 2) on bus, laid out as
+// configs/sim.yaml lays it out.
+func SimModule(bus regmap.Bus) (*regmap.Module, error) {
+	p, err := Profile(SimModuleProfile)
+	if err != nil {
+		return nil, err
+	}
+	return regmap.NewModule(bus, p, SimModuleOpts())
+}
+
+// SimOutputs are the module's outputs, by address.
+func SimOutputs() []string {
+	var out []string
+	for _, o := range SimModuleOpts().Outputs {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+// SimInputs are the module's inputs, by address.
+func SimInputs() []string {
+	var out []string
+	for _, in := range SimModuleOpts().Inputs {
+		out = append(out, in.Name)
+	}
+	return out
+}
+
+// SimMFC is one of configs/sim.yaml's mass-flow controllers.
+type SimMFC struct {
+	Gas, Name string
+	UnitID    byte
+	FullScale float64 // sccm
+}
+
+// SimMFCs are configs/sim.yaml's gas lines' controllers.
+func SimMFCs() []SimMFC {
+	return []SimMFC{{"Ar", "mfc-ar", 'A', 500}, {"H2", "mfc-h2", 'B', 200}, {"H2S", "mfc-h2s", 'C', 50}}
+}
