@@ -2,6 +2,7 @@
 // (development and HIL tests; not shipped) and talks to a running one.
 //
 //	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+//	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
@@ -50,6 +51,7 @@ func main() {
 
 const usage = `usage:
   rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+          [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
@@ -127,6 +129,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
+	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-heartbeat)")
+	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
+	heartbeat := fs.Duration("relay-heartbeat", 0, "make the interlock relay a watchdog relay that drops unless written High within this period (0: a latching output)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -142,6 +147,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --precursor: %w", err)
 	}
+	fm, err := plant.ParseFurnaceModel(*furnaceModel)
+	if err != nil {
+		return fmt.Errorf("run: --furnace-model: %w", err)
+	}
+	dm, err := plant.ParseDIOModel(*dioModel)
+	if err != nil {
+		return fmt.Errorf("run: --dio-model: %w", err)
+	}
+	if *heartbeat < 0 {
+		return fmt.Errorf("run: --relay-heartbeat must be >= 0")
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -149,12 +165,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, Precursor: pr,
+		FurnaceModel: fm, DIOModel: dm, RelayHeartbeat: *heartbeat,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
+	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, relay heartbeat %v\n", fm, dm, *heartbeat)
 	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
 	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
 	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
@@ -216,6 +234,15 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(w, "sim time    %.0f s (scale %g)\n", s.SimTimeS, s.TimeScale)
 	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), watchdog %d ms expired %t\n",
 		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, f.WatchdogTimeoutMs, f.WatchdogExpired)
+	if e := f.Eurotherm; e != nil {
+		mode := "auto"
+		if e.Manual {
+			mode = "manual"
+		}
+		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/min, op.hi %.1f %%, status 0x%04x\n",
+			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.OutputHighPct, e.Status)
+	}
+	fmt.Fprintf(w, "models      furnace %s, dio %s, relay heartbeat %d ms (drops %d)\n", s.FurnaceModel, s.DIOModel, s.RelayHeartbeatMs, s.RelayHeartbeatDrops)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
 	for _, g := range []string{"ar", "h2", "h2s"} {
 		m := s.MFCs[g]

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -48,6 +49,15 @@ type Opts struct {
 	// Precursor is what the precursor boat holds at start: MoO3 (the
 	// default, "" too) grows MoS2, WO3 grows WS2. SetPrecursor changes it.
 	Precursor Precursor
+	// FurnaceModel is the controller on unit 1 ("" is FurnaceSim).
+	FurnaceModel FurnaceModel
+	// DIOModel is the digital I/O module on unit 2 ("" is DIOSim).
+	DIOModel DIOModel
+	// RelayHeartbeat, when > 0, makes the interlock relay a watchdog relay:
+	// each write of High holds it energised for this long (wall clock), and
+	// it drops by itself when no write of High came in that time
+	// (configs/rig-protocols.md, Relay heartbeat). 0: a latching output.
+	RelayHeartbeat time.Duration
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
@@ -115,9 +125,18 @@ type Plant struct {
 	film       Film      // layers grown per material
 	h2sExposed float64   // sccm·s of H2S into the chamber, for the status
 
+	// furnace controller of the eurotherm3200 model
+	euro eurotherm
+
+	// digital output 7 of the adam6052 model (not wired to the plant)
+	adamDO7 bool
+
 	// gpio
-	relay bool
-	pins  [numPins]*Pin
+	relay      bool
+	pins       [numPins]*Pin
+	relayUntil time.Time // heartbeat: the relay drops at this wall instant
+	hbDrops    uint64    // drops by heartbeat
+	hbLastDrop time.Time
 
 	// faults
 	faults map[faultKey]time.Time
@@ -164,6 +183,16 @@ func New(opts Opts) (*Plant, error) {
 	if _, err := opts.Precursor.Material(); err != nil {
 		return nil, err
 	}
+	var err error
+	if opts.FurnaceModel, err = ParseFurnaceModel(string(opts.FurnaceModel)); err != nil {
+		return nil, err
+	}
+	if opts.DIOModel, err = ParseDIOModel(string(opts.DIOModel)); err != nil {
+		return nil, err
+	}
+	if opts.RelayHeartbeat < 0 {
+		return nil, fmt.Errorf("plant: relay heartbeat %v is negative", opts.RelayHeartbeat)
+	}
 	p := &Plant{
 		opts:        opts,
 		now:         opts.Now,
@@ -179,9 +208,13 @@ func New(opts Opts) (*Plant, error) {
 		relay:       opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
+		euro:        newEurotherm(),
 	}
 	p.start = p.now()
 	p.lastKick = p.start
+	if p.relay {
+		p.relayUntil = p.start.Add(opts.RelayHeartbeat)
+	}
 	p.log.max = opts.MaxWrites
 	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
 	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
@@ -294,10 +327,12 @@ func (p *Plant) advanceLocked(simS float64) {
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()
+		p.checkRelayHeartbeatLocked()
 		p.stepLocked(h)
 		simS -= h
 	}
 	p.checkWatchdogLocked()
+	p.checkRelayHeartbeatLocked()
 	p.updatePinsLocked()
 }
 

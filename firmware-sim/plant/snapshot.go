@@ -23,6 +23,13 @@ type FurnaceSnapshot struct {
 	AlarmLimitC      float64      `json:"alarm_limit_c"`
 	InputRegisters   []uint16     `json:"input_registers"`
 	HoldingRegisters []uint16     `json:"holding_registers"`
+	// Eurotherm is the eurotherm3200 model's parameters (nil for the sim
+	// model). With that model SetpointC is the selected setpoint, RampRate
+	// the setpoint rate limit, HeaterEnable whether the controller's output is
+	// not held off (auto, or manual with a manual output above 0, and an
+	// output high limit above 0), HeaterActive whether the element gets power;
+	// the registers of the sim map are then meaningless.
+	Eurotherm *EurothermSnapshot `json:"eurotherm,omitempty"`
 }
 
 // MFCSnapshot is one mass-flow controller.
@@ -64,6 +71,15 @@ type Snapshot struct {
 	Faults          []Fault `json:"faults"`
 	WriteLogLastSeq uint64  `json:"write_log_last_seq"`
 	WriteLogDropped uint64  `json:"write_log_dropped"`
+	// FurnaceModel and DIOModel are the maps units 1 and 2 serve.
+	FurnaceModel FurnaceModel `json:"furnace_model"`
+	DIOModel     DIOModel     `json:"dio_model"`
+	// RelayHeartbeatMs is the relay's heartbeat period (0: a latching
+	// output); RelayHeartbeatDrops counts the drops because the heartbeat
+	// stopped, the last at RelayHeartbeatLastDrop (null before the first).
+	RelayHeartbeatMs       int64      `json:"relay_heartbeat_ms"`
+	RelayHeartbeatDrops    uint64     `json:"relay_heartbeat_drops"`
+	RelayHeartbeatLastDrop *time.Time `json:"relay_heartbeat_last_drop"`
 }
 
 var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
@@ -74,25 +90,34 @@ func (p *Plant) Snapshot() Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkWatchdogLocked()
+	p.checkRelayHeartbeatLocked()
 	s := Snapshot{
-		At:               p.now(),
-		SimTimeS:         p.sim,
-		TimeScale:        p.opts.TimeScale,
-		ChamberPa:        p.pressurePa,
-		Pumping:          p.pumpingLocked(),
-		MFCs:             map[string]MFCSnapshot{},
-		Coils:            map[string]bool{},
-		DiscreteInputs:   map[string]bool{},
-		GPIO:             map[string]bool{},
-		Layers:           p.film.Layers(),
-		Material:         p.film.Material(),
-		Film:             p.film,
-		Truth:            p.film.Truth(),
-		Precursor:        p.precursor,
-		H2SExposureSCCMs: p.h2sExposed,
-		Faults:           p.faultsLocked(),
-		WriteLogLastSeq:  last,
-		WriteLogDropped:  dropped,
+		At:                  p.now(),
+		SimTimeS:            p.sim,
+		TimeScale:           p.opts.TimeScale,
+		ChamberPa:           p.pressurePa,
+		Pumping:             p.pumpingLocked(),
+		MFCs:                map[string]MFCSnapshot{},
+		Coils:               map[string]bool{},
+		DiscreteInputs:      map[string]bool{},
+		GPIO:                map[string]bool{},
+		Layers:              p.film.Layers(),
+		Material:            p.film.Material(),
+		Film:                p.film,
+		Truth:               p.film.Truth(),
+		Precursor:           p.precursor,
+		H2SExposureSCCMs:    p.h2sExposed,
+		Faults:              p.faultsLocked(),
+		WriteLogLastSeq:     last,
+		WriteLogDropped:     dropped,
+		FurnaceModel:        p.opts.FurnaceModel,
+		DIOModel:            p.opts.DIOModel,
+		RelayHeartbeatMs:    p.opts.RelayHeartbeat.Milliseconds(),
+		RelayHeartbeatDrops: p.hbDrops,
+	}
+	if !p.hbLastDrop.IsZero() {
+		t := p.hbLastDrop
+		s.RelayHeartbeatLastDrop = &t
 	}
 	f := &s.Furnace
 	f.TemperatureC = p.tempC
@@ -111,6 +136,14 @@ func (p *Plant) Snapshot() Snapshot {
 	f.WatchdogExpired = p.wdExpired
 	f.WatchdogTrip = p.wdTrip
 	f.AlarmLimitC = float64(p.alarmLimit) / 10
+	if p.opts.FurnaceModel == FurnaceEurotherm3200 {
+		e := &p.euro
+		f.Eurotherm = p.eurothermSnapshotLocked()
+		f.SetpointC = e.selectedSP()
+		f.RampRateCPerMin = e.spRate
+		f.HeaterEnable = (!e.manual || e.manOP > 0) && e.opHi > 0
+		f.HeaterActive = p.relay && e.wrkOP > 0
+	}
 	for i := 0; i < NumInputRegs; i++ {
 		f.InputRegisters = append(f.InputRegisters, p.inputRegLocked(i))
 	}
@@ -127,6 +160,9 @@ func (p *Plant) Snapshot() Snapshot {
 	}
 	for i, n := range coilNames {
 		s.Coils[n] = p.coils[i]
+	}
+	if p.opts.DIOModel == DIOADAM6052 {
+		s.Coils["do7"] = p.adamDO7
 	}
 	for i, n := range diNames {
 		s.DiscreteInputs[n] = p.discreteLocked(i)

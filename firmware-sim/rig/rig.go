@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/modbussim"
@@ -44,7 +45,14 @@ type Opts struct {
 	// default, "" too) grows MoS2, plant.WO3 grows WS2. The control API's
 	// PUT /precursor (control.Client.SetPrecursor) changes it later.
 	Precursor plant.Precursor
-	Logger    *slog.Logger
+	// FurnaceModel and DIOModel choose the maps units 1 and 2 serve ("": the
+	// sim models); RelayHeartbeat > 0 makes the interlock relay a watchdog
+	// relay (configs/rig-protocols.md, Real controller models, Relay
+	// heartbeat).
+	FurnaceModel   plant.FurnaceModel
+	DIOModel       plant.DIOModel
+	RelayHeartbeat time.Duration
+	Logger         *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
@@ -102,6 +110,7 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	if opts.Precursor != "" {
 		po.Precursor = opts.Precursor
 	}
+	po.FurnaceModel, po.DIOModel, po.RelayHeartbeat = opts.FurnaceModel, opts.DIOModel, opts.RelayHeartbeat
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}
