@@ -232,8 +232,12 @@ func printStatus(w io.Writer, s control.Status) {
 		pv = fmt.Sprintf("%.1f °C", *f.PVC)
 	}
 	fmt.Fprintf(w, "sim time    %.0f s (scale %g)\n", s.SimTimeS, s.TimeScale)
-	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), watchdog %d ms expired %t\n",
-		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, f.WatchdogTimeoutMs, f.WatchdogExpired)
+	watchdog := fmt.Sprintf("watchdog %d ms expired %t", f.WatchdogTimeoutMs, f.WatchdogExpired)
+	if f.Eurotherm != nil {
+		watchdog = "no comms watchdog"
+	}
+	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), %s\n",
+		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, watchdog)
 	if e := f.Eurotherm; e != nil {
 		mode := "auto"
 		if e.Manual {
