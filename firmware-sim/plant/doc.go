@@ -32,6 +32,26 @@
 //   - Growth: layers of MoS2 or WS2, by the precursor in the boat, at a rate
 //     ∝ H2S flow into the chamber × an Arrhenius factor (see Growth).
 //
+// # Real controller models
+//
+// Opts.FurnaceModel and Opts.DIOModel choose which instrument's register map
+// units 1 and 2 present (configs/rig-protocols.md, Real controller models);
+// the physics behind them is the same. FurnaceEurotherm3200 is the Eurotherm
+// 3200 series of configs/manuals/eurotherm-3200.md (EurothermRead,
+// EurothermWrite): setpoints in °C × 10 or IEEE floats at 0x8000 + 2 × address,
+// auto/manual with bumpless transfer, output off by manual with manual output
+// 0 or output high limit 0, and no comms watchdog; every write is logged under
+// its parameter's channel (target_setpoint for the register of limited write
+// endurance, comms_setpoint for the remote setpoint). DIOADAM6052 is the
+// ADAM-6052 of configs/manuals/adam-6052.md (ADAMReadBits, ADAMWriteCoils,
+// ADAMReadRegisters, ADAMWriteRegisters), its DO 0..6 wired to the sim
+// module's coils and DI 0..2 to its inputs.
+//
+// Opts.RelayHeartbeat makes the interlock relay a watchdog relay: each write of
+// High holds it for the period (wall clock), and it drops by itself when the
+// writes stop, which is the dead-agent path of a controller without a comms
+// watchdog (RelayHeartbeatStats).
+//
 // # Growth
 //
 // H2S sulfurizes what the precursor boat gives off: MoO3 (the default) grows
