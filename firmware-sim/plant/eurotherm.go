@@ -311,8 +311,10 @@ func euroDecode(addr int, vals []uint16) ([]euroWrite, error) {
 		a, _, ok := euroFloatParam(addr + i)
 		f := math.Float32frombits(uint32(vals[i])<<16 | uint32(vals[i+1]))
 		w := euroWrite{addr: a, value: float64(f)}
+		if !ok {
+			w.addr = addr + i // logged as addr:N
+		}
 		if !ok || !euroParams[a].writable {
-			w.addr = addr + i
 			err = ErrIllegalAddress
 		}
 		ws = append(ws, w)

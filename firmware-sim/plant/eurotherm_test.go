@@ -419,3 +419,27 @@ func TestUnknownModels(t *testing.T) {
 		t.Fatal("a negative relay heartbeat was accepted")
 	}
 }
+
+func TestEurothermRefusedWritesAreLoggedByName(t *testing.T) {
+	p, _ := newEuro(t, true)
+	_ = p.EurothermWrite("tcp", EuroFloatBase+2*EuroPV, floatWords(30))
+	_ = p.EurothermWrite("tcp", EuroWorkingOP, []uint16{0})
+	_ = p.EurothermWrite("tcp", 199, []uint16{1})
+	_ = p.EurothermWrite("tcp", EuroFloatBase+2*EuroStatus, floatWords(0))
+	var got []string
+	for _, w := range p.Writes(0) {
+		if w.Accepted {
+			t.Fatalf("refused write logged as accepted: %+v", w)
+		}
+		got = append(got, w.Channel)
+	}
+	want := []string{"pv", "working_output", "addr:199", "addr:32918"}
+	if len(got) != len(want) {
+		t.Fatalf("channels %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("channels %v, want %v", got, want)
+		}
+	}
+}
