@@ -1,6 +1,7 @@
 package modbussim
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"os"
@@ -281,6 +282,26 @@ func TestPeerMbpollEurothermAndADAM(t *testing.T) {
 	for _, w := range p.Writes(0) {
 		if w.Channel == "target_setpoint" {
 			t.Fatalf("a host writing the comms setpoint wrote the target setpoint: %+v", w)
+		}
+	}
+}
+
+// BenchmarkTCPReadEurotherm reads PV..WKG.SP (1..5) from the Eurotherm model,
+// the agent's poll of that controller, beside BenchmarkTCPReadInputs (the sim
+// map's IR 0..8).
+func BenchmarkTCPReadEurotherm(b *testing.B) {
+	p, _ := plant.New(plant.Opts{FurnaceModel: plant.FurnaceEurotherm3200})
+	s, err := ListenTCP(context.Background(), p, "127.0.0.1:0", TCPOpts{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c := dialTCP(b, s.Addr().String())
+	req := pdu(FCReadHolding, 1, 5)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.do(1, req, time.Second); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
