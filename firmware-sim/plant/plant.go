@@ -2,6 +2,7 @@ package plant
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -43,6 +44,11 @@ type Opts struct {
 	// RelayEnergised starts with the interlock relay energised (default false:
 	// de-energised, as a relay without power).
 	RelayEnergised bool
+	// RelayWatchdog is the timeout of the relay watchdog module between the
+	// GPIO header and the relay's coil (relaywatchdog.go): with it > 0 the
+	// coil drops when no edge is seen on the heartbeat pin for that long,
+	// wall clock. 0, the default, fits no watchdog; negative is refused.
+	RelayWatchdog time.Duration
 	// MaxWrites bounds the write log (default 100000).
 	MaxWrites int
 	// Precursor is what the precursor boat holds at start: MoO3 (the
@@ -116,8 +122,10 @@ type Plant struct {
 	h2sExposed float64   // sccm·s of H2S into the chamber, for the status
 
 	// gpio
-	relay bool
-	pins  [numPins]*Pin
+	relay    bool // the relay's coil: energised (heater and valve power permitted)
+	relayOut bool // the relay output as the agent last wrote it
+	rwd      relayWatchdog
+	pins     [numPins]*Pin
 
 	// faults
 	faults map[faultKey]time.Time
@@ -164,6 +172,9 @@ func New(opts Opts) (*Plant, error) {
 	if _, err := opts.Precursor.Material(); err != nil {
 		return nil, err
 	}
+	if opts.RelayWatchdog < 0 {
+		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
+	}
 	p := &Plant{
 		opts:        opts,
 		now:         opts.Now,
@@ -177,11 +188,13 @@ func New(opts Opts) (*Plant, error) {
 		wsp:         AmbientC,
 		pressurePa:  AtmospherePa,
 		relay:       opts.RelayEnergised,
+		relayOut:    opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
 	}
 	p.start = p.now()
 	p.lastKick = p.start
+	p.rwd = relayWatchdog{timeout: opts.RelayWatchdog, lastEdge: p.start}
 	p.log.max = opts.MaxWrites
 	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
 	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
