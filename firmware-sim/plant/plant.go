@@ -304,6 +304,7 @@ func (p *Plant) advance(simS float64) {
 }
 
 func (p *Plant) advanceLocked(simS float64) {
+	p.relayWatchdogLocked() // a relay due to drop powers no step of this advance
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()

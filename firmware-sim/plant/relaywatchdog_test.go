@@ -252,3 +252,24 @@ func TestRelayWatchdogDropWakesWaiters(t *testing.T) {
 		t.Fatalf("drop %v after expiry", late)
 	}
 }
+
+// TestRelayWatchdogDropPrecedesPhysics: when the physics catches up over a
+// stretch of wall time in which the heartbeat expired, the relay is dropped
+// before the step, so the heater gets no power in it.
+func TestRelayWatchdogDropPrecedesPhysics(t *testing.T) {
+	heat := func(expire bool) float64 {
+		p, clk := newWatchdogTest(t, time.Second)
+		mustWrite(t, p, HRSetpoint, 5000) // 500 °C
+		if err := p.SetGPIO(PinRelay, true); err != nil || !p.Relay() {
+			t.Fatalf("relay %t, %v", p.Relay(), err)
+		}
+		if expire {
+			clk.Add(time.Second)
+		}
+		p.Step(time.Minute)
+		return p.Snapshot().Furnace.ElementC
+	}
+	if on, off := heat(false), heat(true); on < AmbientC+10 || off > AmbientC+1e-6 {
+		t.Fatalf("element after a minute: %.2f °C with the relay held, %.2f °C after expiry", on, off)
+	}
+}
