@@ -1,7 +1,7 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
 //	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
@@ -9,10 +9,16 @@
 //	rig-sim fault inject NAME [--target X]
 //	rig-sim fault clear NAME|all [--target X]
 //	rig-sim gpio get PIN
-//	rig-sim gpio set relay 0|1
+//	rig-sim gpio set relay|heartbeat 0|1
 //
 // Every sub-command but run takes --dir too (default /tmp/hcp-rig-sim or
 // $HCP_RIG_SIM_DIR) to find <dir>/control.sock.
+//
+// --relay-watchdog T (a Go duration, e.g. 2s; default 0 = no watchdog) fits
+// the relay watchdog module of configs/rig-protocols.md: the interlock relay's
+// coil drops when the heartbeat pin shows no level change for T (wall clock),
+// and stays dropped until relay is written High again while the heartbeat is
+// alive.
 package main
 
 import (
@@ -50,7 +56,7 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
           [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
@@ -58,7 +64,7 @@ const usage = `usage:
   rig-sim fault inject NAME [--target X] [--dir D]
   rig-sim fault clear NAME|all [--target X] [--dir D]
   rig-sim gpio get PIN [--dir D]
-  rig-sim gpio set relay 0|1 [--dir D]
+  rig-sim gpio set relay|heartbeat 0|1 [--dir D]
 `
 
 // run dispatches a command line; it is main without the process around it.
@@ -128,6 +134,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addr := fs.String("modbus-addr", d.ModbusAddr, "Modbus TCP listen address (units 1 and 2)")
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
+	watchdog := fs.Duration("relay-watchdog", 0, "relay watchdog timeout: the relay's coil drops when the heartbeat pin shows no level change for this long (wall clock), and is energised again only by writing relay High while the heartbeat toggles; 0 = no watchdog")
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-heartbeat)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
@@ -142,6 +149,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *scale <= 0 {
 		return fmt.Errorf("run: --time-scale must be > 0")
+	}
+	if *watchdog < 0 {
+		return fmt.Errorf("run: --relay-watchdog must be >= 0 (0: no watchdog), not %v", *watchdog)
 	}
 	pr, err := plant.ParsePrecursor(*precursor)
 	if err != nil {
@@ -164,7 +174,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
-		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, Precursor: pr,
+		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
 		FurnaceModel: fm, DIOModel: dm, RelayHeartbeat: *heartbeat,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
@@ -173,6 +183,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, relay heartbeat %v\n", fm, dm, *heartbeat)
+	if *watchdog > 0 {
+		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
+	}
 	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
 	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
 	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
@@ -256,6 +269,14 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(w, "coils       %s\n", boolMap(s.Coils))
 	fmt.Fprintf(w, "inputs      %s\n", boolMap(s.DiscreteInputs))
 	fmt.Fprintf(w, "gpio        %s\n", boolMap(s.GPIO))
+	if wd := s.RelayWatchdog; wd != nil {
+		last := "none"
+		if !wd.LastDrop.At.IsZero() {
+			last = wd.LastDrop.At.Format("15:04:05.000")
+		}
+		fmt.Fprintf(w, "watchdog    relay: timeout %d ms, heartbeat alive %t (%d edges, last %s), drops %d (last %s)\n",
+			wd.TimeoutMs, wd.Alive, wd.HeartbeatEdges, wd.LastHeartbeatAt.Format("15:04:05.000"), wd.Drops, last)
+	}
 	material := s.Material
 	if material == "" {
 		material = "none"
@@ -374,7 +395,7 @@ func cmdGPIO(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return errors.New("gpio: want get PIN or set relay 0|1")
+	return errors.New("gpio: want get PIN or set relay|heartbeat 0|1")
 }
 
 func cmdPrecursor(ctx context.Context, args []string, stdout, stderr io.Writer) error {

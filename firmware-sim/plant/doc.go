@@ -12,7 +12,9 @@
 // Tests may instead call Step directly and inject the wall clock (Opts.Now).
 //
 // Communication timings are wall-clock time: the furnace comms watchdog is
-// checked against Opts.Now on every register access and every physics tick.
+// checked against Opts.Now on every register access and every physics tick,
+// and so is the relay watchdog (Opts.RelayWatchdog, relaywatchdog.go), on
+// every GPIO access and every tick.
 //
 // The interfaces (modbussim, serialsim, control) call the register and
 // instrument methods here; they record every write they receive through
@@ -29,6 +31,10 @@
 //   - Gases: three mass-flow controllers with first-order response and noise;
 //     their flow reaches the chamber only through a line valve that is open,
 //     i.e. its coil is on and the interlock relay is energised.
+//   - Relay watchdog (optional): a cycle-monitoring watchdog relay module
+//     in the relay's coil circuit; the coil stays energised only while the
+//     heartbeat pin keeps changing level, and once dropped it waits for
+//     relay to be written High again (relaywatchdog.go has the exact rule).
 //   - Growth: layers of MoS2 or WS2, by the precursor in the boat, at a rate
 //     ∝ H2S flow into the chamber × an Arrhenius factor (see Growth).
 //

@@ -44,6 +44,11 @@ type Opts struct {
 	// RelayEnergised starts with the interlock relay energised (default false:
 	// de-energised, as a relay without power).
 	RelayEnergised bool
+	// RelayWatchdog is the timeout of the relay watchdog module between the
+	// GPIO header and the relay's coil (relaywatchdog.go): with it > 0 the
+	// coil drops when no edge is seen on the heartbeat pin for that long,
+	// wall clock. 0, the default, fits no watchdog; negative is refused.
+	RelayWatchdog time.Duration
 	// MaxWrites bounds the write log (default 100000).
 	MaxWrites int
 	// Precursor is what the precursor boat holds at start: MoO3 (the
@@ -132,7 +137,9 @@ type Plant struct {
 	adamDO7 bool
 
 	// gpio
-	relay      bool
+	relay      bool // the relay's coil: energised (heater and valve power permitted)
+	relayOut   bool // the relay output as the agent last wrote it
+	rwd        relayWatchdog
 	pins       [numPins]*Pin
 	relayUntil time.Time // heartbeat: the relay drops at this wall instant
 	hbDrops    uint64    // drops by heartbeat
@@ -193,6 +200,9 @@ func New(opts Opts) (*Plant, error) {
 	if opts.RelayHeartbeat < 0 {
 		return nil, fmt.Errorf("plant: relay heartbeat %v is negative", opts.RelayHeartbeat)
 	}
+	if opts.RelayWatchdog < 0 {
+		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
+	}
 	p := &Plant{
 		opts:        opts,
 		now:         opts.Now,
@@ -206,6 +216,7 @@ func New(opts Opts) (*Plant, error) {
 		wsp:         AmbientC,
 		pressurePa:  AtmospherePa,
 		relay:       opts.RelayEnergised,
+		relayOut:    opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
 		euro:        newEurotherm(),
@@ -215,6 +226,7 @@ func New(opts Opts) (*Plant, error) {
 	if p.relay {
 		p.relayUntil = p.start.Add(opts.RelayHeartbeat)
 	}
+	p.rwd = relayWatchdog{timeout: opts.RelayWatchdog, lastEdge: p.start}
 	p.log.max = opts.MaxWrites
 	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
 	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
@@ -324,6 +336,7 @@ func (p *Plant) advance(simS float64) {
 }
 
 func (p *Plant) advanceLocked(simS float64) {
+	p.relayWatchdogLocked() // a relay due to drop powers no step of this advance
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()

@@ -57,6 +57,9 @@ type Snapshot struct {
 	Coils          map[string]bool        `json:"coils"`
 	DiscreteInputs map[string]bool        `json:"discrete_inputs"`
 	GPIO           map[string]bool        `json:"gpio"`
+	// RelayWatchdog is the relay watchdog's state; nil (absent from the
+	// JSON) when the plant runs without one.
+	RelayWatchdog *RelayWatchdogState `json:"relay_watchdog,omitempty"`
 	// Layers is the film's total thickness (Film.Layers); Material names what
 	// grew ("", "MoS2", "WS2", or "MoS2+WS2" when both did), Film has the
 	// layers per material, and Precursor is what the boat holds now.
@@ -91,6 +94,7 @@ func (p *Plant) Snapshot() Snapshot {
 	defer p.mu.Unlock()
 	p.checkWatchdogLocked()
 	p.checkRelayHeartbeatLocked()
+	p.updatePinsLocked() // the relay watchdog acts before its state is read
 	s := Snapshot{
 		At:                  p.now(),
 		SimTimeS:            p.sim,
@@ -169,6 +173,9 @@ func (p *Plant) Snapshot() Snapshot {
 	}
 	for _, pin := range p.pins {
 		s.GPIO[pin.name] = bool(pin.level)
+	}
+	if w, ok := p.relayWatchdogStateLocked(); ok {
+		s.RelayWatchdog = &w
 	}
 	return s
 }

@@ -41,6 +41,10 @@ type Opts struct {
 	ModbusAddr     string  // Modbus TCP address, e.g. 127.0.0.1:5020
 	TimeScale      float64 // sim seconds per wall second
 	RelayEnergised bool    // start with the interlock relay energised
+	// RelayWatchdog is the relay watchdog's timeout (plant.Opts.RelayWatchdog):
+	// the relay's coil drops when the heartbeat pin shows no edge for that
+	// long. 0, the default, fits no watchdog.
+	RelayWatchdog time.Duration
 	// Precursor is what the precursor boat holds at start: plant.MoO3 (the
 	// default, "" too) grows MoS2, plant.WO3 grows WS2. The control API's
 	// PUT /precursor (control.Client.SetPrecursor) changes it later.
@@ -107,6 +111,7 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	po := plant.DefaultOpts()
 	po.TimeScale = opts.TimeScale
 	po.RelayEnergised = opts.RelayEnergised
+	po.RelayWatchdog = opts.RelayWatchdog
 	if opts.Precursor != "" {
 		po.Precursor = opts.Precursor
 	}
