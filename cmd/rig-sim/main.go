@@ -2,7 +2,7 @@
 // (development and HIL tests; not shipped) and talks to a running one.
 //
 //	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
-//	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
+//	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
@@ -57,7 +57,7 @@ func main() {
 
 const usage = `usage:
   rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
-          [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052] [--relay-heartbeat D]
+          [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
@@ -136,9 +136,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
 	watchdog := fs.Duration("relay-watchdog", 0, "relay watchdog timeout: the relay's coil drops when the heartbeat pin shows no level change for this long (wall clock), and is energised again only by writing relay High while the heartbeat toggles; 0 = no watchdog")
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
-	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-heartbeat)")
+	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
-	heartbeat := fs.Duration("relay-heartbeat", 0, "make the interlock relay a watchdog relay that drops unless written High within this period (0: a latching output)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -165,9 +164,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --dio-model: %w", err)
 	}
-	if *heartbeat < 0 {
-		return fmt.Errorf("run: --relay-heartbeat must be >= 0")
-	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -175,14 +171,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
-		FurnaceModel: fm, DIOModel: dm, RelayHeartbeat: *heartbeat,
+		FurnaceModel: fm, DIOModel: dm,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
-	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, relay heartbeat %v\n", fm, dm, *heartbeat)
+	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}
@@ -259,7 +255,7 @@ func printStatus(w io.Writer, s control.Status) {
 		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/min, op.hi %.1f %%, status 0x%04x\n",
 			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.OutputHighPct, e.Status)
 	}
-	fmt.Fprintf(w, "models      furnace %s, dio %s, relay heartbeat %d ms (drops %d)\n", s.FurnaceModel, s.DIOModel, s.RelayHeartbeatMs, s.RelayHeartbeatDrops)
+	fmt.Fprintf(w, "models      furnace %s, dio %s\n", s.FurnaceModel, s.DIOModel)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
 	for _, g := range []string{"ar", "h2", "h2s"} {
 		m := s.MFCs[g]

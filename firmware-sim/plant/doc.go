@@ -53,10 +53,11 @@
 // ADAMReadRegisters, ADAMWriteRegisters), its DO 0..6 wired to the sim
 // module's coils and DI 0..2 to its inputs.
 //
-// Opts.RelayHeartbeat makes the interlock relay a watchdog relay: each write of
-// High holds it for the period (wall clock), and it drops by itself when the
-// writes stop, which is the dead-agent path of a controller without a comms
-// watchdog (RelayHeartbeatStats).
+// A controller without a comms watchdog keeps heating when the agent dies; the
+// dead-agent path is then the relay watchdog (Opts.RelayWatchdog,
+// relaywatchdog.go): the relay's coil drops when the heartbeat pin stops
+// changing level, removing heater power while the controller still asks for
+// it (RelayWatchdog reports the drops).
 //
 // # Growth
 //

@@ -350,61 +350,78 @@ func TestEurothermRefusals(t *testing.T) {
 	}
 }
 
-func TestRelayHeartbeat(t *testing.T) {
+// TestRelayWatchdogWithEurotherm is the dead-agent path of a controller
+// without comms watchdog: with the relay watchdog fitted, a heartbeat toggled
+// every 400 ms holds the relay while the Eurotherm heats; when the toggling
+// stops the coil drops exactly T = 500 ms after the last edge, the element
+// loses power although the controller still asks for it, a High write alone
+// does not bring it back, and a High write with the heartbeat alive again does.
+func TestRelayWatchdogWithEurotherm(t *testing.T) {
+	const T = 500 * time.Millisecond
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	p, err := New(Opts{Now: clk.Now, RelayHeartbeat: 500 * time.Millisecond, FurnaceModel: FurnaceEurotherm3200})
+	p, err := New(Opts{Now: clk.Now, RelayWatchdog: T, FurnaceModel: FurnaceEurotherm3200, MaxWrites: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
+	auto(t, p, 8000, 0)
 	if err := p.SetGPIO(PinRelay, true); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 5; i++ { // a heartbeat every 400 ms holds it
+	level := false
+	for i := 0; i < 5; i++ { // a heartbeat edge every 400 ms holds it
 		clk.Add(400 * time.Millisecond)
-		p.Step(time.Second)
-		if !p.Relay() {
-			t.Fatalf("relay dropped at beat %d although written High every 400 ms", i)
-		}
-		if err := p.SetGPIO(PinRelay, true); err != nil {
+		level = !level
+		if err := p.SetGPIO(PinHeartbeat, level); err != nil {
 			t.Fatal(err)
 		}
+		p.Step(time.Second)
+		if !p.Relay() {
+			t.Fatalf("relay dropped at edge %d although the heartbeat toggled every 400 ms", i)
+		}
 	}
-	clk.Add(499 * time.Millisecond)
+	if s := p.Snapshot(); !s.Furnace.HeaterActive || s.Furnace.OutputPct == 0 {
+		t.Fatalf("not heating while the relay is held: active %t, output %.1f %%", s.Furnace.HeaterActive, s.Furnace.OutputPct)
+	}
+	lastEdge := clk.Now()
+	clk.Add(T - time.Millisecond)
 	if !p.Relay() {
-		t.Fatal("relay dropped 499 ms after the last beat of a 500 ms heartbeat")
+		t.Fatal("relay dropped 499 ms after the last edge of a 500 ms watchdog")
 	}
 	clk.Add(time.Millisecond)
 	if p.Relay() {
-		t.Fatal("relay still energised 500 ms after the last beat")
+		t.Fatal("relay still energised 500 ms after the last edge")
 	}
 	if fb, _ := p.GPIOLevel(PinRelayFB); fb {
 		t.Fatal("relay_fb High after the drop")
 	}
-	if _, drops, last := p.RelayHeartbeatStats(); drops != 1 || !last.Equal(clk.Now()) {
-		t.Fatalf("drops %d at %v, want 1 at %v", drops, last, clk.Now())
-	}
-	if err := p.SetGPIO(PinRelay, true); err != nil {
-		t.Fatal(err)
-	}
-	if !p.Relay() {
-		t.Fatal("a write of High after the drop did not energise the relay")
-	}
+	p.Step(time.Minute)
 	s := p.Snapshot()
-	if s.RelayHeartbeatMs != 500 || s.RelayHeartbeatDrops != 1 || s.RelayHeartbeatLastDrop == nil {
-		t.Fatalf("snapshot heartbeat %d ms, drops %d, last %v", s.RelayHeartbeatMs, s.RelayHeartbeatDrops, s.RelayHeartbeatLastDrop)
+	if s.Furnace.HeaterActive || s.Furnace.OutputPct != 0 {
+		t.Fatalf("element still powered after the drop: active %t, output %.1f %%", s.Furnace.HeaterActive, s.Furnace.OutputPct)
 	}
-}
-
-func TestRelayWithoutHeartbeatLatches(t *testing.T) {
-	p, clk := newTest(t, false)
+	if op := euroR(t, p, EuroWorkingOP); op == 0 {
+		t.Fatal("the controller's output fell with the relay: it has no watchdog and should still ask for power")
+	}
+	st := s.RelayWatchdog
+	if st == nil || st.Drops != 1 || st.TimeoutMs != 500 || !st.LastDrop.ExpiredAt.Equal(lastEdge.Add(T)) || !st.LastDrop.At.Equal(lastEdge.Add(T)) {
+		t.Fatalf("relay watchdog state %+v", st)
+	}
 	if err := p.SetGPIO(PinRelay, true); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(time.Hour)
-	p.Step(time.Second)
+	if p.Relay() {
+		t.Fatal("a High write without a live heartbeat energised the relay")
+	}
+	clk.Add(100 * time.Millisecond)
+	if err := p.SetGPIO(PinHeartbeat, !level); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetGPIO(PinRelay, true); err != nil {
+		t.Fatal(err)
+	}
 	if !p.Relay() {
-		t.Fatal("relay dropped without a heartbeat configured")
+		t.Fatal("a High write with the heartbeat alive again did not energise the relay")
 	}
 }
 
@@ -414,9 +431,6 @@ func TestUnknownModels(t *testing.T) {
 	}
 	if _, err := New(Opts{DIOModel: "adam6060"}); !errors.Is(err, ErrUnknownModel) {
 		t.Fatalf("dio model adam6060: %v", err)
-	}
-	if _, err := New(Opts{RelayHeartbeat: -time.Second}); err == nil {
-		t.Fatal("a negative relay heartbeat was accepted")
 	}
 }
 

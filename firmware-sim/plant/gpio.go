@@ -151,7 +151,6 @@ func (p *Plant) SetGPIO(name string, level bool) error {
 func (p *Plant) Relay() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.checkRelayHeartbeatLocked()
 	if p.relayWatchdogLocked() {
 		p.updatePinsLocked()
 	}
@@ -235,7 +234,6 @@ func (pin *Pin) In(pull gpio.Pull, edge gpio.Edge) error {
 func (pin *Pin) Read() gpio.Level {
 	pin.p.mu.Lock()
 	defer pin.p.mu.Unlock()
-	pin.p.checkRelayHeartbeatLocked()
 	if pin.p.relayWatchdogLocked() {
 		pin.p.updatePinsLocked()
 	}
@@ -303,41 +301,11 @@ func (pin *Pin) Out(l gpio.Level) error {
 		return nil
 	}
 	p.outRelayLocked(bool(l))
-	if l {
-		p.relayUntil = p.now().Add(p.opts.RelayHeartbeat)
-	}
 	p.updatePinsLocked()
 	sim := p.sim
 	p.mu.Unlock()
 	p.recordWrite("gpio", "gpio", PinRelay, b2f(bool(l)), true, sim)
 	return nil
-}
-
-// checkRelayHeartbeatLocked drops the relay when it is a watchdog relay
-// (Opts.RelayHeartbeat > 0) and no write of High came within the period.
-func (p *Plant) checkRelayHeartbeatLocked() {
-	if p.opts.RelayHeartbeat <= 0 || !p.relay {
-		return
-	}
-	now := p.now()
-	if now.Before(p.relayUntil) {
-		return
-	}
-	p.relay = false
-	p.relayOut = false // the heartbeat relay is a monostable: its output falls too
-	p.hbDrops++
-	p.hbLastDrop = now
-	p.updatePinsLocked()
-}
-
-// RelayHeartbeatStats reports the relay heartbeat period (0: none), how many
-// times the relay dropped because its heartbeat stopped, and when it last did
-// (zero before the first).
-func (p *Plant) RelayHeartbeatStats() (period time.Duration, drops uint64, last time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.checkRelayHeartbeatLocked()
-	return p.opts.RelayHeartbeat, p.hbDrops, p.hbLastDrop
 }
 
 // PWM is not supported.

@@ -58,11 +58,6 @@ type Opts struct {
 	FurnaceModel FurnaceModel
 	// DIOModel is the digital I/O module on unit 2 ("" is DIOSim).
 	DIOModel DIOModel
-	// RelayHeartbeat, when > 0, makes the interlock relay a watchdog relay:
-	// each write of High holds it energised for this long (wall clock), and
-	// it drops by itself when no write of High came in that time
-	// (configs/rig-protocols.md, Relay heartbeat). 0: a latching output.
-	RelayHeartbeat time.Duration
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
@@ -137,13 +132,10 @@ type Plant struct {
 	adamDO7 bool
 
 	// gpio
-	relay      bool // the relay's coil: energised (heater and valve power permitted)
-	relayOut   bool // the relay output as the agent last wrote it
-	rwd        relayWatchdog
-	pins       [numPins]*Pin
-	relayUntil time.Time // heartbeat: the relay drops at this wall instant
-	hbDrops    uint64    // drops by heartbeat
-	hbLastDrop time.Time
+	relay    bool // the relay's coil: energised (heater and valve power permitted)
+	relayOut bool // the relay output as the agent last wrote it
+	rwd      relayWatchdog
+	pins     [numPins]*Pin
 
 	// faults
 	faults map[faultKey]time.Time
@@ -197,9 +189,6 @@ func New(opts Opts) (*Plant, error) {
 	if opts.DIOModel, err = ParseDIOModel(string(opts.DIOModel)); err != nil {
 		return nil, err
 	}
-	if opts.RelayHeartbeat < 0 {
-		return nil, fmt.Errorf("plant: relay heartbeat %v is negative", opts.RelayHeartbeat)
-	}
 	if opts.RelayWatchdog < 0 {
 		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
 	}
@@ -223,9 +212,6 @@ func New(opts Opts) (*Plant, error) {
 	}
 	p.start = p.now()
 	p.lastKick = p.start
-	if p.relay {
-		p.relayUntil = p.start.Add(opts.RelayHeartbeat)
-	}
 	p.rwd = relayWatchdog{timeout: opts.RelayWatchdog, lastEdge: p.start}
 	p.log.max = opts.MaxWrites
 	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
@@ -340,12 +326,10 @@ func (p *Plant) advanceLocked(simS float64) {
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()
-		p.checkRelayHeartbeatLocked()
 		p.stepLocked(h)
 		simS -= h
 	}
 	p.checkWatchdogLocked()
-	p.checkRelayHeartbeatLocked()
 	p.updatePinsLocked()
 }
 

@@ -77,12 +77,6 @@ type Snapshot struct {
 	// FurnaceModel and DIOModel are the maps units 1 and 2 serve.
 	FurnaceModel FurnaceModel `json:"furnace_model"`
 	DIOModel     DIOModel     `json:"dio_model"`
-	// RelayHeartbeatMs is the relay's heartbeat period (0: a latching
-	// output); RelayHeartbeatDrops counts the drops because the heartbeat
-	// stopped, the last at RelayHeartbeatLastDrop (null before the first).
-	RelayHeartbeatMs       int64      `json:"relay_heartbeat_ms"`
-	RelayHeartbeatDrops    uint64     `json:"relay_heartbeat_drops"`
-	RelayHeartbeatLastDrop *time.Time `json:"relay_heartbeat_last_drop"`
 }
 
 var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
@@ -93,35 +87,28 @@ func (p *Plant) Snapshot() Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkWatchdogLocked()
-	p.checkRelayHeartbeatLocked()
 	p.updatePinsLocked() // the relay watchdog acts before its state is read
 	s := Snapshot{
-		At:                  p.now(),
-		SimTimeS:            p.sim,
-		TimeScale:           p.opts.TimeScale,
-		ChamberPa:           p.pressurePa,
-		Pumping:             p.pumpingLocked(),
-		MFCs:                map[string]MFCSnapshot{},
-		Coils:               map[string]bool{},
-		DiscreteInputs:      map[string]bool{},
-		GPIO:                map[string]bool{},
-		Layers:              p.film.Layers(),
-		Material:            p.film.Material(),
-		Film:                p.film,
-		Truth:               p.film.Truth(),
-		Precursor:           p.precursor,
-		H2SExposureSCCMs:    p.h2sExposed,
-		Faults:              p.faultsLocked(),
-		WriteLogLastSeq:     last,
-		WriteLogDropped:     dropped,
-		FurnaceModel:        p.opts.FurnaceModel,
-		DIOModel:            p.opts.DIOModel,
-		RelayHeartbeatMs:    p.opts.RelayHeartbeat.Milliseconds(),
-		RelayHeartbeatDrops: p.hbDrops,
-	}
-	if !p.hbLastDrop.IsZero() {
-		t := p.hbLastDrop
-		s.RelayHeartbeatLastDrop = &t
+		At:               p.now(),
+		SimTimeS:         p.sim,
+		TimeScale:        p.opts.TimeScale,
+		ChamberPa:        p.pressurePa,
+		Pumping:          p.pumpingLocked(),
+		MFCs:             map[string]MFCSnapshot{},
+		Coils:            map[string]bool{},
+		DiscreteInputs:   map[string]bool{},
+		GPIO:             map[string]bool{},
+		Layers:           p.film.Layers(),
+		Material:         p.film.Material(),
+		Film:             p.film,
+		Truth:            p.film.Truth(),
+		Precursor:        p.precursor,
+		H2SExposureSCCMs: p.h2sExposed,
+		Faults:           p.faultsLocked(),
+		WriteLogLastSeq:  last,
+		WriteLogDropped:  dropped,
+		FurnaceModel:     p.opts.FurnaceModel,
+		DIOModel:         p.opts.DIOModel,
 	}
 	f := &s.Furnace
 	f.TemperatureC = p.tempC

@@ -50,13 +50,11 @@ type Opts struct {
 	// PUT /precursor (control.Client.SetPrecursor) changes it later.
 	Precursor plant.Precursor
 	// FurnaceModel and DIOModel choose the maps units 1 and 2 serve ("": the
-	// sim models); RelayHeartbeat > 0 makes the interlock relay a watchdog
-	// relay (configs/rig-protocols.md, Real controller models, Relay
-	// heartbeat).
-	FurnaceModel   plant.FurnaceModel
-	DIOModel       plant.DIOModel
-	RelayHeartbeat time.Duration
-	Logger         *slog.Logger
+	// sim models; configs/rig-protocols.md, Real controller models). A
+	// eurotherm3200 has no comms watchdog: fit RelayWatchdog with it.
+	FurnaceModel plant.FurnaceModel
+	DIOModel     plant.DIOModel
+	Logger       *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
@@ -115,7 +113,7 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	if opts.Precursor != "" {
 		po.Precursor = opts.Precursor
 	}
-	po.FurnaceModel, po.DIOModel, po.RelayHeartbeat = opts.FurnaceModel, opts.DIOModel, opts.RelayHeartbeat
+	po.FurnaceModel, po.DIOModel = opts.FurnaceModel, opts.DIOModel
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}
