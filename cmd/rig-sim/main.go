@@ -1,17 +1,24 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
+//	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
 //	rig-sim fault inject NAME [--target X]
 //	rig-sim fault clear NAME|all [--target X]
 //	rig-sim gpio get PIN
-//	rig-sim gpio set relay 0|1
+//	rig-sim gpio set relay|heartbeat 0|1
 //
 // Every sub-command but run takes --dir too (default /tmp/hcp-rig-sim or
 // $HCP_RIG_SIM_DIR) to find <dir>/control.sock.
+//
+// --relay-watchdog T (a Go duration, e.g. 2s; default 0 = no watchdog) fits
+// the relay watchdog module of configs/rig-protocols.md: the interlock relay's
+// coil drops when the heartbeat pin shows no level change for T (wall clock),
+// and stays dropped until relay is written High again while the heartbeat is
+// alive.
 package main
 
 import (
@@ -49,14 +56,15 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--precursor MoO3|WO3]
+  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
+          [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
   rig-sim fault inject NAME [--target X] [--dir D]
   rig-sim fault clear NAME|all [--target X] [--dir D]
   rig-sim gpio get PIN [--dir D]
-  rig-sim gpio set relay 0|1 [--dir D]
+  rig-sim gpio set relay|heartbeat 0|1 [--dir D]
 `
 
 // run dispatches a command line; it is main without the process around it.
@@ -126,7 +134,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addr := fs.String("modbus-addr", d.ModbusAddr, "Modbus TCP listen address (units 1 and 2)")
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
+	watchdog := fs.Duration("relay-watchdog", 0, "relay watchdog timeout: the relay's coil drops when the heartbeat pin shows no level change for this long (wall clock), and is energised again only by writing relay High while the heartbeat toggles; 0 = no watchdog")
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
+	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
+	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -138,9 +149,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *scale <= 0 {
 		return fmt.Errorf("run: --time-scale must be > 0")
 	}
+	if *watchdog < 0 {
+		return fmt.Errorf("run: --relay-watchdog must be >= 0 (0: no watchdog), not %v", *watchdog)
+	}
 	pr, err := plant.ParsePrecursor(*precursor)
 	if err != nil {
 		return fmt.Errorf("run: --precursor: %w", err)
+	}
+	fm, err := plant.ParseFurnaceModel(*furnaceModel)
+	if err != nil {
+		return fmt.Errorf("run: --furnace-model: %w", err)
+	}
+	dm, err := plant.ParseDIOModel(*dioModel)
+	if err != nil {
+		return fmt.Errorf("run: --dio-model: %w", err)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -148,13 +170,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
-		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, Precursor: pr,
+		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
+		FurnaceModel: fm, DIOModel: dm,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
+	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
+	if *watchdog > 0 {
+		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
+	}
 	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
 	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
 	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
@@ -214,8 +241,21 @@ func printStatus(w io.Writer, s control.Status) {
 		pv = fmt.Sprintf("%.1f °C", *f.PVC)
 	}
 	fmt.Fprintf(w, "sim time    %.0f s (scale %g)\n", s.SimTimeS, s.TimeScale)
-	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), watchdog %d ms expired %t\n",
-		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, f.WatchdogTimeoutMs, f.WatchdogExpired)
+	watchdog := fmt.Sprintf("watchdog %d ms expired %t", f.WatchdogTimeoutMs, f.WatchdogExpired)
+	if f.Eurotherm != nil {
+		watchdog = "no comms watchdog"
+	}
+	fmt.Fprintf(w, "furnace     T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, ramp %.1f °C/min, out %.1f %%, heater %s (active %t), %s\n",
+		f.TemperatureC, pv, f.WorkingSetpointC, f.SetpointC, f.RampRateCPerMin, f.OutputPct, onOff(f.HeaterEnable), f.HeaterActive, watchdog)
+	if e := f.Eurotherm; e != nil {
+		mode := "auto"
+		if e.Manual {
+			mode = "manual"
+		}
+		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/min, op.hi %.1f %%, status 0x%04x\n",
+			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.OutputHighPct, e.Status)
+	}
+	fmt.Fprintf(w, "models      furnace %s, dio %s\n", s.FurnaceModel, s.DIOModel)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
 	for _, g := range []string{"ar", "h2", "h2s"} {
 		m := s.MFCs[g]
@@ -225,6 +265,14 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(w, "coils       %s\n", boolMap(s.Coils))
 	fmt.Fprintf(w, "inputs      %s\n", boolMap(s.DiscreteInputs))
 	fmt.Fprintf(w, "gpio        %s\n", boolMap(s.GPIO))
+	if wd := s.RelayWatchdog; wd != nil {
+		last := "none"
+		if !wd.LastDrop.At.IsZero() {
+			last = wd.LastDrop.At.Format("15:04:05.000")
+		}
+		fmt.Fprintf(w, "watchdog    relay: timeout %d ms, heartbeat alive %t (%d edges, last %s), drops %d (last %s)\n",
+			wd.TimeoutMs, wd.Alive, wd.HeartbeatEdges, wd.LastHeartbeatAt.Format("15:04:05.000"), wd.Drops, last)
+	}
 	material := s.Material
 	if material == "" {
 		material = "none"
@@ -343,7 +391,7 @@ func cmdGPIO(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return errors.New("gpio: want get PIN or set relay 0|1")
+	return errors.New("gpio: want get PIN or set relay|heartbeat 0|1")
 }
 
 func cmdPrecursor(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -88,3 +88,72 @@ func TestRunRejectsUnknownPrecursor(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestRunRelayWatchdog runs rig-sim with --relay-watchdog and drives its
+// GPIO with the sub-commands: with heartbeat edges the relay energises;
+// without them it drops within the timeout (plus a physics tick) and status
+// reports the drop.
+func TestRunRelayWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--dir", dir, "--modbus-addr", "127.0.0.1:0", "--relay-watchdog", "300ms"}, &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("run did not stop")
+		}
+	}()
+	sock := filepath.Join(dir, "control.sock")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control socket; stderr %s", errOut.String())
+		}
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if err := run(context.Background(), append(args, "--dir", dir), &o, &e); err != nil {
+			t.Fatalf("%v: %v %s", args, err, e.String())
+		}
+		return o.String()
+	}
+	cli("gpio", "set", "heartbeat", "1")
+	cli("gpio", "set", "relay", "1")
+	if got := cli("gpio", "get", "relay_fb"); got != "relay_fb 1\n" {
+		t.Fatalf("relay_fb after a heartbeat edge and relay 1: %q", got)
+	}
+	t0 := time.Now()
+	for cli("gpio", "get", "relay_fb") != "relay_fb 0\n" {
+		if time.Since(t0) > 10*time.Second {
+			t.Fatal("relay never dropped without a heartbeat")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := cli("status"); !strings.Contains(got, "watchdog    relay: timeout 300 ms, heartbeat alive false (1 edges") ||
+		!strings.Contains(got, "drops 1") || !strings.Contains(got, "relay=1") || !strings.Contains(got, "relay_fb=0") {
+		t.Fatalf("status: %s", got)
+	}
+	if !strings.Contains(out.String(), "relay watchdog 300ms") {
+		t.Fatalf("banner: %s", out.String())
+	}
+}
+
+func TestRunRejectsNegativeRelayWatchdog(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"run", "--dir", t.TempDir(), "--modbus-addr", "127.0.0.1:0", "--relay-watchdog", "-1s"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--relay-watchdog") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 // Package gpio implements the device contracts for the rig's digital lines over
 // periph.io gpio pins: Input (device.DigitalInput: the e-stop and leak
-// detector) and Output (device.Switch with read-back: the interlock relay).
+// detector) and Output (device.Switch with read-back: the interlock relay),
+// and Heartbeat, the pulse that keeps a relay watchdog from dropping the
+// interlock relay while the agent lives.
 //
 // The package shares its name with periph.io/x/conn/v3/gpio; import one of the
 // two under another name (this package imports periph's as pgpio).
@@ -31,6 +33,17 @@
 // device.ErrReadback on a mismatch. Halt drives the configured safe state (the
 // relay's is off: de-energised, Low) and confirms it the same way. NewOutput
 // puts the output in its safe state at once.
+//
+// A Heartbeat toggles an output pin every period from a goroutine it owns
+// (Start(ctx, period); Close stops it and waits). The pin feeds a relay
+// watchdog — a cycle-monitoring "dead-man" relay such as the Beckhoff KL2692,
+// or the simulator's (rig-sim --relay-watchdog) — in the interlock relay's
+// coil circuit, which drops the relay when the toggling stops for its
+// timeout: when the agent dies, hangs or loses the line, heater power and gas
+// valve power go without anything from the furnace controller, many of which
+// have no comms watchdog. Start writes Low then High before it returns, so
+// the watchdog sees the heartbeat alive at once; failed writes go to
+// HeartbeatOpts.OnError and the Logger, and the next beat retries the edge.
 //
 // # Pins over a link
 //

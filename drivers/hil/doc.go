@@ -32,6 +32,12 @@
 //     (scripts/fault-table.sh prints it).
 //   - TestGPIOOverControlSocket: drivers/gpio over drivers/simgpio pins across
 //     the control socket: e-stop and leak edges, relay with read-back.
+//   - TestHeartbeatHoldsRelay, TestHeartbeatProcessKilled: drivers/gpio's
+//     Heartbeat and the relay Output over simgpio against the simulator's
+//     relay watchdog (rig.Opts.RelayWatchdog): the relay stays energised
+//     while the heartbeat runs, and drops within the timeout plus one poll
+//     when it stops — by Close, or by SIGKILL of a child process (this test
+//     binary re-run as TestHeartbeatChild) that held it.
 //   - TestMbpoll*, TestPymodbusClient: foreign Modbus masters read (and write)
 //     the simulator; they skip loudly without the peer (devicetest.LookPath)
 //     and fail with HCP_REQUIRE_PEERS=1.

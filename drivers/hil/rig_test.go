@@ -40,12 +40,16 @@ type sim struct {
 // serial instruments, control socket) in a temporary directory.
 func startRig(t testing.TB, scale float64) *sim {
 	t.Helper()
-	r, err := rig.Start(context.Background(), rig.Opts{
-		Dir:         t.TempDir(),
-		ModbusAddr:  "127.0.0.1:0",
-		TimeScale:   scale,
-		StartSerial: rig.SerialInstruments,
-	})
+	return startRigOpts(t, rig.Opts{TimeScale: scale, StartSerial: rig.SerialInstruments})
+}
+
+// startRigOpts starts a rig with opts (its Dir and ModbusAddr replaced by a
+// temporary directory and a free port).
+func startRigOpts(t testing.TB, opts rig.Opts) *sim {
+	t.Helper()
+	opts.Dir, opts.ModbusAddr = t.TempDir(), "127.0.0.1:0"
+	scale := opts.TimeScale
+	r, err := rig.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("rig: %v", err)
 	}

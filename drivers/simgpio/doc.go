@@ -1,15 +1,16 @@
 // Package simgpio provides the rig simulator's virtual GPIO lines (estop, leak,
-// relay, relay_fb) as periph.io gpio pins, reached over the simulator's control
-// API (HTTP over its unix socket). With them the agent, in another process,
-// drives the simulated e-stop, leak detector and interlock relay through the
-// same drivers/gpio code it uses for real pins.
+// relay, relay_fb, heartbeat) as periph.io gpio pins, reached over the
+// simulator's control API (HTTP over its unix socket). With them the agent, in
+// another process, drives the simulated e-stop, leak detector, interlock relay
+// and the relay watchdog's heartbeat through the same drivers/gpio code it
+// uses for real pins.
 //
 // # Protocol
 //
 // configs/rig-protocols.md, "Virtual GPIO" and "Control API":
 //
 //	GET /gpio/{pin}                                → {"pin": "estop", "level": true}
-//	PUT /gpio/{pin}   {"level": true}              drive an output (relay only)
+//	PUT /gpio/{pin}   {"level": true}              drive an output (relay, heartbeat)
 //	GET /gpio/{pin}/edge?level=L&timeout_ms=T      long poll: returns as soon as the
 //	                                               level differs from L, or after T ms,
 //	                                               with {"pin", "level", "changed"}

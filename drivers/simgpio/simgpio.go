@@ -28,6 +28,11 @@ const (
 	Leak    = "leak"     // input, Low = gas leak detected
 	Relay   = "relay"    // output, High = interlock relay energised
 	RelayFB = "relay_fb" // input, read-back contact of the relay, High = energised
+	// Heartbeat is an output, the relay watchdog's pulse input: with the
+	// watchdog fitted (rig-sim --relay-watchdog T) the relay's coil stays
+	// energised only while this line changes level at least every T
+	// (drivers/gpio.Heartbeat toggles it).
+	Heartbeat = "heartbeat"
 )
 
 // maxBody bounds how much of a reply is read.
@@ -217,7 +222,8 @@ func (c *Client) WaitChange(ctx context.Context, name string, from pgpio.Level, 
 func (c *Client) Pin(name string) *Pin { return &Pin{c: c, name: name} }
 
 // Pin is one virtual GPIO line of the simulator, as a periph gpio.PinIO (use
-// it as gpio.PinIn for estop, leak and relay_fb, as gpio.PinIO for relay). It
+// it as gpio.PinIn for estop, leak and relay_fb, as gpio.PinIO or gpio.PinOut
+// for relay and heartbeat). It
 // also implements ReadContext and OutContext, which drivers/gpio prefers
 // because they report errors and honour deadlines. Pull resistors, PWM and
 // pin functions are not supported and fail.
@@ -248,7 +254,7 @@ func (p *Pin) Function() string { return string(p.Func()) }
 
 // Func implements pin.PinFunc.
 func (p *Pin) Func() pin.Func {
-	if p.name == Relay {
+	if p.name == Relay || p.name == Heartbeat {
 		return pgpio.OUT
 	}
 	return pgpio.IN

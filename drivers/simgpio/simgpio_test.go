@@ -25,7 +25,9 @@ const hang = 5 * time.Second
 
 // fakeSim implements the GPIO part of the control API as the protocol document
 // describes it: estop, leak and relay_fb are inputs, relay is the output and
-// relay_fb follows it (unless the contact is stuck).
+// relay_fb follows it (unless the contact is stuck); heartbeat is an output
+// that drives nothing here (the simulator's relay watchdog is tested in the
+// HIL tests).
 type fakeSim struct {
 	mu      sync.Mutex
 	levels  map[string]bool
@@ -39,7 +41,7 @@ type fakeSim struct {
 
 func newFakeSim() *fakeSim {
 	return &fakeSim{
-		levels:  map[string]bool{EStop: true, Leak: true, Relay: false, RelayFB: false},
+		levels:  map[string]bool{EStop: true, Leak: true, Relay: false, RelayFB: false, Heartbeat: false},
 		changed: make(chan struct{}),
 	}
 }
@@ -90,7 +92,7 @@ func (s *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		reply(map[string]any{"pin": name, "level": v})
 	case r.Method == http.MethodPut && !edge:
-		if name != Relay {
+		if name != Relay && name != Heartbeat {
 			http.Error(w, `{"error":"input pins are driven by faults"}`, http.StatusConflict)
 			return
 		}
@@ -195,6 +197,8 @@ func TestClientLevelAndSet(t *testing.T) {
 		{"energise relay", Relay, ptr(true), pgpio.High, nil},
 		{"relay_fb follows", RelayFB, nil, pgpio.High, nil},
 		{"input refuses writes", EStop, ptr(false), pgpio.High, device.ErrRejected},
+		{"heartbeat high", Heartbeat, ptr(true), pgpio.High, nil},
+		{"heartbeat low", Heartbeat, ptr(false), pgpio.Low, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -583,5 +587,33 @@ func TestClientReusesConnections(t *testing.T) {
 				t.Fatalf("%d connections for 20 sequential calls", conns)
 			}
 		})
+	}
+}
+
+// TestHeartbeatPinIsAnOutput: the heartbeat line is an output like relay,
+// usable wherever a periph gpio.PinOut is wanted.
+func TestHeartbeatPinIsAnOutput(t *testing.T) {
+	sim := newFakeSim()
+	c := newClient(t, serve(t, sim))
+	var out pgpio.PinOut = c.Pin(Heartbeat)
+	if f := c.Pin(Heartbeat).Func(); f != pgpio.OUT {
+		t.Fatalf("Func = %s; want OUT", f)
+	}
+	for _, l := range []pgpio.Level{pgpio.High, pgpio.Low, pgpio.High} {
+		if err := out.Out(l); err != nil {
+			t.Fatal(err)
+		}
+		sim.mu.Lock()
+		got := sim.levels[Heartbeat]
+		sim.mu.Unlock()
+		if got != bool(l) {
+			t.Fatalf("simulator heartbeat %t after Out(%v)", got, l)
+		}
+	}
+	sim.mu.Lock()
+	puts := sim.puts
+	sim.mu.Unlock()
+	if puts != 3 {
+		t.Fatalf("%d PUTs; want 3", puts)
 	}
 }

@@ -132,7 +132,7 @@ func (c *Client) GPIO(ctx context.Context, pin string) (bool, error) {
 	return r.Level, err
 }
 
-// SetGPIO drives an output pin (relay).
+// SetGPIO drives an output pin (relay, heartbeat).
 func (c *Client) SetGPIO(ctx context.Context, pin string, level bool) error {
 	_, err := c.Do(ctx, http.MethodPut, "/gpio/"+url.PathEscape(pin), PinLevel{Level: level}, nil)
 	return err

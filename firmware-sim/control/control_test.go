@@ -210,3 +210,41 @@ func TestSpectrumFaultsAndTruth(t *testing.T) {
 		t.Fatalf("truth of a bare sample %+v", s.Truth)
 	}
 }
+
+// TestRelayWatchdogOverAPI drives the heartbeat and relay through the API on
+// a plant with the relay watchdog: the status carries its state, and the
+// long poll on relay_fb sees the drop when the heartbeat stops.
+func TestRelayWatchdogOverAPI(t *testing.T) {
+	p, err := plant.New(plant.Opts{RelayWatchdog: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	s, err := Listen(p, sock, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(sock)
+	t.Cleanup(func() { _ = c.Close(); _ = s.Close(); _ = p.Close() })
+	if err := c.SetGPIO(ctx(t), plant.PinHeartbeat, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetGPIO(ctx(t), plant.PinRelay, true); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx(t))
+	if err != nil || st.RelayWatchdog == nil || !st.RelayWatchdog.Alive || st.RelayWatchdog.HeartbeatEdges != 1 || !st.GPIO[plant.PinRelayFB] {
+		t.Fatalf("status %+v, %v", st.RelayWatchdog, err)
+	}
+	l, changed, err := c.WaitEdge(ctx(t), plant.PinRelayFB, true, 3*time.Second)
+	if err != nil || !changed || l {
+		t.Fatalf("relay_fb poll: level %v changed %v %v", l, changed, err)
+	}
+	ws, err := c.Writes(ctx(t), 0)
+	if err != nil || len(ws) != 2 || ws[1].Via != "watchdog" || ws[1].Channel != plant.PinRelay || ws[1].Value != 0 {
+		t.Fatalf("writes %+v, %v", ws, err)
+	}
+}

@@ -13,7 +13,7 @@
 //	GET    /precursor                  {"precursor": "MoO3", "material": "MoS2"}
 //	PUT    /precursor                  body {"precursor": "WO3"}; → {"precursor", "material"}
 //	GET    /gpio/{pin}                 {"pin": "estop", "level": true}
-//	PUT    /gpio/{pin}                 body {"level": true}; only relay (inputs → 409)
+//	PUT    /gpio/{pin}                 body {"level": true}; relay, heartbeat (inputs → 409)
 //	GET    /gpio/{pin}/edge?level=L&timeout_ms=T
 //	                                   long poll → {"pin", "level", "changed"}
 //

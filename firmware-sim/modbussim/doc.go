@@ -16,6 +16,15 @@
 // its function code and byte count, or from a silence, checks the CRC-16/MODBUS
 // and answers only its own units; broadcasts (unit 0) are executed unanswered.
 //
+// # Models
+//
+// Unit 1 serves the plant's furnace model, unit 2 its DIO model
+// (plant.Opts.FurnaceModel, DIOModel): the sim maps of
+// configs/rig-protocols.md, or the Eurotherm 3200 (function codes 03, 04, 06,
+// 16; 03 and 04 read the same table) and the ADAM-6052 (01, 02, 03, 04, 05,
+// 06, 15, 16) of configs/manuals/. The plant does the addressing; the handler
+// dispatches through a target enum so that reads allocate nothing.
+//
 // # Faults
 //
 // `silent` (target furnace or dio): the request is still executed, but no

@@ -78,30 +78,40 @@ func (h *Handler) Handle(via string, unit byte, req, resp []byte) []byte {
 	data := req[1:]
 	switch unit {
 	case UnitFurnace:
+		if h.p.FurnaceModel() == plant.FurnaceEurotherm3200 {
+			return h.eurotherm(via, fc, data, resp)
+		}
 		switch fc {
-		case FCReadHolding, FCReadInput:
-			return h.readRegs(fc, data, resp)
+		case FCReadHolding:
+			return h.readRegs(fc, data, resp, simHolding)
+		case FCReadInput:
+			return h.readRegs(fc, data, resp, simInputRegs)
 		case FCWriteSingleReg:
-			return h.writeReg(via, data, resp)
+			return h.writeReg(via, data, resp, simHolding)
 		case FCWriteMultipleRegs:
-			return h.writeRegs(via, data, resp)
+			return h.writeRegs(via, data, resp, simHolding)
 		}
 		return exception(resp, fc, ExIllegalFunction)
 	case UnitDIO:
+		if h.p.DIOModel() == plant.DIOADAM6052 {
+			return h.adam(via, fc, data, resp)
+		}
 		switch fc {
-		case FCReadCoils, FCReadDiscreteInputs:
-			return h.readBits(fc, data, resp)
+		case FCReadCoils:
+			return h.readBits(fc, data, resp, simCoils)
+		case FCReadDiscreteInputs:
+			return h.readBits(fc, data, resp, simInputs)
 		case FCWriteSingleCoil:
-			return h.writeCoil(via, data, resp)
+			return h.writeCoil(via, data, resp, simCoils, plant.CoilName)
 		case FCWriteMultipleCoils:
-			return h.writeCoils(via, data, resp)
+			return h.writeCoils(via, data, resp, simCoils)
 		}
 		return exception(resp, fc, ExIllegalFunction)
 	}
 	return exception(resp, fc, ExGatewayTargetFailed)
 }
 
-func (h *Handler) readRegs(fc byte, data, resp []byte) []byte {
+func (h *Handler) readRegs(fc byte, data, resp []byte, t target) []byte {
 	if len(data) != 4 {
 		return exception(resp, fc, ExIllegalValue)
 	}
@@ -111,13 +121,7 @@ func (h *Handler) readRegs(fc byte, data, resp []byte) []byte {
 		return exception(resp, fc, ExIllegalValue)
 	}
 	var regs [125]uint16
-	var err error
-	if fc == FCReadHolding {
-		err = h.p.FurnaceReadHolding(addr, regs[:qty])
-	} else {
-		err = h.p.FurnaceReadInputs(addr, regs[:qty])
-	}
-	if err != nil {
+	if err := h.readRegsFrom(t, addr, regs[:qty]); err != nil {
 		return exception(resp, fc, exceptionFor(err))
 	}
 	resp = append(resp, fc, byte(2*qty))
@@ -127,20 +131,20 @@ func (h *Handler) readRegs(fc byte, data, resp []byte) []byte {
 	return resp
 }
 
-func (h *Handler) writeReg(via string, data, resp []byte) []byte {
+func (h *Handler) writeReg(via string, data, resp []byte, t target) []byte {
 	if len(data) != 4 {
 		return exception(resp, FCWriteSingleReg, ExIllegalValue)
 	}
 	addr := int(binary.BigEndian.Uint16(data))
 	v := [1]uint16{binary.BigEndian.Uint16(data[2:])}
-	if err := h.p.FurnaceWriteHolding(via, addr, v[:]); err != nil {
+	if err := h.writeRegsTo(t, via, addr, v[:]); err != nil {
 		return exception(resp, FCWriteSingleReg, exceptionFor(err))
 	}
 	resp = append(resp, FCWriteSingleReg)
 	return append(resp, data...)
 }
 
-func (h *Handler) writeRegs(via string, data, resp []byte) []byte {
+func (h *Handler) writeRegs(via string, data, resp []byte, t target) []byte {
 	const fc = FCWriteMultipleRegs
 	if len(data) < 5 {
 		return exception(resp, fc, ExIllegalValue)
@@ -155,14 +159,14 @@ func (h *Handler) writeRegs(via string, data, resp []byte) []byte {
 	for i := 0; i < qty; i++ {
 		regs[i] = binary.BigEndian.Uint16(data[5+2*i:])
 	}
-	if err := h.p.FurnaceWriteHolding(via, addr, regs[:qty]); err != nil {
+	if err := h.writeRegsTo(t, via, addr, regs[:qty]); err != nil {
 		return exception(resp, fc, exceptionFor(err))
 	}
 	resp = append(resp, fc)
 	return append(resp, data[:4]...)
 }
 
-func (h *Handler) readBits(fc byte, data, resp []byte) []byte {
+func (h *Handler) readBits(fc byte, data, resp []byte, t target) []byte {
 	if len(data) != 4 {
 		return exception(resp, fc, ExIllegalValue)
 	}
@@ -172,13 +176,7 @@ func (h *Handler) readBits(fc byte, data, resp []byte) []byte {
 		return exception(resp, fc, ExIllegalValue)
 	}
 	var bits [2000]bool
-	var err error
-	if fc == FCReadCoils {
-		err = h.p.DIOReadCoils(addr, bits[:qty])
-	} else {
-		err = h.p.DIOReadInputs(addr, bits[:qty])
-	}
-	if err != nil {
+	if err := h.readBitsFrom(t, addr, bits[:qty]); err != nil {
 		return exception(resp, fc, exceptionFor(err))
 	}
 	n := (qty + 7) / 8
@@ -195,7 +193,9 @@ func (h *Handler) readBits(fc byte, data, resp []byte) []byte {
 	return resp
 }
 
-func (h *Handler) writeCoil(via string, data, resp []byte) []byte {
+// writeCoil records a value other than 0xFF00/0x0000 itself (device dio,
+// channel name(addr)) and answers exception 03.
+func (h *Handler) writeCoil(via string, data, resp []byte, t target, name func(int) string) []byte {
 	const fc = FCWriteSingleCoil
 	if len(data) != 4 {
 		return exception(resp, fc, ExIllegalValue)
@@ -208,17 +208,17 @@ func (h *Handler) writeCoil(via string, data, resp []byte) []byte {
 		v[0] = true
 	case 0x0000:
 	default:
-		h.p.RecordWrite("dio", via, plant.CoilName(addr), float64(raw), false)
+		h.p.RecordWrite("dio", via, name(addr), float64(raw), false)
 		return exception(resp, fc, ExIllegalValue)
 	}
-	if err := h.p.DIOWriteCoils(via, addr, v[:]); err != nil {
+	if err := h.writeBitsTo(t, via, addr, v[:]); err != nil {
 		return exception(resp, fc, exceptionFor(err))
 	}
 	resp = append(resp, fc)
 	return append(resp, data...)
 }
 
-func (h *Handler) writeCoils(via string, data, resp []byte) []byte {
+func (h *Handler) writeCoils(via string, data, resp []byte, t target) []byte {
 	const fc = FCWriteMultipleCoils
 	if len(data) < 5 {
 		return exception(resp, fc, ExIllegalValue)
@@ -233,7 +233,7 @@ func (h *Handler) writeCoils(via string, data, resp []byte) []byte {
 	for i := 0; i < qty; i++ {
 		bits[i] = data[5+i/8]&(1<<(i%8)) != 0
 	}
-	if err := h.p.DIOWriteCoils(via, addr, bits[:qty]); err != nil {
+	if err := h.writeBitsTo(t, via, addr, bits[:qty]); err != nil {
 		return exception(resp, fc, exceptionFor(err))
 	}
 	resp = append(resp, fc)

@@ -73,11 +73,7 @@ func (p *Plant) DIOWriteCoils(via string, addr int, vals []bool) error {
 	p.mu.Lock()
 	if err == nil {
 		for i, v := range vals {
-			c := addr + i
-			if c == CoilScrubber && v && !p.coils[c] {
-				p.scrubberFrom = p.sim
-			}
-			p.coils[c] = v
+			p.setCoilLocked(addr+i, v)
 		}
 	}
 	sim := p.sim

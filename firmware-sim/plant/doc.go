@@ -12,7 +12,9 @@
 // Tests may instead call Step directly and inject the wall clock (Opts.Now).
 //
 // Communication timings are wall-clock time: the furnace comms watchdog is
-// checked against Opts.Now on every register access and every physics tick.
+// checked against Opts.Now on every register access and every physics tick,
+// and so is the relay watchdog (Opts.RelayWatchdog, relaywatchdog.go), on
+// every GPIO access and every tick.
 //
 // The interfaces (modbussim, serialsim, control) call the register and
 // instrument methods here; they record every write they receive through
@@ -29,8 +31,33 @@
 //   - Gases: three mass-flow controllers with first-order response and noise;
 //     their flow reaches the chamber only through a line valve that is open,
 //     i.e. its coil is on and the interlock relay is energised.
+//   - Relay watchdog (optional): a cycle-monitoring watchdog relay module
+//     in the relay's coil circuit; the coil stays energised only while the
+//     heartbeat pin keeps changing level, and once dropped it waits for
+//     relay to be written High again (relaywatchdog.go has the exact rule).
 //   - Growth: layers of MoS2 or WS2, by the precursor in the boat, at a rate
 //     ∝ H2S flow into the chamber × an Arrhenius factor (see Growth).
+//
+// # Real controller models
+//
+// Opts.FurnaceModel and Opts.DIOModel choose which instrument's register map
+// units 1 and 2 present (configs/rig-protocols.md, Real controller models);
+// the physics behind them is the same. FurnaceEurotherm3200 is the Eurotherm
+// 3200 series of configs/manuals/eurotherm-3200.md (EurothermRead,
+// EurothermWrite): setpoints in °C × 10 or IEEE floats at 0x8000 + 2 × address,
+// auto/manual with bumpless transfer, output off by manual with manual output
+// 0 or output high limit 0, and no comms watchdog; every write is logged under
+// its parameter's channel (target_setpoint for the register of limited write
+// endurance, comms_setpoint for the remote setpoint). DIOADAM6052 is the
+// ADAM-6052 of configs/manuals/adam-6052.md (ADAMReadBits, ADAMWriteCoils,
+// ADAMReadRegisters, ADAMWriteRegisters), its DO 0..6 wired to the sim
+// module's coils and DI 0..2 to its inputs.
+//
+// A controller without a comms watchdog keeps heating when the agent dies; the
+// dead-agent path is then the relay watchdog (Opts.RelayWatchdog,
+// relaywatchdog.go): the relay's coil drops when the heartbeat pin stops
+// changing level, removing heater power while the controller still asks for
+// it (RelayWatchdog reports the drops).
 //
 // # Growth
 //

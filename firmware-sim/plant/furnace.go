@@ -67,38 +67,11 @@ func (p *Plant) heaterPermittedLocked() bool {
 }
 
 func (p *Plant) stepFurnaceLocked(h float64) {
-	// working setpoint ramp
-	target := float64(p.setpoint) / 10
-	if p.rampRate == 0 {
-		p.wsp = target
+	var u float64
+	if p.opts.FurnaceModel == FurnaceEurotherm3200 {
+		u = p.stepEurothermLocked(h)
 	} else {
-		step := float64(p.rampRate) / 10 / 60 * h
-		switch {
-		case p.wsp < target:
-			p.wsp = math.Min(target, p.wsp+step)
-		case p.wsp > target:
-			p.wsp = math.Max(target, p.wsp-step)
-		}
-	}
-	// sensor
-	tcOpen := p.faultActiveLocked(FaultTCOpen, "")
-	if !p.faultActiveLocked(FaultTCFrozen, "") {
-		p.pvC = p.tempC + 0.03*p.rng.NormFloat64()
-	}
-	// controller
-	u := 0.0
-	if p.heaterPermittedLocked() && !tcOpen {
-		e := p.wsp - p.pvC
-		raw := pidKp*e + p.integ
-		di := pidKp / pidTi * e * h
-		// conditional integration (anti-windup)
-		if (raw < 100 || di < 0) && (raw > 0 || di > 0) {
-			p.integ += di
-		}
-		p.integ = math.Max(0, math.Min(100, p.integ))
-		u = math.Max(0, math.Min(100, pidKp*e+p.integ))
-	} else {
-		p.integ = 0
+		u = p.stepSimControllerLocked(h)
 	}
 	if p.relay && p.faultActiveLocked(FaultThermalRunaway, "") {
 		u = 100
@@ -110,6 +83,57 @@ func (p *Plant) stepFurnaceLocked(h float64) {
 	// plant: element lag, then work zone
 	p.elemC = relaxExact(p.elemC, AmbientC+u/100*furnaceGainC, elementTauS, h)
 	p.tempC = relaxExact(p.tempC, p.elemC, furnaceTauS, h)
+}
+
+// rampLocked moves the working setpoint towards target (°C) at rate °C/min
+// (0: a step) over h s of sim time.
+func (p *Plant) rampLocked(target, ratePerMin, h float64) {
+	if ratePerMin == 0 {
+		p.wsp = target
+		return
+	}
+	step := ratePerMin / 60 * h
+	switch {
+	case p.wsp < target:
+		p.wsp = math.Min(target, p.wsp+step)
+	case p.wsp > target:
+		p.wsp = math.Max(target, p.wsp-step)
+	}
+}
+
+// sensorLocked updates the thermocouple reading and reports whether it is
+// open.
+func (p *Plant) sensorLocked() (tcOpen bool) {
+	tcOpen = p.faultActiveLocked(FaultTCOpen, "")
+	if !p.faultActiveLocked(FaultTCFrozen, "") {
+		p.pvC = p.tempC + 0.03*p.rng.NormFloat64()
+	}
+	return tcOpen
+}
+
+// piLocked is one step of the PI loop with conditional integration
+// (anti-windup) between lo and hi %; it returns the output in %.
+func (p *Plant) piLocked(h, lo, hi float64) float64 {
+	e := p.wsp - p.pvC
+	raw := pidKp*e + p.integ
+	di := pidKp / pidTi * e * h
+	if (raw < hi || di < 0) && (raw > lo || di > 0) {
+		p.integ += di
+	}
+	p.integ = math.Max(lo, math.Min(hi, p.integ))
+	return math.Max(lo, math.Min(hi, pidKp*e+p.integ))
+}
+
+// stepSimControllerLocked is the sim model's controller: the output the PI
+// loop asks for while heater power is permitted, else 0.
+func (p *Plant) stepSimControllerLocked(h float64) float64 {
+	p.rampLocked(float64(p.setpoint)/10, float64(p.rampRate)/10, h)
+	tcOpen := p.sensorLocked()
+	if p.heaterPermittedLocked() && !tcOpen {
+		return p.piLocked(h, 0, 100)
+	}
+	p.integ = 0
+	return 0
 }
 
 // checkWatchdogLocked trips the comms watchdog (wall clock) when it ran out

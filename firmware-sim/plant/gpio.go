@@ -15,6 +15,10 @@ const (
 	PinLeak    = "leak"
 	PinRelay   = "relay"
 	PinRelayFB = "relay_fb"
+	// PinHeartbeat is the relay watchdog's pulse input, an output of the
+	// header: with the watchdog on (Opts.RelayWatchdog), the relay's coil
+	// stays energised only while this pin keeps changing level.
+	PinHeartbeat = "heartbeat"
 )
 
 const (
@@ -22,15 +26,17 @@ const (
 	pinLeak
 	pinRelay
 	pinRelayFB
+	pinHeartbeat
 	numPins
 )
 
 // PinNames lists the virtual pins in header order.
-var PinNames = [numPins]string{PinEstop, PinLeak, PinRelay, PinRelayFB}
+var PinNames = [numPins]string{PinEstop, PinLeak, PinRelay, PinRelayFB, PinHeartbeat}
 
 // Pin is one virtual GPIO line of the rig as a periph.io gpio.PinIO: inputs
-// (estop, leak, relay_fb) follow the plant (faults, relay); the relay output is
-// driven with Out. WaitForEdge works on every pin; Out on an input fails.
+// (estop, leak, relay_fb) follow the plant (faults, the relay's coil); the
+// outputs (relay, heartbeat) are driven with Out and read back the level last
+// written. WaitForEdge works on every pin; Out on an input fails.
 type Pin struct {
 	p      *Plant
 	name   string
@@ -51,7 +57,7 @@ var _ gpio.PinIO = (*Pin)(nil)
 func (p *Plant) initPins() {
 	p.closedCh = make(chan struct{})
 	for i, n := range PinNames {
-		p.pins[i] = &Pin{p: p, name: n, number: i, output: i == pinRelay, edge: gpio.BothEdges, pull: gpio.Float, changed: make(chan struct{})}
+		p.pins[i] = &Pin{p: p, name: n, number: i, output: i == pinRelay || i == pinHeartbeat, edge: gpio.BothEdges, pull: gpio.Float, changed: make(chan struct{})}
 	}
 	for _, pin := range p.pins {
 		pin.level = p.pinLevelLocked(pin.number)
@@ -64,13 +70,19 @@ func (p *Plant) pinLevelLocked(i int) gpio.Level {
 		return gpio.Level(!p.faultActiveLocked(FaultEstop, ""))
 	case pinLeak:
 		return gpio.Level(!p.faultActiveLocked(FaultGasLeak, ""))
-	default:
+	case pinRelay:
+		return gpio.Level(p.relayOut)
+	case pinHeartbeat:
+		return gpio.Level(p.rwd.level)
+	default: // relay_fb: the coil
 		return gpio.Level(p.relay)
 	}
 }
 
-// updatePinsLocked recomputes every pin's level and signals the changes.
+// updatePinsLocked lets the relay watchdog act, then recomputes every pin's
+// level and signals the changes.
 func (p *Plant) updatePinsLocked() {
+	p.relayWatchdogLocked()
 	for i, pin := range p.pins {
 		l := p.pinLevelLocked(i)
 		if l == pin.level {
@@ -86,7 +98,7 @@ func (p *Plant) updatePinsLocked() {
 	}
 }
 
-// GPIOPin returns the pin of that name (estop, leak, relay, relay_fb).
+// GPIOPin returns the pin of that name (estop, leak, relay, relay_fb, heartbeat).
 func (p *Plant) GPIOPin(name string) (*Pin, error) {
 	for i, n := range PinNames {
 		if n == name {
@@ -102,11 +114,16 @@ func (p *Plant) EstopPin() gpio.PinIn { return p.pins[pinEstop] }
 // LeakPin is the gas-leak detector input (Low = leak).
 func (p *Plant) LeakPin() gpio.PinIn { return p.pins[pinLeak] }
 
-// RelayPin is the interlock relay output (High = energised).
+// RelayPin is the interlock relay output (High = energise). Without the relay
+// watchdog the coil follows it; with the watchdog see relaywatchdog.go.
 func (p *Plant) RelayPin() gpio.PinIO { return p.pins[pinRelay] }
 
 // RelayFeedbackPin is the relay's read-back contact (High = energised).
 func (p *Plant) RelayFeedbackPin() gpio.PinIn { return p.pins[pinRelayFB] }
+
+// HeartbeatPin is the relay watchdog's pulse output (any level; its edges
+// keep the relay energised when the watchdog is on).
+func (p *Plant) HeartbeatPin() gpio.PinIO { return p.pins[pinHeartbeat] }
 
 // GPIOLevel reads a pin by name.
 func (p *Plant) GPIOLevel(name string) (bool, error) {
@@ -117,8 +134,9 @@ func (p *Plant) GPIOLevel(name string) (bool, error) {
 	return bool(pin.Read()), nil
 }
 
-// SetGPIO drives an output pin by name (only relay) and records the write
-// (device gpio, via gpio), accepted or refused.
+// SetGPIO drives an output pin by name (relay or heartbeat) and records the
+// write (device gpio, via gpio), accepted or refused; heartbeat writes are
+// counted (RelayWatchdog), not recorded (see Pin.Out).
 func (p *Plant) SetGPIO(name string, level bool) error {
 	pin, err := p.GPIOPin(name)
 	if err != nil {
@@ -128,10 +146,14 @@ func (p *Plant) SetGPIO(name string, level bool) error {
 	return pin.Out(gpio.Level(level))
 }
 
-// Relay reports whether the interlock relay is energised.
+// Relay reports whether the interlock relay is energised (its coil; the
+// relay output may be High while the watchdog holds the coil dropped).
 func (p *Plant) Relay() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.relayWatchdogLocked() {
+		p.updatePinsLocked()
+	}
 	return p.relay
 }
 
@@ -169,7 +191,7 @@ func b2f(b bool) float64 {
 // String implements conn.Resource.
 func (pin *Pin) String() string { return "rig-sim/" + pin.name }
 
-// Halt implements conn.Resource: the relay output goes Low (de-energised).
+// Halt implements conn.Resource: an output goes Low (the relay de-energised).
 func (pin *Pin) Halt() error {
 	if pin.output {
 		return pin.Out(gpio.Low)
@@ -192,7 +214,7 @@ func (pin *Pin) Function() string {
 }
 
 // In configures edge detection on an input pin and forgets pending edges;
-// the relay is an output and refuses.
+// the outputs (relay, heartbeat) refuse.
 func (pin *Pin) In(pull gpio.Pull, edge gpio.Edge) error {
 	if pin.output {
 		return fmt.Errorf("%s: %w", pin.name, fmt.Errorf("output pin"))
@@ -207,10 +229,14 @@ func (pin *Pin) In(pull gpio.Pull, edge gpio.Edge) error {
 	return nil
 }
 
-// Read returns the pin's level.
+// Read returns the pin's level (after letting the relay watchdog act, so a
+// read between two physics ticks sees a drop already due).
 func (pin *Pin) Read() gpio.Level {
 	pin.p.mu.Lock()
 	defer pin.p.mu.Unlock()
+	if pin.p.relayWatchdogLocked() {
+		pin.p.updatePinsLocked()
+	}
 	return pin.level
 }
 
@@ -256,8 +282,11 @@ func (pin *Pin) Pull() gpio.Pull {
 // DefaultPull is Float: the lines have external pull-ups.
 func (pin *Pin) DefaultPull() gpio.Pull { return gpio.Float }
 
-// Out drives the relay (recording the write, device gpio via gpio); inputs
-// refuse with ErrInputPin (also recorded).
+// Out drives an output. A relay write is recorded in the write log (device
+// gpio via gpio); heartbeat writes are not — toggled every few hundred
+// milliseconds for as long as the agent runs, they would flood the bounded
+// log — but counted (RelayWatchdog().HeartbeatEdges). Inputs refuse with
+// ErrInputPin (recorded).
 func (pin *Pin) Out(l gpio.Level) error {
 	p := pin.p
 	if !pin.output {
@@ -265,7 +294,13 @@ func (pin *Pin) Out(l gpio.Level) error {
 		return fmt.Errorf("%s: %w", pin.name, ErrInputPin)
 	}
 	p.mu.Lock()
-	p.relay = bool(l)
+	if pin.number == pinHeartbeat {
+		p.outHeartbeatLocked(bool(l))
+		p.updatePinsLocked()
+		p.mu.Unlock()
+		return nil
+	}
+	p.outRelayLocked(bool(l))
 	p.updatePinsLocked()
 	sim := p.sim
 	p.mu.Unlock()

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -43,11 +44,20 @@ type Opts struct {
 	// RelayEnergised starts with the interlock relay energised (default false:
 	// de-energised, as a relay without power).
 	RelayEnergised bool
+	// RelayWatchdog is the timeout of the relay watchdog module between the
+	// GPIO header and the relay's coil (relaywatchdog.go): with it > 0 the
+	// coil drops when no edge is seen on the heartbeat pin for that long,
+	// wall clock. 0, the default, fits no watchdog; negative is refused.
+	RelayWatchdog time.Duration
 	// MaxWrites bounds the write log (default 100000).
 	MaxWrites int
 	// Precursor is what the precursor boat holds at start: MoO3 (the
 	// default, "" too) grows MoS2, WO3 grows WS2. SetPrecursor changes it.
 	Precursor Precursor
+	// FurnaceModel is the controller on unit 1 ("" is FurnaceSim).
+	FurnaceModel FurnaceModel
+	// DIOModel is the digital I/O module on unit 2 ("" is DIOSim).
+	DIOModel DIOModel
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
@@ -115,9 +125,17 @@ type Plant struct {
 	film       Film      // layers grown per material
 	h2sExposed float64   // sccm·s of H2S into the chamber, for the status
 
+	// furnace controller of the eurotherm3200 model
+	euro eurotherm
+
+	// digital output 7 of the adam6052 model (not wired to the plant)
+	adamDO7 bool
+
 	// gpio
-	relay bool
-	pins  [numPins]*Pin
+	relay    bool // the relay's coil: energised (heater and valve power permitted)
+	relayOut bool // the relay output as the agent last wrote it
+	rwd      relayWatchdog
+	pins     [numPins]*Pin
 
 	// faults
 	faults map[faultKey]time.Time
@@ -164,6 +182,16 @@ func New(opts Opts) (*Plant, error) {
 	if _, err := opts.Precursor.Material(); err != nil {
 		return nil, err
 	}
+	var err error
+	if opts.FurnaceModel, err = ParseFurnaceModel(string(opts.FurnaceModel)); err != nil {
+		return nil, err
+	}
+	if opts.DIOModel, err = ParseDIOModel(string(opts.DIOModel)); err != nil {
+		return nil, err
+	}
+	if opts.RelayWatchdog < 0 {
+		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
+	}
 	p := &Plant{
 		opts:        opts,
 		now:         opts.Now,
@@ -177,11 +205,14 @@ func New(opts Opts) (*Plant, error) {
 		wsp:         AmbientC,
 		pressurePa:  AtmospherePa,
 		relay:       opts.RelayEnergised,
+		relayOut:    opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
+		euro:        newEurotherm(),
 	}
 	p.start = p.now()
 	p.lastKick = p.start
+	p.rwd = relayWatchdog{timeout: opts.RelayWatchdog, lastEdge: p.start}
 	p.log.max = opts.MaxWrites
 	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
 	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
@@ -291,6 +322,7 @@ func (p *Plant) advance(simS float64) {
 }
 
 func (p *Plant) advanceLocked(simS float64) {
+	p.relayWatchdogLocked() // a relay due to drop powers no step of this advance
 	for simS > 1e-12 {
 		h := math.Min(simS, maxSubstep)
 		p.checkWatchdogLocked()

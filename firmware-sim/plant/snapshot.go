@@ -23,6 +23,13 @@ type FurnaceSnapshot struct {
 	AlarmLimitC      float64      `json:"alarm_limit_c"`
 	InputRegisters   []uint16     `json:"input_registers"`
 	HoldingRegisters []uint16     `json:"holding_registers"`
+	// Eurotherm is the eurotherm3200 model's parameters (nil for the sim
+	// model). With that model SetpointC is the selected setpoint, RampRate
+	// the setpoint rate limit, HeaterEnable whether the controller's output is
+	// not held off (auto, or manual with a manual output above 0, and an
+	// output high limit above 0), HeaterActive whether the element gets power;
+	// the registers of the sim map are then meaningless.
+	Eurotherm *EurothermSnapshot `json:"eurotherm,omitempty"`
 }
 
 // MFCSnapshot is one mass-flow controller.
@@ -50,6 +57,9 @@ type Snapshot struct {
 	Coils          map[string]bool        `json:"coils"`
 	DiscreteInputs map[string]bool        `json:"discrete_inputs"`
 	GPIO           map[string]bool        `json:"gpio"`
+	// RelayWatchdog is the relay watchdog's state; nil (absent from the
+	// JSON) when the plant runs without one.
+	RelayWatchdog *RelayWatchdogState `json:"relay_watchdog,omitempty"`
 	// Layers is the film's total thickness (Film.Layers); Material names what
 	// grew ("", "MoS2", "WS2", or "MoS2+WS2" when both did), Film has the
 	// layers per material, and Precursor is what the boat holds now.
@@ -64,6 +74,9 @@ type Snapshot struct {
 	Faults          []Fault `json:"faults"`
 	WriteLogLastSeq uint64  `json:"write_log_last_seq"`
 	WriteLogDropped uint64  `json:"write_log_dropped"`
+	// FurnaceModel and DIOModel are the maps units 1 and 2 serve.
+	FurnaceModel FurnaceModel `json:"furnace_model"`
+	DIOModel     DIOModel     `json:"dio_model"`
 }
 
 var diNames = [NumInputs]string{"door_closed", "exhaust_ok", "pump_running"}
@@ -74,6 +87,7 @@ func (p *Plant) Snapshot() Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkWatchdogLocked()
+	p.updatePinsLocked() // the relay watchdog acts before its state is read
 	s := Snapshot{
 		At:               p.now(),
 		SimTimeS:         p.sim,
@@ -93,6 +107,8 @@ func (p *Plant) Snapshot() Snapshot {
 		Faults:           p.faultsLocked(),
 		WriteLogLastSeq:  last,
 		WriteLogDropped:  dropped,
+		FurnaceModel:     p.opts.FurnaceModel,
+		DIOModel:         p.opts.DIOModel,
 	}
 	f := &s.Furnace
 	f.TemperatureC = p.tempC
@@ -111,6 +127,14 @@ func (p *Plant) Snapshot() Snapshot {
 	f.WatchdogExpired = p.wdExpired
 	f.WatchdogTrip = p.wdTrip
 	f.AlarmLimitC = float64(p.alarmLimit) / 10
+	if p.opts.FurnaceModel == FurnaceEurotherm3200 {
+		e := &p.euro
+		f.Eurotherm = p.eurothermSnapshotLocked()
+		f.SetpointC = e.selectedSP()
+		f.RampRateCPerMin = e.spRate
+		f.HeaterEnable = (!e.manual || e.manOP > 0) && e.opHi > 0
+		f.HeaterActive = p.relay && e.wrkOP > 0
+	}
 	for i := 0; i < NumInputRegs; i++ {
 		f.InputRegisters = append(f.InputRegisters, p.inputRegLocked(i))
 	}
@@ -128,11 +152,17 @@ func (p *Plant) Snapshot() Snapshot {
 	for i, n := range coilNames {
 		s.Coils[n] = p.coils[i]
 	}
+	if p.opts.DIOModel == DIOADAM6052 {
+		s.Coils["do7"] = p.adamDO7
+	}
 	for i, n := range diNames {
 		s.DiscreteInputs[n] = p.discreteLocked(i)
 	}
 	for _, pin := range p.pins {
 		s.GPIO[pin.name] = bool(pin.level)
+	}
+	if w, ok := p.relayWatchdogStateLocked(); ok {
+		s.RelayWatchdog = &w
 	}
 	return s
 }

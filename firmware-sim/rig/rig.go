@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/modbussim"
@@ -40,11 +41,20 @@ type Opts struct {
 	ModbusAddr     string  // Modbus TCP address, e.g. 127.0.0.1:5020
 	TimeScale      float64 // sim seconds per wall second
 	RelayEnergised bool    // start with the interlock relay energised
+	// RelayWatchdog is the relay watchdog's timeout (plant.Opts.RelayWatchdog):
+	// the relay's coil drops when the heartbeat pin shows no edge for that
+	// long. 0, the default, fits no watchdog.
+	RelayWatchdog time.Duration
 	// Precursor is what the precursor boat holds at start: plant.MoO3 (the
 	// default, "" too) grows MoS2, plant.WO3 grows WS2. The control API's
 	// PUT /precursor (control.Client.SetPrecursor) changes it later.
 	Precursor plant.Precursor
-	Logger    *slog.Logger
+	// FurnaceModel and DIOModel choose the maps units 1 and 2 serve ("": the
+	// sim models; configs/rig-protocols.md, Real controller models). A
+	// eurotherm3200 has no comms watchdog: fit RelayWatchdog with it.
+	FurnaceModel plant.FurnaceModel
+	DIOModel     plant.DIOModel
+	Logger       *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
@@ -99,9 +109,11 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	po := plant.DefaultOpts()
 	po.TimeScale = opts.TimeScale
 	po.RelayEnergised = opts.RelayEnergised
+	po.RelayWatchdog = opts.RelayWatchdog
 	if opts.Precursor != "" {
 		po.Precursor = opts.Precursor
 	}
+	po.FurnaceModel, po.DIOModel = opts.FurnaceModel, opts.DIOModel
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}

@@ -1,0 +1,109 @@
+package modbussim
+
+import "github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+
+// target names the plant table a request reads or writes. The handlers call
+// the plant's methods directly through it (not through func values), so the
+// request buffers stay on the stack: Handle allocates nothing.
+type target int
+
+const (
+	simHolding   target = iota // sim furnace holding registers
+	simInputRegs               // sim furnace input registers
+	simCoils                   // sim DIO coils
+	simInputs                  // sim DIO discrete inputs
+	euroRegs                   // Eurotherm 3200 parameters (both regions)
+	adamRegs                   // ADAM-6052 registers
+	adamCoils                  // ADAM-6052 bits, FC 01 / 05 / 15
+	adamInputs                 // ADAM-6052 bits, FC 02
+)
+
+func (h *Handler) readRegsFrom(t target, addr int, dst []uint16) error {
+	switch t {
+	case simHolding:
+		return h.p.FurnaceReadHolding(addr, dst)
+	case simInputRegs:
+		return h.p.FurnaceReadInputs(addr, dst)
+	case euroRegs:
+		return h.p.EurothermRead(addr, dst)
+	case adamRegs:
+		return h.p.ADAMReadRegisters(addr, dst)
+	}
+	return plant.ErrIllegalAddress
+}
+
+func (h *Handler) writeRegsTo(t target, via string, addr int, vals []uint16) error {
+	switch t {
+	case simHolding:
+		return h.p.FurnaceWriteHolding(via, addr, vals)
+	case euroRegs:
+		return h.p.EurothermWrite(via, addr, vals)
+	case adamRegs:
+		return h.p.ADAMWriteRegisters(via, addr, vals)
+	}
+	return plant.ErrIllegalAddress
+}
+
+func (h *Handler) readBitsFrom(t target, addr int, dst []bool) error {
+	switch t {
+	case simCoils:
+		return h.p.DIOReadCoils(addr, dst)
+	case simInputs:
+		return h.p.DIOReadInputs(addr, dst)
+	case adamCoils:
+		return h.p.ADAMReadBits(false, addr, dst)
+	case adamInputs:
+		return h.p.ADAMReadBits(true, addr, dst)
+	}
+	return plant.ErrIllegalAddress
+}
+
+func (h *Handler) writeBitsTo(t target, via string, addr int, vals []bool) error {
+	switch t {
+	case simCoils:
+		return h.p.DIOWriteCoils(via, addr, vals)
+	case adamCoils:
+		return h.p.ADAMWriteCoils(via, addr, vals)
+	}
+	return plant.ErrIllegalAddress
+}
+
+// eurotherm serves unit 1 as the Eurotherm 3200 series of
+// configs/manuals/eurotherm-3200.md: 03 and 04 read the same parameter table
+// (16-bit region and float region alike), 06 and 16 write it; any other
+// function code → exception 01.
+func (h *Handler) eurotherm(via string, fc byte, data, resp []byte) []byte {
+	switch fc {
+	case FCReadHolding, FCReadInput:
+		return h.readRegs(fc, data, resp, euroRegs)
+	case FCWriteSingleReg:
+		return h.writeReg(via, data, resp, euroRegs)
+	case FCWriteMultipleRegs:
+		return h.writeRegs(via, data, resp, euroRegs)
+	}
+	return exception(resp, fc, ExIllegalFunction)
+}
+
+// adam serves unit 2 as the Advantech ADAM-6052 of
+// configs/manuals/adam-6052.md: 01 reads DI (0..7) or DO (16..23), 02 DI
+// only, 05 and 15 write DO, 03 and 04 read the name and the DI/DO words, 06
+// and 16 write the DO word.
+func (h *Handler) adam(via string, fc byte, data, resp []byte) []byte {
+	switch fc {
+	case FCReadCoils:
+		return h.readBits(fc, data, resp, adamCoils)
+	case FCReadDiscreteInputs:
+		return h.readBits(fc, data, resp, adamInputs)
+	case FCWriteSingleCoil:
+		return h.writeCoil(via, data, resp, adamCoils, plant.ADAMChannel)
+	case FCWriteMultipleCoils:
+		return h.writeCoils(via, data, resp, adamCoils)
+	case FCReadHolding, FCReadInput:
+		return h.readRegs(fc, data, resp, adamRegs)
+	case FCWriteSingleReg:
+		return h.writeReg(via, data, resp, adamRegs)
+	case FCWriteMultipleRegs:
+		return h.writeRegs(via, data, resp, adamRegs)
+	}
+	return exception(resp, fc, ExIllegalFunction)
+}
