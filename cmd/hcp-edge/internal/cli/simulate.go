@@ -196,9 +196,16 @@ func writePrediction(w io.Writer, p *preview.Prediction) {
 		fmt.Fprintf(w, "  at %v in %s: %s (%s): %s\n", t.At, t.Step, t.Trip, t.Procedure, t.Reason)
 	}
 	if p.Product.Layers > 0 {
-		fmt.Fprintf(w, "product: %.2f layers of %s\n", p.Product.Layers, p.Product.Material)
+		count := fmt.Sprint(p.Product.PredictedLayerCount)
+		if p.Product.PredictedBulk {
+			count = "bulk (4 or more)"
+		}
+		fmt.Fprintf(w, "product: %.2f layers of %s (Raman would count %s)\n", p.Product.Layers, p.Product.Material, count)
 	} else {
 		fmt.Fprintln(w, "product: nothing grown")
+	}
+	if p.Product.Precursor != "" {
+		fmt.Fprintf(w, "boat: %s (%s)\n", p.Product.Precursor, p.Product.PrecursorBasis)
 	}
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
