@@ -180,8 +180,7 @@ func (r *recipeRun) routed(ctx context.Context, material string, sp device.Spect
 	}
 	a := out.Fit
 	if !out.Routed || !a.Found {
-		p := provenanceOf(out)
-		return a, p, nil // the tier-1 fit alone, or no bands: judged by the phase
+		return a, provenanceOf(out), nil // the tier-1 fit alone, or no bands: judged by the phase
 	}
 	a.LayerCount, a.Bulk, a.Confidence = out.LayerCount, out.LayerCount >= 4, out.Confidence
 	if out.Material != "" && out.Material != a.Material && a.Material != "" {
