@@ -274,7 +274,9 @@ func TestShippedCapabilities(t *testing.T) {
 // completion through the broker against rig-sim and `hcp-edge run --config
 // configs/sim.yaml`, as TestShippedCapabilities runs the MoS2 one, each on
 // a fresh simulator and agent: WS2 with WO3 in the boat from the start (a
-// sample of its own), the anneal on a rig whose interlock has seen no H2S
+// sample of its own; the result names WS2), WS2 again with MoO3 in the boat
+// (issue 34: MoS2 found where WS2 was expected, and said so), the anneal on
+// a rig whose interlock has seen no H2S
 // (H2 after H2S needs the envelope's purge: 2 min of the instruments'
 // clock, 10 h of the simulator's process time).
 func TestShippedRecipes(t *testing.T) {
@@ -298,6 +300,71 @@ func TestShippedRecipes(t *testing.T) {
 			out["confidence"], grown.Layers, grown.Film.Material())
 		if lc, _ := out["layer_count"].(float64); lc < 1 || grown.Film.Material() != "WS2" {
 			t.Fatalf("WS2: layer count %v, plant film %s", out["layer_count"], grown.Film.Material())
+		}
+		if mat := materialOf(out); mat["name"] != "WS2" || mat["matches_recipe"] != true || out["material_matches_recipe"] != true {
+			t.Fatalf("WS2: raman_analysis.material %v, material_matches_recipe %v", mat, out["material_matches_recipe"])
+		}
+		if err := b.stop(); err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+		}
+	})
+	// The boat is loaded by hand: the WS2 recipe run with MoO3 left in it
+	// (rig-sim --precursor MoO3) grows MoS2. The session completes with
+	// what it measured, as MoS2, and says so: the result's
+	// material_matches_recipe is false, a material_mismatch warning event
+	// names both materials, and the session's audit log holds the finding.
+	t.Run("ws2-sulfurization with MoO3 in the boat", func(t *testing.T) {
+		t.Parallel()
+		b, sim := startShipped(t, "--precursor", "MoO3")
+		b.arm()
+		r := b.startApproved(t, &wire.TaskSubmit{Capability: "ws2-sulfurization", CallerID: b.callerID, Intent: "WS2 recipe, wrong precursor",
+			Inputs: json.RawMessage(`{"substrate":"SiO2/Si","growth_temperature":750,"growth_duration":"PT10M"}`)})
+		defer r.c.Close()
+		all := r.finish(t, brokerLongGuard)
+		checkStream(t, all, r.sid)
+		out := completedOutputs(t, all[len(all)-1])
+		grown := sim.grown()
+		mat := materialOf(out)
+		t.Logf("WS2 recipe, MoO3 boat: material %v, layer count %v, distance %v; plant %.3f layers of %s", mat, out["layer_count"],
+			out["peak_distance"], grown.Layers, grown.Film.Material())
+		if grown.Film.Material() != "MoS2" || mat["name"] != "MoS2" || mat["expected"] != "WS2" || mat["matches_recipe"] != false ||
+			out["material_matches_recipe"] != false {
+			t.Fatalf("raman_analysis.material %v, material_matches_recipe %v; plant %s", mat, out["material_matches_recipe"], grown.Film.Material())
+		}
+		if lc, _ := out["layer_count"].(float64); lc < 1 {
+			t.Fatalf("layer count %v: the MoS2 grown is not measured", out["layer_count"])
+		}
+		warned := false
+		for _, m := range all {
+			ev, err := m.Event()
+			if err != nil || ev.EventType != "warning" {
+				continue
+			}
+			var w struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			}
+			if json.Unmarshal(ev.Data, &w) == nil && w.Code == "material_mismatch" && w.Details["expected"] == "WS2" && w.Details["found"] == "MoS2" {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Fatal("no material_mismatch warning event naming WS2 expected and MoS2 found")
+		}
+		var rp auditReplayResult
+		if err := json.Unmarshal([]byte(b.mustCLI("audit", "replay", r.sid, "--json", "--operator", "bob").stdout), &rp); err != nil {
+			t.Fatal(err)
+		}
+		audited := false
+		var kinds []string
+		for _, en := range rp.Entries {
+			var d map[string]any
+			_ = json.Unmarshal(en.Detail, &d)
+			audited = audited || (en.Kind == "analysis" && d["code"] == "material_mismatch" && d["found"] == "MoS2" && d["expected"] == "WS2")
+			kinds = append(kinds, en.Kind)
+		}
+		if !audited {
+			t.Fatalf("no audit entry of the mismatch among %d: %v", len(rp.Entries), kinds)
 		}
 		if err := b.stop(); err != nil {
 			t.Fatalf("daemon exit: %v\n%s", err, b.logs)
@@ -409,4 +476,11 @@ func (b *brokerEnv) discover(t *testing.T, tap <-chan amqp091.Delivery) map[stri
 			t.Fatalf("no capabilities_response to %s within %v", id, hangGuard)
 		}
 	}
+}
+
+// materialOf is a result's raman_analysis.material.
+func materialOf(out map[string]any) map[string]any {
+	ra, _ := out["raman_analysis"].(map[string]any)
+	m, _ := ra["material"].(map[string]any)
+	return m
 }

@@ -95,6 +95,29 @@ const analyzeOutput = `{
       }
     },
     "cost": {"type": "number", "minimum": 0},
+    "identified": {
+      "type": "object", "required": ["name", "confidence"], "additionalProperties": false,
+      "description": "what the spectrum shows, named from its band positions (session/analysis Identify)",
+      "properties": {
+        "name":       {"enum": ["MoS2", "WS2", "mixture", "none"]},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "fractions":  {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
+        "bands": {
+          "type": "array", "maxItems": 8,
+          "items": {
+            "type": "object", "required": ["material", "e2g_cm1", "a1g_cm1"], "additionalProperties": false,
+            "properties": {
+              "material": {"enum": ["MoS2", "WS2"]},
+              "e2g_cm1": {"type": "number"}, "e2g_err_cm1": {"type": "number"},
+              "a1g_cm1": {"type": "number"}, "a1g_err_cm1": {"type": "number"},
+              "e2g_height": {"type": "number"}, "a1g_height": {"type": "number"},
+              "snr": {"type": "number"}, "in_published_ranges": {"type": "number", "minimum": 0, "maximum": 1}
+            }
+          }
+        },
+        "reason": {"type": "string"}
+      }
+    },
     "reacquire": {
       "type": "object", "required": ["integration_ms", "reason"], "additionalProperties": false,
       "properties": {

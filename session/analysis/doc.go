@@ -92,6 +92,20 @@
 // So an empty or band-less spectrum is never named, and a mixed one is
 // named only with a confidence below any sensible threshold.
 //
+// # Identification
+//
+// Identify names what a spectrum shows, whatever it is analysed as, by the
+// same presence rule as Auto: no material present is NameNone (confidence
+// NoneConfidence, 0.2: absence of bands is weak evidence); one is its name,
+// with the confidence P(E2g in its published range) × P(A1g in its range),
+// from each fitted position and its standard error, times the weaker band's
+// detection strength 1 − 2^−(SNR/DetectSNR)²; more than one is NameMixture,
+// with Fractions, each material's share of the band heights (a share of the
+// signal, not of the area: the cross-sections differ), and the least of the
+// materials' confidences. LayerCountOf maps a thickness in layers (a growth
+// model's) to the layer count the analysis reports, bulk from
+// BulkLayerCount (4).
+//
 // # Caveats
 //
 // doi:10.1021/nl903868w, which the seed cites as Lee et al. 2010, resolves to

@@ -29,12 +29,13 @@ const (
 	KindRecipe     Kind = "recipe"             // the recipe a new session runs: name, version, sha256
 	KindModel      Kind = "model"              // the model router: an invocation, a refusal, a fallback, a circuit change
 	KindRetention  Kind = "retention"          // a closed session's data removed by retention (session/retention)
+	KindAnalysis   Kind = "analysis"           // a finding a session's analysis warned of: a material other than the recipe's
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe, KindModel, KindRetention:
+	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe, KindModel, KindRetention, KindAnalysis:
 		return true
 	}
 	return false

@@ -15,6 +15,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -338,9 +339,50 @@ func (s sink) Emit(_ context.Context, t lifecycle.EventType, data any) error {
 	if t == lifecycle.EventWarning {
 		if w, ok := data.(executor.Warning); ok {
 			s.l.warnings = append(s.l.warnings, w.Message)
+			if w.Audit {
+				return s.e.appendAuditedLocked(s.l, store.Emit{Type: t, Data: data}, auditedWarning(w, s.l.sealed()))
+			}
 		}
 	}
 	return s.e.appendLocked(s.l, store.Emit{Type: t, Data: data})
+}
+
+// appendAuditedLocked is appendLocked with an audit entry of kind
+// analysis (detail) under the session, in the event's transaction.
+func (e *Engine) appendAuditedLocked(l *live, ev store.Emit, detail []byte) error {
+	return e.step(l, func(w *store.Tx) error {
+		if _, err := w.Audit(context.Background(), audit.Entry{SessionID: l.id, Kind: audit.KindAnalysis, Detail: string(detail)}); err != nil {
+			return err
+		}
+		stored, err := w.Emit(l.id, ev)
+		if err != nil {
+			return err
+		}
+		out, err := e.eventEnvelopes(l, stored)
+		if err != nil {
+			return err
+		}
+		return e.send(w, l, out...)
+	})
+}
+
+// auditedWarning is the audit detail of an audited warning: its code,
+// message and details; for a sealed (T3/T4) session its code alone, the
+// audit log being in the clear (docs/ANALYSIS.md, "T3/T4").
+func auditedWarning(w executor.Warning, sealed bool) []byte {
+	d := map[string]any{"code": w.Code}
+	if sealed {
+		d["withheld"] = true
+	} else {
+		d["message"] = w.Message
+		for k, v := range w.Details {
+			if _, taken := d[k]; !taken {
+				d[k] = v
+			}
+		}
+	}
+	b, _ := json.Marshal(d)
+	return b
 }
 
 // Checkpoint stores an executor checkpoint and publishes checkpoint_created.

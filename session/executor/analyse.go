@@ -47,6 +47,10 @@ type Provenance struct {
 	// new acquisition, analysed again); Reacquire is then the advice of the
 	// analysis kept, if it has one, and Cost covers both analyses.
 	Reacquired *ProvenanceReacquired `json:"reacquired,omitempty"`
+
+	// identified is the tool's identification of the spectrum analysed
+	// (the state keeps it as recipeState.Material).
+	identified *analysis.Identification
 }
 
 // ProvenanceReacquired is the re-acquisition the analyse phase made on the
@@ -101,29 +105,55 @@ func (r *recipeRun) provenance() *Provenance {
 // analysis tool (raman.analyze: the model router; the task's confidence
 // threshold, data class, model hint and the time left decide how far it
 // escalates), acts on the router's advice of a new acquisition (reacquire.go:
-// at most one, within the recipe's range and the time left), and emits the
-// analysis; no bands, or no layer count, fails the step; a layer count
-// other than the target is warned, and so is every fallback of the router:
-// when every better model fails the tier-1 answer stands, with a warning
-// event, and the analysis is never lost.
+// at most one, within the recipe's range and the time left), names what the
+// spectrum shows (the tool's identification, material.go) against what the
+// recipe grows, and emits the analysis. Another material's bands where the
+// recipe's are absent are measured as that material; a material other than
+// the recipe's, a mixture or nothing is a warning event (audited) and the
+// session goes on with what was measured. Nothing found completes with
+// material none; bands found with no layer count fail the step; a layer
+// count other than the target is warned, and so is every fallback of the
+// router: when every better model fails the tier-1 answer stands, with a
+// warning event, and the analysis is never lost.
 func (r *recipeRun) analyse(ctx context.Context, i int, ph *recipe.Phase) error {
 	if r.st.Spectrum == nil {
 		return fmt.Errorf("%w: no spectrum to analyse", ErrResult)
 	}
-	a, p, err := r.routed(ctx, ph, *r.st.Spectrum)
+	expected := ph.Analyse.Material
+	a, p, err := r.routed(ctx, expected, *r.st.Spectrum)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrResult, err)
 	}
 	if a, p, err = r.reacquire(ctx, i, ph, a, p); err != nil {
 		return err
 	}
+	id := r.identification(p)
+	if other := id.Strongest(); !a.Found && other != "" && !sameMaterial(string(other), expected) {
+		// The recipe's material is not there but another's is: measure
+		// what grew, as that material.
+		if a2, p2, err := r.routed(ctx, string(other), *r.st.Spectrum); err == nil && a2.Found {
+			p2.Cost += p.Cost
+			p2.Reacquired = p.Reacquired
+			a, p = a2, p2
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	r.st.Analysis, r.st.Provenance = &a, p
-	// The material is the phase's (the plan says which); the event keeps
-	// the shape of the analysis it has always had.
+	f := findingOf(expected, id)
+	r.st.Material = &f
+	// The event keeps the shape of the analysis it has always had: the
+	// material is in the outputs (raman_analysis.material).
 	shown := a
 	shown.Material = ""
 	if err := r.emit(ctx, lifecycle.EventIntermediateResult, IntermediateResult{ResultType: "raman_analysis", Data: shown}); err != nil {
 		return err
+	}
+	if !f.MatchesRecipe {
+		r.warnAudited(ctx, CodeMaterialMismatch, f.message(), f.details())
+	}
+	if f.Name == analysis.NameNone {
+		return nil // nothing grown, or nothing the spectrum shows: the outputs say so
 	}
 	if !a.Found || a.LayerCount == 0 {
 		reason := a.Reason
@@ -138,18 +168,19 @@ func (r *recipeRun) analyse(ctx context.Context, i int, ph *recipe.Phase) error 
 	return nil
 }
 
-// routed runs one analysis of sp through the analysis tool. The result is
-// the tier-1 fit (its peaks, distance and residual) with the deciding
-// model's layer count and confidence; the provenance says which model that
-// was. The router's warnings are warning events.
-func (r *recipeRun) routed(ctx context.Context, ph *recipe.Phase, sp device.Spectrum) (analysis.Result, *Provenance, error) {
-	out, err := r.callAnalysis(ctx, sp, ph.Analyse.Material)
+// routed runs one analysis of sp as material through the analysis tool.
+// The result is the tier-1 fit (its peaks, distance and residual) with the
+// deciding model's layer count and confidence; the provenance says which
+// model that was, and carries the tool's identification of the spectrum.
+// The router's warnings are warning events.
+func (r *recipeRun) routed(ctx context.Context, material string, sp device.Spectrum) (analysis.Result, *Provenance, error) {
+	out, err := r.callAnalysis(ctx, sp, material)
 	if err != nil {
 		return analysis.Result{}, nil, err
 	}
 	a := out.Fit
 	if !out.Routed || !a.Found {
-		return a, provenanceOf(out), nil // the tier-1 fit alone, or no bands: failed as before the router
+		return a, provenanceOf(out), nil // the tier-1 fit alone, or no bands: judged by the phase
 	}
 	a.LayerCount, a.Bulk, a.Confidence = out.LayerCount, out.LayerCount >= 4, out.Confidence
 	if out.Material != "" && out.Material != a.Material && a.Material != "" {
@@ -175,6 +206,7 @@ func provenanceOf(o analyseOut) *Provenance {
 	if rq := o.Reacquire; rq != nil {
 		p.Reacquire = &modelrouter.Reacquire{Integration: time.Duration(rq.IntegrationMS) * time.Millisecond, Reason: rq.Reason}
 	}
+	p.identified = o.Identified
 	return p
 }
 

@@ -51,6 +51,11 @@ func AnalysisCompute(an Analyzer) envelope.ComputeTool {
 			}
 			out = outputOf(d)
 		}
+		// What the spectrum shows, whatever the request's material: the
+		// analyse phase compares it with the recipe's.
+		if id, err := analysis.IdentifyFor(req.Spectrum); err == nil {
+			out.Identified = &id
+		}
 		return json.Marshal(out)
 	}
 }
@@ -139,6 +144,9 @@ type analyseOut struct {
 	Cost       float64                `json:"cost"`
 	Reacquire  *reacquireOut          `json:"reacquire,omitempty"`
 	Fit        analysis.Result        `json:"fit"`
+	// Identified is what the spectrum shows (analysis.Identify), named
+	// whatever material the request analysed it as.
+	Identified *analysis.Identification `json:"identified,omitempty"`
 }
 
 // reacquireOut is the router's advice of a new acquisition.

@@ -73,7 +73,11 @@
 //	            fit, distance, and the deciding model's layer count and
 //	            confidence, with its Provenance; on the router's advice, one
 //	            re-acquisition within the recipe's integration range and the
-//	            time left, analysed again (reacquire.go)
+//	            time left, analysed again (reacquire.go); the material the
+//	            spectrum shows (the tool's identification) against the
+//	            phase's: another material is measured as itself, a
+//	            mismatch is an audited warning (material.go), nothing
+//	            found completes with material none
 //
 // The checkpoint state pins the whole Plan (as the preflight adjusted it)
 // and the recipe's identity (name, version, sha256): Resume needs no
@@ -92,5 +96,6 @@
 // target_layers is compared with the result (a warning when it differs); it
 // does not change the recipe. A confidence below the caller's
 // confidence_threshold fails the task (execution_error) with the analysis in
-// the partial outputs. The analysis knows MoS2 and WS2.
+// the partial outputs; a result of material none has no layer count for it
+// to judge. The analysis knows MoS2 and WS2.
 package executor

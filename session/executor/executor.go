@@ -100,6 +100,10 @@ type Warning struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// Audit: the engine records the warning in the session's audit log
+	// too, in the event's transaction (a finding about the result, such as
+	// CodeMaterialMismatch). It is not part of the event.
+	Audit bool `json:"-"`
 }
 
 // Checkpoint is a resumable snapshot of a run, handed to the engine after

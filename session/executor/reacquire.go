@@ -56,7 +56,7 @@ func (r *recipeRun) reacquire(ctx context.Context, i int, ph *recipe.Phase, a an
 		p2 *Provenance
 	)
 	if err == nil {
-		a2, p2, err = r.routed(ctx, ph, *res.Spectrum)
+		a2, p2, err = r.routed(ctx, ph.Analyse.Material, *res.Spectrum)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {

@@ -140,6 +140,8 @@ type recipeState struct {
 	ModelHint string `json:"model_hint,omitempty"`
 	// Provenance says which model decided the analysis.
 	Provenance *Provenance `json:"analysis_provenance,omitempty"`
+	// Material is what the spectrum shows against what the recipe grows.
+	Material *MaterialFinding `json:"material,omitempty"`
 }
 
 // recipeRun is one run of a Plan.
@@ -253,19 +255,38 @@ func (r *recipeRun) Finish(ctx context.Context, env *Env) (*Result, error) {
 	}
 	r.begin(env)
 	var outputs map[string]any
+	none := false
 	if r.analyses() {
 		a := r.st.Analysis
-		if a == nil || !a.Found {
+		f := r.material()
+		none = a != nil && f.Name == analysis.NameNone
+		switch {
+		case a == nil || r.st.Spectrum == nil:
 			return nil, fmt.Errorf("%w: no analysis", ErrResult)
-		}
-		outputs = map[string]any{
-			"peak_distance":      round3(a.Distance),
-			"layer_count":        a.LayerCount,
-			"confidence":         round3(a.Confidence),
-			"growth_temperature": map[string]any{"value": r.growthC(), "unit": "celsius"},
-			"raman_analysis":     r.ramanOutput(),
-			"growth_log":         r.rows,
-			"spectrum_data":      map[string]any{"raman_shift": r.st.Spectrum.Shift, "intensity": r.st.Spectrum.Counts},
+		case none:
+			// Nothing the spectrum shows: the session completes and says so.
+			outputs = map[string]any{
+				"layer_count":             0,
+				"confidence":              round3(f.Confidence),
+				"growth_temperature":      map[string]any{"value": r.growthC(), "unit": "celsius"},
+				"raman_analysis":          r.ramanNone(),
+				"growth_log":              r.rows,
+				"spectrum_data":           map[string]any{"raman_shift": r.st.Spectrum.Shift, "intensity": r.st.Spectrum.Counts},
+				"material_matches_recipe": f.MatchesRecipe,
+			}
+		case !a.Found:
+			return nil, fmt.Errorf("%w: no analysis", ErrResult)
+		default:
+			outputs = map[string]any{
+				"peak_distance":           round3(a.Distance),
+				"layer_count":             a.LayerCount,
+				"confidence":              round3(a.Confidence),
+				"growth_temperature":      map[string]any{"value": r.growthC(), "unit": "celsius"},
+				"raman_analysis":          r.ramanOutput(),
+				"growth_log":              r.rows,
+				"spectrum_data":           map[string]any{"raman_shift": r.st.Spectrum.Shift, "intensity": r.st.Spectrum.Counts},
+				"material_matches_recipe": f.MatchesRecipe,
+			}
 		}
 	} else {
 		outputs = map[string]any{"process_log": r.rows}
@@ -283,7 +304,7 @@ func (r *recipeRun) Finish(ctx context.Context, env *Env) (*Result, error) {
 	if err := r.validate(outputs); err != nil {
 		return nil, err
 	}
-	if a := r.st.Analysis; a != nil {
+	if a := r.st.Analysis; a != nil && !none { // none has no layer count to be sure of: the outputs say none
 		if th := r.st.ThresholdConf; th > 0 && a.Confidence < th {
 			return nil, fmt.Errorf("%w: confidence %.3f below the caller's confidence_threshold %g", ErrResult, a.Confidence, th)
 		}
@@ -329,7 +350,16 @@ func (r *recipeRun) ramanOutput() map[string]any {
 		"confidence": a.Confidence, "fit_residual": a.FitResidual, "r_squared": a.RSquared, "snr": a.SNR,
 		"method":     "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + bandsOf(a.Material),
 		"provenance": r.provenance(),
+		"material":   r.material(),
 	}
+}
+
+// ramanNone is raman_analysis when the spectrum shows no material: the
+// finding, why, and who analysed it.
+func (r *recipeRun) ramanNone() map[string]any {
+	a := r.st.Analysis
+	return map[string]any{"found": false, "reason": a.Reason, "layer_count": 0, "confidence": round3(r.material().Confidence),
+		"provenance": r.provenance(), "material": r.material()}
 }
 
 // bandsOf cites the layer bands of a material's analysis.
@@ -379,6 +409,12 @@ func (r *recipeRun) Partial(env *Env) (map[string]any, []Artifact) {
 		out["confidence"] = round3(a.Confidence)
 	} else if a != nil {
 		out["raman_analysis"] = map[string]any{"found": false, "reason": a.Reason}
+	}
+	if f := r.st.Material; f != nil {
+		if ra, ok := out["raman_analysis"].(map[string]any); ok {
+			ra["material"] = *f
+		}
+		out["material_matches_recipe"] = f.MatchesRecipe
 	}
 	if r.st.LeakRatePaMin != 0 {
 		out["leak_rate_pa_per_min"] = r.st.LeakRatePaMin

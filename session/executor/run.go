@@ -223,6 +223,13 @@ func (p *proc) warn(ctx context.Context, code, msg string, details map[string]an
 	_ = p.env.Sink.Emit(ctx, lifecycle.EventWarning, Warning{Code: code, Message: msg, Details: details})
 }
 
+// warnAudited is warn for a finding the session's audit log also holds:
+// the engine records it with the event (Warning.Audit).
+func (p *proc) warnAudited(ctx context.Context, code, msg string, details map[string]any) {
+	p.warns = append(p.warns, msg)
+	_ = p.env.Sink.Emit(ctx, lifecycle.EventWarning, Warning{Code: code, Message: msg, Details: details, Audit: true})
+}
+
 // waitUntil polls the readings every PollEvery until cond holds, or fails
 // with ErrCondition after timeout (process time). cond may fail the wait.
 func (p *proc) waitUntil(ctx context.Context, stage, what string, timeout time.Duration,

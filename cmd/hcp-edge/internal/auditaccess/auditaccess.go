@@ -253,6 +253,9 @@ func Describe(e audit.Entry) Entry {
 		r.Decision = join(str("decision"), str("reason"))
 		r.Summary = join("closed "+str("closed_at"), "kept "+str("retention"), str("data_classification"),
 			fmt.Sprintf("events=%v checkpoints=%v artifacts=%v", d["events"], d["checkpoints"], d["artifacts"]))
+	case audit.KindAnalysis:
+		r.Decision = str("code")
+		r.Summary = join("expected "+str("expected"), "found "+str("found"), str("message"))
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

@@ -35,14 +35,17 @@ Previews a run on a simulated rig, in process and much faster than real time: th
 through this agent's real interlock and envelope (--config) against simulated instruments over
 firmware-sim's physics, and the preview prints the predicted duration of each step and phase, the
 gas used on each line, the heater's energy, the smallest margin to each envelope limit and when
-it occurs, every action the interlock would refuse, every trip, and the product (layers grown).
+it occurs, every action the interlock would refuse, every trip, and the product (layers grown,
+and the layer count the Raman analysis would report of them). The simulated boat holds the
+precursor of the material the recipe grows (WS2: WO3, MoS2: MoO3; the default MoO3 when it names
+none), and the preview says so; a material the simulator cannot grow is refused (exit 2).
 It touches no hardware: it opens nothing the configuration names and needs no daemon.
 FILE is a recipe (configs/recipes/*.yaml); CAPABILITY a capability with a built-in executor
 (cvd-material-synthesis, leak-check, rig-status). --inputs is the task's inputs object, or a
 task_submit message (its payload.inputs are taken); @FILE reads it from a file.
 
 exit codes: 0 the run would complete; 1 it would fail (a refusal, a trip, a failed step);
-2 usage, configuration, or inputs the capability refuses.
+2 usage, configuration, inputs the capability refuses, or a material the simulator cannot grow.
 
 examples:
   hcp-edge recipe simulate cvd-material-synthesis --inputs @configs/examples/mos2-task.json
@@ -196,9 +199,16 @@ func writePrediction(w io.Writer, p *preview.Prediction) {
 		fmt.Fprintf(w, "  at %v in %s: %s (%s): %s\n", t.At, t.Step, t.Trip, t.Procedure, t.Reason)
 	}
 	if p.Product.Layers > 0 {
-		fmt.Fprintf(w, "product: %.2f layers of %s\n", p.Product.Layers, p.Product.Material)
+		count := fmt.Sprint(p.Product.PredictedLayerCount)
+		if p.Product.PredictedBulk {
+			count = "bulk (4 or more)"
+		}
+		fmt.Fprintf(w, "product: %.2f layers of %s (Raman would count %s)\n", p.Product.Layers, p.Product.Material, count)
 	} else {
 		fmt.Fprintln(w, "product: nothing grown")
+	}
+	if p.Product.Precursor != "" {
+		fmt.Fprintf(w, "boat: %s (%s)\n", p.Product.Precursor, p.Product.PrecursorBasis)
 	}
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)

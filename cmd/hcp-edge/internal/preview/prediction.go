@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 )
 
@@ -129,11 +130,29 @@ type Trip struct {
 	Reason    string   `json:"reason"`
 }
 
-// Product is the film on the sample at the end.
+// Product is the film on the sample at the end, and what the preview
+// assumed of the boat.
 type Product struct {
-	Material string             `json:"material,omitempty"`
-	Layers   float64            `json:"layers"`
-	Film     map[string]float64 `json:"film,omitempty"`
+	// Material is what grew ("MoS2", "WS2", "MoS2+WS2"; "" none).
+	Material string `json:"material,omitempty"`
+	// Layers is the film's mean thickness in layers, a real number
+	// (fractional: partial coverage of the next layer).
+	Layers float64 `json:"layers"`
+	// PredictedLayerCount is the layer count the Raman analysis would
+	// report of Layers (analysis.LayerCountOf): the whole count covering
+	// most of the sample, 4 with PredictedBulk from the analysis' bulk
+	// limit on, 0 for no film. It compares with the run's layer_count.
+	PredictedLayerCount int  `json:"predicted_layer_count"`
+	PredictedBulk       bool `json:"predicted_bulk"`
+	// Film is the thickness per material.
+	Film map[string]float64 `json:"film,omitempty"`
+	// ExpectedMaterial is what the recipe grows (its analyse phase's
+	// material; "" for a recipe that analyses none).
+	ExpectedMaterial string `json:"expected_material,omitempty"`
+	// Precursor is what the preview loaded in the simulated boat, and
+	// PrecursorBasis why.
+	Precursor      string `json:"precursor"`
+	PrecursorBasis string `json:"precursor_basis"`
 }
 
 // prediction assembles what r observed.
@@ -190,6 +209,7 @@ func (r *run) prediction(capab string, steps []executor.Step, res *executor.Resu
 	}
 	film := r.plant.Film()
 	p.Product = Product{Material: film.Material(), Layers: round(film.Layers(), 3)}
+	p.Product.PredictedLayerCount, p.Product.PredictedBulk = analysis.LayerCountOf(film.Layers())
 	if film.Layers() > 0 {
 		p.Product.Film = map[string]float64{"MoS2": round(film.MoS2, 3), "WS2": round(film.WS2, 3)}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -49,7 +51,10 @@ type Opts struct {
 	ArtifactDir string
 	// Seed seeds the plant's sensor noise and the spectra (0: 1).
 	Seed uint64
-	// Precursor is what the simulated boat holds ("": MoO3).
+	// Precursor is what the simulated boat holds; "": the precursor of
+	// the material the recipe grows (its analyse phase's material), the
+	// simulator's default (MoO3) for a recipe that names none
+	// (boatFor). The prediction says which it assumed, and why.
 	Precursor plant.Precursor
 	// Chunk is the observation period in virtual time (0: DefaultChunk).
 	Chunk time.Duration
@@ -64,6 +69,12 @@ type Opts struct {
 
 // ErrInput marks a task the executor refuses to plan (executor.ErrInput).
 var ErrInput = executor.ErrInput
+
+// ErrUnsimulated marks a recipe whose material the simulated plant cannot
+// grow: the preview refuses to predict it (it would predict another
+// material). Its errors also wrap ErrInput: a preview_request of it is
+// answered request_refused invalid_input, `recipe simulate` exits 2.
+var ErrUnsimulated = errors.New("the simulator cannot grow the recipe's material")
 
 // Run previews task on a simulated rig: it plans the task with x, runs the
 // recipe through the real interlock and tool pipeline against simulated
@@ -99,6 +110,15 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	if err != nil {
 		return nil, err
 	}
+	expected := ""
+	if g, ok := rec.(interface{ ExpectedMaterial() string }); ok {
+		expected = g.ExpectedMaterial()
+	}
+	boat, err := boatFor(x.Capability(), expected, o.Precursor)
+	if err != nil {
+		return nil, err
+	}
+	o.Precursor = boat.Precursor
 	wallStart := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.WallLimit)
 	defer cancel()
@@ -120,6 +140,7 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	res, runErr := executor.Execute(ctx, wrapped, xenv, 0)
 	r.observe(ctx) // the state at the end
 	p := r.prediction(x.Capability(), rec.Steps(), res, runErr)
+	p.Product.ExpectedMaterial, p.Product.Precursor, p.Product.PrecursorBasis = boat.Expected, string(boat.Precursor), boat.Basis
 	p.WallTime = Duration(time.Since(wallStart))
 	if p.WallTime > 0 {
 		p.SpeedUp = float64(p.ProcessTime) / float64(p.WallTime)
@@ -275,4 +296,50 @@ func (r *run) stepNameLocked() string {
 		return ""
 	}
 	return r.names[r.step]
+}
+
+// boat is what the preview loads in the simulated boat, and why.
+type boat struct {
+	Expected  string // the recipe's material ("" none, "auto")
+	Precursor plant.Precursor
+	Basis     string
+}
+
+// boatFor chooses the precursor of a preview of capab, whose recipe grows
+// expected: given (the caller's choice) is taken as it is; otherwise the
+// precursor the plant grows expected from; a recipe that names no
+// material (none analysed, or "auto") gets the simulator's default. A
+// material the plant grows from no precursor is an error wrapping
+// ErrUnsimulated and ErrInput.
+func boatFor(capab, expected string, given plant.Precursor) (boat, error) {
+	b := boat{Expected: expected}
+	if m, err := analysis.ParseMaterial(expected); err == nil && expected != "" {
+		b.Expected = string(m)
+	}
+	switch {
+	case given != "":
+		b.Precursor, b.Basis = given, "given to the preview"
+		return b, nil
+	case b.Expected == "":
+		b.Precursor, b.Basis = plant.Precursors[0], "the recipe names no material: the simulator's default boat"
+		return b, nil
+	case b.Expected == string(analysis.Auto):
+		b.Precursor, b.Basis = plant.Precursors[0], "the recipe names no material (auto): the simulator's default boat"
+		return b, nil
+	}
+	var grown []string
+	for _, pr := range plant.Precursors {
+		m, err := pr.Material()
+		if err != nil {
+			continue
+		}
+		grown = append(grown, fmt.Sprintf("%s from %s", m, pr))
+		if strings.EqualFold(string(m), b.Expected) {
+			b.Precursor = pr
+			b.Basis = fmt.Sprintf("the recipe grows %s, which the simulator grows from %s", m, pr)
+			return b, nil
+		}
+	}
+	return b, fmt.Errorf("%w: %w: %s grows %s, and the simulated plant grows only %s: no prediction of another material",
+		ErrInput, ErrUnsimulated, capab, expected, strings.Join(grown, " and "))
 }
