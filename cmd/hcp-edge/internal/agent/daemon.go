@@ -263,6 +263,11 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if _, err := in.Relay(); err != nil { // de-energised at start
 		return err
 	}
+	// The watchdog relay's heartbeat, before anything may energise the
+	// relay; it lives until the instruments close, not with intake.
+	if err := in.StartHeartbeat(context.WithoutCancel(ctx), d.log); err != nil {
+		return err
+	}
 	if err := in.StartInputs(ctx); err != nil {
 		return err
 	}

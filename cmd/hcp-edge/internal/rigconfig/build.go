@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -39,6 +40,9 @@ type Instruments struct {
 	EStop, Leak, RelayFB *gpio.Input
 	// Set by Relay: the interlock relay output.
 	RelayOut *gpio.Output
+	// Set by StartHeartbeat: the watchdog relay's heartbeat (nil without
+	// gpio.relay_watchdog).
+	Heartbeat *gpio.Heartbeat
 
 	// Unreachable names what BuildPartial could not open, and why.
 	Unreachable map[string]error
@@ -300,6 +304,34 @@ func (in *Instruments) Relay() (*gpio.Output, error) {
 	}
 	in.RelayOut = out
 	return out, nil
+}
+
+// StartHeartbeat starts toggling the watchdog relay's heartbeat line at a
+// quarter of gpio.relay_watchdog, before the interlock relay may be
+// energised: the relay stays powered only while the heartbeat runs, so a
+// dead agent drops it (and with it heater power and the gas valves) within
+// relay_watchdog. It does nothing without a relay watchdog. Close stops it.
+func (in *Instruments) StartHeartbeat(ctx context.Context, log *slog.Logger) error {
+	hold := in.rig.GPIO.RelayWatchdog
+	if hold <= 0 || in.Heartbeat != nil {
+		return nil
+	}
+	pin, err := in.gpioPin(simgpio.Heartbeat)
+	if err != nil {
+		return fmt.Errorf("rigconfig: heartbeat: %w", err)
+	}
+	o := gpio.DefaultHeartbeatOpts("heartbeat")
+	o.Logger = log
+	hb, err := gpio.NewHeartbeat(pin, o)
+	if err != nil {
+		return fmt.Errorf("rigconfig: heartbeat: %w", err)
+	}
+	if err := hb.Start(ctx, hold/4); err != nil {
+		return fmt.Errorf("rigconfig: heartbeat: %w", err)
+	}
+	in.Heartbeat = hb
+	in.closers = append(in.closers, hb.Close)
+	return nil
 }
 
 // Rig hands the writable rig to the interlock: it needs StartInputs and

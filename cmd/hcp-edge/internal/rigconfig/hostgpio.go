@@ -98,14 +98,18 @@ func openHostGPIO(g GPIO) (*hostGPIO, error) {
 		{simgpio.Leak, "gpio.leak_pin", g.LeakPin},
 		{simgpio.Relay, "gpio.relay_pin", g.RelayPin},
 		{simgpio.RelayFB, "gpio.relay_feedback_pin", g.RelayFeedbackPin},
+		{simgpio.Heartbeat, "gpio.heartbeat_pin", g.HeartbeatPin},
 	} {
+		if l.line == simgpio.Heartbeat && g.RelayWatchdog <= 0 {
+			continue // no watchdog relay: no heartbeat line
+		}
 		p := gpioreg.ByName(l.pin)
 		if l.pin == "" || p == nil {
 			errs = append(errs, &PinError{Key: l.key, Pin: l.pin, Found: found, Drivers: drivers})
 			continue
 		}
 		switch l.line {
-		case simgpio.Relay:
+		case simgpio.Relay, simgpio.Heartbeat:
 			h.pins[l.line] = p
 		case simgpio.RelayFB:
 			h.pins[l.line] = &inputPin{PinIO: p, pull: hostFeedbackPull}
