@@ -51,6 +51,9 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only)
 	bash scripts/demo.sh
 
+commission: build ## commissioning on rig-sim's real controller models (Eurotherm 3200, ADAM-6052): config check, coverage, probe by channel, probe --write-check
+	BIN=$(BIN) bash scripts/commission.sh
+
 demo-broker: build broker ## the demo with the MoS2 task through the local RabbitMQ (HCP_AMQP_URL from scripts/broker.sh)
 	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" bash scripts/demo.sh
 
@@ -89,7 +92,7 @@ fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs
 # same; `make test` and `make test-under-load` still run them with the rest.
 TIMED_ALONE := ^TestFloodQuota$$
 
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./...
 	@echo "make ci: all checks passed"

@@ -53,6 +53,9 @@ step "fault cleared: the furnace answers again"
 firstlines 20 "$BIN/hcp-edge" probe --json
 echo "..."
 
+step "commissioning: hcp-edge probe --write-check (the daemon not yet running): relay, heater and reactive flows to safe, then each output to its other level and back, read back"
+"$BIN/hcp-edge" probe --write-check --operator demo | sed -n '/^WRITE CHECK/,$p'
+
 step "starting the agent: hcp-edge run (interlock, trip monitor, control socket)"
 "$BIN/hcp-edge" run >"$dir/agent.log" 2>&1 &
 agent_pid=$!

@@ -346,3 +346,6 @@ func (m *Module) Inputs() []*Input {
 	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
 	return out
 }
+
+// Profile is the module's profile.
+func (m *Module) Profile() *profile.Profile { return m.p }

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/commission"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
 	"github.com/hcp-edge/hcp-edge/configs"
@@ -36,6 +37,9 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	spectrumMS := fs.Int("spectrum", 0, "also acquire a Raman spectrum with this integration time in ms (0: identify only)")
 	timeout := fs.Duration("timeout", 2*time.Second, "time allowed for each instrument")
+	writeCheck := fs.Bool("write-check", false, "commissioning: also drive each output to its other level and back, confirming each by read-back "+
+		"(needs --operator and the daemon stopped; first de-energises the relay, turns the heater off and zeroes the non-inert flows)")
+	operator := fs.String("operator", "", "with --write-check: the technician at the rig")
 	if pos, err := parseArgs(fs, args, stdout); err != nil || len(pos) > 0 {
 		if err == nil {
 			fmt.Fprintf(stderr, "hcp-edge probe: unexpected argument %q\n", pos[0])
@@ -69,10 +73,30 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			failed++
 		}
 	}
+	channels := probeChannels(ctx, in, *timeout)
+	badCh := badChannels(channels)
+	var check *commission.Report
+	if *writeCheck {
+		rep, err := commission.WriteCheck(ctx, in, commission.Opts{Operator: *operator, ControlSocket: f.Agent.ControlSocket,
+			Hazards: f.Rig.HazardOf(), Timeout: *timeout})
+		if err != nil {
+			what := "no output written"
+			if len(rep.Prepared) > 0 {
+				what += " (moved toward safe: " + strings.Join(rep.Prepared, ", ") + ")"
+			}
+			fmt.Fprintf(stderr, "hcp-edge probe --write-check: %s: %v\n", what, err)
+			return ExitFailure
+		}
+		check = &rep
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"instruments": rows, "failed": failed})
+		out := map[string]any{"instruments": rows, "failed": failed, "channels": channels, "bad_channels": badCh}
+		if check != nil {
+			out["write_check"] = check
+		}
+		_ = enc.Encode(out)
 	} else {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "INSTRUMENT\tSTATUS\tREADING")
@@ -84,11 +108,16 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Instrument, status, text)
 		}
 		_ = tw.Flush()
+		printChannels(stdout, channels)
+		printWriteCheck(stdout, check)
 		if failed > 0 {
 			fmt.Fprintf(stdout, "\n%d instrument(s) did not answer correctly\n", failed)
 		}
+		if badCh > 0 {
+			fmt.Fprintf(stdout, "\n%d channel(s) did not answer or read outside the device's declared range\n", badCh)
+		}
 	}
-	if failed > 0 {
+	if failed > 0 || badCh > 0 || (check != nil && len(check.Unconfirmed) > 0) {
 		return ExitFailure
 	}
 	return ExitOK

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 )
 
 // EmbeddedName names the embedded default configuration in reports.
@@ -138,6 +139,9 @@ func (c *checker) rules(data []byte, value any, path, capDir string) {
 			for _, p := range pp {
 				c.res.Problems = append(c.res.Problems, Problem{File: p.File, Line: p.Line, Key: p.Key, Message: p.Message})
 			}
+			continue
+		}
+		if e == profile.ErrProfile { // the wrapper of problems reported above
 			continue
 		}
 		key, msg := splitKey(e.Error())

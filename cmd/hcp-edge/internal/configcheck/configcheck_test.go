@@ -118,6 +118,37 @@ func TestCheckBroken(t *testing.T) {
 			// (the test's temporary directory) lives on.
 			return strings.Replace(s, "  recovery_grace: 5m ", "  disk:\n    watermark_mib: 1099511627776\n  recovery_grace: 5m ", 1)
 		}, want: []want{{"watermark_mib: 1099511627776", "agent.disk.watermark_mib"}}},
+		// The rig as data (issue 33): the layout against the profiles and the envelope.
+		{name: "gas line without a hazard class", edit: func(s string) string {
+			return strings.Replace(s, "gas: H2S, hazard: toxic,", "gas: H2S,", 1)
+		}, want: []want{{"name: mfc-h2s", "rig.mfcs[2].hazard"}}},
+		{name: "unknown hazard class", edit: func(s string) string {
+			return strings.Replace(s, "hazard: toxic", "hazard: spicy", 1)
+		}, want: []want{{"hazard: spicy", "rig.mfcs[2].hazard"}}},
+		{name: "interlock naming a gas line that does not exist", edit: func(s string) string {
+			return strings.Replace(s, "      H2:\n        max_pressure: 100 mbar", "      CH4:\n        max_pressure: 100 mbar", 1)
+		}, want: []want{{"CH4:", "envelope.interlocks.gases.CH4"}}},
+		{name: "interlock naming an input that does not exist", edit: func(s string) string {
+			return strings.Replace(s, "require_inputs: {door_closed: true, leak_detected: false}", "require_inputs: {lid_closed: true, leak_detected: false}", 1)
+		}, want: []want{{"lid_closed: true", "envelope.interlocks.gases.H2.require_inputs"}}},
+		{name: "a furnace without a comms watchdog and no other dead-agent path", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-tc}", "profile: eurotherm-3200}", 1)
+		}, want: []want{{"profile: eurotherm-3200}", "rig.furnace.profile"}}},
+		{name: "a profile that does not exist", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-dio}", "profile: hcp-sim-dio-9}", 1)
+		}, want: []want{{"profile: hcp-sim-dio-9}", "rig.dio.profile"}}},
+		{name: "an output on a channel the profile lacks", edit: func(s string) string {
+			return strings.Replace(s, "{channel: coil6,", "{channel: coil9,", 1)
+		}, want: []want{{"{channel: coil9,", "rig.outputs.scrubber.channel"}}},
+		{name: "two outputs on one channel", edit: func(s string) string {
+			return strings.Replace(s, "{channel: coil5,", "{channel: coil4,", 1)
+		}, want: []want{{"vent_valve: {channel: coil4,", "rig.outputs.vent_valve.channel"}}},
+		{name: "a role twice", edit: func(s string) string {
+			return strings.Replace(s, "safe: \"off\", role: vent}", "safe: \"off\", role: gate}", 1)
+		}, want: []want{{"vent_valve: {channel: coil5, safe: \"off\", role: gate}", "rig.outputs.vent_valve.role"}}},
+		{name: "a line valve that is the pump", edit: func(s string) string {
+			return strings.Replace(s, "valve: ar_valve,", "valve: pump,", 1)
+		}, want: []want{{"valve: pump,", "rig.mfcs[0].valve"}}},
 		{name: "every problem, not only the first", edit: func(s string) string {
 			s = strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1)
 			s = strings.Replace(s, "kick_every: 1s", "kick_every: often", 1)
@@ -578,4 +609,37 @@ func TestCheckQuotas(t *testing.T) {
 	if r.Valid {
 		t.Error("a negative quota passed the check")
 	}
+}
+
+// TestCheckReportsAProfileAtItsLine: a lab's profile with a problem (a
+// scale of zero) in profiles_dir is reported in the profile's own file at
+// its line, and the configuration is invalid.
+func TestCheckReportsAProfileAtItsLine(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	prof, err := os.ReadFile(filepath.Join(configsDir, "profiles", "hcp-sim-tc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(prof), "type: int16, scale: 0.1, unit: celsius, range: [0, 1200]", "type: int16, scale: 0, unit: celsius, range: [0, 1200]", 1)
+	if bad == string(prof) {
+		t.Fatal("the edit changed nothing")
+	}
+	pfile := filepath.Join(dir, "lab-tc.yaml")
+	if err := os.WriteFile(pfile, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(configs.SimYAML), "profile: hcp-sim-tc}", "profile: lab-tc}", 1)
+	cfg = strings.Replace(cfg, "  outputs:\n", "  profiles_dir: "+dir+"\n  outputs:\n", 1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := Check(path, filepath.Join(configsDir, "capabilities"))
+	out := report(r)
+	want := fmt.Sprintf("%s:%d: channels[setpoint].scale: ", pfile, lineOf(t, bad, "scale: 0, unit: celsius, range: [0, 1200]"))
+	if r.Valid || !strings.Contains(out, want) {
+		t.Fatalf("want %q in:\n%s", want, out)
+	}
+	t.Log(out)
 }

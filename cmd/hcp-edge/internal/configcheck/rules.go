@@ -49,7 +49,9 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 	}
 	spec, err := rigconfig.Spec(rig)
 	if err != nil {
-		c.at("rig", "%v", err)
+		if !c.reported("rig.") { // else a follow-on of the layout's problem, already at its line
+			c.at("rig", "%v", err)
+		}
 		return
 	}
 	cfg := f.Envelope
@@ -81,6 +83,17 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 }
 
 const standInPrefix = "(line valve of "
+
+// reported reports whether a problem with a key under prefix is already
+// recorded.
+func (c *checker) reported(prefix string) bool {
+	for _, p := range c.res.Problems {
+		if strings.HasPrefix(p.Key, prefix) {
+			return true
+		}
+	}
+	return false
+}
 
 // standIn adds to the layout of r an output that stands in for gas's line
 // valve (on the channel of another output) and returns its name.
