@@ -17,8 +17,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 )
 
 // eurothermConfig is the shipped configuration of the real-models rig.
@@ -40,23 +38,7 @@ func realModelArgs(t *testing.T) []string {
 // --config configs/sim-eurotherm.yaml` on the test's own vhost.
 func startRealModels(t *testing.T) (*brokerEnv, *rigSimProc) {
 	t.Helper()
-	own := amqptest.OwnBench(t) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
-	conn := amqptest.Dial(t, own.AlphaURL())
-	cfgPath, err := filepath.Abs(eurothermConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := startRigSim(t, realModelArgs(t)...)
-	if sim.dir == rig.DefaultOpts().Dir {
-		t.Fatal("the simulator must not use the shared default run directory")
-	}
-	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID, own: &own}
-	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
-	b.sock = filepath.Join(b.dir, "control.sock")
-	b.extra = append(b.extra, "HCP_AMQP_URL="+own.URL(), "HCP_CALLEE_ID="+b.calleeID)
-	b.start()
-	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
-	return b, sim
+	return startShippedConfig(t, eurothermConfig, realModelArgs(t)...)
 }
 
 // simWrites reads rig-sim's write log.

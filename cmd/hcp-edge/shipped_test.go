@@ -399,14 +399,23 @@ func TestShippedRecipes(t *testing.T) {
 // for the uplink. Both stop at the end of t.
 func startShipped(t *testing.T, simArgs ...string) (*brokerEnv, *rigSimProc) {
 	t.Helper()
+	return startShippedConfig(t, shippedConfig, simArgs...)
+}
+
+// startShippedConfig is startShipped with the shipped configuration at
+// cfg (configs/sim.yaml must equal the embedded default).
+func startShippedConfig(t *testing.T, cfg string, simArgs ...string) (*brokerEnv, *rigSimProc) {
+	t.Helper()
 	own := amqptest.OwnBench(t) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
 	conn := amqptest.Dial(t, own.AlphaURL())
-	cfgPath, err := filepath.Abs(shippedConfig)
+	cfgPath, err := filepath.Abs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if shipped, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(shipped, configs.SimYAML) {
-		t.Fatalf("configs/sim.yaml differs from the embedded default (%v)", err)
+	if cfg == shippedConfig {
+		if shipped, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(shipped, configs.SimYAML) {
+			t.Fatalf("configs/sim.yaml differs from the embedded default (%v)", err)
+		}
 	}
 	sim := startRigSim(t, simArgs...)
 	if sim.dir == rig.DefaultOpts().Dir {
