@@ -35,9 +35,10 @@ type span struct {
 }
 
 // spans plans the reads of specs (all of one table): addresses sorted,
-// joined into one read while contiguous (or, with gaps allowed, while the
-// read stays within the protocol's limit).
-func spans(table modbus.Table, specs []modbus.RegisterSpec, gaps bool) []span {
+// joined into one read while contiguous — across addresses of other mapped
+// channels too, and across any gap when gaps are allowed — as long as the
+// read stays within the protocol's limit.
+func spans(table modbus.Table, specs, mapped []modbus.RegisterSpec, gaps bool) []span {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -51,10 +52,26 @@ func spans(table modbus.Table, specs []modbus.RegisterSpec, gaps bool) []span {
 		ivs = append(ivs, iv{int(s.Address), int(s.Address) + int(s.Words()) - 1})
 	}
 	slices.SortFunc(ivs, func(a, b iv) int { return a.lo - b.lo })
+	isMapped := map[int]bool{}
+	for _, m := range mapped {
+		if m.Table == table {
+			for a := int(m.Address); a < int(m.Address)+int(m.Words()); a++ {
+				isMapped[a] = true
+			}
+		}
+	}
+	covered := func(lo, hi int) bool {
+		for a := lo; a <= hi; a++ {
+			if !isMapped[a] {
+				return false
+			}
+		}
+		return true
+	}
 	var out []span
 	cur := ivs[0]
 	for _, x := range ivs[1:] {
-		joinable := x.lo <= cur.hi+1 || gaps
+		joinable := x.lo <= cur.hi+1 || gaps || covered(cur.hi+1, x.lo-1)
 		if joinable && max(cur.hi, x.hi)-cur.lo+1 <= int(limit) {
 			cur.hi = max(cur.hi, x.hi)
 			continue

@@ -28,15 +28,17 @@ type Reading struct {
 // decodes each; a read that fails marks its channels with the error.
 func readChannels(ctx context.Context, bus Bus, unit byte, p *profile.Profile, name string) []Reading {
 	byTable := map[modbus.Table][]modbus.RegisterSpec{}
+	var mapped []modbus.RegisterSpec
 	for _, ch := range p.Channels {
 		s := ch.Register()
 		byTable[s.Table] = append(byTable[s.Table], s)
+		mapped = append(mapped, s)
 	}
 	words := map[modbus.Table]map[uint16]uint16{}
 	bits := map[modbus.Table]map[uint16]bool{}
 	failed := map[modbus.Table]error{}
 	for _, t := range []modbus.Table{modbus.Input, modbus.Holding} {
-		got, err := readWords(ctx, bus, unit, name, spans(t, byTable[t], p.BatchGaps))
+		got, err := readWords(ctx, bus, unit, name, spans(t, byTable[t], mapped, p.BatchGaps))
 		if err != nil {
 			failed[t] = err
 			continue
@@ -49,7 +51,7 @@ func readChannels(ctx context.Context, bus Bus, unit byte, p *profile.Profile, n
 		if t == modbus.Discrete {
 			read = bus.ReadDiscreteInputs
 		}
-		for _, sp := range spans(t, byTable[t], p.BatchGaps) {
+		for _, sp := range spans(t, byTable[t], mapped, p.BatchGaps) {
 			got, err := read(ctx, unit, sp.lo, sp.n)
 			if err == nil && len(got) < int(sp.n) {
 				err = fmt.Errorf("%d bits for %d", len(got), sp.n)

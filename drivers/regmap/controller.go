@@ -28,7 +28,10 @@ type Controller struct {
 	o     ControllerOpts
 	ch    map[profile.Role]profile.Channel
 	init  []profile.Channel // written once by Init
-	reads []span
+	reads []span            // Snapshot's: every channel with a role
+	// statusReads are Status's: only the channels device.FurnaceStatus
+	// needs, which the monitor polls at the furnace period.
+	statusReads []span
 	kick  uint16
 
 	mu     sync.Mutex // guards kick, cancel
@@ -56,7 +59,9 @@ func NewController(bus Bus, p *profile.Profile, o ControllerOpts) (*Controller, 
 	}
 	c := &Controller{bus: bus, p: p, o: o, ch: map[profile.Role]profile.Channel{}}
 	byTable := map[modbus.Table][]modbus.RegisterSpec{}
+	var mapped []modbus.RegisterSpec // every channel: a read may bridge them
 	for _, ch := range p.Channels {
+		mapped = append(mapped, ch.Register())
 		if ch.Role == "" {
 			continue
 		}
@@ -77,9 +82,23 @@ func NewController(bus Bus, p *profile.Profile, o ControllerOpts) (*Controller, 
 		}
 	}
 	for _, t := range []modbus.Table{modbus.Input, modbus.Holding} {
-		c.reads = append(c.reads, spans(t, byTable[t], p.BatchGaps)...)
+		c.reads = append(c.reads, spans(t, byTable[t], mapped, p.BatchGaps)...)
+		var status []modbus.RegisterSpec
+		for role, ch := range c.ch {
+			if s := ch.Register(); statusRoles[role] && s.Table == t {
+				status = append(status, s)
+			}
+		}
+		c.statusReads = append(c.statusReads, spans(t, status, mapped, p.BatchGaps)...)
 	}
 	return c, nil
+}
+
+// statusRoles are the channels device.FurnaceStatus is made of.
+var statusRoles = map[profile.Role]bool{
+	profile.RoleProcessValue: true, profile.RoleProcessValueFloat: true, profile.RoleSetpoint: true,
+	profile.RoleWorkingSetpoint: true, profile.RoleRampRate: true, profile.RoleHeaterEnable: true,
+	profile.RoleOutputPower: true, profile.RoleAlarmBits: true,
 }
 
 // String names the controller.
@@ -94,8 +113,9 @@ func (c *Controller) HasWatchdog() bool {
 	return ok
 }
 
-// Reads is how many Modbus transactions one Snapshot takes.
-func (c *Controller) Reads() int { return len(c.reads) }
+// Reads is how many Modbus transactions one Snapshot takes, and one Status
+// (the monitor's poll).
+func (c *Controller) Reads() (snapshot, status int) { return len(c.reads), len(c.statusReads) }
 
 // Snapshot is everything the controller reports, beyond device.FurnaceStatus.
 // A field whose role the profile lacks stays zero.
@@ -117,7 +137,13 @@ type Snapshot struct {
 // raw value, a NaN float, or a process value outside its declared range) it
 // returns the snapshot together with an error wrapping device.ErrSensor.
 func (c *Controller) Snapshot(ctx context.Context) (Snapshot, error) {
-	got, err := readWords(ctx, c.bus, c.o.Unit, c.o.Name, c.reads)
+	return c.snapshot(ctx, c.reads, nil)
+}
+
+// snapshot reads plan and decodes the channels of the roles in only (nil:
+// every role).
+func (c *Controller) snapshot(ctx context.Context, plan []span, only map[profile.Role]bool) (Snapshot, error) {
+	got, err := readWords(ctx, c.bus, c.o.Unit, c.o.Name, plan)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -126,7 +152,7 @@ func (c *Controller) Snapshot(ctx context.Context) (Snapshot, error) {
 	raw := map[profile.Role]int64{}
 	val := map[profile.Role]float64{}
 	for role, ch := range c.ch {
-		if role == profile.RoleWatchdogKick {
+		if role == profile.RoleWatchdogKick || (only != nil && !only[role]) {
 			continue
 		}
 		spec := ch.Register()
@@ -203,9 +229,10 @@ func (c *Controller) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// Status reads a full snapshot; see Snapshot.
+// Status reads the channels of device.FurnaceStatus only (Reads' status
+// count of transactions) and decodes them as Snapshot does.
 func (c *Controller) Status(ctx context.Context) (device.FurnaceStatus, error) {
-	s, err := c.Snapshot(ctx)
+	s, err := c.snapshot(ctx, c.statusReads, statusRoles)
 	return s.FurnaceStatus, err
 }
 

@@ -276,3 +276,25 @@ func TestNewRejectsAProfileOfAnotherKind(t *testing.T) {
 		t.Fatal("an I/O module profile accepted as a temperature controller")
 	}
 }
+
+// TestStatusReadsOnlyWhatTheMonitorNeeds: Status reads the channels of
+// device.FurnaceStatus in as few transactions as the map allows (the
+// simulator's map: 2, as the hand-written driver did; the Eurotherm 3200's,
+// whose map has gaps the instrument refuses: 5, the controller's own alarm
+// limit left to Snapshot).
+func TestStatusReadsOnlyWhatTheMonitorNeeds(t *testing.T) {
+	for id, want := range map[string][2]int{regmaptest.SimFurnaceProfile: {2, 2}, "eurotherm-3200": {6, 5}} {
+		p, err := regmaptest.Profile(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := modbus.NewInMemory(modbustest.NewServer(nil), modbus.DefaultOpts())
+		c, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap, status := c.Reads(); snap != want[0] || status != want[1] {
+			t.Errorf("%s: %d reads a snapshot, %d a status; want %v", id, snap, status, want)
+		}
+	}
+}
