@@ -165,6 +165,9 @@ func (c *Controller) snapshot(ctx context.Context, plan []span, only map[profile
 		r, _ := spec.Raw(w)
 		raw[role], val[role] = r, v
 		s.Values[ch.Name] = v
+		if role != profile.RoleProcessValue && role != profile.RoleProcessValueFloat && !ch.InRange(v) { // the process value's own faults are a sensor break, below
+			errs = append(errs, fmt.Errorf("channel %s reads %g, outside the instrument's range %v: %w", ch.Name, v, ch.Range, device.ErrSensor))
+		}
 	}
 	if len(errs) > 0 {
 		return Snapshot{}, fmt.Errorf("%s: %w", c.o.Name, errors.Join(errs...))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -296,5 +297,17 @@ func TestStatusReadsOnlyWhatTheMonitorNeeds(t *testing.T) {
 		if snap, status := c.Reads(); snap != want[0] || status != want[1] {
 			t.Errorf("%s: %d reads a snapshot, %d a status; want %v", id, snap, status, want)
 		}
+	}
+}
+
+// TestAChannelOutsideItsRangeIsAFault: a channel that reads outside the
+// profile's declared range is a fault of the channel (device.ErrSensor),
+// never a value.
+func TestAChannelOutsideItsRangeIsAFault(t *testing.T) {
+	srv, c := controller(t)
+	srv.Do(func(u map[byte]*modbustest.Unit) { u[1].Input[2] = 1500 }) // output power 150.0 %
+	_, err := c.Status(ctxT(t))
+	if !errors.Is(err, device.ErrSensor) || !strings.Contains(err.Error(), "output_power") {
+		t.Fatalf("output power 150 %%: %v, want a sensor fault of output_power", err)
 	}
 }
