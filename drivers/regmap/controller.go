@@ -32,7 +32,7 @@ type Controller struct {
 	// statusReads are Status's: only the channels device.FurnaceStatus
 	// needs, which the monitor polls at the furnace period.
 	statusReads []span
-	kick  uint16
+	kick        uint16
 
 	mu     sync.Mutex // guards kick, cancel
 	cancel context.CancelFunc
