@@ -115,8 +115,9 @@ func TestOutputs(t *testing.T) {
 		capability, out string
 		ok              bool
 	}{
-		{"cvd-material-synthesis", `{"peak_distance":18.9,"layer_count":1,"confidence":0.93,
-			"raman_analysis":{"e2g_cm1":385.1,"a1g_cm1":404.0,"peak_distance":18.9,"layer_count":1,"confidence":0.93},
+		{"cvd-material-synthesis", `{"peak_distance":18.9,"layer_count":1,"confidence":0.93,"material_matches_recipe":true,
+			"raman_analysis":{"e2g_cm1":385.1,"a1g_cm1":404.0,"peak_distance":18.9,"layer_count":1,"confidence":0.93,
+				"material":{"name":"MoS2","confidence":0.97,"expected":"MoS2","matches_recipe":true}},
 			"growth_log":[{"elapsed_seconds":0,"stage":"pump_down","pressure_pa":1e5}]}`, true},
 		{"cvd-material-synthesis", `{"peak_distance":18.9,"layer_count":1.5,"raman_analysis":{},"growth_log":[]}`, false},
 		{"rig-status", `{"taken_at":"2026-11-22T08:00:00Z","interlock":{"latched":false},"furnace":{"temperature_c":null}}`, true},
