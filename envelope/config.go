@@ -108,7 +108,7 @@ type Purge struct {
 // Vent names the valves of the venting rules and the vent temperature limit.
 type Vent struct {
 	Valve          string   `yaml:"valve" json:"valve"`
-	GateValve      string   `yaml:"gate_valve" json:"gate_valve"`
+	Gate           string   `yaml:"gate" json:"gate"`
 	MaxTemperature Quantity `yaml:"max_temperature" json:"max_temperature"`
 }
 

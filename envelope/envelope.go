@@ -116,6 +116,22 @@ type Envelope struct {
 // Config returns the configuration the envelope was compiled from.
 func (e *Envelope) Config() Config { return e.cfg }
 
+// VentValves are the vent and gate valves: the envelope's vent section
+// where it names them, else the outputs of the layout's vent and gate
+// roles ("" where the rig has neither).
+func (e *Envelope) VentValves() (vent, gate string) {
+	vent, gate = e.spec.Roles.Vent, e.spec.Roles.Gate
+	if v := e.cfg.Vent; v != nil {
+		if v.Valve != "" {
+			vent = v.Valve
+		}
+		if v.Gate != "" {
+			gate = v.Gate
+		}
+	}
+	return vent, gate
+}
+
 // Spec returns the rig specification the envelope was compiled against.
 func (e *Envelope) Spec() RigSpec {
 	s := e.spec
@@ -501,13 +517,14 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 			c.fail("vent", "the venting rules need the vent valve named")
 			return
 		}
-		r := &ventRule{valve: v.Valve, gate: v.GateValve, tUnit: v.MaxTemperature.Unit}
-		if s, ok := e.switches[v.Valve]; !ok || s.InterlockOwned {
-			c.fail("vent.valve", "unknown switch %q", v.Valve)
+		valve, gate := e.VentValves()
+		r := &ventRule{valve: valve, gate: gate, tUnit: v.MaxTemperature.Unit}
+		if s, ok := e.switches[valve]; !ok || s.InterlockOwned {
+			c.fail("vent.valve", "unknown switch %q (and the layout gives no output the vent role)", valve)
 		}
 		if e.prohibited[RuleVentPumping] {
-			if s, ok := e.switches[v.GateValve]; !ok || s.InterlockOwned || v.GateValve == v.Valve {
-				c.fail("vent.gate_valve", "unknown switch %q", v.GateValve)
+			if s, ok := e.switches[gate]; !ok || s.InterlockOwned || gate == valve {
+				c.fail("vent.gate", "unknown switch %q (and the layout gives no output the gate role)", gate)
 			}
 		}
 		if e.prohibited[RuleVentHot] {

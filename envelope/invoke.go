@@ -274,20 +274,8 @@ func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
 	return r, raw, nil
 }
 
-// ventValves are the names of the vent and gate valves (the envelope's vent
-// section, else the layout's vent and gate roles).
-func (iv *Invoker) ventValves() (vent, gate string) {
-	vent, gate = iv.il.env.spec.Roles.Vent, iv.il.env.spec.Roles.Gate
-	if v := iv.il.env.cfg.Vent; v != nil {
-		if v.Valve != "" {
-			vent = v.Valve
-		}
-		if v.GateValve != "" {
-			gate = v.GateValve
-		}
-	}
-	return vent, gate
-}
+// ventValves are the names of the vent and gate valves (Envelope.VentValves).
+func (iv *Invoker) ventValves() (vent, gate string) { return iv.il.env.VentValves() }
 
 func (iv *Invoker) gasValve(name string) bool {
 	for _, g := range iv.il.env.spec.Gases {

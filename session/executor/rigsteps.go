@@ -28,15 +28,8 @@ type rigNames struct {
 // is "".
 func namesOf(env *envelope.Envelope) rigNames {
 	ro := env.Spec().Roles
-	n := rigNames{vent: ro.Vent, gate: ro.Gate, pump: ro.Pump, scrubber: ro.Scrubber, valve: map[string]string{}}
-	if v := env.Config().Vent; v != nil {
-		if v.Valve != "" {
-			n.vent = v.Valve
-		}
-		if v.GateValve != "" {
-			n.gate = v.GateValve
-		}
-	}
+	n := rigNames{pump: ro.Pump, scrubber: ro.Scrubber, valve: map[string]string{}}
+	n.vent, n.gate = env.VentValves()
 	for _, g := range env.Spec().Gases {
 		n.valve[g.Gas] = g.Valve
 	}

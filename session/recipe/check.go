@@ -93,16 +93,8 @@ type checker struct {
 
 func newChecker(r *Recipe, env *envelope.Envelope) *checker {
 	c := &checker{r: r, env: env, cfg: env.Config(), spec: env.Spec(), valve: map[string]string{},
-		vent: env.Spec().Roles.Vent, gate: env.Spec().Roles.Gate, pump: env.Spec().Roles.Pump,
-		scrubber: env.Spec().Roles.Scrubber, found: map[[3]any]*found{}}
-	if v := c.cfg.Vent; v != nil {
-		if v.Valve != "" {
-			c.vent = v.Valve
-		}
-		if v.GateValve != "" {
-			c.gate = v.GateValve
-		}
-	}
+		pump: env.Spec().Roles.Pump, scrubber: env.Spec().Roles.Scrubber, found: map[[3]any]*found{}}
+	c.vent, c.gate = env.VentValves()
 	for _, g := range c.spec.Gases {
 		c.valve[g.Gas] = g.Valve
 	}

@@ -1,8 +1,8 @@
 // Package regmaptest is test support for the packages that drive the
 // simulated rig through the generic Modbus driver: the shipped profiles of
 // the simulator's furnace controller and I/O module, and the layout of
-// configs/sim.yaml (which output and input is on which channel), without
-// reading a configuration.
+// configs/sim.yaml (which output and input is on which channel, read by
+// configs/simrig).
 package regmaptest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"io/fs"
 
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/configs/simrig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 )
@@ -32,22 +33,15 @@ const (
 
 // SimModuleOpts is configs/sim.yaml's layout of the I/O module (unit 2).
 func SimModuleOpts() regmap.ModuleOpts {
-	return regmap.ModuleOpts{Name: "dio", Unit: 2,
-		Outputs: []regmap.OutputSpec{
-			{Name: "pump", Channel: "coil0"},
-			{Name: "gate_valve", Channel: "coil1"},
-			{Name: "ar_valve", Channel: "coil2"},
-			{Name: "h2_valve", Channel: "coil3"},
-			{Name: "h2s_valve", Channel: "coil4"},
-			{Name: "vent_valve", Channel: "coil5"},
-			{Name: "scrubber", Channel: "coil6", Safe: true},
-		},
-		Inputs: []regmap.InputSpec{
-			{Name: "door_closed", Channel: "di0"},
-			{Name: "exhaust_ok", Channel: "di1"},
-			{Name: "pump_running", Channel: "di2"},
-		},
+	o := regmap.ModuleOpts{Name: "dio", Unit: 2}
+	l := simrig.Sim()
+	for _, out := range l.Outputs {
+		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: out.Name, Channel: out.Channel, Safe: out.Safe})
 	}
+	for _, in := range l.Inputs {
+		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: in.Name, Channel: in.Channel})
+	}
+	return o
 }
 
 // SimFurnace is the simulator's furnace controller (unit 1) on bus.
@@ -96,5 +90,9 @@ type SimMFC struct {
 
 // SimMFCs are configs/sim.yaml's gas lines' controllers.
 func SimMFCs() []SimMFC {
-	return []SimMFC{{"Ar", "mfc-ar", 'A', 500}, {"H2", "mfc-h2", 'B', 200}, {"H2S", "mfc-h2s", 'C', 50}}
+	var out []SimMFC
+	for _, l := range simrig.Sim().Lines {
+		out = append(out, SimMFC{Gas: l.Gas, Name: l.MFC, UnitID: l.UnitID[0], FullScale: l.FullScaleSCCM})
+	}
+	return out
 }

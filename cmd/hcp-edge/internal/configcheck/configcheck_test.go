@@ -144,8 +144,8 @@ func TestCheckBroken(t *testing.T) {
 			return strings.Replace(s, "{channel: coil5,", "{channel: coil4,", 1)
 		}, want: []want{{"vent_valve: {channel: coil4,", "rig.outputs.vent_valve.channel"}}},
 		{name: "a role twice", edit: func(s string) string {
-			return strings.Replace(s, "safe: \"off\", role: vent}", "safe: \"off\", role: gate}", 1)
-		}, want: []want{{"vent_valve: {channel: coil5, safe: \"off\", role: gate}", "rig.outputs.vent_valve.role"}}},
+			return strings.Replace(s, "role: exhaust_scrubber}", "role: pump}", 1)
+		}, want: []want{{"scrubber:   {channel: coil6", "rig.outputs.scrubber.role"}}},
 		{name: "a line valve that is the pump", edit: func(s string) string {
 			return strings.Replace(s, "valve: ar_valve,", "valve: pump,", 1)
 		}, want: []want{{"valve: pump,", "rig.mfcs[0].valve"}}},

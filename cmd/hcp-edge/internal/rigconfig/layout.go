@@ -69,7 +69,7 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 		}
 		if o.Role != "" {
 			if !outputRoles[o.Role] {
-				bad(key+".role", "unknown role %q (pump, gate, vent or scrubber)", o.Role)
+				bad(key+".role", "unknown role %q (pump, gate, vent or exhaust_scrubber)", o.Role)
 			} else if prev, dup := roles[o.Role]; dup {
 				bad(key+".role", "role %s is also output %s's", o.Role, prev)
 			}
@@ -136,13 +136,13 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 
 // role returns the output or input of a role, or "".
 func (r Rig) role(role string) string {
-	for name, o := range r.Outputs {
-		if o.Role == role {
+	for _, name := range sortedKeys(r.Outputs) {
+		if r.Outputs[name].Role == role {
 			return name
 		}
 	}
-	for name, in := range r.Inputs {
-		if in.Role == role {
+	for _, name := range sortedKeys(r.Inputs) {
+		if r.Inputs[name].Role == role {
 			return name
 		}
 	}

@@ -431,7 +431,7 @@ const (
 	RolePump     = "pump"     // the roughing pump
 	RoleGate     = "gate"     // the gate valve between chamber and pump
 	RoleVent     = "vent"     // the vent valve (admits air)
-	RoleScrubber = "scrubber" // the exhaust scrubber
+	RoleScrubber = "exhaust_scrubber" // the exhaust scrubber
 	RoleDoor     = "door"     // input: the door is closed
 )
 
