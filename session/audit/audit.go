@@ -62,7 +62,7 @@ var (
 
 // BucketNames returns the names of the audit log's buckets (entries,
 // per-session index, head), for those who measure the file.
-func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta} }
+func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta, bucketTime} }
 
 const domain = "hcp-edge/audit/v1\n"
 
@@ -109,7 +109,7 @@ func Init(tx *bolt.Tx) error {
 			return fmt.Errorf("audit: create bucket %s: %w", name, err)
 		}
 	}
-	return nil
+	return backfillTime(tx) // query.go
 }
 
 func buckets(tx *bolt.Tx) (entries, sessions, meta *bolt.Bucket, err error) {
@@ -176,6 +176,9 @@ func AppendTx(tx *bolt.Tx, e Entry) (Entry, error) {
 	}
 	if err := meta.Put(keyHead, hv); err != nil {
 		return Entry{}, fmt.Errorf("audit: put head: %w", err)
+	}
+	if err := indexTime(tx, meta, e); err != nil { // query.go
+		return Entry{}, err
 	}
 	return e, nil
 }

@@ -85,8 +85,11 @@ func (f auditFlags) reach(ctx context.Context, req control.Request) (target, err
 // Audit is `hcp-edge audit verify|replay`: through the daemon, or on the
 // state file read-only when it is down.
 func Audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "log" {
+		return auditLog(ctx, args[1:], stdout, stderr) // auditlog.go
+	}
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "replay") {
-		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n\nRun \"hcp-edge audit verify -h\" or \"hcp-edge audit replay -h\" for the flags.\n", stdout, stderr)
+		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n       hcp-edge audit log [--since T] [--until T] [--kind K] [--session ID] [--uid N] [--outcome refused|done|failed] [--json] [--follow]\n\nRun \"hcp-edge audit verify -h\", \"hcp-edge audit replay -h\" or \"hcp-edge audit log -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("audit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
