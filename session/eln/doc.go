@@ -1,10 +1,10 @@
 // Package eln writes a session's record as an .eln archive, the ELN
 // Consortium's exchange format that electronic lab notebooks (eLabFTW,
 // Kadi4Mat, RSpace, Chemotion) import: a zip holding one root folder with
-// the data files and, at its top, ro-crate-metadata.json, an RO-Crate 1.1
-// (https://w3id.org/ro/crate/1.1) describing them in JSON-LD with
-// schema.org terms. It is pure: no clock, no file system, the zip written
-// to the io.Writer it is handed.
+// the data files and, at its top, ro-crate-metadata.json, an RO-Crate 1.2
+// (https://w3id.org/ro/crate/1.2; the ELN format asks for 1.1 or later)
+// describing them in JSON-LD with schema.org terms. It is pure: no clock,
+// no file system, the zip written to the io.Writer it is handed.
 //
 // # Concepts
 //

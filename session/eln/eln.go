@@ -83,9 +83,9 @@ const MIME = "application/vnd.eln+zip"
 
 // Profile URIs the crate conforms to.
 const (
-	ROCrate11      = "https://w3id.org/ro/crate/1.1"
+	ROCrate12      = "https://w3id.org/ro/crate/1.2"
 	ProcessRun     = "https://w3id.org/ro/wfrun/process/0.5"
-	contextROCrate = "https://w3id.org/ro/crate/1.1/context"
+	contextROCrate = "https://w3id.org/ro/crate/1.2/context"
 )
 
 // Root is the root folder's name for a session.
@@ -150,7 +150,7 @@ func Metadata(r Run) ([]byte, error) {
 	agentID := "#agent-hcp-edge"
 	graph := []obj{{
 		"@id": MetadataFile, "@type": "CreativeWork",
-		"conformsTo": []obj{ref(ROCrate11), ref(ProcessRun)},
+		"conformsTo": []obj{ref(ROCrate12), ref(ProcessRun)},
 		"about":      ref("./"),
 	}}
 	var parts, results, inputs []obj
@@ -273,8 +273,14 @@ func Metadata(r Run) ([]byte, error) {
 	rootDS := obj{"@id": "./", "@type": "Dataset", "name": r.Title, "description": r.Description,
 		"identifier": r.SessionID, "hasPart": parts, "mentions": ref(runID),
 		"license": ref("https://spdx.org/licenses/CC-BY-4.0"), "keywords": strings.Join(nonEmpty(r.Capability, r.DataClass, r.Rig, "hcp-edge"), ", ")}
-	if !r.Exported.IsZero() {
-		rootDS["datePublished"] = r.Exported.UTC().Format(time.RFC3339)
+	published := r.Exported // RO-Crate requires it: the export, else the run's end, else its start
+	for _, t := range []time.Time{r.End, r.Start} {
+		if published.IsZero() {
+			published = t
+		}
+	}
+	if !published.IsZero() {
+		rootDS["datePublished"] = published.UTC().Format(time.RFC3339)
 	}
 	graph = append([]obj{graph[0], rootDS}, graph[1:]...)
 	graph = append(graph, obj{"@id": "https://spdx.org/licenses/CC-BY-4.0", "@type": "CreativeWork", "name": "CC BY 4.0"})

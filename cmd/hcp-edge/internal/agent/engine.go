@@ -71,6 +71,8 @@ type sessions struct {
 	hub      *hub.Hub
 	stateDir string
 	log      *slog.Logger
+	version  string        // the agent's, for exports (export.go)
+	rig      rigconfig.Rig // the rig's instruments, for exports
 }
 
 // newInvoker builds the tool pipeline over il, with the built-in catalog:

@@ -82,6 +82,8 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 		return h.sess.handle(ctx, req, nil)
 	case control.OpAuditVerify, control.OpAuditReplay, control.OpAuditLog:
 		return h.sess.auditOp(ctx, req)
+	case control.OpExport:
+		return h.sess.exportOp(ctx, req) // export.go
 	case control.OpTakeover, control.OpHandback, control.OpOwnership:
 		return h.sess.ownershipOp(ctx, req)
 	case control.OpEStop:
