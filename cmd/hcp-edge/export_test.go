@@ -3,17 +3,20 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"github.com/hcp-edge/hcp-edge/transport/caller"
 )
 
 // npmPeers is where scripts/ci-deps.sh installs the npm peers (or
@@ -171,6 +174,36 @@ func checkELN(t *testing.T, file, sid string) {
 	t.Logf("peers: ro-crate found %d files (sha256 and size as described), jcampconverter read %d points of %s (%s, %s)", len(rep.Files), len(sp.X), sp.ID, sp.XUnits, sp.YUnits)
 }
 
+// exportAndCheck exports session sid of e's daemon and judges the archive
+// with checkELN (the shipped MoS2 and WS2 sessions, run through the broker).
+func exportAndCheck(t *testing.T, e *env, sid string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "session.eln")
+	e.mustCLI("export", sid, "--out", f)
+	checkELN(t, f, sid)
+}
+
+// fetchELNAndCheck fetches session sid's .eln archive over HCP, as its
+// caller (artifact_request of hcp://{sid}/artifacts/record.eln, in chunks
+// of 4 KiB: every chunk from the same bytes, the sha256 verified by the
+// client), and judges it with checkELN.
+func fetchELNAndCheck(t *testing.T, c *caller.Client, sid string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), brokerLongGuard)
+	defer cancel()
+	var buf bytes.Buffer
+	got, err := c.FetchArtifactWith(ctx, "hcp://"+sid+"/artifacts/record.eln", &buf, caller.FetchOpts{ChunkSize: 4096})
+	if err != nil || got.Chunks < 2 {
+		t.Fatalf("fetch record.eln: %+v %v", got, err)
+	}
+	f := filepath.Join(t.TempDir(), "fetched.eln")
+	if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fetched record.eln over HCP: %d bytes in %d chunks, %s", got.SizeBytes, got.Chunks, got.Checksum)
+	checkELN(t, f, sid)
+}
+
 // TestExportThroughCLI: the seed's MoS2 session (T2, approved by olga)
 // exported through the running daemon is an .eln the peers read; the
 // export is recorded as an access; an existing --out, an unknown session
@@ -252,5 +285,44 @@ func TestExportThroughCLI(t *testing.T) {
 	log = e.mustCLI("audit", "log", "--state-dir", e.dir, "--session", sr.SessionID, "--kind", "data_access", "--json")
 	if !strings.Contains(log.stdout, `"operator":"bob"`) {
 		t.Fatalf("no offline export access in\n%s", log.stdout)
+	}
+}
+
+// BenchmarkExportMoS2: `hcp-edge export` of a completed MoS2 session (the
+// seed task: its recipe's two hours of process time on the simulator),
+// the whole command through the running daemon, process start included.
+// The issue's bound is 1 s.
+//
+//	go test -run XXX -bench ExportMoS2 -benchtime 10x ./cmd/hcp-edge/
+func BenchmarkExportMoS2(b *testing.B) {
+	e := newEnv(b, nil)
+	e.start()
+	e.arm()
+	r := e.mustCLI("submit", seedTask)
+	var sr submitResult
+	if err := json.Unmarshal([]byte(r.stdout), &sr); err != nil || sr.ApprovalID == "" {
+		b.Fatalf("submit: %v %+v\n%s", err, sr, r.stdout)
+	}
+	e.mustCLI("approve", sr.ApprovalID, "--operator", "olga")
+	e.waitSessionFor(2*time.Minute, "completed", func(s sessionView) bool { return s.ID == sr.SessionID && s.State == "COMPLETED" })
+	if fin, err := os.ReadFile(filepath.Join(e.dir, "results", sr.SessionID+".json")); err == nil {
+		var m struct {
+			Payload struct {
+				Summary struct {
+					Duration string `json:"duration"`
+				} `json:"execution_summary"`
+				Outputs struct {
+					Log []any `json:"growth_log"`
+				} `json:"outputs"`
+			} `json:"payload"`
+		}
+		_ = json.Unmarshal(fin, &m)
+		b.Logf("session %s: execution_summary.duration %s, %d growth-log rows", sr.SessionID, m.Payload.Summary.Duration, len(m.Payload.Outputs.Log))
+	}
+	dir := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		e.mustCLI("export", sr.SessionID, "--out", filepath.Join(dir, strconv.Itoa(i)+".eln"))
 	}
 }

@@ -361,3 +361,8 @@ func CheckOut(out string) error {
 	_ = tmp.Close()
 	return os.Remove(tmp.Name())
 }
+
+// ArtifactName is the reserved artifact name under which a caller fetches
+// a session's .eln archive over HCP: hcp://{session}/artifacts/record.eln
+// (docs/PROTOCOL-NOTES.md).
+const ArtifactName = "record.eln"
