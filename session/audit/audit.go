@@ -292,8 +292,11 @@ func VerifyTx(ctx context.Context, tx *bolt.Tx) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var prev [32]byte
-	var n uint64
+	anchor, err := readAnchor(meta) // archive.go: the chain in the file starts after it
+	if err != nil {
+		return 0, err
+	}
+	prev, n := anchor.Hash, anchor.Seq
 	c := entries.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if n%1024 == 0 {
@@ -343,7 +346,11 @@ func (l *Log) Verify(ctx context.Context) (uint64, error) {
 
 // ReplayTx returns sessionID's entries in tx; see Log.Replay.
 func ReplayTx(tx *bolt.Tx, sessionID string) ([]Entry, error) {
-	entries, sessions, _, err := buckets(tx)
+	entries, sessions, meta, err := buckets(tx)
+	if err != nil {
+		return nil, err
+	}
+	anchor, err := readAnchor(meta)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +376,10 @@ func ReplayTx(tx *bolt.Tx, sessionID string) ([]Entry, error) {
 			return &ChainError{Seq: seq, Reason: "content does not match its hash"}
 		}
 		linked := e.Prev == [32]byte{}
-		if seq > 1 {
+		switch {
+		case seq > 1 && seq-1 == anchor.Seq: // the entry before it is archived: the anchor holds its hash
+			linked = e.Prev == anchor.Hash
+		case seq > 1:
 			prev := entries.Get(seqKey(seq - 1))
 			linked = prev != nil && prevMatches(prev, e.Prev)
 		}

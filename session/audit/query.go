@@ -61,7 +61,11 @@ func backfillTime(tx *bolt.Tx) error {
 	if err != nil {
 		return fmt.Errorf("audit: create bucket %s: %w", bucketTime, err)
 	}
-	from := readTimeHead(meta)
+	anchor, err := readAnchor(meta)
+	if err != nil {
+		return err
+	}
+	from := max(readTimeHead(meta), anchor.Seq) // archived entries are not in the file
 	last := from
 	c := entries.Cursor()
 	for k, v := c.Seek(seqKey(from + 1)); k != nil; k, v = c.Next() {
