@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,5 +68,54 @@ func checkAuditLogOfOperators(t *testing.T, e *env, exe string, cleo osUser) {
 		if r := e.cli(append([]string{"audit", "log"}, bad...)...); r.code != 2 || !strings.Contains(r.stderr, "hcp-edge audit log:") {
 			t.Fatalf("audit log %v: exit %d\n%s%s", bad, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// checkAuditArchives follows TestStateUsageCompactThroughCLI's prune (every
+// closed session, older than a millisecond): the pass archived the audit
+// entries before it into state_dir/audit-archive; the chain verifies from
+// the anchor and the archives join it; `audit archive` by hand moves the
+// rest out; a truncated or edited archive is named by file and line, exit 1.
+func checkAuditArchives(t *testing.T, e *env) {
+	t.Helper()
+	adir := filepath.Join(e.dir, "audit-archive")
+	r := e.mustCLI("audit", "verify", "--state-dir", e.dir, "--archive", adir, "--json")
+	var v auditaccess.VerifyResult
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || !v.Intact || v.Anchor == nil || len(v.Archives) != 1 || v.Archives[0].From != 1 || v.Archives[0].To != v.Anchor.Seq {
+		t.Fatalf("audit verify --archive after prune: %v\n%s", err, r.stdout)
+	}
+	t.Logf("the prune archived entries 1..%d into %s; the chain verifies from the anchor to #%d", v.Anchor.Seq, v.Archives[0].File, v.HeadSeq)
+	out := filepath.Join(t.TempDir(), "by-hand.jsonl")
+	r = e.mustCLI("audit", "archive", "--before", time.Now().Add(time.Hour).Format(time.RFC3339), "--out", out, "--state-dir", e.dir)
+	if !strings.Contains(r.stdout, "archived entries") {
+		t.Fatalf("audit archive: %s", r.stdout)
+	}
+	if r := e.cli("audit", "archive", "--before", "1h", "--out", out, "--state-dir", e.dir); r.code != exitFailure || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("audit archive over an existing file: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := e.cli("audit", "archive", "--before", "soonish", "--out", out+"2", "--state-dir", e.dir); r.code != exitUsage {
+		t.Fatalf("audit archive --before soonish: exit %d\n%s", r.code, r.stderr)
+	}
+	r = e.mustCLI("audit", "verify", "--state-dir", e.dir, "--archive", adir, out)
+	if !strings.Contains(r.stdout, "chain: intact") || !strings.Contains(r.stdout, "joined from entry 1") {
+		t.Fatalf("audit verify --archive, two archives:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	bad := filepath.Join(t.TempDir(), "truncated.jsonl")
+	_ = os.WriteFile(bad, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
+	if r := e.cli("audit", "verify", "--state-dir", e.dir, "--archive", adir, bad); r.code != exitFailure || !strings.Contains(r.stdout, "BROKEN at "+bad) {
+		t.Fatalf("a truncated archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	edited := strings.Replace(string(b), `\"op\"`, `\"oq\"`, 1)
+	if edited == string(b) {
+		edited = strings.Replace(string(b), `"kind":"`, `"kind":"x`, 1)
+	}
+	_ = os.WriteFile(bad, []byte(edited), 0o600)
+	if r := e.cli("audit", "verify", "--state-dir", e.dir, "--archive", adir, bad); r.code != exitFailure || !strings.Contains(r.stdout, " line ") {
+		t.Fatalf("an edited archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
