@@ -134,7 +134,7 @@ func QueryTx(tx *bolt.Tx, q Query) ([]Entry, error) {
 	case !q.Since.IsZero() && tx.Bucket(bucketTime) != nil && readTimeHead(meta) == h.Seq:
 		indexed = true
 		c := tx.Bucket(bucketTime).Cursor()
-		for k, _ := c.Seek(timeKey(q.Since, 0)); k != nil && len(k) == 16; k, _ = c.Next() {
+		for k, _ := c.Seek(timeKey(q.Since, 0)); len(k) == 16; k, _ = c.Next() {
 			if !q.Until.IsZero() && !timeOfKey(k).Before(q.Until) {
 				break
 			}
