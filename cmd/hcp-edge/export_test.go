@@ -326,3 +326,44 @@ func BenchmarkExportMoS2(b *testing.B) {
 		e.mustCLI("export", sr.SessionID, "--out", filepath.Join(dir, strconv.Itoa(i)+".eln"))
 	}
 }
+
+// checkT4Export: a T4 session's export is refused without an open release
+// (nothing at --out) and, released, holds the plaintext of its sealed
+// artifacts; the export is audited as an access.
+func checkT4Export(t *testing.T, e *env, sid string, released bool) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "t4.eln")
+	r := e.cli("export", sid, "--out", f, "--operator", "olga")
+	if !released {
+		if r.code != exitFailure || !strings.Contains(r.stderr, "access") {
+			t.Fatalf("export of a T4 session without a release: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(f); err == nil {
+			t.Fatal("a refused export left a file")
+		}
+		return
+	}
+	if r.code != exitOK {
+		t.Fatalf("export of a released T4 session: exit %d\n%s", r.code, r.stderr)
+	}
+	zr, err := zip.OpenReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var plot bool
+	for _, zf := range zr.File {
+		if strings.HasSuffix(zf.Name, "/artifacts/leak_check.svg") {
+			rc, _ := zf.Open()
+			b, _ := io.ReadAll(rc)
+			_ = rc.Close()
+			plot = bytes.Contains(b, []byte("<svg"))
+		}
+	}
+	if !plot {
+		t.Fatal("the released T4 export lacks the plaintext plot")
+	}
+	if rep := e.mustCLI("audit", "replay", sid, "--json", "--operator", "olga").stdout; !strings.Contains(rep, `"access": "export"`) {
+		t.Fatalf("the T4 export is not in the audit:\n%.3000s", rep)
+	}
+}
