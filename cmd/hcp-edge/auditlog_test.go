@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,5 +119,44 @@ func checkAuditArchives(t *testing.T, e *env) {
 	_ = os.WriteFile(bad, []byte(edited), 0o600)
 	if r := e.cli("audit", "verify", "--state-dir", e.dir, "--archive", adir, bad); r.code != exitFailure || !strings.Contains(r.stdout, " line ") {
 		t.Fatalf("an edited archive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestAuditLogFollow: `audit log --follow` prints the entries appended
+// after it started, as they come, until interrupted.
+func TestAuditLogFollow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a daemon (~3 s)")
+	}
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.start()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "audit", "log", "--follow", "--kind", "control", "--json", "--since", "1m")
+	cmd.Env = e.environ()
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // its first answer
+	e.arm()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), `"decision":"arm done"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("audit log --follow did not print the arming:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("audit log --follow after SIGINT: %v\n%s", err, out.String())
+	}
+	es := logEntries(t, out.String())
+	for i := 1; i < len(es); i++ {
+		if es[i].Seq <= es[i-1].Seq {
+			t.Fatalf("entry %d after %d: printed twice or out of order", es[i].Seq, es[i-1].Seq)
+		}
 	}
 }

@@ -107,7 +107,7 @@ func TestArchiveKeep(t *testing.T) {
 // after every round, and the file's audit bucket stays bounded.
 func TestArchiveLoopBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("30,000 entries")
+		t.Skip("11,000 entries")
 	}
 	ctx := context.Background()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "audit.db"), 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
@@ -126,7 +126,7 @@ func TestArchiveLoopBounded(t *testing.T) {
 	maxKeys := 0
 	for s := range 1000 {
 		if err := db.Update(func(tx *bolt.Tx) error {
-			for i := range 30 {
+			for i := range 10 {
 				if _, err := AppendTx(tx, Entry{At: now.Add(time.Duration(i) * time.Millisecond), SessionID: fmt.Sprintf("s%04d", s), Kind: KindToolCall, Detail: `{"decision":"executed"}`}); err != nil {
 					return err
 				}
@@ -158,14 +158,14 @@ func TestArchiveLoopBounded(t *testing.T) {
 			return nil
 		})
 	}
-	if n, err := l.Verify(ctx); err != nil || n != 31_000 {
+	if n, err := l.Verify(ctx); err != nil || n != 11_000 {
 		t.Fatalf("verify: %d %v", n, err)
 	}
-	// 20 sessions retained + up to 50 appended between two rounds, 31 entries each.
-	if maxKeys > 70*31 {
+	// 20 sessions retained + up to 50 appended between two rounds, 11 entries each.
+	if maxKeys > 70*11 {
 		t.Fatalf("the audit bucket held %d entries after a round", maxKeys)
 	}
-	t.Logf("31,000 entries of 1,000 sessions in %d archives; the audit bucket held at most %d entries after a round", len(files), maxKeys)
+	t.Logf("11,000 entries of 1,000 sessions in %d archives; the audit bucket held at most %d entries after a round", len(files), maxKeys)
 }
 
 // The steps of Archive, in order; a kill at each must leave either the
