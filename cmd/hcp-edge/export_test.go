@@ -143,6 +143,18 @@ func checkELN(t *testing.T, file, sid string) {
 		rep.Action.Status != "http://schema.org/CompletedActionStatus" || rep.Action.StartTime == "" || rep.Action.EndTime == "" || len(rep.Action.Instrument) < 2 {
 		t.Fatalf("ro-crate: conformsTo %v, action %+v", rep.ConformsTo, rep.Action)
 	}
+	// The furnace names its model (from its instrument profile).
+	var meta struct {
+		Graph []map[string]any `json:"@graph"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, root, "ro-crate-metadata.json")); err != nil || json.Unmarshal(b, &meta) != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	for _, e := range meta.Graph {
+		if e["@id"] == "#instrument-furnace" && e["model"] == nil {
+			t.Fatalf("the furnace has no model: %v", e)
+		}
+	}
 	raw, err := os.ReadFile(filepath.Join(dir, root, "artifacts", "raman_raw.json"))
 	if err != nil {
 		t.Fatal(err)

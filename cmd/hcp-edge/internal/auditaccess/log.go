@@ -38,7 +38,7 @@ type LogQuery struct {
 func (q LogQuery) Check() error {
 	for _, k := range q.Kinds {
 		if !audit.Kind(k).Valid() {
-			return fmt.Errorf("unknown kind %q (one of gate_decision, transition, tool_call, interlock_decision, approval, data_access, ownership, discovery, control, recipe, model, retention)", k)
+			return fmt.Errorf("unknown kind %q (one of gate_decision, transition, tool_call, interlock_decision, approval, data_access, ownership, discovery, control, recipe, model, retention, analysis)", k)
 		}
 	}
 	switch q.Outcome {

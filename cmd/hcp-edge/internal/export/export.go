@@ -310,16 +310,23 @@ func WriteFile(out string, data []byte) error {
 	return nil
 }
 
-// InstrumentsOf lists the rig's instruments from its configuration
-// (model and serial number are not in it yet: left out).
+// InstrumentsOf lists the rig's instruments from its configuration: the
+// Modbus instruments with the manufacturer and model of their profile
+// (serial numbers are not in the configuration: left out).
 func InstrumentsOf(r rigconfig.Rig) []eln.Instrument {
 	var out []eln.Instrument
-	busOf := func(d rigconfig.ModbusDevice) string {
+	profiles, _ := r.Profiles() // Parse loaded them; a problem there refused the configuration
+	modbus := func(id, kind string, d rigconfig.ModbusDevice) eln.Instrument {
 		b := r.ModbusBuses[d.Bus]
-		return fmt.Sprintf("Modbus %s %s unit %d (bus %s)", b.Transport, b.Address, d.Unit, d.Bus)
+		in := eln.Instrument{ID: id, Kind: kind, Description: fmt.Sprintf("Modbus %s %s unit %d (bus %s)", b.Transport, b.Address, d.Unit, d.Bus)}
+		if p := profiles[d.Profile]; p != nil {
+			in.Model = strings.TrimSpace(p.Manufacturer + " " + p.Model)
+			in.Description += ", instrument profile " + p.ID
+		}
+		return in
 	}
-	out = append(out, eln.Instrument{ID: "furnace", Kind: "furnace temperature controller", Description: busOf(r.Furnace)},
-		eln.Instrument{ID: "dio", Kind: "digital I/O module (valves, pump, relay, interlock inputs)", Description: busOf(r.DIO)})
+	out = append(out, modbus("furnace", "furnace temperature controller", r.Furnace),
+		modbus("dio", "digital I/O module (valves, pump, relay, interlock inputs)", r.DIO))
 	for _, m := range r.MFCs {
 		out = append(out, eln.Instrument{ID: m.Name, Kind: "mass-flow controller, " + m.Gas + ", full scale " + m.FullScale,
 			Description: "serial " + m.Port + " " + m.Mode + ", unit " + m.UnitID})
