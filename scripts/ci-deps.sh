@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs with apt the peer programs the tests need: programs nobody here wrote, to prove
 # interoperability (mbpoll, pymodbus, pika), pty plumbing (socat), and qemu-user for the
-# cross-built binaries; and with npm, @dwmkerr/mock-llm (an OpenAI-compatible server) into
-# ~/.cache/hcp-edge/npm. Idempotent: installs only what is missing.
+# cross-built binaries; and with npm, @dwmkerr/mock-llm (an OpenAI-compatible server), ro-crate and
+# jcampconverter (the .eln export's readers) into ~/.cache/hcp-edge/npm. Idempotent: installs only what is missing.
 #
 # Then it runs each peer's own probe — the very import or command the tests use — and fails at
 # once, naming the package to add, when one does not work. A package that is installed but
@@ -87,6 +87,18 @@ if [ "$(mock_llm_version)" != "$MOCK_LLM_VERSION" ]; then
 fi
 mock_llm_probe() { [ "$(mock_llm_version)" = "$MOCK_LLM_VERSION" ] && [ -x "$MOCK_LLM_PREFIX/node_modules/.bin/mock-llm" ]; }
 probe "npm @dwmkerr/mock-llm"  "mock-llm $MOCK_LLM_VERSION in $MOCK_LLM_PREFIX" mock_llm_probe
+# The .eln export's peers (cmd/hcp-edge TestExportThroughCLI, via testdata/eln-check.mjs): the npm
+# ro-crate library (loads and validates the crate, walks its File entities) and jcampconverter
+# (parses JCAMP-DX), pinned, into the same prefix.
+ELN_PEERS=("ro-crate@3.7.2" "jcampconverter@12.5.3")
+npm_version() { node -e 'console.log(require(process.argv[1]).version)' "$MOCK_LLM_PREFIX/node_modules/$1/package.json" 2>/dev/null; }
+for spec in "${ELN_PEERS[@]}"; do
+  if [ "$(npm_version "${spec%@*}")" != "${spec##*@}" ]; then
+    echo "ci-deps: installing $spec into $MOCK_LLM_PREFIX"
+    npm install --prefix "$MOCK_LLM_PREFIX" --no-audit --no-fund --loglevel=error "$spec" >/dev/null
+  fi
+  probe "npm $spec" "$spec in $MOCK_LLM_PREFIX" test "$(npm_version "${spec%@*}")" = "${spec##*@}"
+done
 if [ "$failed" != 0 ]; then
   echo "ci-deps: a peer does not work; see the lines above" >&2
   exit 1

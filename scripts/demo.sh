@@ -159,6 +159,13 @@ printf 'hcp-edge tools --state-dir (no daemon): '
 step "what reached the firmware (rig-sim status): the writes it received"
 "$BIN/rig-sim" status --dir "$dir" >"$dir/out.txt"; tail -n 12 "$dir/out.txt"
 
+step "the run's record for a lab notebook: hcp-edge export (an .eln archive; the spectrum as JCAMP-DX)"
+sid=${uri#hcp://}; sid=${sid%%/*}
+eln=$plots_dir/mos2-run.eln
+rm -f "$eln" # export never replaces a file
+"$BIN/hcp-edge" export "$sid" --out "$eln" --state-dir "$HCP_STATE_DIR"
+
 printf '\ndemo: ok in %ss\n' "$SECONDS"
 printf 'the MoS2 run'"'"'s plots (open in a browser):\n'
 for p in "${plots[@]}"; do printf '  %s\n' "$(realpath "$p")"; done
+printf 'the MoS2 run'"'"'s record for an electronic lab notebook (import it as .eln: docs/RECORD.md):\n  %s\n' "$(realpath "$eln")"

@@ -304,7 +304,7 @@ func TestMoS2SealedThroughCLI(t *testing.T) {
 		t.Fatalf("submit --watch: exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
 	}
 	tc, err := decodeFinal(t, r).TaskCompleted()
-	if err != nil || len(tc.Artifacts) != 4 {
+	if err != nil || len(tc.Artifacts) != 5 {
 		t.Fatalf("final: %+v %v", tc, err)
 	}
 	out := t.TempDir()

@@ -305,8 +305,10 @@ func TestT4ArtifactFetchThroughBroker(t *testing.T) {
 	uri := "hcp://" + sid + "/artifacts/leak_check.svg"
 	_, err := c.FetchArtifact(cctx, uri, io.Discard)
 	wantRefused(t, err, wire.ReasonAccessRequired)
+	checkT4Export(t, b.env, sid, false) // export_test.go: refused before the release
 
 	b.mustCLI("access", "approve", accID, "--operator", "olga", "--for", "1h")
+	checkT4Export(t, b.env, sid, true)
 	tc, err := final(t, b, task).TaskCompleted()
 	if err != nil || len(tc.Artifacts) == 0 || tc.Artifacts[0].URI != uri {
 		t.Fatalf("after approval: %+v %v", tc, err)

@@ -40,6 +40,9 @@
 //	                                      the state file read-only when it is down); exit 1 broken
 //	hcp-edge audit replay ID [--json] [--operator NAME]
 //	                                      one session's lifecycle from the audit log
+//	hcp-edge audit log [--since T] [--kind K] [--uid N] [--outcome O] [--json] [--follow]
+//	                                      every audit entry, rig-level ones included
+//	hcp-edge export ID [--out FILE]       the session's record as an .eln archive (RO-Crate)
 //	hcp-edge state usage [--json] [--state-dir DIR]
 //	                                      the state directory's bytes per bucket, data class, artifacts
 //	hcp-edge state compact [--json] [--state-dir DIR]
@@ -131,6 +134,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Access(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return cli.Audit(ctx, args[1:], stdout, stderr)
+	case "export":
+		return cli.Export(ctx, version, args[1:], stdout, stderr)
 	case "state":
 		return cli.State(ctx, args[1:], stdout, stderr)
 	case "envelope":
@@ -179,7 +184,9 @@ commands:
   capabilities [--as HARNESS]: the capability declarations a harness may use, with schemas and safety envelope
   access    access list | approve ID --operator NAME [--for D] | deny ID --operator NAME --reason TEXT:
             decide access to a T4 session's held results
-  audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle
+  audit     audit verify: check the audit log's hash chain; audit replay ID: one session's lifecycle;
+            audit log [--since T] [--kind K] [--uid N] [--outcome O]: every entry, the rig's own too
+  export    export ID [--out FILE]: the session's record as an .eln archive (RO-Crate, spectra as JCAMP-DX)
   state     state usage: bytes per bucket, data class and of the artifacts; state compact: give pruned
             space back to the file system (daemon stopped); state prune: a retention pass by hand
   envelope  envelope coverage: every writable channel and the rule that bounds it

@@ -240,6 +240,7 @@ func TestOperatorsFromTheKernel(t *testing.T) {
 	for _, s := range append(refused, signed...) {
 		t.Logf("audit #%d %s %s uid=%d operator=%q meaning=%q %s", s.Seq, s.Kind, s.Decision, *s.UID, s.Operator, s.Meaning, s.Summary)
 	}
+	checkAuditLogOfOperators(t, e, exe, cleo) // auditlog_test.go
 }
 
 // r4Task writes a task of the shipped WS2 recipe (R4: it reaches 800 °C,

@@ -263,6 +263,8 @@ func TestShippedCapabilities(t *testing.T) {
 		checkStream(t, all, r.sid)
 		if checkCompleted(t, all[len(all)-1], r.ts, sim.grown()) == "COMPLETED" {
 			checkGolden(t, goldenMoS2, all)
+			exportAndCheck(t, b.env, r.sid) // export_test.go
+			fetchELNAndCheck(t, r.c, r.sid)
 		}
 	})
 	if err := b.stop(); err != nil {
@@ -304,6 +306,7 @@ func TestShippedRecipes(t *testing.T) {
 		if mat := materialOf(out); mat["name"] != "WS2" || mat["matches_recipe"] != true || out["material_matches_recipe"] != true {
 			t.Fatalf("WS2: raman_analysis.material %v, material_matches_recipe %v", mat, out["material_matches_recipe"])
 		}
+		exportAndCheck(t, b.env, r.sid) // export_test.go
 		if err := b.stop(); err != nil {
 			t.Fatalf("daemon exit: %v\n%s", err, b.logs)
 		}

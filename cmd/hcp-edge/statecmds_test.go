@@ -269,6 +269,7 @@ func TestStateUsageCompactThroughCLI(t *testing.T) {
 	if err := e2.stop(); err != nil {
 		t.Fatalf("daemon stop: %v\n%s", err, e2.logs)
 	}
+	checkAuditArchives(t, e) // auditlog_test.go: what the prune archived, and audit archive by hand
 }
 
 // TestStateFlags: -h on every state verb prints its usage and exits 0;

@@ -62,7 +62,7 @@ var (
 
 // BucketNames returns the names of the audit log's buckets (entries,
 // per-session index, head), for those who measure the file.
-func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta} }
+func BucketNames() [][]byte { return [][]byte{bucketEntries, bucketSessions, bucketMeta, bucketTime} }
 
 const domain = "hcp-edge/audit/v1\n"
 
@@ -109,7 +109,7 @@ func Init(tx *bolt.Tx) error {
 			return fmt.Errorf("audit: create bucket %s: %w", name, err)
 		}
 	}
-	return nil
+	return backfillTime(tx) // query.go
 }
 
 func buckets(tx *bolt.Tx) (entries, sessions, meta *bolt.Bucket, err error) {
@@ -176,6 +176,9 @@ func AppendTx(tx *bolt.Tx, e Entry) (Entry, error) {
 	}
 	if err := meta.Put(keyHead, hv); err != nil {
 		return Entry{}, fmt.Errorf("audit: put head: %w", err)
+	}
+	if err := indexTime(tx, meta, e); err != nil { // query.go
+		return Entry{}, err
 	}
 	return e, nil
 }
@@ -289,8 +292,11 @@ func VerifyTx(ctx context.Context, tx *bolt.Tx) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var prev [32]byte
-	var n uint64
+	anchor, err := readAnchor(meta) // archive.go: the chain in the file starts after it
+	if err != nil {
+		return 0, err
+	}
+	prev, n := anchor.Hash, anchor.Seq
 	c := entries.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if n%1024 == 0 {
@@ -340,7 +346,11 @@ func (l *Log) Verify(ctx context.Context) (uint64, error) {
 
 // ReplayTx returns sessionID's entries in tx; see Log.Replay.
 func ReplayTx(tx *bolt.Tx, sessionID string) ([]Entry, error) {
-	entries, sessions, _, err := buckets(tx)
+	entries, sessions, meta, err := buckets(tx)
+	if err != nil {
+		return nil, err
+	}
+	anchor, err := readAnchor(meta)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +376,10 @@ func ReplayTx(tx *bolt.Tx, sessionID string) ([]Entry, error) {
 			return &ChainError{Seq: seq, Reason: "content does not match its hash"}
 		}
 		linked := e.Prev == [32]byte{}
-		if seq > 1 {
+		switch {
+		case seq > 1 && seq-1 == anchor.Seq: // the entry before it is archived: the anchor holds its hash
+			linked = e.Prev == anchor.Hash
+		case seq > 1:
 			prev := entries.Get(seqKey(seq - 1))
 			linked = prev != nil && prevMatches(prev, e.Prev)
 		}

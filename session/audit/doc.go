@@ -28,7 +28,18 @@
 //
 // Verify walks the whole chain and returns the first broken link as a
 // *ChainError. Replay returns one session's entries in order, each
-// checked against its own hash.
+// checked against its own hash. Query selects entries by time, kind,
+// session and position; a time window is read through the time index
+// "audit_time" (time, then sequence number), not the whole chain.
+//
+// # Archive
+//
+// Archive moves a prefix of the chain into a JSON Lines file (each entry
+// whole, with its link and hash) and records the anchor, the last archived
+// entry, in "audit_meta": Verify, Replay and Query then start from it, and
+// VerifyArchives checks archive files and their join with the anchor. A
+// crash at any step leaves the old chain whole or the archive plus the
+// anchor.
 //
 // # Interlock
 //

@@ -284,7 +284,7 @@ func TestSimSealedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("last message %s: %v", msgs[len(msgs)-1].Type, err)
 	}
-	if len(tc.Artifacts) != 4 { // spectrum, growth log and their two SVG plots
+	if len(tc.Artifacts) != 5 { // spectrum (JSON and JCAMP-DX), growth log and their two SVG plots
 		t.Fatalf("artifacts %+v", tc.Artifacts)
 	}
 	for _, a := range tc.Artifacts {
@@ -305,7 +305,7 @@ func TestSimSealedEndToEnd(t *testing.T) {
 			t.Fatalf("artifact %+v does not describe its plaintext (%d bytes)", a, len(plain))
 		}
 		// The plaintext is what the run produced; none of it is on disk.
-		head := map[string]string{"raman_raw.json": `{"acquired_at"`, "growth_log.csv": "elapsed_seconds,stage,",
+		head := map[string]string{"raman_raw.json": `{"acquired_at"`, "raman_spectrum.jdx": "##TITLE=", "growth_log.csv": "elapsed_seconds,stage,",
 			"raman_spectrum.svg": "<?xml", "process_profile.svg": "<?xml"}[name]
 		if head == "" || !bytes.HasPrefix(plain, []byte(head)) || bytes.Contains(disk, []byte(head)) {
 			t.Fatalf("%s: plaintext %.40q", name, plain)

@@ -181,7 +181,7 @@ func TestSimSeedEndToEnd(t *testing.T) {
 	if err := executor.ValidateOutputs(out, &executor.ExpectedOutput{RequiredFields: seedExpected.RequiredFields, Schema: seedExpected.Schema}); err != nil {
 		t.Fatal(err)
 	}
-	if len(tc.Artifacts) != 4 { // spectrum, growth log and their two SVG plots
+	if len(tc.Artifacts) != 5 { // spectrum (JSON and JCAMP-DX), growth log and their two SVG plots
 		t.Fatalf("artifacts %+v", tc.Artifacts)
 	}
 	for _, a := range tc.Artifacts {

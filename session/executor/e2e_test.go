@@ -141,10 +141,11 @@ func checkOutputs(t *testing.T, run e2eRun) {
 	if err := validateOutputs(resolve(t, CVDName), run.res.Outputs, seedExpected); err != nil {
 		t.Fatalf("outputs invalid: %v", err)
 	}
-	if len(run.res.Artifacts) != 4 { // spectrum, growth log, their two plots
+	if len(run.res.Artifacts) != 5 { // spectrum (JSON and JCAMP-DX), growth log, their two plots
 		t.Fatalf("artifacts %+v", run.res.Artifacts)
 	}
 	checkCVDPlots(t, run.res)
+	checkJCAMP(t, run.res) // jcampart_test.go
 	for _, a := range run.res.Artifacts {
 		data, err := os.ReadFile(a.Path)
 		if err != nil {

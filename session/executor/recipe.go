@@ -9,6 +9,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"github.com/hcp-edge/hcp-edge/session/jcamp"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 )
 
@@ -380,6 +381,14 @@ func (r *recipeRun) artifacts(env *Env, partial bool) ([]Artifact, error) {
 		}
 		a, err := writeArtifact(env, "raw_spectrum", "raman_raw.json", "application/json", raw)
 		if err != nil {
+			return nil, err
+		}
+		arts = append(arts, a)
+		jdx, err := r.jcampSpectrum(env, sp) // jcampart.go
+		if err != nil {
+			return nil, err
+		}
+		if a, err = writeArtifact(env, jcampName, jcampFile, jcamp.MIME, jdx); err != nil {
 			return nil, err
 		}
 		arts = append(arts, a)

@@ -40,6 +40,11 @@ type Opts struct {
 	Pause time.Duration
 	// Logger (slog.Default if nil).
 	Logger *slog.Logger
+	// AuditArchiveDir, when set, is where each pass moves the audit
+	// entries older than the policy's longest retention (auditarchive.go;
+	// the daemon's is state_dir/audit-archive); "": the chain is kept
+	// whole in the file.
+	AuditArchiveDir string
 }
 
 // Pruned is one session removed.
@@ -71,6 +76,9 @@ type Report struct {
 	// may have waited for the file behind the pass.
 	Transactions int           `json:"transactions"`
 	LongestTx    time.Duration `json:"longest_tx_ns"`
+	// AuditArchived is what the pass archived of the audit chain (nil:
+	// nothing).
+	AuditArchived *AuditArchived `json:"audit_archived,omitempty"`
 }
 
 // Pruner applies a Policy to a state file. Its methods are safe for
@@ -207,6 +215,9 @@ func (p *Pruner) Once(ctx context.Context) (Report, error) {
 		}
 	}
 	if err := p.remove(ctx, due, &r); err != nil {
+		return r, err
+	}
+	if err := p.archiveAudit(ctx, now, &r); err != nil { // auditarchive.go
 		return r, err
 	}
 	if p.o.Policy.MaxBytes <= 0 {

@@ -24,6 +24,14 @@ func (s *sessions) auditOp(ctx context.Context, req control.Request) (any, error
 	switch req.Op {
 	case control.OpAuditVerify:
 		return auditaccess.Verify(ctx, s.st.Audit(), auditaccess.ViaDaemon, path)
+	case control.OpAuditLog:
+		var q auditaccess.LogQuery
+		if len(req.Query) > 0 {
+			if err := json.Unmarshal(req.Query, &q); err != nil {
+				return nil, fmt.Errorf("audit_log: query: %w", err)
+			}
+		}
+		return auditaccess.Log(ctx, s.st, q, auditaccess.ViaDaemon, path)
 	case control.OpAuditReplay:
 		if req.ID == "" {
 			return nil, errors.New("audit_replay needs a session id")

@@ -393,8 +393,8 @@ func (d *daemon) serve(context.Context) error {
 			"R4", f.Agent.ApprovalsRequired["R4"])
 	}
 	d.h = &handler{il: d.il, iv: d.iv, mon: d.mon, in: d.in, log: d.log, up: d.up, disk: d.disk, hold: d.hold, ops: ops,
-		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log}}
-	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.artifact, d.eng.Executor) // discovery, artifact fetch and previews over the broker
+		sess: &sessions{eng: d.eng, st: d.st, hub: d.hub, stateDir: f.Agent.StateDir, log: d.log, version: d.version, rig: f.Rig}}
+	d.up.ServeExtensions(f, d.reg, d.env, d.h.sess.fetchable, d.eng.Executor) // discovery, artifact fetch and previews over the broker
 	srv, err := control.Listen(f.Agent.ControlSocket, d.h, control.Opts{Logger: d.log})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
@@ -71,6 +72,9 @@ type sessions struct {
 	hub      *hub.Hub
 	stateDir string
 	log      *slog.Logger
+	version  string        // the agent's, for exports (export.go)
+	rig      rigconfig.Rig // the rig's instruments, for exports
+	exportMu sync.Mutex    // one .eln archive built at a time for a fetch (export.go)
 }
 
 // newInvoker builds the tool pipeline over il, with the built-in catalog:

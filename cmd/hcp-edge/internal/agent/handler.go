@@ -80,8 +80,10 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
 		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return h.sess.handle(ctx, req, nil)
-	case control.OpAuditVerify, control.OpAuditReplay:
+	case control.OpAuditVerify, control.OpAuditReplay, control.OpAuditLog:
 		return h.sess.auditOp(ctx, req)
+	case control.OpExport:
+		return h.sess.exportOp(ctx, req) // export.go
 	case control.OpTakeover, control.OpHandback, control.OpOwnership:
 		return h.sess.ownershipOp(ctx, req)
 	case control.OpEStop:

@@ -34,6 +34,8 @@ func (d *daemon) startRetention(ctx context.Context) error {
 		Clock:        d.clock.Floor,
 		Every:        r.PruneEvery(),
 		Logger:       d.log.With("component", "retention"),
+		// The audit entries older than the longest retention, archived.
+		AuditArchiveDir: filepath.Join(d.f.Agent.StateDir, rigconfig.AuditArchiveDir),
 	})
 	if err != nil {
 		return err

@@ -47,6 +47,21 @@ type VerifyResult struct {
 	HeadSeq   uint64      `json:"head_seq"`
 	HeadHash  string      `json:"head_hash"`
 	Broken    *BrokenLink `json:"broken,omitempty"`
+	// Anchor is the last archived entry (nil: nothing archived): the
+	// chain in the file starts after it (archive.go).
+	Anchor *audit.Anchor `json:"anchor,omitempty"`
+	// Archives and ArchiveBroken are `audit verify --archive`'s: the
+	// archive files checked, and the first bad entry in them.
+	Archives      []audit.ArchiveSpan `json:"archives,omitempty"`
+	ArchiveBroken *ArchiveBroken      `json:"archive_broken,omitempty"`
+}
+
+// ArchiveBroken is the first bad entry of the archive files.
+type ArchiveBroken struct {
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // replayEntry is one audit entry of a session, with what a reader looks
@@ -96,6 +111,9 @@ func Verify(ctx context.Context, l *audit.Log, via, path string) (VerifyResult, 
 		r.Broken = &BrokenLink{Seq: ce.Seq, Reason: ce.Reason}
 	}
 	r.HeadSeq, r.HeadHash = seq, hex.EncodeToString(h[:])
+	if a, err := l.Anchor(); err == nil && a.Seq > 0 {
+		r.Anchor = &a
+	}
 	r.Intact = r.Broken == nil
 	return r, nil
 }

@@ -85,21 +85,34 @@ func (f auditFlags) reach(ctx context.Context, req control.Request) (target, err
 // Audit is `hcp-edge audit verify|replay`: through the daemon, or on the
 // state file read-only when it is down.
 func Audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "log" {
+		return auditLog(ctx, args[1:], stdout, stderr) // auditlog.go
+	}
+	if len(args) > 0 && args[0] == "archive" {
+		return auditArchive(ctx, args[1:], stdout, stderr) // auditarchive.go
+	}
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "replay") {
-		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n\nRun \"hcp-edge audit verify -h\" or \"hcp-edge audit replay -h\" for the flags.\n", stdout, stderr)
+		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n       hcp-edge audit archive --before DATE --out FILE\n       hcp-edge audit log [--since T] [--until T] [--kind K] [--session ID] [--uid N] [--outcome refused|done|failed] [--json] [--follow]\n\nRun \"hcp-edge audit verify -h\", \"hcp-edge audit replay -h\" or \"hcp-edge audit log -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("audit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	af := auditFlags{sessionFlags: addSessionFlags(fs),
 		stateDir: fs.String("state-dir", "", "read DIR/state.db directly (default: ask the daemon; when it is down, the configuration's state directory)")}
 	if args[0] == "verify" {
+		archive := fs.Bool("archive", false, "also check the archive FILEs given as arguments (or directories of *.jsonl) and their join with the anchor")
 		fs.Usage = func() {
 			fmt.Fprint(fs.Output(), `usage: hcp-edge audit verify [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
+       hcp-edge audit verify --archive FILE|DIR... [--json] [--state-dir DIR]
 
 Checks the hash chain of the audit log from its first entry: each entry's hash over its content
 and its link to the one before, no gap in the sequence, and the stored head naming the last
 entry. Prints how many entries were checked, the head (sequence and hash: write it down or ship
 it elsewhere to anchor the chain) and the first broken link with its sequence number and reason.
+Once entries have been archived (hcp-edge audit archive, or the daemon's pruner into
+state_dir/audit-archive/), the chain in the state file starts after the anchor, the last archived
+entry, and is checked from it; --archive also checks the archive files (every entry against its
+hash and link, across files from entry 1) and that the last ends at the anchor with its hash,
+naming the first bad entry by file, line and position.
 
 The running daemon holds the state file: it is asked over the control socket. When it is down,
 the state file is opened read-only (agent.state_dir of the configuration, or --state-dir DIR).
@@ -115,13 +128,22 @@ flags:
 `)
 			fs.PrintDefaults()
 		}
-		if pos, err := parseArgs(fs, args[1:], stdout); err != nil || len(pos) > 0 {
-			if err == nil {
-				fmt.Fprintln(stderr, "hcp-edge audit verify: takes no arguments")
-			}
+		pos, err := parseArgs(fs, args[1:], stdout)
+		if err != nil {
 			return usageExit(err)
 		}
-		return auditVerify(ctx, af, stdout, stderr)
+		if (len(pos) > 0) != *archive {
+			fmt.Fprintln(stderr, "hcp-edge audit verify: archive files only with --archive, and --archive needs FILE or DIR arguments")
+			return ExitUsage
+		}
+		var files []string
+		if *archive {
+			if files, err = archiveFiles(pos); err != nil {
+				fmt.Fprintf(stderr, "hcp-edge audit verify: --archive: %v\n", err)
+				return ExitFailure
+			}
+		}
+		return auditVerify(ctx, af, files, stdout, stderr)
 	}
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: hcp-edge audit replay SESSION_ID [--json] [--operator NAME] [--state-dir DIR] [--socket PATH] [--config FILE]
@@ -159,7 +181,7 @@ flags:
 	return auditReplay(ctx, af, pos[0], *operator, stdout, stderr)
 }
 
-func auditVerify(ctx context.Context, af auditFlags, stdout, stderr io.Writer) int {
+func auditVerify(ctx context.Context, af auditFlags, archives []string, stdout, stderr io.Writer) int {
 	t, err := af.reach(ctx, control.Request{Op: control.OpAuditVerify})
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge audit verify: %v\n", err)
@@ -189,6 +211,12 @@ func auditVerify(ctx context.Context, af auditFlags, stdout, stderr io.Writer) i
 			return ExitFailure
 		}
 	}
+	if len(archives) > 0 {
+		if err := verifyArchives(ctx, &r, archives); err != nil { // auditarchive.go
+			fmt.Fprintf(stderr, "hcp-edge audit verify: --archive: %v\n", err)
+			return ExitFailure
+		}
+	}
 	if *af.asJSON {
 		printJSON(stdout, r)
 	} else {
@@ -197,9 +225,19 @@ func auditVerify(ctx context.Context, af auditFlags, stdout, stderr io.Writer) i
 			how = "opened read-only; " + t.note
 		}
 		fmt.Fprintf(stdout, "audit log: %s (%s)\n", r.StateFile, how)
-		fmt.Fprintf(stdout, "entries checked: %d\n", r.Checked)
+		if a := r.Anchor; a != nil {
+			fmt.Fprintf(stdout, "entries checked: %d (from the anchor: #%d..#%d)\n", r.Checked-min(r.Checked, a.Seq), a.Seq+1, r.Checked)
+		} else {
+			fmt.Fprintf(stdout, "entries checked: %d\n", r.Checked)
+		}
 		fmt.Fprintf(stdout, "head (as stored): #%d %s\n", r.HeadSeq, r.HeadHash)
-		if r.Intact {
+		if a := r.Anchor; a != nil {
+			fmt.Fprintf(stdout, "anchor (entries up to it archived): #%d %s at %s\n", a.Seq, a.HashHex, a.At.Format(time.RFC3339))
+		}
+		printArchives(stdout, r)
+		if r.Broken == nil && r.ArchiveBroken != nil {
+			fmt.Fprintln(stdout, "chain in the state file: intact")
+		} else if r.Intact {
 			fmt.Fprintln(stdout, "chain: intact")
 		} else {
 			fmt.Fprintf(stdout, "chain: BROKEN at entry %d: %s\n", r.Broken.Seq, r.Broken.Reason)

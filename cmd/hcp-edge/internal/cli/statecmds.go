@@ -251,7 +251,8 @@ func statePrune(ctx context.Context, af auditFlags, olderThan string, stdout, st
 	}
 	defer st.Close()
 	p, err := retention.New(st, retention.Opts{Policy: pol, ArtifactsDir: filepath.Join(dir, rigconfig.ArtifactsDir),
-		ResultsDir: filepath.Join(dir, rigconfig.ResultsDir), Clock: time.Now, Pause: time.Millisecond})
+		ResultsDir: filepath.Join(dir, rigconfig.ResultsDir), Clock: time.Now, Pause: time.Millisecond,
+		AuditArchiveDir: filepath.Join(dir, rigconfig.AuditArchiveDir)})
 	if err != nil {
 		fmt.Fprintf(stderr, "hcp-edge state prune: %v\n", err)
 		return ExitUsage

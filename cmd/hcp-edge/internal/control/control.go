@@ -49,6 +49,8 @@ const (
 
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
+	OpAuditLog    = "audit_log"    // {query}: audit entries by time, kind, session, uid, outcome (no role)
+	OpExport      = "export"       // {id, operator}: a session's .eln archive (as an artifact fetch: T4 needs a release; audited T2+)
 
 	OpTakeover   = "takeover"    // {id, operator, reason}: the technician becomes the session's owner
 	OpHandback   = "handback"    // {id, operator, reason}: back to the owner before the takeover
@@ -59,7 +61,7 @@ const (
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay,
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay, OpAuditLog, OpExport,
 	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami, OpStateUsage}
 
 // Stages of a reply line.
@@ -91,6 +93,7 @@ type Request struct {
 	All      bool            `json:"all,omitempty"`    // sessions: closed ones too
 	URI      string          `json:"uri,omitempty"`    // artifact
 	For      string          `json:"for,omitempty"`    // access_approve: how long local reads stay open (a Go duration)
+	Query    json.RawMessage `json:"query,omitempty"`  // audit_log: the auditaccess.LogQuery
 
 	// Peer is who sent the request, as the kernel tells the server
 	// (SO_PEERCRED on the connection). It is never read from the request

@@ -90,3 +90,11 @@ type Artifact struct {
 	KeyFile   string `json:"at_rest_key_file,omitempty"` // the daemon's agent.at_rest_key_file
 	KeyID     string `json:"at_rest_key_id,omitempty"`   // the id of the daemon's key
 }
+
+// Export is the reply to export: the session's .eln archive (base64 in
+// the JSON reply).
+type Export struct {
+	SessionID string `json:"session_id"`
+	Name      string `json:"name"` // the default file name
+	Data      []byte `json:"data"`
+}

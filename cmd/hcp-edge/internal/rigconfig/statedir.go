@@ -9,4 +9,7 @@ const (
 	TokenKeyFile = "token.key" // the session token signing key (0600)
 	ArtifactsDir = "artifacts" // artifacts/{session}/{name}
 	ResultsDir   = "results"   // results/{session}.json: the final message of a session
+	// AuditArchiveDir holds the audit entries retention moved out of the
+	// state file (audit-{first position}.jsonl; docs/RECORD.md).
+	AuditArchiveDir = "audit-archive"
 )
