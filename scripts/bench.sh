@@ -13,7 +13,8 @@
 # Groups: size (armv7 binary), agent (RSS idle and peak, idle CPU: scripts/measure-agent.sh),
 # idle (the agent's idle CPU against scripts/wake-cost/c/poll.c doing the agent's reads per
 # second), trip (envelope/hil TestTripLatency), estop (cmd/hcp-edge TestEStopLatency, ESTOP_N
-# e-stops each way, default 20), modbus (scripts/bench-modbus.sh), outbox (transport/amqp).
+# e-stops each way, default 20), modbus (scripts/bench-modbus.sh: round trips, and the generic
+# driver's furnace snapshot and status on hcp-sim-tc and eurotherm-3200), outbox (transport/amqp).
 #
 # Needs: Go; cc for the C poller; mbpoll for the Modbus row; a RabbitMQ from scripts/broker.sh
 # for the outbox rows (the Go benchmark skips without one and the row says so). The machine it
@@ -192,6 +193,16 @@ if ! skip modbus; then
     peer=$(awk '/mbpoll .*N=/ && /start-up subtracted/ {print $(NF-4)}' "$tmp/modbus.txt")
     ratio=$(awk '/ratio ours\/mbpoll/ {print $NF}' "$tmp/modbus.txt")
     row 6 "Modbus TCP polls/s vs mbpoll" ">= 1.0x" "$ours" "$peer" "$ratio" "medians of $RUNS; $(range_load <"$tmp/load.modbus")"
+    # The generic driver reading the furnace (regmap.Controller.Snapshot: every channel; Status:
+    # the monitor's 20 Hz poll) against mbpoll reading the same spans: the simulator's
+    # controller and the Eurotherm 3200 map.
+    snap() { awk -v pat="$1" 'index($0, pat) {for (i = 1; i < NF; i++) if ($(i+1) == "snap/s") print $i}' "$tmp/modbus.txt"; }
+    for id in "hcp-sim-tc snapshot" "hcp-sim-tc status" "eurotherm-3200 snapshot" "eurotherm-3200 status"; do
+      n=$(sed -n "s/.*furnace $id (\([0-9]*\) reads.*/\1/p" "$tmp/modbus.txt")
+      row 6 "furnace $id/s vs mbpoll" ">= 1.0x" "$(snap "   $id (regmap")" "$(snap "mbpoll same spans $id")" \
+        "$(awk -v pat="ratio $id ours/mbpoll" 'index($0, pat) {print $NF}' "$tmp/modbus.txt")" \
+        "medians of $RUNS; ${n:-?} reads each; mbpoll: 1 / sum of its per-span times; $(range_load <"$tmp/load.modbus")"
+    done
   else
     row 6 "Modbus TCP polls/s vs mbpoll" ">= 1.0x" "n/a" "n/a" "n/a" "mbpoll not installed"
   fi

@@ -6,7 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 )
 
 // BenchModbusAddrEnv names a running simulator (host:port) for
@@ -46,4 +51,90 @@ func BenchmarkSimModbusTCPRead(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rt/s")
+}
+
+// BenchFurnaceProfileEnv names the shipped profile BenchmarkSimFurnaceSnapshot
+// reads with (default regmaptest.SimFurnaceProfile, "hcp-sim-tc"); the
+// simulator it reads must serve that model on unit 1 (rig-sim
+// --furnace-model eurotherm3200 for "eurotherm-3200").
+const BenchFurnaceProfileEnv = "HCP_BENCH_FURNACE_PROFILE"
+
+// benchFurnaceModels is the rig-sim furnace model of each profile the
+// benchmark knows, for the in-process simulator.
+var benchFurnaceModels = map[string]plant.FurnaceModel{
+	regmaptest.SimFurnaceProfile: plant.FurnaceSim,
+	"eurotherm-3200":             plant.FurnaceEurotherm3200,
+}
+
+// BenchmarkSimFurnaceSnapshot measures the generic driver reading the furnace
+// controller (unit 1) over Modbus TCP against the simulator: "snapshot" is
+// regmap.Controller.Snapshot (every channel with a role), "status" is
+// Controller.Status (the channels of device.FurnaceStatus: what the monitor
+// polls at 20 Hz). Each reports snap/s, and as rt/s the Modbus transactions
+// they took (Controller.Reads: hcp-sim-tc 2 and 2, eurotherm-3200 6 and 5, its
+// map has gaps). scripts/bench-modbus.sh runs it against rig-sim processes and
+// compares it with mbpoll reading the same spans.
+func BenchmarkSimFurnaceSnapshot(b *testing.B) {
+	id := os.Getenv(BenchFurnaceProfileEnv)
+	if id == "" {
+		id = regmaptest.SimFurnaceProfile
+	}
+	addr := os.Getenv(BenchModbusAddrEnv)
+	if addr == "" {
+		model, ok := benchFurnaceModels[id]
+		if !ok {
+			b.Fatalf("%s=%s: no simulator model known for it; start one and set %s", BenchFurnaceProfileEnv, id, BenchModbusAddrEnv)
+		}
+		r, err := rig.Start(context.Background(), rig.Opts{Dir: b.TempDir(), ModbusAddr: "127.0.0.1:0", TimeScale: 300, FurnaceModel: model})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = r.Close() })
+		addr = r.ModbusAddr().String()
+	}
+	o := modbus.DefaultOpts()
+	o.Address, o.Timeout, o.Retries = addr, 2*time.Second, 0
+	bus, err := modbus.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bus.Close()
+	p, err := regmaptest.Profile(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := regmap.NewController(bus, p, regmap.ControllerOpts{Name: "furnace", Unit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Snapshot(ctx); err != nil { // dial outside the timing; a sensor fault is a failed read here
+		b.Fatal(err)
+	}
+	snapReads, statusReads := c.Reads()
+	run := func(name string, reads int, read func() (device.FurnaceStatus, error)) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				s, err := read()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.At.IsZero() {
+					b.Fatal("empty reading")
+				}
+				n++
+			}
+			rate := float64(n) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "snap/s")
+			b.ReportMetric(rate*float64(reads), "rt/s")
+			b.ReportMetric(float64(reads), "reads/snap")
+		})
+	}
+	run("snapshot", snapReads, func() (device.FurnaceStatus, error) {
+		s, err := c.Snapshot(ctx)
+		return s.FurnaceStatus, err
+	})
+	run("status", statusReads, func() (device.FurnaceStatus, error) { return c.Status(ctx) })
 }
