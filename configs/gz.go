@@ -7,10 +7,11 @@ import (
 	"io"
 )
 
-// The two JSON Schemas (68 kB) are embedded gzip-compressed (13 kB): the
-// armv7 binary may take 12 MB (docs/FOOTPRINT.md). The .json files are the
+// The two JSON Schemas (68 kB), the capability declarations, the
+// instrument profiles and the recipes are embedded gzip-compressed: the armv7 binary may
+// take 12 MB (docs/FOOTPRINT.md). The .json and .yaml files are the
 // source, edited by hand and read by editors; `make schemas-gz` writes the
-// .json.gz beside each, and TestCompressedSchemasCurrent fails when one is
+// .gz beside each, and TestCompressedSchemasCurrent fails when one is
 // stale.
 
 // gunzip opens an embedded .gz. It cannot fail on a file the test has read;

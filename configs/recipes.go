@@ -5,11 +5,13 @@ import (
 	"sync"
 )
 
-// Recipes holds configs/recipes/*.yaml, the shipped process recipes
-// (session/recipe; docs/RECIPES.md).
-//
-//go:embed recipes/*.yaml
-var Recipes embed.FS
+// Recipes are configs/recipes/*.yaml, the shipped process recipes
+// (session/recipe; docs/RECIPES.md), by name ("recipes/<file>.yaml").
+// Embedded gzip-compressed (gz.go).
+var Recipes = sync.OnceValue(func() Files { return unpack(recipesGz, "recipes/*.yaml.gz") })
+
+//go:embed recipes/*.yaml.gz
+var recipesGz embed.FS
 
 // RecipeSchema returns configs/recipe.schema.json: the JSON Schema (draft
 // 2020-12) of the recipe format, named by each recipe's editor modeline

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -163,11 +164,13 @@ func (iv *Invoker) Stats() []ToolStats {
 	for _, s := range iv.stats {
 		out = append(out, s.clone())
 	}
-	slices.SortFunc(out, func(a, b ToolStats) int {
-		if c := strings.Compare(a.Tool.Name, b.Tool.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Tool.Version, b.Tool.Version)
+	sort.Slice(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b ToolStats) int {
+			if c := strings.Compare(a.Tool.Name, b.Tool.Name); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Tool.Version, b.Tool.Version)
+		}(out[i], out[j]) < 0
 	})
 	return out
 }

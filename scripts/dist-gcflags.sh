@@ -30,3 +30,8 @@ for p in \
   'github.com/hcp-edge/hcp-edge/session/modelrouter'; do
   echo "-gcflags=$p="
 done
+# Off again where a pattern above is too wide: instrument profiles are parsed once at start
+# (drivers/profile), and the tool catalog's schemas are compiled once at start (device/catalog).
+# drivers/regmap keeps inlining: its snapshot is the monitor's 20 Hz poll.
+echo "-gcflags=github.com/hcp-edge/hcp-edge/drivers/profile=-l"
+echo "-gcflags=github.com/hcp-edge/hcp-edge/device/catalog=-l"

@@ -18,9 +18,9 @@ import (
 // display name (what a process log shows of a recipe's phases).
 func labRecipe(t *testing.T, name, version, phase string) []byte {
 	t.Helper()
-	data, err := configs.Recipes.ReadFile("recipes/h2-anneal.yaml")
-	if err != nil {
-		t.Fatal(err)
+	data, ok := configs.Recipes()["recipes/h2-anneal.yaml"]
+	if !ok {
+		t.Fatal("no shipped recipe recipes/h2-anneal.yaml")
 	}
 	s := string(data)
 	for _, r := range [][2]string{{"name: h2-anneal", "name: " + name}, {"version: 1.0.0", "version: " + version},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -308,7 +309,11 @@ func lineOfYAMLError(err error) int {
 	var n int
 	s := err.Error()
 	if i := strings.Index(s, "line "); i >= 0 {
-		fmt.Sscanf(s[i+5:], "%d", &n)
+		digits := s[i+5:]
+		if j := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); j >= 0 {
+			digits = digits[:j]
+		}
+		n, _ = strconv.Atoi(digits)
 	}
 	return max(n, 1)
 }

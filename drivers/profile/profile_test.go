@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,12 +105,13 @@ func TestShippedProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _ := fs.Glob(configs.Profiles, "profiles/*.yaml")
+	shipped := configs.Profiles()
+	names := shipped.Names()
 	if len(names) < 4 {
 		t.Fatalf("%d shipped profiles", len(names))
 	}
 	for _, n := range names {
-		data, _ := fs.ReadFile(configs.Profiles, n)
+		data := shipped[n]
 		if _, err := profile.Parse(n, data); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

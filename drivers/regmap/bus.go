@@ -3,7 +3,7 @@ package regmap
 import (
 	"context"
 	"fmt"
-	"slices"
+	"sort"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
@@ -51,7 +51,7 @@ func spans(table modbus.Table, specs, mapped []modbus.RegisterSpec, gaps bool) [
 	for _, s := range specs {
 		ivs = append(ivs, iv{int(s.Address), int(s.Address) + int(s.Words()) - 1})
 	}
-	slices.SortFunc(ivs, func(a, b iv) int { return a.lo - b.lo })
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].lo < ivs[j].lo }) // sort.Slice: no generic instantiation in the binary
 	isMapped := map[int]bool{}
 	for _, m := range mapped {
 		if m.Table == table {
@@ -107,11 +107,22 @@ func readWords(ctx context.Context, bus Bus, unit byte, name string, ss []span) 
 	return got, nil
 }
 
-// wordsOf returns the words of spec from a read.
-func wordsOf(got map[modbus.Table]map[uint16]uint16, spec modbus.RegisterSpec) []uint16 {
-	out := make([]uint16, spec.Words())
-	for i := range out {
-		out[i] = got[spec.Table][spec.Address+uint16(i)]
+// readSpans reads each span and returns its words, one slice per span.
+func readSpans(ctx context.Context, bus Bus, unit byte, name string, ss []span) ([][]uint16, error) {
+	out := make([][]uint16, len(ss))
+	for i, s := range ss {
+		read := bus.ReadInputRegisters
+		if s.table == modbus.Holding {
+			read = bus.ReadHoldingRegisters
+		}
+		words, err := read(ctx, unit, s.lo, s.n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s %d..%d: %w", name, s.table, s.lo, s.lo+s.n-1, err)
+		}
+		if len(words) < int(s.n) {
+			return nil, fmt.Errorf("%s: %s %d..%d: %d words: %w", name, s.table, s.lo, s.lo+s.n-1, len(words), device.ErrFrame)
+		}
+		out[i] = words
 	}
-	return out
+	return out, nil
 }

@@ -23,16 +23,19 @@ type ControllerOpts struct {
 
 // Controller is a temperature controller driven through its profile.
 type Controller struct {
-	bus   Bus
-	p     *profile.Profile
-	o     ControllerOpts
-	ch    map[profile.Role]profile.Channel
-	init  []profile.Channel // written once by Init
-	reads []span            // Snapshot's: every channel with a role
-	// statusReads are Status's: only the channels device.FurnaceStatus
-	// needs, which the monitor polls at the furnace period.
-	statusReads []span
-	kick        uint16
+	bus  Bus
+	p    *profile.Profile
+	o    ControllerOpts
+	ch   map[profile.Role]profile.Channel
+	init []profile.Channel // written once by Init
+	full plan              // Snapshot's: every channel with a role
+	// status is Status's: only the channels device.FurnaceStatus needs,
+	// which the monitor polls at the furnace period.
+	status plan
+	bits   bitPositions
+	// heaterOff is the raw value of heater_enable that means off.
+	heaterOff int64
+	kick      uint16
 
 	mu     sync.Mutex // guards kick, cancel
 	cancel context.CancelFunc
@@ -81,17 +84,93 @@ func NewController(bus Bus, p *profile.Profile, o ControllerOpts) (*Controller, 
 			return nil, fmt.Errorf("%s: profile %s has no %s channel", o.Name, p.ID, r)
 		}
 	}
+	var fullSpans, statusSpans []span
 	for _, t := range []modbus.Table{modbus.Input, modbus.Holding} {
-		c.reads = append(c.reads, spans(t, byTable[t], mapped, p.BatchGaps)...)
+		fullSpans = append(fullSpans, spans(t, byTable[t], mapped, p.BatchGaps)...)
 		var status []modbus.RegisterSpec
 		for role, ch := range c.ch {
 			if s := ch.Register(); statusRoles[role] && s.Table == t {
 				status = append(status, s)
 			}
 		}
-		c.statusReads = append(c.statusReads, spans(t, status, mapped, p.BatchGaps)...)
+		statusSpans = append(statusSpans, spans(t, status, mapped, p.BatchGaps)...)
+	}
+	c.heaterOff = *c.ch[profile.RoleHeaterEnable].Off
+	c.full = c.planOf(fullSpans, nil)
+	c.status = c.planOf(statusSpans, statusRoles)
+	c.bits = bitPositions{
+		high: c.bitOf(profile.RoleAlarmBits, "high_temperature"), sensor: c.bitOf(profile.RoleAlarmBits, "sensor_break"),
+		watchdog: c.bitOf(profile.RoleAlarmBits, "watchdog"), heaterFault: c.bitOf(profile.RoleAlarmBits, "heater_fault"),
+		heaterActive: c.bitOf(profile.RoleStatusBits, "heater_active"), ramping: c.bitOf(profile.RoleStatusBits, "ramping"),
+		relayPermits: c.bitOf(profile.RoleStatusBits, "relay_permits"),
 	}
 	return c, nil
+}
+
+// planOf is the decoding plan of the role channels in only (nil: every
+// role but the kick) over spans, made once: each channel's span and start,
+// so that a reading decodes straight from the words it read.
+func (c *Controller) planOf(ss []span, only map[profile.Role]bool) plan {
+	pl := plan{spans: ss}
+	for i := range c.p.Channels {
+		ch := &c.p.Channels[i]
+		if ch.Role == "" || ch.Role == profile.RoleInit || ch.Role == profile.RoleWatchdogKick || (only != nil && !only[ch.Role]) {
+			continue
+		}
+		spec := ch.Register()
+		for k, sp := range ss {
+			if sp.table == spec.Table && spec.Address >= sp.lo && int(spec.Address)+int(spec.Words()) <= int(sp.lo)+int(sp.n) {
+				pl.decs = append(pl.decs, decoder{role: roleIndex(ch.Role), ch: ch, spec: spec, span: k, start: sp.lo})
+				break
+			}
+		}
+	}
+	return pl
+}
+
+// bitOf is the bit of name in the channel of role, or -1.
+func (c *Controller) bitOf(role profile.Role, name string) int {
+	if b, ok := c.ch[role].Bits[name]; ok {
+		return b
+	}
+	return -1
+}
+
+// plan is how a reading is read (spans) and decoded (one decoder per
+// channel).
+type plan struct {
+	spans []span
+	decs  []decoder
+}
+
+// decoder is one channel of a plan: its role, encoding and place in the
+// words a span read.
+type decoder struct {
+	role  int // roleIndex
+	ch    *profile.Channel
+	spec  modbus.RegisterSpec
+	span  int    // index in plan.spans
+	start uint16 // the span's first address
+}
+
+// bitPositions are the alarm and status bits the profile names (-1: none).
+type bitPositions struct {
+	high, sensor, watchdog, heaterFault, heaterActive, ramping, relayPermits int
+}
+
+// roleNames index the decoded values of a reading (snapshot's constants
+// follow this order).
+var roleNames = [...]profile.Role{profile.RoleProcessValue, profile.RoleProcessValueFloat, profile.RoleSetpoint,
+	profile.RoleWorkingSetpoint, profile.RoleRampRate, profile.RoleHeaterEnable, profile.RoleOutputPower,
+	profile.RoleAlarmBits, profile.RoleStatusBits, profile.RoleWatchdogTimeout, profile.RoleAlarmLimit, profile.RoleUptime}
+
+func roleIndex(r profile.Role) int {
+	for i, x := range roleNames {
+		if x == r {
+			return i
+		}
+	}
+	return -1
 }
 
 // statusRoles are the channels device.FurnaceStatus is made of.
@@ -115,7 +194,7 @@ func (c *Controller) HasWatchdog() bool {
 
 // Reads is how many Modbus transactions one Snapshot takes, and one Status
 // (the monitor's poll).
-func (c *Controller) Reads() (snapshot, status int) { return len(c.reads), len(c.statusReads) }
+func (c *Controller) Reads() (snapshot, status int) { return len(c.full.spans), len(c.status.spans) }
 
 // Snapshot is everything the controller reports, beyond device.FurnaceStatus.
 // A field whose role the profile lacks stays zero.
@@ -137,71 +216,83 @@ type Snapshot struct {
 // raw value, a NaN float, or a process value outside its declared range) it
 // returns the snapshot together with an error wrapping device.ErrSensor.
 func (c *Controller) Snapshot(ctx context.Context) (Snapshot, error) {
-	return c.snapshot(ctx, c.reads, nil)
+	return c.snapshot(ctx, &c.full, true)
 }
 
-// snapshot reads plan and decodes the channels of the roles in only (nil:
-// every role).
-func (c *Controller) snapshot(ctx context.Context, plan []span, only map[profile.Role]bool) (Snapshot, error) {
-	got, err := readWords(ctx, c.bus, c.o.Unit, c.o.Name, plan)
+// snapshot reads pl's spans and decodes its channels (into Values too when
+// values is set).
+func (c *Controller) snapshot(ctx context.Context, pl *plan, values bool) (Snapshot, error) {
+	words, err := readSpans(ctx, c.bus, c.o.Unit, c.o.Name, pl.spans)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s := Snapshot{Values: map[string]float64{}, PVFloat: math.NaN()}
-	var errs []error
-	raw := map[profile.Role]int64{}
-	val := map[profile.Role]float64{}
-	for role, ch := range c.ch {
-		if role == profile.RoleWatchdogKick || (only != nil && !only[role]) {
-			continue
-		}
-		spec := ch.Register()
-		w := wordsOf(got, spec)
-		v, err := spec.Decode(w)
+	s := Snapshot{PVFloat: math.NaN()}
+	if values {
+		s.Values = make(map[string]float64, len(pl.decs))
+	}
+	var (
+		errs []error
+		raw  [len(roleNames)]int64
+		val  [len(roleNames)]float64
+		have [len(roleNames)]bool
+	)
+	for i := range pl.decs {
+		d := &pl.decs[i]
+		block := words[d.span]
+		v, err := d.spec.DecodeFrom(block, d.start)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("channel %s: %w", ch.Name, err))
+			errs = append(errs, fmt.Errorf("channel %s: %w", d.ch.Name, err))
 			continue
 		}
-		r, _ := spec.Raw(w)
-		raw[role], val[role] = r, v
-		s.Values[ch.Name] = v
-		if role != profile.RoleProcessValue && role != profile.RoleProcessValueFloat && !ch.InRange(v) { // the process value's own faults are a sensor break, below
-			errs = append(errs, fmt.Errorf("channel %s reads %g, outside the instrument's range %v: %w", ch.Name, v, ch.Range, device.ErrSensor))
+		r, _ := d.spec.Raw(block[d.spec.Address-d.start:])
+		raw[d.role], val[d.role], have[d.role] = r, v, true
+		if values {
+			s.Values[d.ch.Name] = v
+		}
+		if d.ch.Role != profile.RoleProcessValue && d.ch.Role != profile.RoleProcessValueFloat && !d.ch.InRange(v) { // the process value's own faults are a sensor break, below
+			errs = append(errs, fmt.Errorf("channel %s reads %g, outside the instrument's range %v: %w", d.ch.Name, v, d.ch.Range, device.ErrSensor))
 		}
 	}
 	if len(errs) > 0 {
 		return Snapshot{}, fmt.Errorf("%s: %w", c.o.Name, errors.Join(errs...))
 	}
-	bit := func(role profile.Role, name string) bool {
-		ch, ok := c.ch[role]
-		if !ok {
-			return false
-		}
-		b, ok := ch.Bits[name]
-		return ok && uint64(raw[role])&(1<<b) != 0
-	}
-	if bit(profile.RoleAlarmBits, "high_temperature") {
+	bit := func(role int, b int) bool { return b >= 0 && have[role] && uint64(raw[role])&(1<<b) != 0 }
+	const (
+		pvI = iota
+		pvFloatI
+		setpointI
+		workingI
+		rampI
+		heaterI
+		powerI
+		alarmsI
+		statusI
+		watchdogI
+		alarmLimitI
+		uptimeI
+	)
+	if bit(alarmsI, c.bits.high) {
 		s.Alarms |= device.AlarmHighTemperature
 	}
-	if bit(profile.RoleAlarmBits, "sensor_break") {
+	if bit(alarmsI, c.bits.sensor) {
 		s.Alarms |= device.AlarmSensorBreak
 	}
-	if bit(profile.RoleAlarmBits, "watchdog") {
+	if bit(alarmsI, c.bits.watchdog) {
 		s.Alarms |= device.AlarmWatchdog
 	}
-	if bit(profile.RoleAlarmBits, "heater_fault") {
+	if bit(alarmsI, c.bits.heaterFault) {
 		s.Alarms |= device.AlarmHeaterFault
 	}
 	pvCh := c.ch[profile.RoleProcessValue]
-	pv := val[profile.RoleProcessValue]
+	pv := val[pvI]
 	var fault string
-	if pvCh.Invalid != nil && raw[profile.RoleProcessValue] == *pvCh.Invalid {
+	if pvCh.Invalid != nil && raw[pvI] == *pvCh.Invalid {
 		fault = fmt.Sprintf("process value reads %d, the instrument's invalid value", *pvCh.Invalid)
 	} else if !pvCh.InRange(pv) {
 		fault = fmt.Sprintf("process value %g outside the instrument's range %v", pv, pvCh.Range)
 	}
-	if _, ok := c.ch[profile.RoleProcessValueFloat]; ok {
-		s.PVFloat = val[profile.RoleProcessValueFloat]
+	if have[pvFloatI] {
+		s.PVFloat = val[pvFloatI]
 		if math.IsNaN(s.PVFloat) && fault == "" {
 			fault = "process value (float) is NaN"
 		}
@@ -210,19 +301,18 @@ func (c *Controller) snapshot(ctx context.Context, plan []span, only map[profile
 		s.Alarms |= device.AlarmSensorBreak
 	}
 	s.ProcessValue = device.Celsius(pv)
-	s.WorkingSetpoint = device.Celsius(val[profile.RoleWorkingSetpoint])
-	s.OutputPower = device.Percent(val[profile.RoleOutputPower])
-	s.Setpoint = device.Celsius(val[profile.RoleSetpoint])
-	s.RampRate = device.KelvinPerMinute(val[profile.RoleRampRate])
-	en := c.ch[profile.RoleHeaterEnable]
-	s.HeaterEnabled = raw[profile.RoleHeaterEnable] != *en.Off // anything but off may heat
+	s.WorkingSetpoint = device.Celsius(val[workingI])
+	s.OutputPower = device.Percent(val[powerI])
+	s.Setpoint = device.Celsius(val[setpointI])
+	s.RampRate = device.KelvinPerMinute(val[rampI])
+	s.HeaterEnabled = raw[heaterI] != c.heaterOff // anything but off may heat
 	s.At = time.Now()
-	s.Uptime = time.Duration(val[profile.RoleUptime] * float64(time.Second))
-	s.HeaterActive = bit(profile.RoleStatusBits, "heater_active")
-	s.Ramping = bit(profile.RoleStatusBits, "ramping")
-	s.RelayPermits = bit(profile.RoleStatusBits, "relay_permits")
-	s.WatchdogTimeout = time.Duration(val[profile.RoleWatchdogTimeout]) * time.Millisecond
-	s.AlarmLimit = device.Celsius(val[profile.RoleAlarmLimit])
+	s.Uptime = time.Duration(val[uptimeI] * float64(time.Second))
+	s.HeaterActive = bit(statusI, c.bits.heaterActive)
+	s.Ramping = bit(statusI, c.bits.ramping)
+	s.RelayPermits = bit(statusI, c.bits.relayPermits)
+	s.WatchdogTimeout = time.Duration(val[watchdogI]) * time.Millisecond
+	s.AlarmLimit = device.Celsius(val[alarmLimitI])
 	if s.Alarms&device.AlarmSensorBreak != 0 {
 		if fault == "" {
 			fault = "the controller reports a sensor break"
@@ -235,7 +325,7 @@ func (c *Controller) snapshot(ctx context.Context, plan []span, only map[profile
 // Status reads the channels of device.FurnaceStatus only (Reads' status
 // count of transactions) and decodes them as Snapshot does.
 func (c *Controller) Status(ctx context.Context) (device.FurnaceStatus, error) {
-	s, err := c.snapshot(ctx, c.statusReads, statusRoles)
+	s, err := c.snapshot(ctx, &c.status, false)
 	return s.FurnaceStatus, err
 }
 

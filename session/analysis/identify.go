@@ -3,7 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -131,14 +131,8 @@ func Identify(shift, counts []float64, opts Opts) (Identification, error) {
 			}
 		}
 	}
-	slices.SortStableFunc(bands, func(a, b MaterialBands) int {
-		switch ha, hb := a.E2gHeight+a.A1gHeight, b.E2gHeight+b.A1gHeight; {
-		case ha > hb:
-			return -1
-		case ha < hb:
-			return 1
-		}
-		return 0
+	sort.SliceStable(bands, func(i, j int) bool { // strongest first; sort.SliceStable: no generic instantiation in the binary
+		return bands[i].E2gHeight+bands[i].A1gHeight > bands[j].E2gHeight+bands[j].A1gHeight
 	})
 	switch len(bands) {
 	case 0:

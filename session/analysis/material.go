@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -175,14 +176,16 @@ func analyzeAuto(shift, counts []float64, opts Opts) (Result, error) {
 		return r, nil
 	}
 	// Both materials' fits found their bands: name the stronger.
-	slices.SortStableFunc(found, func(a, b Result) int {
-		switch {
-		case a.SNR > b.SNR:
-			return -1
-		case a.SNR < b.SNR:
-			return 1
-		}
-		return 0
+	sort.SliceStable(found, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b Result) int {
+			switch {
+			case a.SNR > b.SNR:
+				return -1
+			case a.SNR < b.SNR:
+				return 1
+			}
+			return 0
+		}(found[i], found[j]) < 0
 	})
 	strong, weak := found[0], found[1]
 	ratio := 1.0

@@ -3,7 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
-	"cmp"
+
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -403,7 +403,7 @@ func VerifyArchives(ctx context.Context, files []string, anchor Anchor) ([]Archi
 	if len(all) == 0 {
 		return nil, errors.New("audit: no archive files")
 	}
-	slices.SortFunc(all, func(a, b loaded) int { return cmp.Compare(a.span.From, b.span.From) })
+	sort.Slice(all, func(i, j int) bool { return all[i].span.From < all[j].span.From })
 	var prev Entry // the last entry of the file before
 	for i, ld := range all {
 		first := ld.entries[0]

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,7 +401,9 @@ func NewRegistry(caps ...*Capability) (*Registry, error) {
 		r.byName[c.Name] = append(r.byName[c.Name], c)
 	}
 	for _, list := range r.byName {
-		slices.SortFunc(list, func(a, b *Capability) int { return a.SemVer.Compare(b.SemVer) })
+		sort.Slice(list, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+			return func(a, b *Capability) int { return a.SemVer.Compare(b.SemVer) }(list[i], list[j]) < 0
+		})
 	}
 	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -99,14 +100,16 @@ func sortPairs(x, y []float64) ([]float64, []float64) {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case x[a] < x[b]:
-			return -1
-		case x[a] > x[b]:
-			return 1
-		}
-		return 0
+	sort.Slice(idx, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b int) int {
+			switch {
+			case x[a] < x[b]:
+				return -1
+			case x[a] > x[b]:
+				return 1
+			}
+			return 0
+		}(idx[i], idx[j]) < 0
 	})
 	xs, ys := make([]float64, len(idx)), make([]float64, len(idx))
 	for k, i := range idx {

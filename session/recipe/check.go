@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -124,7 +125,9 @@ func (c *checker) finish(corners int) []Problem {
 		}
 		out = append(out, f.p)
 	}
-	slices.SortStableFunc(out, func(a, b Problem) int { return a.Line - b.Line })
+	sort.SliceStable(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b Problem) int { return a.Line - b.Line }(out[i], out[j]) < 0
+	})
 	return out
 }
 

@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"fmt"
-	"io/fs"
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
@@ -63,17 +62,10 @@ func Hazards(env *envelope.Envelope) map[string]string {
 // Shipped returns the recipes shipped in the binary (configs/recipes,
 // configs.Recipes), named recipes/FILE, for CheckAll.
 func Shipped() ([]Source, error) {
-	names, err := fs.Glob(configs.Recipes, "recipes/*.yaml")
-	if err != nil {
-		return nil, fmt.Errorf("recipe: shipped recipes: %w", err)
-	}
-	out := make([]Source, 0, len(names))
-	for _, n := range names {
-		data, err := fs.ReadFile(configs.Recipes, n)
-		if err != nil {
-			return nil, fmt.Errorf("recipe: shipped recipe %s: %w", n, err)
-		}
-		out = append(out, Source{Name: n, Data: data})
+	shipped := configs.Recipes()
+	out := make([]Source, 0, len(shipped))
+	for _, n := range shipped.Names() {
+		out = append(out, Source{Name: n, Data: shipped[n]})
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"io/fs"
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/configs"
@@ -10,9 +9,9 @@ import (
 // FuzzLoad: Load never panics, and whatever it accepts Check and Resolve
 // can judge and plan.
 func FuzzLoad(f *testing.F) {
-	names, _ := fs.Glob(configs.Recipes, "recipes/*.yaml")
+	names := configs.Recipes().Names()
 	for _, n := range names {
-		data, _ := fs.ReadFile(configs.Recipes, n)
+		data := configs.Recipes()[n]
 		f.Add(data)
 	}
 	f.Add([]byte("name: x\nversion: 1.0.0\ndescription: d\nphases: [{hold: {duration: {input: a}}}]\ncleanup: {purge: PT1M}\n"))

@@ -3,7 +3,6 @@ package recipe
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,9 +15,9 @@ import (
 
 func shipped(t *testing.T, name string) *Recipe {
 	t.Helper()
-	data, err := fs.ReadFile(configs.Recipes, "recipes/"+name)
-	if err != nil {
-		t.Fatal(err)
+	data, ok := configs.Recipes()["recipes/"+name]
+	if !ok {
+		t.Fatalf("no shipped recipe %s", name)
 	}
 	r, err := LoadFor(name, data, Hazards(simEnvelope(t)))
 	if err != nil {

@@ -3,7 +3,6 @@ package recipe
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"strings"
 	"testing"
 
@@ -49,9 +48,9 @@ func TestShippedRecipesMatchSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _ := fs.Glob(configs.Recipes, "recipes/*.yaml")
+	names := configs.Recipes().Names()
 	for _, n := range names {
-		data, _ := fs.ReadFile(configs.Recipes, n)
+		data := configs.Recipes()[n]
 		if !strings.HasPrefix(string(data), "# yaml-language-server: $schema=../recipe.schema.json\n") {
 			t.Errorf("%s: first line is not the editor modeline", n)
 		}

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"io/fs"
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/configs"
@@ -11,13 +10,13 @@ import (
 // Check against the shipped configs/sim.yaml envelope.
 func TestShippedRecipesPass(t *testing.T) {
 	env := simEnvelope(t)
-	names, err := fs.Glob(configs.Recipes, "recipes/*.yaml")
-	if err != nil || len(names) < 3 {
-		t.Fatalf("shipped recipes: %v %v", names, err)
+	names := configs.Recipes().Names()
+	if len(names) < 3 {
+		t.Fatalf("shipped recipes: %v", names)
 	}
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
-			data, _ := fs.ReadFile(configs.Recipes, n)
+			data := configs.Recipes()[n]
 			r, err := LoadFor(n, data, Hazards(env))
 			if err != nil {
 				t.Fatalf("Load:\n%v", err)

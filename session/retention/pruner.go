@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -203,7 +203,9 @@ func (p *Pruner) Once(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, fmt.Errorf("retention: %w", err)
 	}
-	slices.SortFunc(closed, func(a, b store.Session) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
+	sort.Slice(closed, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b store.Session) int { return a.UpdatedAt.Compare(b.UpdatedAt) }(closed[i], closed[j]) < 0
+	})
 	now := p.o.Clock()
 	var due, rest []candidate
 	for _, s := range closed {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -153,7 +153,9 @@ func (s *Store) AccessRequests(ctx context.Context, pendingOnly bool) ([]AccessR
 			return nil
 		})
 	})
-	slices.SortFunc(out, func(a, b AccessRequest) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	sort.Slice(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b AccessRequest) int { return a.CreatedAt.Compare(b.CreatedAt) }(out[i], out[j]) < 0
+	})
 	return out, err
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
+	"sort"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -114,7 +114,9 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 		for _, c := range classes {
 			u.Classes = append(u.Classes, *c)
 		}
-		slices.SortFunc(u.Classes, func(a, b ClassUsage) int { return strings.Compare(a.Class, b.Class) })
+		sort.Slice(u.Classes, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+			return func(a, b ClassUsage) int { return strings.Compare(a.Class, b.Class) }(u.Classes[i], u.Classes[j]) < 0
+		})
 		return err
 	})
 	return u, err

@@ -7,8 +7,6 @@ package regmaptest
 
 import (
 	"fmt"
-	"io/fs"
-
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/configs/simrig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
@@ -18,9 +16,9 @@ import (
 // Profile returns the shipped profile id (configs/profiles/<id>.yaml).
 func Profile(id string) (*profile.Profile, error) {
 	name := "profiles/" + id + ".yaml"
-	b, err := fs.ReadFile(configs.Profiles, name)
-	if err != nil {
-		return nil, fmt.Errorf("regmaptest: %w", err)
+	b, ok := configs.Profiles()[name]
+	if !ok {
+		return nil, fmt.Errorf("regmaptest: no shipped profile %s", name)
 	}
 	return profile.Parse("configs/"+name, b)
 }

@@ -198,14 +198,16 @@ func sorted(shift, counts []float64) (xs, ys []float64, err error) {
 			pts = append(pts, pt{shift[i], counts[i]})
 		}
 	}
-	slices.SortFunc(pts, func(a, b pt) int {
-		switch {
-		case a.x < b.x:
-			return -1
-		case a.x > b.x:
-			return 1
-		}
-		return 0
+	sort.Slice(pts, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b pt) int {
+			switch {
+			case a.x < b.x:
+				return -1
+			case a.x > b.x:
+				return 1
+			}
+			return 0
+		}(pts[i], pts[j]) < 0
 	})
 	for i := 0; i < len(pts); {
 		j, s := i, 0.0

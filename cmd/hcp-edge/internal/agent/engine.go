@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -261,7 +262,9 @@ func (s *sessions) list(ctx context.Context, all bool) ([]reply.Session, error) 
 		}
 		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b reply.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	sort.Slice(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b reply.Session) int { return a.CreatedAt.Compare(b.CreatedAt) }(out[i], out[j]) < 0
+	})
 	return out, nil
 }
 
@@ -272,7 +275,9 @@ func (s *sessions) budgets(ctx context.Context) []reply.Budget {
 	if err != nil {
 		return nil
 	}
-	slices.SortStableFunc(ss, func(a, b store.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	sort.SliceStable(ss, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b store.Session) int { return a.CreatedAt.Compare(b.CreatedAt) }(ss[i], ss[j]) < 0
+	})
 	var out []reply.Budget
 	for _, x := range ss {
 		if r, ok := s.eng.Budgets(x.ID); ok {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"sort"
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
@@ -106,7 +106,9 @@ flags:
 				res.Recipe, res.Policy, res.Valid = &id, &pol, true
 			}
 		}
-		slices.SortStableFunc(res.Problems, func(a, b recipe.Problem) int { return a.Line - b.Line })
+		sort.SliceStable(res.Problems, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+			return func(a, b recipe.Problem) int { return a.Line - b.Line }(res.Problems[i], res.Problems[j]) < 0
+		})
 		results = append(results, res)
 	}
 	if *asJSON {

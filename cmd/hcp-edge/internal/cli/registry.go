@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -34,22 +33,16 @@ func loadRegistry(cfgPath, dir string) (*capability.Registry, string, error) {
 			return reg, d, err
 		}
 	}
-	names, err := fs.Glob(configs.Capabilities, "capabilities/*.json")
-	if err != nil {
-		return nil, "", err
-	}
+	shipped := configs.Capabilities()
 	var caps []*capability.Capability
 	var errs []error
-	for _, n := range names {
-		data, err := configs.Capabilities.ReadFile(n)
-		if err == nil {
-			var c *capability.Capability
-			if c, err = capability.Parse(data); err == nil {
-				caps = append(caps, c)
-				continue
-			}
+	for _, n := range shipped.Names() {
+		c, err := capability.Parse(shipped[n])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n, err))
+			continue
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", n, err))
+		caps = append(caps, c)
 	}
 	if len(errs) > 0 {
 		return nil, "", errors.Join(errs...)

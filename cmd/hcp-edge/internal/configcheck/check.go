@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,11 +165,13 @@ func (c *checker) finish() Result {
 	if c.res.File == "" {
 		c.res.File = c.file
 	}
-	slices.SortStableFunc(c.res.Problems, func(a, b Problem) int {
-		if a.File != b.File {
-			return strings.Compare(a.File, b.File)
-		}
-		return a.Line - b.Line
+	sort.SliceStable(c.res.Problems, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b Problem) int {
+			if a.File != b.File {
+				return strings.Compare(a.File, b.File)
+			}
+			return a.Line - b.Line
+		}(c.res.Problems[i], c.res.Problems[j]) < 0
 	})
 	c.res.Problems = slices.CompactFunc(c.res.Problems, func(a, b Problem) bool { return a == b })
 	if c.res.Problems == nil {

@@ -539,9 +539,9 @@ func TestCheckRecipesDir(t *testing.T) {
 	if err := os.Chmod(recipes, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	anneal, err := configs.Recipes.ReadFile("recipes/h2-anneal.yaml")
-	if err != nil {
-		t.Fatal(err)
+	anneal, ok := configs.Recipes()["recipes/h2-anneal.yaml"]
+	if !ok {
+		t.Fatal("no shipped recipe recipes/h2-anneal.yaml")
 	}
 	lab := strings.Replace(string(anneal), "name: h2-anneal", "name: lab-anneal", 1)
 	write := func(name, data string, mode os.FileMode) string {

@@ -375,14 +375,10 @@ func (c *checker) checkRetention(f rigconfig.File, caps []*capability.Capability
 // (configs/capabilities), skipping any that do not parse (their own test
 // holds them valid).
 func embeddedCapabilities() []*capability.Capability {
-	names, _ := fs.Glob(configs.Capabilities, "capabilities/*.json")
+	shipped := configs.Capabilities()
 	var out []*capability.Capability
-	for _, n := range names {
-		data, err := configs.Capabilities.ReadFile(n)
-		if err != nil {
-			continue
-		}
-		if cp, err := capability.Parse(data); err == nil {
+	for _, n := range shipped.Names() {
+		if cp, err := capability.Parse(shipped[n]); err == nil {
 			out = append(out, cp)
 		}
 	}

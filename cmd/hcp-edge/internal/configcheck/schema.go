@@ -11,8 +11,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/hcp-edge/hcp-edge/configs"
 )
@@ -54,7 +52,7 @@ func CompileSchema(text []byte) (*Schema, error) {
 }
 
 // printer renders the validator's messages that are not rephrased here.
-var printer = message.NewPrinter(language.English)
+var printer = jsonschema.NewPrinter()
 
 // finding is one leaf of the validator's error tree, placed.
 type finding struct {

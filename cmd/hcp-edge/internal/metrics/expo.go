@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,9 @@ func (c *counterVec) write(w *expoWriter) {
 		kids = append(kids, ch)
 	}
 	c.mu.RUnlock()
-	slices.SortFunc(kids, func(a, b *counterChild) int { return slices.Compare(a.values, b.values) })
+	sort.Slice(kids, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b *counterChild) int { return slices.Compare(a.values, b.values) }(kids[i], kids[j]) < 0
+	})
 	w.header(c.name, c.help, "counter")
 	for _, ch := range kids {
 		w.sample(c.name, "", c.labels, ch.values, "", "", float64(ch.n.Load()))
@@ -136,7 +139,9 @@ func (h *histogramVec) write(w *expoWriter) {
 		kids = append(kids, ch)
 	}
 	h.mu.RUnlock()
-	slices.SortFunc(kids, func(a, b *histogram) int { return cmp.Compare(a.value, b.value) })
+	sort.Slice(kids, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b *histogram) int { return cmp.Compare(a.value, b.value) }(kids[i], kids[j]) < 0
+	})
 	w.header(h.name, h.help, "histogram")
 	labels := []string{h.label}
 	for _, ch := range kids {

@@ -34,9 +34,9 @@ func simEnvelope(t *testing.T) *envelope.Envelope {
 
 func anneal(t *testing.T) []byte {
 	t.Helper()
-	data, err := configs.Recipes.ReadFile("recipes/h2-anneal.yaml")
-	if err != nil {
-		t.Fatal(err)
+	data, ok := configs.Recipes()["recipes/h2-anneal.yaml"]
+	if !ok {
+		t.Fatal("no shipped recipe recipes/h2-anneal.yaml")
 	}
 	return data
 }

@@ -3,7 +3,6 @@ package rigconfig
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,14 +22,9 @@ type Profiles map[string]*profile.Profile
 func LoadProfiles(dir string) (Profiles, error) {
 	out := Profiles{}
 	var errs []error
-	shipped, _ := fs.Glob(configs.Profiles, "profiles/*.yaml")
-	for _, name := range shipped {
-		b, err := fs.ReadFile(configs.Profiles, name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p, err := profile.Parse("configs/"+name, b)
+	shipped := configs.Profiles()
+	for _, name := range shipped.Names() {
+		p, err := profile.Parse("configs/"+name, shipped[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue

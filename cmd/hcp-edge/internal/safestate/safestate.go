@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,7 +201,9 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 		})
 	}
 	wg.Wait()
-	slices.SortStableFunc(out, func(a, b Output) int { return strings.Compare(rank(a.Instrument), rank(b.Instrument)) })
+	sort.SliceStable(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
+		return func(a, b Output) int { return strings.Compare(rank(a.Instrument), rank(b.Instrument)) }(out[i], out[j]) < 0
+	})
 	return out
 }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
-
-	"golang.org/x/text/message"
 )
 
 // --
@@ -18,7 +16,7 @@ func (*InvalidJsonValue) KeywordPath() []string {
 	return nil
 }
 
-func (k *InvalidJsonValue) LocalizedString(p *message.Printer) string {
+func (k *InvalidJsonValue) LocalizedString(p *Printer) string {
 	return p.Sprintf("invalid jsonType %T", k.Value)
 }
 
@@ -32,7 +30,7 @@ func (*Schema) KeywordPath() []string {
 	return nil
 }
 
-func (k *Schema) LocalizedString(p *message.Printer) string {
+func (k *Schema) LocalizedString(p *Printer) string {
 	return p.Sprintf("jsonschema validation failed with %s", quote(k.Location))
 }
 
@@ -44,7 +42,7 @@ func (*Group) KeywordPath() []string {
 	return nil
 }
 
-func (*Group) LocalizedString(p *message.Printer) string {
+func (*Group) LocalizedString(p *Printer) string {
 	return p.Sprintf("validation failed")
 }
 
@@ -56,7 +54,7 @@ func (*Not) KeywordPath() []string {
 	return nil
 }
 
-func (*Not) LocalizedString(p *message.Printer) string {
+func (*Not) LocalizedString(p *Printer) string {
 	return p.Sprintf("'not' failed")
 }
 
@@ -68,7 +66,7 @@ func (*AllOf) KeywordPath() []string {
 	return []string{"allOf"}
 }
 
-func (*AllOf) LocalizedString(p *message.Printer) string {
+func (*AllOf) LocalizedString(p *Printer) string {
 	return p.Sprintf("'allOf' failed")
 }
 
@@ -80,7 +78,7 @@ func (*AnyOf) KeywordPath() []string {
 	return []string{"anyOf"}
 }
 
-func (*AnyOf) LocalizedString(p *message.Printer) string {
+func (*AnyOf) LocalizedString(p *Printer) string {
 	return p.Sprintf("'anyOf' failed")
 }
 
@@ -96,7 +94,7 @@ func (*OneOf) KeywordPath() []string {
 	return []string{"oneOf"}
 }
 
-func (k *OneOf) LocalizedString(p *message.Printer) string {
+func (k *OneOf) LocalizedString(p *Printer) string {
 	if len(k.Subschemas) == 0 {
 		return p.Sprintf("'oneOf' failed, none matched")
 	}
@@ -111,7 +109,7 @@ func (*FalseSchema) KeywordPath() []string {
 	return nil
 }
 
-func (*FalseSchema) LocalizedString(p *message.Printer) string {
+func (*FalseSchema) LocalizedString(p *Printer) string {
 	return p.Sprintf("false schema")
 }
 
@@ -127,7 +125,7 @@ func (*RefCycle) KeywordPath() []string {
 	return nil
 }
 
-func (k *RefCycle) LocalizedString(p *message.Printer) string {
+func (k *RefCycle) LocalizedString(p *Printer) string {
 	return p.Sprintf("both %s and %s resolve to %q causing reference cycle", k.KeywordLocation1, k.KeywordLocation2, k.URL)
 }
 
@@ -142,7 +140,7 @@ func (*Type) KeywordPath() []string {
 	return []string{"type"}
 }
 
-func (k *Type) LocalizedString(p *message.Printer) string {
+func (k *Type) LocalizedString(p *Printer) string {
 	want := strings.Join(k.Want, " or ")
 	return p.Sprintf("got %s, want %s", k.Got, want)
 }
@@ -159,7 +157,7 @@ func (*Enum) KeywordPath() []string {
 	return []string{"enum"}
 }
 
-func (k *Enum) LocalizedString(p *message.Printer) string {
+func (k *Enum) LocalizedString(p *Printer) string {
 	allPrimitive := true
 loop:
 	for _, item := range k.Want {
@@ -193,7 +191,7 @@ func (*Const) KeywordPath() []string {
 	return []string{"const"}
 }
 
-func (k *Const) LocalizedString(p *message.Printer) string {
+func (k *Const) LocalizedString(p *Printer) string {
 	switch want := k.Want.(type) {
 	case []any, map[string]any:
 		return p.Sprintf("'const' failed")
@@ -214,7 +212,7 @@ func (*Format) KeywordPath() []string {
 	return []string{"format"}
 }
 
-func (k *Format) LocalizedString(p *message.Printer) string {
+func (k *Format) LocalizedString(p *Printer) string {
 	return p.Sprintf("%s is not valid %s: %v", display(k.Got), k.Want, localizedError(k.Err, p))
 }
 
@@ -229,7 +227,7 @@ func (k *Reference) KeywordPath() []string {
 	return []string{k.Keyword}
 }
 
-func (*Reference) LocalizedString(p *message.Printer) string {
+func (*Reference) LocalizedString(p *Printer) string {
 	return p.Sprintf("validation failed")
 }
 
@@ -243,7 +241,7 @@ func (*MinProperties) KeywordPath() []string {
 	return []string{"minProperties"}
 }
 
-func (k *MinProperties) LocalizedString(p *message.Printer) string {
+func (k *MinProperties) LocalizedString(p *Printer) string {
 	return p.Sprintf("minProperties: got %d, want %d", k.Got, k.Want)
 }
 
@@ -257,7 +255,7 @@ func (*MaxProperties) KeywordPath() []string {
 	return []string{"maxProperties"}
 }
 
-func (k *MaxProperties) LocalizedString(p *message.Printer) string {
+func (k *MaxProperties) LocalizedString(p *Printer) string {
 	return p.Sprintf("maxProperties: got %d, want %d", k.Got, k.Want)
 }
 
@@ -271,7 +269,7 @@ func (*MinItems) KeywordPath() []string {
 	return []string{"minItems"}
 }
 
-func (k *MinItems) LocalizedString(p *message.Printer) string {
+func (k *MinItems) LocalizedString(p *Printer) string {
 	return p.Sprintf("minItems: got %d, want %d", k.Got, k.Want)
 }
 
@@ -285,7 +283,7 @@ func (*MaxItems) KeywordPath() []string {
 	return []string{"maxItems"}
 }
 
-func (k *MaxItems) LocalizedString(p *message.Printer) string {
+func (k *MaxItems) LocalizedString(p *Printer) string {
 	return p.Sprintf("maxItems: got %d, want %d", k.Got, k.Want)
 }
 
@@ -299,7 +297,7 @@ func (*AdditionalItems) KeywordPath() []string {
 	return []string{"additionalItems"}
 }
 
-func (k *AdditionalItems) LocalizedString(p *message.Printer) string {
+func (k *AdditionalItems) LocalizedString(p *Printer) string {
 	return p.Sprintf("last %d additionalItem(s) not allowed", k.Count)
 }
 
@@ -313,7 +311,7 @@ func (*Required) KeywordPath() []string {
 	return []string{"required"}
 }
 
-func (k *Required) LocalizedString(p *message.Printer) string {
+func (k *Required) LocalizedString(p *Printer) string {
 	if len(k.Missing) == 1 {
 		return p.Sprintf("missing property %s", quote(k.Missing[0]))
 	}
@@ -331,7 +329,7 @@ func (k *Dependency) KeywordPath() []string {
 	return []string{"dependency", k.Prop}
 }
 
-func (k *Dependency) LocalizedString(p *message.Printer) string {
+func (k *Dependency) LocalizedString(p *Printer) string {
 	return p.Sprintf("properties %s required, if %s exists", joinQuoted(k.Missing, ", "), quote(k.Prop))
 }
 
@@ -346,7 +344,7 @@ func (k *DependentRequired) KeywordPath() []string {
 	return []string{"dependentRequired", k.Prop}
 }
 
-func (k *DependentRequired) LocalizedString(p *message.Printer) string {
+func (k *DependentRequired) LocalizedString(p *Printer) string {
 	return p.Sprintf("properties %s required, if %s exists", joinQuoted(k.Missing, ", "), quote(k.Prop))
 }
 
@@ -360,7 +358,7 @@ func (*AdditionalProperties) KeywordPath() []string {
 	return []string{"additionalProperties"}
 }
 
-func (k *AdditionalProperties) LocalizedString(p *message.Printer) string {
+func (k *AdditionalProperties) LocalizedString(p *Printer) string {
 	return p.Sprintf("additional properties %s not allowed", joinQuoted(k.Properties, ", "))
 }
 
@@ -374,7 +372,7 @@ func (*PropertyNames) KeywordPath() []string {
 	return []string{"propertyNames"}
 }
 
-func (k *PropertyNames) LocalizedString(p *message.Printer) string {
+func (k *PropertyNames) LocalizedString(p *Printer) string {
 	return p.Sprintf("invalid propertyName %s", quote(k.Property))
 }
 
@@ -388,7 +386,7 @@ func (*UniqueItems) KeywordPath() []string {
 	return []string{"uniqueItems"}
 }
 
-func (k *UniqueItems) LocalizedString(p *message.Printer) string {
+func (k *UniqueItems) LocalizedString(p *Printer) string {
 	return p.Sprintf("items at %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
 }
 
@@ -400,7 +398,7 @@ func (*Contains) KeywordPath() []string {
 	return []string{"contains"}
 }
 
-func (*Contains) LocalizedString(p *message.Printer) string {
+func (*Contains) LocalizedString(p *Printer) string {
 	return p.Sprintf("no items match contains schema")
 }
 
@@ -415,7 +413,7 @@ func (*MinContains) KeywordPath() []string {
 	return []string{"minContains"}
 }
 
-func (k *MinContains) LocalizedString(p *message.Printer) string {
+func (k *MinContains) LocalizedString(p *Printer) string {
 	if len(k.Got) == 0 {
 		return p.Sprintf("min %d items required to match contains schema, but none matched", k.Want)
 	} else {
@@ -435,7 +433,7 @@ func (*MaxContains) KeywordPath() []string {
 	return []string{"maxContains"}
 }
 
-func (k *MaxContains) LocalizedString(p *message.Printer) string {
+func (k *MaxContains) LocalizedString(p *Printer) string {
 	got := fmt.Sprintf("%v", k.Got)
 	return p.Sprintf("max %d items required to match contains schema, but matched %d items at %v", k.Want, len(k.Got), got[1:len(got)-1])
 }
@@ -450,7 +448,7 @@ func (*MinLength) KeywordPath() []string {
 	return []string{"minLength"}
 }
 
-func (k *MinLength) LocalizedString(p *message.Printer) string {
+func (k *MinLength) LocalizedString(p *Printer) string {
 	return p.Sprintf("minLength: got %d, want %d", k.Got, k.Want)
 }
 
@@ -464,7 +462,7 @@ func (*MaxLength) KeywordPath() []string {
 	return []string{"maxLength"}
 }
 
-func (k *MaxLength) LocalizedString(p *message.Printer) string {
+func (k *MaxLength) LocalizedString(p *Printer) string {
 	return p.Sprintf("maxLength: got %d, want %d", k.Got, k.Want)
 }
 
@@ -479,7 +477,7 @@ func (*Pattern) KeywordPath() []string {
 	return []string{"pattern"}
 }
 
-func (k *Pattern) LocalizedString(p *message.Printer) string {
+func (k *Pattern) LocalizedString(p *Printer) string {
 	return p.Sprintf("%s does not match pattern %s", quote(k.Got), quote(k.Want))
 }
 
@@ -494,7 +492,7 @@ func (*ContentEncoding) KeywordPath() []string {
 	return []string{"contentEncoding"}
 }
 
-func (k *ContentEncoding) LocalizedString(p *message.Printer) string {
+func (k *ContentEncoding) LocalizedString(p *Printer) string {
 	return p.Sprintf("value is not %s encoded: %v", quote(k.Want), localizedError(k.Err, p))
 }
 
@@ -510,7 +508,7 @@ func (*ContentMediaType) KeywordPath() []string {
 	return []string{"contentMediaType"}
 }
 
-func (k *ContentMediaType) LocalizedString(p *message.Printer) string {
+func (k *ContentMediaType) LocalizedString(p *Printer) string {
 	return p.Sprintf("value is not of mediatype %s: %v", quote(k.Want), k.Err)
 }
 
@@ -522,7 +520,7 @@ func (*ContentSchema) KeywordPath() []string {
 	return []string{"contentSchema"}
 }
 
-func (*ContentSchema) LocalizedString(p *message.Printer) string {
+func (*ContentSchema) LocalizedString(p *Printer) string {
 	return p.Sprintf("'contentSchema' failed")
 }
 
@@ -537,7 +535,7 @@ func (*Minimum) KeywordPath() []string {
 	return []string{"minimum"}
 }
 
-func (k *Minimum) LocalizedString(p *message.Printer) string {
+func (k *Minimum) LocalizedString(p *Printer) string {
 	got, _ := k.Got.Float64()
 	want, _ := k.Want.Float64()
 	return p.Sprintf("minimum: got %v, want %v", got, want)
@@ -554,7 +552,7 @@ func (*Maximum) KeywordPath() []string {
 	return []string{"maximum"}
 }
 
-func (k *Maximum) LocalizedString(p *message.Printer) string {
+func (k *Maximum) LocalizedString(p *Printer) string {
 	got, _ := k.Got.Float64()
 	want, _ := k.Want.Float64()
 	return p.Sprintf("maximum: got %v, want %v", got, want)
@@ -571,7 +569,7 @@ func (*ExclusiveMinimum) KeywordPath() []string {
 	return []string{"exclusiveMinimum"}
 }
 
-func (k *ExclusiveMinimum) LocalizedString(p *message.Printer) string {
+func (k *ExclusiveMinimum) LocalizedString(p *Printer) string {
 	got, _ := k.Got.Float64()
 	want, _ := k.Want.Float64()
 	return p.Sprintf("exclusiveMinimum: got %v, want %v", got, want)
@@ -588,7 +586,7 @@ func (*ExclusiveMaximum) KeywordPath() []string {
 	return []string{"exclusiveMaximum"}
 }
 
-func (k *ExclusiveMaximum) LocalizedString(p *message.Printer) string {
+func (k *ExclusiveMaximum) LocalizedString(p *Printer) string {
 	got, _ := k.Got.Float64()
 	want, _ := k.Want.Float64()
 	return p.Sprintf("exclusiveMaximum: got %v, want %v", got, want)
@@ -605,7 +603,7 @@ func (*MultipleOf) KeywordPath() []string {
 	return []string{"multipleOf"}
 }
 
-func (k *MultipleOf) LocalizedString(p *message.Printer) string {
+func (k *MultipleOf) LocalizedString(p *Printer) string {
 	got, _ := k.Got.Float64()
 	want, _ := k.Want.Float64()
 	return p.Sprintf("multipleOf: got %v, want %v", got, want)
@@ -643,8 +641,8 @@ func display(v any) string {
 	}
 }
 
-func localizedError(err error, p *message.Printer) string {
-	if err, ok := err.(interface{ LocalizedError(*message.Printer) string }); ok {
+func localizedError(err error, p *Printer) string {
+	if err, ok := err.(interface{ LocalizedError(*Printer) string }); ok {
 		return err.LocalizedError(p)
 	}
 	return err.Error()
