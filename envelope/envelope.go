@@ -423,6 +423,9 @@ func (c *compiler) interlocks(e *Envelope) {
 			}
 		}
 		if c.gasKnown("interlocks.heater.inert_gas", h.InertGas) {
+			if hz := e.gases[h.InertGas].Hazard; hz != "" && hz != HazardInert {
+				c.fail("interlocks.heater.inert_gas", "%s is %s in the rig's layout (its hazard class), not inert", h.InertGas, hz)
+			}
 			if v, ok := c.quantity("interlocks.heater.min_inert_flow", h.MinInertFlow, kindFlow, true); ok {
 				r.minInertFlow = device.Flow(v)
 				if fs := e.gases[h.InertGas].FullScale; r.minInertFlow > fs || r.minInertFlow <= 0 {
@@ -492,7 +495,9 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 		} else {
 			r := &purgeRule{inertGas: p.InertGas, minDuration: time.Duration(p.MinDuration)}
 			if c.gasKnown("purge.inert_gas", p.InertGas) {
-				if slices.Contains(e.reactive, p.InertGas) {
+				if h := e.gases[p.InertGas].Hazard; h != "" && h != HazardInert {
+					c.fail("purge.inert_gas", "%s is %s in the rig's layout (its hazard class): a purge uses an inert gas", p.InertGas, h)
+				} else if slices.Contains(e.reactive, p.InertGas) {
 					c.fail("purge.inert_gas", "%s is listed as reactive", p.InertGas)
 				}
 				if v, ok := c.quantity("purge.min_inert_flow", p.MinInertFlow, kindFlow, true); ok {

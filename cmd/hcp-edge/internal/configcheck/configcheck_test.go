@@ -149,6 +149,10 @@ func TestCheckBroken(t *testing.T) {
 		{name: "a line valve that is the pump", edit: func(s string) string {
 			return strings.Replace(s, "valve: ar_valve,", "valve: pump,", 1)
 		}, want: []want{{"valve: pump,", "rig.mfcs[0].valve"}}},
+		{name: "a purge and a heater interlock on a gas the layout does not call inert", edit: func(s string) string {
+			s = strings.Replace(s, "    inert_gas: Ar\n    min_inert_flow: 100 sccm", "    inert_gas: Ar  # the purge's\n    min_inert_flow: 100 sccm", 1)
+			return strings.Replace(s, "gas: Ar, hazard: inert,", "gas: Ar, hazard: oxidising,", 1)
+		}, want: []want{{"      inert_gas: Ar", "envelope.interlocks.heater.inert_gas"}, {"inert_gas: Ar  # the purge's", "envelope.purge.inert_gas"}}},
 		{name: "every problem, not only the first", edit: func(s string) string {
 			s = strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1)
 			s = strings.Replace(s, "kick_every: 1s", "kick_every: often", 1)
