@@ -428,11 +428,11 @@ type ModbusDevice struct {
 // Output roles: the outputs the recipes' phases and the envelope's
 // interlocks drive by what they do, whatever the rig calls them.
 const (
-	RolePump     = "pump"     // the roughing pump
-	RoleGate     = "gate"     // the gate valve between chamber and pump
-	RoleVent     = "vent"     // the vent valve (admits air)
+	RolePump     = "pump"             // the roughing pump
+	RoleGate     = "gate"             // the gate valve between chamber and pump
+	RoleVent     = "vent"             // the vent valve (admits air)
 	RoleScrubber = "exhaust_scrubber" // the exhaust scrubber
-	RoleDoor     = "door"     // input: the door is closed
+	RoleDoor     = "door"             // input: the door is closed
 )
 
 // Output is one on/off output of the layout.
