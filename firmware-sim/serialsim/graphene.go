@@ -53,7 +53,7 @@ func WindowFor(r plant.Rig) Window {
 // Not simulated: D' (≈ 1620 cm⁻¹, on G's shoulder), D+D' (≈ 2940 cm⁻¹),
 // and the doping and strain shifts of the positions.
 const (
-	grGRate       = 700.0 // G height of a monolayer, counts per second
+	grGRate       = 2000.0 // G height of a monolayer, counts per second (the MoS2 bands' scale)
 	grGPos        = 1584.0
 	grGHalfWidth  = 7.0
 	gr2DPos       = 2684.0
@@ -110,19 +110,31 @@ func grapheneRates(film plant.Film, w Window) []float64 {
 	return out
 }
 
+// copperBackground is the background of graphene on copper foil, sample
+// seed: the sample's level, slope and curvature across w (the draws of
+// sampleBackground), and the copper's photoluminescence, a broad hump near
+// 2.1 eV (590 nm: ≈ 1850 cm⁻¹ of shift at 532 nm) at 1650–2050 cm⁻¹, with a
+// width (σ) of 350–650 cm⁻¹, up to 0.4 of the level. Its u runs over w.
+func copperBackground(seed uint64, w Window) fluoBackground {
+	b := sampleBackground(seed)
+	r := newRand(seed ^ 0x436f70706572) // "Copper"
+	b.humpAt = 1650 + 400*r.Float64()
+	b.humpW = 350 + 300*r.Float64()
+	b.first, b.span = w.First, w.Step*float64(w.Points-1)
+	return b
+}
+
 // synthGraphene is one acquisition of ms milliseconds of a graphene foil in
 // window w with the effects of e (synthWith's, but for the mixture of
 // coverages, which a graphene film always is; the fluorescence background
-// is the sample's shape stretched over w).
+// is copperBackground).
 func synthGraphene(film plant.Film, ms int, w Window, rng, spikes *rand.Rand, e Effects) []uint64 {
 	t := float64(ms) / 1000
 	rates := grapheneRates(film, w)
 	if e.Fluorescence > 0 {
-		bg := sampleBackground(e.Sample)
-		span := w.Step * float64(w.Points-1)
+		bg := copperBackground(e.Sample, w)
 		for i := range rates {
-			x := ShiftFirst + (w.At(i)-w.First)/span*(ShiftStep*(ShiftPoints-1))
-			rates[i] += e.Fluorescence * bg.at(x)
+			rates[i] += e.Fluorescence * bg.at(w.At(i))
 		}
 	}
 	out := make([]uint64, len(rates))
