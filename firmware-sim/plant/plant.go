@@ -76,9 +76,6 @@ const (
 	numGases
 )
 
-// gasKeys are the MoS2 rig's gas keys (Plant.Gases has the plant's).
-var gasKeys = [numGases]string{"ar", "h2", "h2s"}
-
 type mfc struct {
 	MFCState
 	flowTrue float64

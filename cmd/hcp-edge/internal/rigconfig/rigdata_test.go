@@ -53,7 +53,9 @@ func TestNoRigNameInGo(t *testing.T) {
 			if m := names.FindIndex(line); m != nil && !isTagOrComment(line, m[0]) && !roleConst.Match(line) {
 				found = append(found, f+":"+strconv.Itoa(i+1)+": "+string(line[m[0]:m[1]]))
 			}
-			if m := graphene.FindIndex(line); m != nil && !strings.HasPrefix(f, "session/analysis/") && !isTagOrComment(line, m[0]) {
+			// The analysis knows graphene, and so does the contract of its
+			// tool (device/catalog: raman.analyze's material enums).
+			if m := graphene.FindIndex(line); m != nil && !strings.HasPrefix(f, "session/analysis/") && f != "device/catalog/analyze.go" && !isTagOrComment(line, m[0]) {
 				found = append(found, f+":"+strconv.Itoa(i+1)+": "+string(line[m[0]:m[1]]))
 			}
 		}
