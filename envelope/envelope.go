@@ -488,11 +488,16 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 			c.fail("reactive_gases", "%s and %s need the reactive gases listed", RuleMixing, RuleVentGas)
 		}
 	}
-	if e.prohibited[RuleMixing] {
+	// The purge definition is compiled whenever it is given, not only for the
+	// mixing rule: the purge history (State.UsedSincePurge) is also what the
+	// recipe check's "purged before a vent" reads, on a rig whose reactive
+	// gases may mix (CH4 in H2) as on one whose may not.
+	if e.prohibited[RuleMixing] && c.cfg.Purge == nil {
+		c.fail("purge", "%s needs a purge definition", RuleMixing)
+	}
+	{
 		p := c.cfg.Purge
-		if p == nil {
-			c.fail("purge", "%s needs a purge definition", RuleMixing)
-		} else {
+		if p != nil {
 			r := &purgeRule{inertGas: p.InertGas, minDuration: time.Duration(p.MinDuration)}
 			if c.gasKnown("purge.inert_gas", p.InertGas) {
 				if h := e.gases[p.InertGas].Hazard; h != "" && h != HazardInert {

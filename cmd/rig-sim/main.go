@@ -1,8 +1,8 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
-//	        [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
+//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+//	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
@@ -19,6 +19,13 @@
 // coil drops when the heartbeat pin shows no level change for T (wall clock),
 // and stays dropped until relay is written High again while the heartbeat is
 // alive.
+//
+// --rig graphene brings up the graphene-on-copper rig of configs/graphene.yaml
+// (plant.RigGraphene): Ar, H2 and CH4 controllers on mfc-ar, mfc-h2 and
+// mfc-ch4, coil 4 the CH4 line valve, no scrubber, the spectrometer on the
+// graphene window, and, unless the flags say otherwise, the furnace on the
+// Eurotherm 3200, the I/O on the ADAM-6052 and a 2 s relay watchdog (the
+// instruments that configuration names).
 package main
 
 import (
@@ -56,8 +63,8 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--precursor MoO3|WO3]
-          [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
+  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+          [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
@@ -138,10 +145,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
+	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
+	}
+	rk, err := plant.ParseRig(*rigName)
+	if err != nil {
+		return fmt.Errorf("run: --rig: %w", err)
+	}
+	if rk == plant.RigGraphene {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["furnace-model"] {
+			*furnaceModel = string(plant.FurnaceEurotherm3200)
+		}
+		if !set["dio-model"] {
+			*dioModel = string(plant.DIOADAM6052)
+		}
+		if !set["relay-watchdog"] {
+			*watchdog = 2 * time.Second
+		}
 	}
 	if len(pos) > 0 {
 		return fmt.Errorf("run: unexpected arguments %q", pos)
@@ -171,20 +196,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
-		FurnaceModel: fm, DIOModel: dm,
+		FurnaceModel: fm, DIOModel: dm, Rig: rk,
 		Logger: logger, StartSerial: rig.SerialInstruments,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "rig-sim: time scale %g (sim s per wall s), relay %s, precursor %s\n", *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
+	fmt.Fprintf(stdout, "rig-sim: rig %s, time scale %g (sim s per wall s), relay %s, precursor %s\n", rk, *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}
 	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
 	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
-	for _, n := range []string{"mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"} {
+	var links []string
+	for _, g := range r.Plant().Gases() {
+		links = append(links, "mfc-"+g)
+	}
+	for _, n := range append(links, "gauge", "raman") {
 		fmt.Fprintf(stdout, "  %-12s %s\n", n, filepath.Join(r.Dir(), n))
 	}
 	fmt.Fprintf(stdout, "  control      %s\n", r.ControlPath())
@@ -227,6 +256,27 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// gasOrder is the controllers' keys, Ar and H2 first, then the others.
+func gasOrder(m map[string]plant.MFCSnapshot) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	rank := map[string]int{"ar": 0, "h2": 1}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, oki := rank[keys[i]]
+		rj, okj := rank[keys[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
 func onOff(b bool) string {
 	if b {
 		return "on"
@@ -257,7 +307,7 @@ func printStatus(w io.Writer, s control.Status) {
 	}
 	fmt.Fprintf(w, "models      furnace %s, dio %s\n", s.FurnaceModel, s.DIOModel)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
-	for _, g := range []string{"ar", "h2", "h2s"} {
+	for _, g := range gasOrder(s.MFCs) {
 		m := s.MFCs[g]
 		fmt.Fprintf(w, "mfc %-4s    sp %.2f flow %.2f sccm (fs %g), hold %t, stuck %t, line valve %s\n",
 			g, m.SetpointSCCM, m.FlowSCCM, m.FullScaleSCCM, m.Hold, m.StuckOpen, map[bool]string{true: "open", false: "closed"}[m.ValveOpen])
@@ -277,8 +327,13 @@ func printStatus(w io.Writer, s control.Status) {
 	if material == "" {
 		material = "none"
 	}
-	fmt.Fprintf(w, "growth      %.3f layers, material %s (MoS2 %.3f, WS2 %.3f), precursor %s\n",
-		s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor)
+	if s.Rig == plant.RigGraphene {
+		fmt.Fprintf(w, "growth      rig graphene: %.3f layers, material %s (coverage %.3f, bilayer %.3f, domains %.1f µm, D/G %.3f), foil melted %t\n",
+			s.Layers, material, s.Film.Graphene, s.Film.GrapheneBilayer, s.Film.GrapheneDomainUM, s.Film.GrapheneDG, s.FoilMelted)
+	} else {
+		fmt.Fprintf(w, "growth      %.3f layers, material %s (MoS2 %.3f, WS2 %.3f), precursor %s\n",
+			s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor)
+	}
 	var fl []string
 	for _, f := range s.Faults {
 		if f.Target != "" {

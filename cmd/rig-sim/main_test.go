@@ -157,3 +157,64 @@ func TestRunRejectsNegativeRelayWatchdog(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestRunGrapheneRig: --rig graphene alone brings up the graphene rig with
+// the instruments configs/graphene.yaml names.
+func TestRunGrapheneRig(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--rig", "graphene", "--dir", dir, "--modbus-addr", "127.0.0.1:0"}, &out, &errOut)
+	}()
+	sock := filepath.Join(dir, "control.sock")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control socket; stderr %s", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var o, e bytes.Buffer
+	if err := run(context.Background(), []string{"status", "--dir", dir}, &o, &e); err != nil {
+		t.Fatalf("status: %v %s", err, e.String())
+	}
+	st := o.String()
+	for _, want := range []string{"furnace eurotherm3200, dio adam6052", "mfc ch4 ", "relay: timeout 2000 ms", "rig graphene: 0.000 layers"} {
+		if !strings.Contains(st, want) {
+			t.Fatalf("status lacks %q:\n%s", want, st)
+		}
+	}
+	if strings.Contains(st, "mfc h2s") {
+		t.Fatalf("the graphene rig has an H2S controller:\n%s", st)
+	}
+	for _, l := range []string{"mfc-ar", "mfc-h2", "mfc-ch4", "gauge", "raman"} {
+		if _, err := os.Lstat(filepath.Join(dir, l)); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "mfc-h2s")); !os.IsNotExist(err) {
+		t.Fatalf("mfc-h2s on the graphene rig: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if !strings.Contains(out.String(), "rig graphene") || !strings.Contains(out.String(), "mfc-ch4") {
+		t.Fatalf("banner: %s", out.String())
+	}
+	var e2 bytes.Buffer
+	if err := run(context.Background(), []string{"run", "--rig", "sapphire", "--dir", t.TempDir()}, &bytes.Buffer{}, &e2); err == nil || !strings.Contains(err.Error(), "unknown rig") {
+		t.Fatalf("--rig sapphire: %v", err)
+	}
+}

@@ -45,7 +45,7 @@ const analyzeInput = `{
       },
       "additionalProperties": false
     },
-    "material":             {"enum": ["MoS2", "WS2", "auto"]},
+    "material":             {"enum": ["MoS2", "WS2", "graphene", "auto"]},
     "confidence_threshold": {"type": "number", "minimum": 0, "maximum": 1},
     "data_class":           {"enum": ["T1", "T2", "T3", "T4"]},
     "model_hint":           {"enum": ["fast", "best"]},
@@ -66,7 +66,7 @@ const analyzeOutput = `{
     "routed":      {"type": "boolean"},
     "model":       {"type": "string", "minLength": 1},
     "tier":        {"type": "integer", "minimum": 1, "maximum": 3},
-    "material":    {"enum": ["MoS2", "WS2"]},
+    "material":    {"enum": ["MoS2", "WS2", "graphene"]},
     "layer_count": {"type": "integer", "minimum": 0, "maximum": 4},
     "coverage": {
       "type": "array", "maxItems": 5,
@@ -99,7 +99,7 @@ const analyzeOutput = `{
       "type": "object", "required": ["name", "confidence"], "additionalProperties": false,
       "description": "what the spectrum shows, named from its band positions (session/analysis Identify)",
       "properties": {
-        "name":       {"enum": ["MoS2", "WS2", "mixture", "none"]},
+        "name":       {"enum": ["MoS2", "WS2", "graphene", "mixture", "none"]},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "fractions":  {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
         "bands": {
@@ -131,7 +131,7 @@ const analyzeOutput = `{
       "properties": {
         "found":             {"type": "boolean"},
         "reason":            {"type": "string"},
-        "material":          {"enum": ["MoS2", "WS2"]},
+        "material":          {"enum": ["MoS2", "WS2", "graphene"]},
         "e2g":               {"$ref": "#/$defs/peak"},
         "a1g":               {"$ref": "#/$defs/peak"},
         "peak_distance":     {"type": "number"},
@@ -147,7 +147,9 @@ const analyzeOutput = `{
         "fit_residual": {"type": "number"},
         "noise":        {"type": "number"},
         "snr":          {"type": "number"},
-        "points":       {"type": "integer", "minimum": 0}
+        "points":       {"type": "integer", "minimum": 0},
+        "graphene":     {"type": "object",
+          "description": "a graphene reading (session/analysis AnalyzeGraphene): D, G and 2D bands, 2D/G and D/G with errors, layers 1, 2 or few, defects low, moderate or high, each with a confidence"}
       },
       "additionalProperties": false
     }

@@ -95,7 +95,7 @@ func (h *Handler) adam(via string, fc byte, data, resp []byte) []byte {
 	case FCReadDiscreteInputs:
 		return h.readBits(fc, data, resp, adamInputs)
 	case FCWriteSingleCoil:
-		return h.writeCoil(via, data, resp, adamCoils, plant.ADAMChannel)
+		return h.writeCoil(via, data, resp, adamCoils, h.p.ADAMChannel)
 	case FCWriteMultipleCoils:
 		return h.writeCoils(via, data, resp, adamCoils)
 	case FCReadHolding, FCReadInput:

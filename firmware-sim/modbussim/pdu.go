@@ -102,7 +102,7 @@ func (h *Handler) Handle(via string, unit byte, req, resp []byte) []byte {
 		case FCReadDiscreteInputs:
 			return h.readBits(fc, data, resp, simInputs)
 		case FCWriteSingleCoil:
-			return h.writeCoil(via, data, resp, simCoils, plant.CoilName)
+			return h.writeCoil(via, data, resp, simCoils, h.p.CoilName)
 		case FCWriteMultipleCoils:
 			return h.writeCoils(via, data, resp, simCoils)
 		}

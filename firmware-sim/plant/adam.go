@@ -96,7 +96,7 @@ func (p *Plant) ADAMWriteCoils(via string, addr int, vals []bool) error {
 	sim := p.sim
 	p.mu.Unlock()
 	for i, v := range vals {
-		p.recordWrite("dio", via, ADAMChannel(addr+i), b2f(v), err == nil, sim)
+		p.recordWrite("dio", via, p.ADAMChannel(addr+i), b2f(v), err == nil, sim)
 	}
 	return err
 }
@@ -168,7 +168,7 @@ func (p *Plant) ADAMWriteRegisters(via string, addr int, vals []uint16) error {
 	p.mu.Unlock()
 	if addr == ADAMRegDO && len(vals) == 1 {
 		for n := 0; n < ADAMNumDO; n++ {
-			p.recordWrite("dio", via, ADAMChannel(ADAMDOBase+n), b2f(vals[0]&(1<<n) != 0), err == nil, sim)
+			p.recordWrite("dio", via, p.ADAMChannel(ADAMDOBase+n), b2f(vals[0]&(1<<n) != 0), err == nil, sim)
 		}
 		return err
 	}

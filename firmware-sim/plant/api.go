@@ -24,9 +24,9 @@ type MFCState struct {
 	StuckOpen     bool    // fault mfc-stuck-open active
 }
 
-func gasIndex(gas string) (int, bool) {
+func (p *Plant) gasIndex(gas string) (int, bool) {
 	g := strings.ToLower(gas)
-	for i, k := range gasKeys {
+	for i, k := range p.gasKeys {
 		if k == g {
 			return i, true
 		}
@@ -34,9 +34,10 @@ func gasIndex(gas string) (int, bool) {
 	return 0, false
 }
 
-// MFC returns the state of the controller for gas ("ar", "h2", "h2s"; case-insensitive).
+// MFC returns the state of the controller for gas ("ar", "h2", "h2s" or on
+// the graphene rig "ch4"; case-insensitive).
 func (p *Plant) MFC(gas string) (MFCState, bool) {
-	i, ok := gasIndex(gas)
+	i, ok := p.gasIndex(gas)
 	if !ok {
 		return MFCState{}, false
 	}
@@ -48,7 +49,7 @@ func (p *Plant) MFC(gas string) (MFCState, bool) {
 func (p *Plant) mfcReadLocked(i int) MFCState {
 	m := p.mfcs[i]
 	s := m.MFCState
-	s.StuckOpen = p.faultActiveLocked(FaultMFCStuckOpen, gasKeys[i])
+	s.StuckOpen = p.faultActiveLocked(FaultMFCStuckOpen, p.gasKeys[i])
 	s.FlowSCCM = m.flowTrue + 0.05*p.rng.NormFloat64()
 	s.PressurePSIA = 14.70 + 0.01*p.rng.NormFloat64()
 	return s
@@ -59,7 +60,7 @@ func (p *Plant) mfcReadLocked(i int) MFCState {
 // controller accepts the setpoint and ignores it.) It does not record the write:
 // the emulator calls RecordWrite, accepted or not.
 func (p *Plant) SetMFCSetpoint(gas string, sccm float64) error {
-	i, ok := gasIndex(gas)
+	i, ok := p.gasIndex(gas)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownGas, gas)
 	}
@@ -75,7 +76,7 @@ func (p *Plant) SetMFCSetpoint(gas string, sccm float64) error {
 
 // SetMFCHold holds the controller's valve closed (true) or resumes control (false).
 func (p *Plant) SetMFCHold(gas string, hold bool) error {
-	i, ok := gasIndex(gas)
+	i, ok := p.gasIndex(gas)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownGas, gas)
 	}

@@ -83,7 +83,7 @@ func (p *Plant) DIOWriteCoils(via string, addr int, vals []bool) error {
 		if v {
 			val = 1
 		}
-		p.recordWrite("dio", via, CoilName(addr+i), val, err == nil, sim)
+		p.recordWrite("dio", via, p.CoilName(addr+i), val, err == nil, sim)
 	}
 	return err
 }

@@ -52,7 +52,8 @@ var spectrumFaultArg = map[string]struct {
 // add: above it the fault would be a vacuum loss.
 const ChamberLeakMaxPaPerMin = 10000.0
 
-// Devices lists the device names a silent or corrupt fault may target.
+// Devices lists the device names a silent or corrupt fault may target on the
+// MoS2 rig (Plant.Devices has the plant's).
 var Devices = []string{"furnace", "dio", "mfc-ar", "mfc-h2", "mfc-h2s", "gauge", "raman"}
 
 // Fault is one active fault.
@@ -65,23 +66,24 @@ type Fault struct {
 type faultKey struct{ name, target string }
 
 // normalizeFault validates name and target and returns the canonical target.
-func normalizeFault(name, target string) (string, error) {
+func (p *Plant) normalizeFault(name, target string) (string, error) {
 	target = strings.ToLower(strings.TrimSpace(target))
 	switch name {
 	case FaultSilent, FaultCorrupt:
-		for _, d := range Devices {
+		devices := p.Devices()
+		for _, d := range devices {
 			if d == target {
 				return target, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s needs a device (%s), got %q", ErrBadTarget, name, strings.Join(Devices, ", "), target)
+		return "", fmt.Errorf("%w: %s needs a device (%s), got %q", ErrBadTarget, name, strings.Join(devices, ", "), target)
 	case FaultMFCStuckOpen:
-		for _, g := range gasKeys {
+		for _, g := range p.gasKeys {
 			if g == target {
 				return target, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s needs a gas (ar, h2, h2s), got %q", ErrBadTarget, name, target)
+		return "", fmt.Errorf("%w: %s needs a gas (%s), got %q", ErrBadTarget, name, strings.Join(p.gasKeys[:], ", "), target)
 	case FaultChamberLeak:
 		v, err := strconv.ParseFloat(target, 64)
 		if err != nil || !(v > 0) || v > ChamberLeakMaxPaPerMin {
@@ -114,7 +116,7 @@ func normalizeFault(name, target string) (string, error) {
 // Injecting an active fault again is a no-op. A spectrum fault holds one
 // value: injecting it with another replaces the one active.
 func (p *Plant) Inject(name, target string) error {
-	t, err := normalizeFault(name, target)
+	t, err := p.normalizeFault(name, target)
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func (p *Plant) Clear(name, target string) error {
 	t := strings.ToLower(strings.TrimSpace(target))
 	if t != "" {
 		var err error
-		if t, err = normalizeFault(name, t); err != nil {
+		if t, err = p.normalizeFault(name, t); err != nil {
 			return err
 		}
 	} else if !knownFault(name) {

@@ -81,6 +81,10 @@ func MaterialGrowthRate(m Material, tempC, h2sSCCM float64) float64 {
 
 // stepGrowthLocked grows the material of the boat's precursor for h seconds.
 func (p *Plant) stepGrowthLocked(h float64) {
+	if p.opts.Rig == RigGraphene {
+		p.stepGrapheneLocked(h)
+		return
+	}
 	f := p.chamberInflowSCCMLocked(gasH2S)
 	if f <= 0 {
 		return

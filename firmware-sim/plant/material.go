@@ -13,6 +13,8 @@ type Material string
 const (
 	MoS2 Material = "MoS2"
 	WS2  Material = "WS2"
+	// GrapheneMaterial grows on the graphene rig's copper foil (graphene.go).
+	GrapheneMaterial Material = "graphene"
 )
 
 // Precursor is the metal oxide in the precursor boat; H2S sulfurizes what it
@@ -58,15 +60,28 @@ func (p Precursor) Material() (Material, error) {
 type Film struct {
 	MoS2 float64 `json:"MoS2"`
 	WS2  float64 `json:"WS2"`
+	// Graphene is the fraction of the copper foil covered by graphene (one
+	// layer or more), 0..1; GrapheneBilayer the fraction covered by a second
+	// layer (bilayer islands), never above Graphene. Graphene rig only.
+	Graphene        float64 `json:"graphene,omitempty"`
+	GrapheneBilayer float64 `json:"graphene_bilayer,omitempty"`
+	// GrapheneDomainUM is the graphene's coverage-weighted domain size (µm)
+	// and GrapheneDG its D/G band intensity ratio (graphene.go).
+	GrapheneDomainUM float64 `json:"graphene_domain_um,omitempty"`
+	GrapheneDG       float64 `json:"graphene_d_g,omitempty"`
 }
 
-// Layers is the film's total thickness in layers, every material counted.
-func (f Film) Layers() float64 { return f.MoS2 + f.WS2 }
+// Layers is the film's total thickness in layers, every material counted
+// (graphene's as the area-weighted mean: coverage plus bilayer coverage).
+func (f Film) Layers() float64 { return f.MoS2 + f.WS2 + f.Graphene + f.GrapheneBilayer }
 
 // Material names what has grown: "" on a bare substrate, "MoS2" or "WS2" when
 // only one material has grown, "MoS2+WS2" when both have (a stack, not a
 // sample of either).
 func (f Film) Material() string {
+	if f.Graphene > 0 {
+		return string(GrapheneMaterial)
+	}
 	switch {
 	case f.MoS2 > 0 && f.WS2 > 0:
 		return string(MoS2) + "+" + string(WS2)
@@ -95,11 +110,18 @@ type Truth struct {
 	// LayerCount is the layer count the film mostly has where it is covered
 	// (1..BulkLayers); 0 on a bare sample. On a tie the thinner wins.
 	LayerCount int `json:"layer_count"`
+	// DG and DomainUM are a graphene film's D/G intensity ratio and domain
+	// size (µm); absent for other films.
+	DG       float64 `json:"d_g,omitempty"`
+	DomainUM float64 `json:"domain_um,omitempty"`
 }
 
 // Truth returns what the film is: material, layers and coverage per layer
 // count.
 func (f Film) Truth() Truth {
+	if f.Graphene > 0 || f.GrapheneBilayer > 0 {
+		return f.grapheneTruth()
+	}
 	l := f.Layers()
 	if !(l > 0) {
 		return Truth{Coverage: map[int]float64{0: 1}}

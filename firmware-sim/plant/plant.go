@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,8 @@ type Opts struct {
 	FurnaceModel FurnaceModel
 	// DIOModel is the digital I/O module on unit 2 ("" is DIOSim).
 	DIOModel DIOModel
+	// Rig is the rig simulated ("" is RigMoS2; rigs.go).
+	Rig Rig
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
@@ -73,8 +76,6 @@ const (
 	numGases
 )
 
-var gasKeys = [numGases]string{"ar", "h2", "h2s"}
-
 type mfc struct {
 	MFCState
 	flowTrue float64
@@ -82,9 +83,12 @@ type mfc struct {
 
 // Plant is the simulated rig. All methods are safe for concurrent use.
 type Plant struct {
-	opts  Opts
-	now   func() time.Time
-	start time.Time
+	opts Opts
+	now  func() time.Time
+
+	gasKeys   [numGases]string // the rig's gas keys, lower case
+	coilNames [NumCoils]string // the rig's coil names
+	start     time.Time
 
 	simNanos atomic.Int64 // sim time since start, mirrored for lock-free readers
 
@@ -121,9 +125,10 @@ type Plant struct {
 	mfcs [numGases]mfc
 
 	// growth
-	precursor  Precursor // what the precursor boat holds
-	film       Film      // layers grown per material
-	h2sExposed float64   // sccm·s of H2S into the chamber, for the status
+	graphene   grapheneGrowth // the graphene rig's foil
+	precursor  Precursor      // what the precursor boat holds
+	film       Film           // layers grown per material
+	h2sExposed float64        // sccm·s of H2S into the chamber, for the status
 
 	// furnace controller of the eurotherm3200 model
 	euro eurotherm
@@ -189,6 +194,9 @@ func New(opts Opts) (*Plant, error) {
 	if opts.DIOModel, err = ParseDIOModel(string(opts.DIOModel)); err != nil {
 		return nil, err
 	}
+	if opts.Rig, err = ParseRig(string(opts.Rig)); err != nil {
+		return nil, err
+	}
 	if opts.RelayWatchdog < 0 {
 		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
 	}
@@ -214,9 +222,14 @@ func New(opts Opts) (*Plant, error) {
 	p.lastKick = p.start
 	p.rwd = relayWatchdog{timeout: opts.RelayWatchdog, lastEdge: p.start}
 	p.log.max = opts.MaxWrites
-	p.mfcs[gasAr].MFCState = MFCState{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500}
-	p.mfcs[gasH2].MFCState = MFCState{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200}
-	p.mfcs[gasH2S].MFCState = MFCState{Gas: "H2S", UnitID: 'C', FullScaleSCCM: 50}
+	p.coilNames = coilNames
+	for i, m := range rigGases[opts.Rig] {
+		p.mfcs[i].MFCState = m
+		p.gasKeys[i] = strings.ToLower(m.Gas)
+	}
+	if opts.Rig == RigGraphene {
+		p.coilNames[CoilH2SValve] = "ch4_valve"
+	}
 	for i := range p.mfcs {
 		p.mfcs[i].PressurePSIA = 14.70
 		p.mfcs[i].TempC = AmbientC
@@ -351,7 +364,7 @@ func relaxExact(x, eq, tau, h float64) float64 {
 func (p *Plant) stepGasesLocked(h float64) {
 	for i := range p.mfcs {
 		m := &p.mfcs[i]
-		m.StuckOpen = p.faultActiveLocked(FaultMFCStuckOpen, gasKeys[i])
+		m.StuckOpen = p.faultActiveLocked(FaultMFCStuckOpen, p.gasKeys[i])
 		target := m.SetpointSCCM
 		switch {
 		case m.StuckOpen:

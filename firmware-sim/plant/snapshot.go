@@ -74,6 +74,10 @@ type Snapshot struct {
 	Faults          []Fault `json:"faults"`
 	WriteLogLastSeq uint64  `json:"write_log_last_seq"`
 	WriteLogDropped uint64  `json:"write_log_dropped"`
+	// Rig is the rig simulated (rigs.go).
+	Rig Rig `json:"rig"`
+	// FoilMelted: the graphene rig's copper foil went above 1084.6 °C.
+	FoilMelted bool `json:"foil_melted,omitempty"`
 	// FurnaceModel and DIOModel are the maps units 1 and 2 serve.
 	FurnaceModel FurnaceModel `json:"furnace_model"`
 	DIOModel     DIOModel     `json:"dio_model"`
@@ -107,6 +111,8 @@ func (p *Plant) Snapshot() Snapshot {
 		Faults:           p.faultsLocked(),
 		WriteLogLastSeq:  last,
 		WriteLogDropped:  dropped,
+		Rig:              p.opts.Rig,
+		FoilMelted:       p.graphene.melted,
 		FurnaceModel:     p.opts.FurnaceModel,
 		DIOModel:         p.opts.DIOModel,
 	}
@@ -141,7 +147,7 @@ func (p *Plant) Snapshot() Snapshot {
 	for i := 0; i < NumHoldingRegs; i++ {
 		f.HoldingRegisters = append(f.HoldingRegisters, p.holdingRegLocked(i))
 	}
-	for i, k := range gasKeys {
+	for i, k := range p.gasKeys {
 		m := p.mfcReadLocked(i)
 		s.MFCs[k] = MFCSnapshot{
 			Gas: m.Gas, UnitID: string(m.UnitID), FullScaleSCCM: m.FullScaleSCCM,
@@ -149,7 +155,7 @@ func (p *Plant) Snapshot() Snapshot {
 			ValveOpen: p.valveOpenLocked(i), ToChamberSCCM: p.chamberInflowSCCMLocked(i),
 		}
 	}
-	for i, n := range coilNames {
+	for i, n := range p.coilNames {
 		s.Coils[n] = p.coils[i]
 	}
 	if p.opts.DIOModel == DIOADAM6052 {

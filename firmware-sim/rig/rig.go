@@ -30,7 +30,7 @@ type SerialStarter func(ctx context.Context, p *plant.Plant, dir string) (io.Clo
 
 // SerialInstruments is the SerialStarter of the full rig: the MFCs, the gauge
 // and the Raman spectrometer of firmware-sim/serialsim on <dir>/mfc-ar,
-// mfc-h2, mfc-h2s, gauge and raman.
+// mfc-h2, mfc-h2s (mfc-ch4 on the graphene rig), gauge and raman.
 func SerialInstruments(ctx context.Context, p *plant.Plant, dir string) (io.Closer, error) {
 	return serialsim.StartAll(ctx, p, dir)
 }
@@ -54,7 +54,10 @@ type Opts struct {
 	// eurotherm3200 has no comms watchdog: fit RelayWatchdog with it.
 	FurnaceModel plant.FurnaceModel
 	DIOModel     plant.DIOModel
-	Logger       *slog.Logger
+	// Rig is the rig simulated ("": plant.RigMoS2; plant.RigGraphene is the
+	// graphene-on-copper rig of configs/graphene.yaml).
+	Rig    plant.Rig
+	Logger *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
@@ -113,7 +116,7 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	if opts.Precursor != "" {
 		po.Precursor = opts.Precursor
 	}
-	po.FurnaceModel, po.DIOModel = opts.FurnaceModel, opts.DIOModel
+	po.FurnaceModel, po.DIOModel, po.Rig = opts.FurnaceModel, opts.DIOModel, opts.Rig
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}

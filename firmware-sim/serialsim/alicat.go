@@ -30,11 +30,12 @@ const (
 type MFCOpts struct {
 	// Link is the symlink to create for the pty (e.g. <dir>/mfc-ar).
 	Link string
-	// Gas is the plant's name for the gas: "ar", "h2" or "h2s". The write-log
+	// Gas is the plant's name for the gas: "ar", "h2", "h2s" (or "ch4" on the
+	// graphene rig). The write-log
 	// device is "mfc-" + Gas.
 	Gas string
 	// UnitID is the controller's unit id ('A'..'Z'); 0 takes the rig's
-	// default (A for ar, B for h2, C for h2s).
+	// default (A for ar, B for h2, C for h2s and ch4).
 	UnitID byte
 	// Seed seeds the corruption source.
 	Seed uint64
@@ -43,7 +44,7 @@ type MFCOpts struct {
 }
 
 // defaultUnitIDs are the rig's unit ids (configs/rig-protocols.md).
-var defaultUnitIDs = map[string]byte{"ar": 'A', "h2": 'B', "h2s": 'C'}
+var defaultUnitIDs = map[string]byte{"ar": 'A', "h2": 'B', "h2s": 'C', "ch4": 'C'}
 
 // MFC is a running Alicat-style mass-flow controller on its own pty.
 type MFC struct {

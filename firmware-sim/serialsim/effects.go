@@ -25,6 +25,7 @@ type Effects struct {
 type fluoBackground struct {
 	level, slope, curve float64
 	hump, humpAt, humpW float64
+	first, span         float64 // the axis u runs over; 0, 0: the TMD window
 }
 
 // sampleBackground draws the background of sample seed.
@@ -44,6 +45,9 @@ func sampleBackground(seed uint64) fluoBackground {
 // at is the background at shift x (cm⁻¹), counts per second at unit strength.
 func (b fluoBackground) at(x float64) float64 {
 	u := (x - ShiftFirst) / (ShiftStep * (ShiftPoints - 1))
+	if b.span > 0 {
+		u = (x - b.first) / b.span
+	}
 	d := (x - b.humpAt) / b.humpW
 	return math.Max(0, b.level+b.slope*u+b.curve*u*u+b.hump*math.Exp(-d*d/2))
 }

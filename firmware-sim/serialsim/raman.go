@@ -41,6 +41,10 @@ type RamanOpts struct {
 	Seed uint64
 	// Logger receives line failures; nil discards them.
 	Logger *slog.Logger
+	// Window is the spectral window read (the zero value: TMDWindow). With
+	// GrapheneWindow the sample is a copper foil with graphene on it
+	// (graphene.go).
+	Window Window
 }
 
 // Raman is a running Raman spectrometer on its own pty.
@@ -52,6 +56,9 @@ type Raman struct {
 // or until ctx is done.
 func NewRaman(ctx context.Context, p Plant, o RamanOpts) (*Raman, error) {
 	fw := newRamanFirmware(p, o.Seed)
+	if o.Window.Points > 0 {
+		fw.window = o.Window
+	}
 	s, err := serve(ctx, o.Link, o.Logger, func(w io.Writer, sch scheduler) firmware {
 		fw.w, fw.sch = w, sch
 		return fw
@@ -80,6 +87,7 @@ type ramanFirmware struct {
 	rng       *rand.Rand
 	spikes    *rand.Rand // the cosmic-ray spikes' own stream
 	sample    uint64     // seeds the sample's fluorescence background
+	window    Window     // the grating's window
 	acquiring bool
 	acqMS     int
 	gen       uint64 // acquisition number, so a late timer of an aborted one does nothing
@@ -90,7 +98,7 @@ type ramanFirmware struct {
 
 func newRamanFirmware(p Plant, seed uint64) *ramanFirmware {
 	return &ramanFirmware{p: p, rng: newRand(seed), spikes: spikeRand(seed), sample: seed,
-		buf: make([]byte, 0, maxLine)}
+		window: TMDWindow, buf: make([]byte, 0, maxLine)}
 }
 
 func (f *ramanFirmware) feed(b []byte, _ time.Time) {
@@ -173,7 +181,13 @@ func (f *ramanFirmware) finish(gen uint64) {
 	if f.p.FaultActive(faultSilent, ramanDevice) {
 		return
 	}
-	counts := synthWith(f.p.Film(), f.acqMS, f.rng, f.spikes, Effects{SpectrumFaults: f.p.SpectrumFaults(), Sample: f.sample})
+	e := Effects{SpectrumFaults: f.p.SpectrumFaults(), Sample: f.sample}
+	var counts []uint64
+	if f.window == GrapheneWindow {
+		counts = synthGraphene(f.p.Film(), f.acqMS, f.window, f.rng, f.spikes, e)
+	} else {
+		counts = synthWith(f.p.Film(), f.acqMS, f.rng, f.spikes, e)
+	}
 	reply(f.w, f.dataBlock(counts, f.p.FaultActive(faultCorrupt, ramanDevice)))
 }
 
@@ -184,7 +198,7 @@ func (f *ramanFirmware) dataBlock(counts []uint64, corrupted bool) []byte {
 	lines := make([][]byte, len(counts))
 	crc := crc32.NewIEEE()
 	for i, c := range counts {
-		lines[i] = fmt.Appendf(nil, "%s %d\r\n", strconv.FormatFloat(ShiftAt(i), 'f', 1, 64), c)
+		lines[i] = fmt.Appendf(nil, "%s %d\r\n", strconv.FormatFloat(f.window.At(i), 'f', 1, 64), c)
 		_, _ = crc.Write(lines[i])
 	}
 	sum := crc.Sum32()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
@@ -34,15 +35,17 @@ func DefaultOpts() Opts { return Opts{} }
 
 // Set is the rig's five serial instruments, running.
 type Set struct {
-	// MFCs holds the controllers by gas: "ar", "h2", "h2s".
+	// MFCs holds the controllers by gas: "ar", "h2", "h2s" ("ch4" on the
+	// graphene rig).
 	MFCs  map[string]*MFC
 	Gauge *Gauge
 	Raman *Raman
 }
 
 // StartAll serves the rig's serial instruments under dir: <dir>/mfc-ar,
-// <dir>/mfc-h2, <dir>/mfc-h2s, <dir>/gauge and <dir>/raman, each a symlink to
-// its own pty. They run until Close or until ctx is done.
+// <dir>/mfc-h2, <dir>/mfc-h2s (<dir>/mfc-ch4 on the graphene rig: a mfc-<gas>
+// for each of the plant's Gases), <dir>/gauge and <dir>/raman (reading the
+// rig's WindowFor), each a symlink to its own pty. They run until Close or until ctx is done.
 func StartAll(ctx context.Context, p *plant.Plant, dir string) (*Set, error) {
 	if p == nil {
 		return nil, errors.New("serialsim: nil plant")
@@ -59,20 +62,28 @@ func StartAllOpts(ctx context.Context, p Plant, dir string, o Opts) (*Set, error
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	s := &Set{MFCs: make(map[string]*MFC, 3)}
-	for i, m := range []struct{ gas, link string }{{"ar", LinkMFCAr}, {"h2", LinkMFCH2}, {"h2s", LinkMFCH2S}} {
-		mfc, err := NewMFC(ctx, p, MFCOpts{Link: filepath.Join(dir, m.link), Gas: m.gas, Seed: seed + uint64(i) + 1, Logger: o.Logger})
+	gases := []string{"ar", "h2", "h2s"}
+	if g, ok := p.(interface{ Gases() []string }); ok {
+		gases = g.Gases()
+	}
+	window := TMDWindow
+	if r, ok := p.(interface{ Rig() plant.Rig }); ok {
+		window = WindowFor(r.Rig())
+	}
+	s := &Set{MFCs: make(map[string]*MFC, len(gases))}
+	for i, gas := range gases {
+		mfc, err := NewMFC(ctx, p, MFCOpts{Link: filepath.Join(dir, "mfc-"+gas), Gas: gas, Seed: seed + uint64(i) + 1, Logger: o.Logger})
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
 		}
-		s.MFCs[m.gas] = mfc
+		s.MFCs[gas] = mfc
 	}
 	g, err := NewGauge(ctx, p, GaugeOpts{Link: filepath.Join(dir, LinkGauge), Seed: seed + 4, Logger: o.Logger})
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	s.Gauge = g
-	r, err := NewRaman(ctx, p, RamanOpts{Link: filepath.Join(dir, LinkRaman), Seed: seed + 5, Logger: o.Logger})
+	r, err := NewRaman(ctx, p, RamanOpts{Link: filepath.Join(dir, LinkRaman), Seed: seed + 5, Logger: o.Logger, Window: window})
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -84,7 +95,12 @@ func StartAllOpts(ctx context.Context, p Plant, dir string, o Opts) (*Set, error
 // goroutines.
 func (s *Set) Close() error {
 	var errs []error
-	for _, gas := range []string{"ar", "h2", "h2s"} {
+	gases := make([]string, 0, len(s.MFCs))
+	for gas := range s.MFCs {
+		gases = append(gases, gas)
+	}
+	sort.Strings(gases)
+	for _, gas := range gases {
 		if m := s.MFCs[gas]; m != nil {
 			if err := m.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("mfc-%s: %w", gas, err))

@@ -81,6 +81,11 @@ type Result struct {
 	Noise       float64 `json:"noise"`        // estimated noise level, counts
 	SNR         float64 `json:"snr"`          // weaker peak amplitude / noise
 	Points      int     `json:"points"`       // points fitted
+
+	// Graphene holds the bands of a graphene analysis (AnalyzeGraphene):
+	// D, G and 2D, the layer class and the defect figure; nil for the
+	// other materials.
+	Graphene *GrapheneBands `json:"graphene,omitempty"`
 }
 
 // Baseline is the fitted straight baseline y = Offset + Slope·(x − Center).

@@ -109,7 +109,7 @@ func Identify(shift, counts []float64, opts Opts) (Identification, error) {
 		usable = true
 	}
 	if !usable {
-		return Identification{}, noData
+		return identifyGraphene(shift, counts, opts, noData)
 	}
 	var bands []MaterialBands
 	for _, r := range found {
@@ -157,6 +157,22 @@ func Identify(shift, counts []float64, opts Opts) (Identification, error) {
 	id.Confidence = round4(id.Confidence)
 	id.Reason = "the bands of more than one material are present: " + strings.Join(parts, ", ")
 	return id, nil
+}
+
+// identifyGraphene names what a spectrum no TMD window can read shows,
+// when it covers the graphene window: "graphene" with the analysis'
+// confidence (the G band's detection strength × the layer confidence), or
+// none with NoneConfidence ("no graphene detected") when no G band stands
+// above the noise. Otherwise the TMD analyses' ErrNoData stands.
+func identifyGraphene(shift, counts []float64, opts Opts, noData error) (Identification, error) {
+	r, err := AnalyzeGraphene(shift, counts, opts)
+	switch {
+	case err != nil:
+		return Identification{}, noData
+	case !r.Found:
+		return Identification{Name: NameNone, Confidence: NoneConfidence, Reason: r.Reason}, nil
+	}
+	return Identification{Name: string(Graphene), Confidence: r.Confidence}, nil
 }
 
 // bandProbability is the probability that a peak at pk.Position with

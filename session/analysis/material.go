@@ -36,12 +36,12 @@ func ParseMaterial(s string) (Material, error) {
 	if t == "" {
 		return Auto, nil
 	}
-	for _, m := range []Material{MoS2, WS2, Auto} {
+	for _, m := range []Material{MoS2, WS2, Graphene, Auto} {
 		if strings.EqualFold(t, string(m)) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q (want MoS2, WS2 or auto)", ErrUnknownMaterial, s)
+	return "", fmt.Errorf("%w: %q (want MoS2, WS2, graphene or auto)", ErrUnknownMaterial, s)
 }
 
 // BandsFor returns the distance bands of m's layer classes, thinnest first;
@@ -66,6 +66,9 @@ func WindowFor(m Material) (lo, hi float64, ok bool) {
 	}
 	if p := profileOf(m); p != nil {
 		return p.windowLo, p.windowHi, true
+	}
+	if m == Graphene {
+		return grWindowLo, grWindowHi, true
 	}
 	return 0, 0, false
 }
@@ -102,6 +105,9 @@ func AnalyzeFor(s device.Spectrum, m Material) (Result, error) {
 func AnalyzeMaterial(shift, counts []float64, m Material, opts Opts) (Result, error) {
 	if m == Auto || m == "" {
 		return analyzeAuto(shift, counts, opts)
+	}
+	if m == Graphene {
+		return AnalyzeGraphene(shift, counts, opts)
 	}
 	p := profileOf(m)
 	if p == nil {
@@ -159,6 +165,9 @@ func analyzeAuto(shift, counts []float64, opts Opts) (Result, error) {
 	switch len(found) {
 	case 0:
 		if len(reasons) == 0 {
+			if g, err := AnalyzeGraphene(shift, counts, opts); err == nil {
+				return g, nil // no TMD window: a graphene spectrum
+			}
 			return Result{}, noData
 		}
 		return Result{Reason: "neither MoS2 nor WS2 found: " + strings.Join(reasons, "; "), Noise: none.Noise, Points: none.Points}, nil

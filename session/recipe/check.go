@@ -175,7 +175,10 @@ func (c *checker) static() {
 	for _, s := range r.Phases {
 		switch s.Kind {
 		case KindPreflight:
-			if !c.hasSwitch(c.scrubber) {
+			// A rig without a scrubber (no output of that role) has nothing
+			// to switch on: its preflight skips the step, as the executor's
+			// does. A scrubber role naming no output is the layout's error.
+			if c.scrubber != "" && !c.hasSwitch(c.scrubber) {
 				c.add(phaseOrigin(s), RuleRig, "preflight switches the %s on, and this rig has none", c.scrubber)
 			}
 		case KindPumpDown, KindLeakCheck:

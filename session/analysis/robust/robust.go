@@ -103,6 +103,9 @@ func Analyze(shift, counts []float64, m analysis.Material, o Opts) (Result, erro
 	noise := noiseOf(ys, mask)
 	r.Noise = noise
 	r.Spikes = despike(ys, mask, noise, o.SpikeSigma)
+	if m == analysis.Graphene {
+		return r.graphene(xs, ys, mask, o), nil
+	}
 	if pos, ok := siLine(xs, ys, mask); ok {
 		r.SiPosition = pos
 	}
@@ -142,6 +145,35 @@ func Analyze(shift, counts []float64, m analysis.Material, o Opts) (Result, erro
 		}
 	}
 	return *best, nil
+}
+
+// graphene fills r for a graphene spectrum: the graphene reading
+// (analysis.AnalyzeGraphene) on the points left after the saturated ones
+// are masked and the spikes replaced. Its layer count has no coverage
+// decomposition: Coverage holds the count read, whole.
+func (r Result) graphene(xs, ys []float64, mask []bool, o Opts) Result {
+	var cx, cy []float64
+	for i := range xs {
+		if !mask[i] {
+			cx, cy = append(cx, xs[i]), append(cy, ys[i])
+		}
+	}
+	r.Material = analysis.Graphene
+	p, err := analysis.AnalyzeGraphene(cx, cy, o.Fit)
+	r.Peaks = p
+	switch {
+	case err != nil:
+		r.Reason = err.Error()
+	case !p.Found:
+		r.Reason = p.Reason
+	default:
+		r.Found, r.LayerCount, r.Confidence = true, p.LayerCount, p.Confidence
+		r.Coverage = []Coverage{{Layers: p.LayerCount, Fraction: 1}}
+		if r.Saturated > 0 {
+			r.Confidence *= 0.8 // a band's top may be among the masked points
+		}
+	}
+	return r
 }
 
 // better reports whether r is the more convincing result.

@@ -66,8 +66,19 @@ func (d *daemon) recipeSet() ([]executor.Executor, []*capability.Capability, err
 	}
 	if len(missing) > 0 {
 		// A declaration whose recipe was refused (or that names no
-		// executor at all) is not offered either.
-		d.log.Error("capabilities declared without an executor or a recipe that passed: not offered", "capabilities", strings.Join(missing, ", "))
+		// executor at all) is not offered either. One whose shipped recipe
+		// is made for another rig (set.NotForRig, logged at info) is
+		// expected on this rig: not an error.
+		other := set.NotForRigNames()
+		var unexpected []string
+		for _, m := range missing {
+			if !slices.Contains(other, m) {
+				unexpected = append(unexpected, m)
+			}
+		}
+		if len(unexpected) > 0 {
+			d.log.Error("capabilities declared without an executor or a recipe that passed: not offered", "capabilities", strings.Join(unexpected, ", "))
+		}
 		caps = slices.DeleteFunc(caps, func(c *capability.Capability) bool { return slices.Contains(missing, c.Name) })
 	}
 	return xs, caps, nil

@@ -269,12 +269,12 @@ func TestCheckSyntaxAndFiles(t *testing.T) {
 	}
 }
 
-// TestCheckValid: the embedded default, configs/sim.yaml and the example
+// TestCheckValid: the embedded default, configs/sim.yaml, the graphene rig and the example
 // pass, with the shipped capability declarations.
 func TestCheckValid(t *testing.T) {
 	cleanEnv(t)
 	caps := filepath.Join(configsDir, "capabilities")
-	for _, path := range []string{"", filepath.Join(configsDir, "sim.yaml"), filepath.Join(configsDir, "hcp-edge.example.yaml")} {
+	for _, path := range []string{"", filepath.Join(configsDir, "sim.yaml"), filepath.Join(configsDir, "graphene.yaml"), filepath.Join(configsDir, "hcp-edge.example.yaml")} {
 		r := Check(path, caps)
 		if !r.Valid || len(r.Capabilities) == 0 {
 			t.Errorf("%s: %+v\n%s", r.File, r, report(r))

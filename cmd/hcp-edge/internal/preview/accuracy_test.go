@@ -62,6 +62,10 @@ func TestPreviewAccuracy(t *testing.T) {
 		if !slices.ContainsFunc(r.Phases, func(ph *recipe.PhaseSpec) bool { return ph.Kind == recipe.KindAnalyse }) {
 			continue
 		}
+		if why, other := otherRig[r.Name]; other {
+			t.Logf("%s: not on this rig (%s)", r.Name, why)
+			continue
+		}
 		growth++
 		inputs, ok := accuracyInputs[r.Name]
 		if !ok {
@@ -76,6 +80,11 @@ func TestPreviewAccuracy(t *testing.T) {
 		t.Fatalf("%d shipped growth recipes, want MoS2 and WS2 at least", growth)
 	}
 }
+
+// otherRig are the shipped growth recipes made for another rig than the
+// MoS2 rig this test runs: the graphene rig's preview is not built yet
+// (issue 36, item 6).
+var otherRig = map[string]string{"graphene-cu": "the graphene rig, configs/graphene.yaml"}
 
 // previewAccuracy previews the shipped recipe name with inputs and runs it
 // on rig-sim.

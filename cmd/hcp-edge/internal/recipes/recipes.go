@@ -47,6 +47,23 @@ type Set struct {
 	// Refused are the files (or the directory) refused before the check:
 	// permissions, unreadable, not a directory.
 	Refused []error
+	// NotForRig are the shipped recipes made for another rig: refused by the
+	// check because they need a gas line or instrument this rig does not
+	// have (a problem of rule recipe.RuleRig). They are not offered, and not
+	// an error: every rig gets every shipped recipe, and a graphene recipe
+	// on a rig without CH4 is expected. Their problems are not in Problems.
+	// A lab's own recipe (recipes_dir) is never here: on its own rig, a
+	// missing line is a mistake.
+	NotForRig []NotForRig
+}
+
+// NotForRig is a shipped recipe this rig cannot run.
+type NotForRig struct {
+	File string // recipes/<name>.yaml
+	Name string // the recipe's name ("" when it could not be read)
+	// Needs are its recipe.RuleRig problems (what the rig lacks, at
+	// FILE:LINE); Others its other problems, for the record.
+	Needs, Others recipe.Problems
 }
 
 // Known is the content each recipe name and version had when first
@@ -63,6 +80,10 @@ func Load(env *envelope.Envelope, dir string, known Known) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	shipped := map[string]recipe.Source{}
+	for _, src := range srcs {
+		shipped[src.Name] = src
+	}
 	s := &Set{}
 	if dir != "" {
 		own, refused := readDir(dir)
@@ -70,7 +91,7 @@ func Load(env *envelope.Envelope, dir string, known Known) (*Set, error) {
 		s.Refused = refused
 	}
 	ok, probs := recipe.CheckAll(env, srcs...)
-	s.Problems = probs
+	s.Problems, s.NotForRig = notForRig(env, shipped, probs)
 	for _, r := range ok {
 		id := r.Name + "@" + r.Version
 		if sum, seen := known[id]; seen && sum != r.SHA256 {
@@ -90,6 +111,52 @@ func Load(env *envelope.Envelope, dir string, known Known) (*Set, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// notForRig splits off the problems of the shipped recipes that need a
+// gas line or instrument env's rig lacks (NotForRig); the rest stay
+// problems.
+func notForRig(env *envelope.Envelope, shipped map[string]recipe.Source, probs recipe.Problems) (recipe.Problems, []NotForRig) {
+	byFile := map[string]*NotForRig{}
+	var order []string
+	for _, p := range probs {
+		if _, ok := shipped[p.File]; ok && p.Rule == recipe.RuleRig && byFile[p.File] == nil {
+			byFile[p.File] = &NotForRig{File: p.File}
+			order = append(order, p.File)
+		}
+	}
+	var rest recipe.Problems
+	for _, p := range probs {
+		n := byFile[p.File]
+		switch {
+		case n == nil:
+			rest = append(rest, p)
+		case p.Rule == recipe.RuleRig:
+			n.Needs = append(n.Needs, p)
+		default:
+			n.Others = append(n.Others, p)
+		}
+	}
+	out := make([]NotForRig, 0, len(order))
+	for _, f := range order {
+		n := byFile[f]
+		if r, err := recipe.LoadFor(f, shipped[f].Data, recipe.Hazards(env)); err == nil {
+			n.Name = r.Name
+		}
+		out = append(out, *n)
+	}
+	return rest, out
+}
+
+// NotForRigNames are the names of the shipped recipes made for another rig.
+func (s *Set) NotForRigNames() []string {
+	var out []string
+	for _, n := range s.NotForRig {
+		if n.Name != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // readDir reads dir's *.yaml files (at most recipe.MaxSize + 1 bytes
@@ -169,7 +236,8 @@ func (s *Set) Capabilities(base []*capability.Capability) ([]*capability.Capabil
 }
 
 // Log logs every refusal — the file and why, each problem on its own
-// line — and what was loaded.
+// line — at level error, each shipped recipe made for another rig at level
+// info (what the rig lacks, once per load), and what was loaded.
 func (s *Set) Log(log *slog.Logger, dir string) {
 	for _, err := range s.Refused {
 		log.Error("recipe refused", "err", err)
@@ -185,11 +253,19 @@ func (s *Set) Log(log *slog.Logger, dir string) {
 	for _, f := range files {
 		log.Error("recipe refused: it is not offered", "file", f, "problems", strings.Join(byFile[f], "; "))
 	}
+	for _, n := range s.NotForRig {
+		var needs []string
+		for _, p := range n.Needs {
+			needs = append(needs, p.String())
+		}
+		log.Info("shipped recipe not for this rig: not offered", "recipe", n.Name, "file", n.File, "needs", strings.Join(needs, "; "))
+	}
 	var names []string
 	for _, r := range s.Recipes {
 		names = append(names, r.Name+"@"+r.Version)
 	}
-	log.Info("recipes loaded", "recipes_dir", dir, "offered", strings.Join(names, ", "), "refused", len(files)+len(s.Refused))
+	log.Info("recipes loaded", "recipes_dir", dir, "offered", strings.Join(names, ", "), "refused", len(files)+len(s.Refused),
+		"not_for_this_rig", strings.Join(s.NotForRigNames(), ", "))
 }
 
 // Dir is agent.recipes_dir as a path: relative to the configuration

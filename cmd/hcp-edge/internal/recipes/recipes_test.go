@@ -3,8 +3,11 @@ package recipes
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +179,118 @@ func TestCapabilities(t *testing.T) {
 	cvd, _ := reg.Resolve("cvd-material-synthesis", "")
 	if cvd.RiskFloor != capability.R3 || !strings.Contains(string(cvd.InputSchema), "temperature_range") {
 		t.Errorf("cvd-material-synthesis is not the recipe's: floor %q", cvd.RiskFloor)
+	}
+}
+
+func envelopeOf(t *testing.T, path string) *envelope.Envelope {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := rigconfig.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rigconfig.Spec(f.Rig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compile(f.Envelope, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// TestShippedRecipesForOtherRigs: every rig gets every shipped recipe; one
+// made for another rig (it needs a gas line this rig lacks) is not offered,
+// logged once at info with what it needs at FILE:LINE, and is no error: on
+// the MoS2 rig the graphene recipe, on the graphene rig the two
+// sulfurization recipes. Each runs on its own rig.
+func TestShippedRecipesForOtherRigs(t *testing.T) {
+	for _, c := range []struct {
+		config  string
+		offered string
+		other   string
+		needs   string
+	}{
+		{"../../../../configs/sim.yaml", "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0", "graphene-cu",
+			"recipes/graphene-cu.yaml:102: phases[6].hold.flows.CH4: this rig has no CH4 gas line"},
+		{"../../../../configs/graphene.yaml", "graphene-cu@1.0.0 h2-anneal@1.0.0", "cvd-material-synthesis ws2-sulfurization",
+			"recipes/mos2-sulfurization.yaml:110: phases[5].hold.flows.H2S: this rig has no H2S gas line"},
+	} {
+		t.Run(filepath.Base(c.config), func(t *testing.T) {
+			s, err := Load(envelopeOf(t, c.config), "", Known{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(names(s), " "); got != c.offered {
+				t.Errorf("offered %s, want %s", got, c.offered)
+			}
+			if got := strings.Join(s.NotForRigNames(), " "); got != c.other {
+				t.Errorf("not for this rig: %s, want %s", got, c.other)
+			}
+			if len(s.Problems) != 0 {
+				t.Errorf("problems %v: a shipped recipe for another rig is none", s.Problems)
+			}
+			var buf bytes.Buffer
+			s.Log(slog.New(slog.NewTextHandler(&buf, nil)), "")
+			out := buf.String()
+			if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "shipped recipe not for this rig") || !strings.Contains(out, c.needs) {
+				t.Errorf("log:\n%s\nwant info lines naming %q and no error", out, c.needs)
+			}
+		})
+	}
+	// A lab's own recipe needing a line the rig lacks stays an error.
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := configs.Recipes()["recipes/graphene-cu.yaml"]
+	if !ok {
+		t.Fatal("no shipped recipe graphene-cu")
+	}
+	write(t, dir, "my-graphene.yaml", []byte(strings.Replace(string(g), "name: graphene-cu", "name: my-graphene", 1)), 0o644)
+	s, err := Load(simEnvelope(t), dir, Known{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Problems) == 0 || filepath.Base(s.Problems[0].File) != "my-graphene.yaml" || slices.Contains(s.NotForRigNames(), "my-graphene") {
+		t.Fatalf("a lab's recipe for a line the rig lacks: problems %v, not for rig %v", s.Problems, s.NotForRigNames())
+	}
+}
+
+// TestGrapheneRecipeBadInput: on the graphene rig, the graphene recipe
+// broken as a careless edit would break it is refused with a named reason
+// at its line: the growth at the copper's limit, CH4 at atmosphere, a vent
+// with H2 and CH4 not purged out.
+func TestGrapheneRecipeBadInput(t *testing.T) {
+	env := envelopeOf(t, "../../../../configs/graphene.yaml")
+	g, ok := configs.Recipes()["recipes/graphene-cu.yaml"]
+	if !ok {
+		t.Fatal("no shipped recipe graphene-cu")
+	}
+	for _, c := range []struct {
+		name, old, new, want string
+	}{
+		{"growth at copper's limit", "    max: 1035 ", "    max: 1084 ", "furnace.setpoint = 1084.0 °C is refused by the envelope (max)"},
+		{"CH4 at atmosphere", "  - pump_down: {base_pressure_pa: 5, timeout: PT30M}\n  - leak_check: {hold: PT2M, max_rate_pa_per_min: 10}\n", "",
+			"flows.CH4: flow.CH4 = 2.00 sccm is refused by the envelope (gas_requires_low_pressure)"},
+		{"vent not purged", "  - purge: {name: flush_h2, description: flush the H2 out with Ar, gas: Ar, flow_sccm: {input: ar_flow}, duration: PT5M}\n", "",
+			"H2 used and not purged out since"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(string(g), c.old, c.new, 1)
+			if src == string(g) {
+				t.Fatalf("fixture: %q not found", c.old)
+			}
+			ok, probs := recipe.CheckAll(env, recipe.Source{Name: "graphene-cu.yaml", Data: []byte(src)})
+			all := fmt.Sprint(probs)
+			if len(ok) != 0 || !strings.Contains(all, c.want) {
+				t.Fatalf("want a problem %q, got %v", c.want, probs)
+			}
+			t.Log(probs[0])
+		})
 	}
 }

@@ -1,0 +1,95 @@
+package plant
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Rig is which rig the plant is: the gases on its three mass-flow
+// controllers, the names of its outputs and what grows on the sample. The
+// furnace, the chamber, the pump and the I/O module are the same on both.
+type Rig string
+
+// The rigs the plant simulates.
+const (
+	// RigMoS2 is the sulfurization rig of configs/sim.yaml (the default):
+	// Ar, H2 and H2S lines, a scrubber, a precursor boat (MoO3 or WO3)
+	// sulfurized into MoS2 or WS2 on Si/SiO2.
+	RigMoS2 Rig = "mos2"
+	// RigGraphene is the graphene-on-copper rig of configs/graphene.yaml:
+	// Ar, H2 and CH4 lines (CH4 on the third controller and the third line
+	// valve, coil 4), no scrubber (coil 6 is wired to nothing), and
+	// low-pressure CVD of graphene from CH4 on copper foil (graphene.go).
+	RigGraphene Rig = "graphene"
+)
+
+// Rigs lists the rigs, the default first.
+var Rigs = []Rig{RigMoS2, RigGraphene}
+
+// ErrUnknownRig: not a rig the plant simulates.
+var ErrUnknownRig = errors.New("plant: unknown rig")
+
+// ParseRig parses a --rig value ("" is RigMoS2; any case).
+func ParseRig(s string) (Rig, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "" {
+		return RigMoS2, nil
+	}
+	for _, r := range Rigs {
+		if string(r) == t {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q (want one of %v)", ErrUnknownRig, s, Rigs)
+}
+
+// rigGases is each rig's three controllers: the plant's key (the serial
+// link is mfc-<key>), the display name, the Alicat unit id and the range.
+var rigGases = map[Rig][numGases]MFCState{
+	RigMoS2: {
+		{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500},
+		{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200},
+		{Gas: "H2S", UnitID: 'C', FullScaleSCCM: 50},
+	},
+	RigGraphene: {
+		{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500},
+		{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200},
+		{Gas: "CH4", UnitID: 'C', FullScaleSCCM: 100},
+	},
+}
+
+// Rig is the rig the plant simulates (fixed at New).
+func (p *Plant) Rig() Rig { return p.opts.Rig }
+
+// Gases are the plant's gas keys in controller order ("ar", "h2", then
+// "h2s" or "ch4"): MFC, SetMFCSetpoint and the mfc-stuck-open fault take
+// them, and each controller's serial link is mfc-<key>.
+func (p *Plant) Gases() []string { return p.gasKeys[:] }
+
+// Devices lists the device names a silent or corrupt fault may target on
+// this plant: Devices with this rig's controllers.
+func (p *Plant) Devices() []string {
+	out := []string{"furnace", "dio"}
+	for _, g := range p.gasKeys {
+		out = append(out, "mfc-"+g)
+	}
+	return append(out, "gauge", "raman")
+}
+
+// CoilName is the write-log channel of coil addr on this plant's rig, e.g.
+// "coil:ch4_valve" for coil 4 of the graphene rig.
+func (p *Plant) CoilName(addr int) string {
+	if addr >= 0 && addr < NumCoils {
+		return "coil:" + p.coilNames[addr]
+	}
+	return CoilName(addr)
+}
+
+// ADAMChannel is the package's ADAMChannel with this rig's coil names.
+func (p *Plant) ADAMChannel(addr int) string {
+	if n := addr - ADAMDOBase; n >= 0 && n < NumCoils {
+		return p.CoilName(n)
+	}
+	return ADAMChannel(addr)
+}

@@ -1,0 +1,48 @@
+package modelrouter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
+	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
+)
+
+// TestRoutesGraphene: a graphene spectrum goes through the router as the
+// TMD spectra do: the tier-1 reading, tier 2 when it is not enough, an
+// answer naming the layer count; bare copper is an answer with no layers,
+// not an error.
+func TestRoutesGraphene(t *testing.T) {
+	r := newRouter(t, mr.DefaultRegistry(), mr.Opts{})
+	for _, c := range []struct {
+		name   string
+		film   plant.Film
+		layers int
+	}{
+		{"monolayer", plant.Film{Graphene: 1, GrapheneDG: 0.04}, 1},
+		{"bilayer islands", plant.Film{Graphene: 1, GrapheneBilayer: 0.7, GrapheneDG: 0.05}, 2},
+		{"bare copper", plant.Film{}, 0},
+	} {
+		x, n, tr := serialsim.GrapheneSpectrum(c.film, 1000, 3, serialsim.Effects{SpectrumFaults: plant.SpectrumFaults{Fluorescence: 1.5, Spikes: 4}, Sample: 11})
+		y := make([]float64, len(n))
+		for i, v := range n {
+			y[i] = float64(v)
+		}
+		d, err := r.Analyze(context.Background(), mr.Request{Task: "t-" + c.name, Material: analysis.Graphene,
+			Spectrum: device.Spectrum{Shift: x, Counts: y, Integration: time.Second}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		t.Logf("%s: %s tier %d: layer count %d, confidence %.3f (truth %d); quality %+v", c.name, d.Model, d.Tier, d.Answer.LayerCount, d.Answer.Confidence, tr.LayerCount, d.Quality)
+		if d.Answer.LayerCount != c.layers || tr.LayerCount != c.layers {
+			t.Fatalf("%s: answer %+v, truth %+v", c.name, d.Answer, tr)
+		}
+		if c.layers > 0 && (d.Fit.Graphene == nil || d.Answer.Material != analysis.Graphene) {
+			t.Fatalf("%s: fit %+v answer %+v", c.name, d.Fit, d.Answer)
+		}
+	}
+}
