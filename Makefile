@@ -121,7 +121,7 @@ size: ## where the bytes of the armv7 binary go, by module (BY=package for packa
 	bash scripts/size-breakdown.sh
 
 schemas-gz: ## after editing configs/*.schema.json, configs/capabilities, configs/profiles or configs/recipes: the gzip copies the binary embeds (configs/gz.go)
-	for f in configs/hcp-edge.schema.json configs/recipe.schema.json configs/capabilities/*.json configs/profiles/*.yaml configs/recipes/*.yaml; do gzip -n -9 -c $$f > $$f.gz; done
+	for f in configs/sim.yaml configs/hcp-edge.schema.json configs/recipe.schema.json configs/capabilities/*.json configs/profiles/*.yaml configs/recipes/*.yaml; do gzip -n -9 -c $$f > $$f.gz; done
 
 clean:
 	rm -rf $(BIN)

@@ -9,10 +9,12 @@ import (
 )
 
 // SimYAML is configs/sim.yaml: the embedded default configuration, which runs
-// against bin/rig-sim's defaults on loopback.
-//
-//go:embed sim.yaml
-var SimYAML []byte
+// against bin/rig-sim's defaults on loopback. The binary holds it
+// gzip-compressed (gz.go) and opens it at start (10 kB, microseconds).
+var SimYAML = gunzip("sim.yaml", simGz)
+
+//go:embed sim.yaml.gz
+var simGz []byte
 
 // Schema returns configs/hcp-edge.schema.json: the JSON Schema (draft
 // 2020-12) of the agent's configuration, which hcp-edge config check

@@ -7,8 +7,8 @@ import (
 	"io"
 )
 
-// The two JSON Schemas (68 kB), the capability declarations, the
-// instrument profiles and the recipes are embedded gzip-compressed: the armv7 binary may
+// The default configuration, the two JSON Schemas (68 kB), the capability
+// declarations, the instrument profiles and the recipes are embedded gzip-compressed: the armv7 binary may
 // take 12 MB (docs/FOOTPRINT.md). The .json and .yaml files are the
 // source, edited by hand and read by editors; `make schemas-gz` writes the
 // .gz beside each, and TestCompressedSchemasCurrent fails when one is

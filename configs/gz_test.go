@@ -11,6 +11,7 @@ import (
 // byte for byte, so an edited schema without `make schemas-gz` fails here.
 func TestCompressedSchemasCurrent(t *testing.T) {
 	for name, got := range map[string][]byte{
+		"sim.yaml":             SimYAML,
 		"hcp-edge.schema.json": Schema(),
 		"recipe.schema.json":   RecipeSchema(),
 	} {
