@@ -13,6 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/export"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/hub"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -120,7 +121,7 @@ func (s *sessions) fetchable(uri string) (reply.Artifact, error) {
 		if key != nil {
 			err = key.WriteFile(v.Path, data, atrest.ArtifactBinding(sid, name), 0o640)
 		} else {
-			err = writeAtomic(v.Path, data)
+			err = hub.WriteFileAtomic(v.Path, data)
 		}
 		if err != nil {
 			return reply.Artifact{}, fmt.Errorf("session %s: its .eln archive: %w", sid, err)
@@ -132,26 +133,4 @@ func (s *sessions) fetchable(uri string) (reply.Artifact, error) {
 	sum := sha256.Sum256(data)
 	v.SizeBytes, v.Checksum = int64(len(data)), "sha256:"+hex.EncodeToString(sum[:])
 	return v, nil
-}
-
-// writeAtomic writes data to path through a synced temporary file and a
-// rename.
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }

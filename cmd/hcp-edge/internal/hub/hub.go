@@ -97,7 +97,7 @@ func (h *Hub) Publish(_ context.Context, caller string, env *wire.Envelope) erro
 				path := filepath.Join(h.dir, sid+".json")
 				switch key, sealed := h.seal(sid); {
 				case !sealed:
-					err = writeFileAtomic(path, b)
+					err = WriteFileAtomic(path, b)
 				case key != nil:
 					err = key.WriteFile(path, b, atrest.ResultBinding(sid), 0o640)
 				default:
@@ -173,9 +173,10 @@ func (h *Hub) Final(sid string) (*wire.Envelope, error) {
 	return wire.Decode(b)
 }
 
-// writeFileAtomic writes data to path through a synced temporary file and
-// a rename, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic writes data to path through a synced temporary file and
+// a rename, so a reader never sees half a file (the results directory's
+// files, and the session's record the agent keeps beside them).
+func WriteFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
