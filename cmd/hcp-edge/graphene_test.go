@@ -9,11 +9,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -24,23 +21,7 @@ const grapheneConfig = "../../configs/graphene.yaml"
 // --config configs/graphene.yaml` on the test's own vhost.
 func startGraphene(t *testing.T) (*brokerEnv, *rigSimProc) {
 	t.Helper()
-	own := amqptest.OwnBench(t) // skips loudly without a broker (fails under HCP_REQUIRE_PEERS=1)
-	conn := amqptest.Dial(t, own.AlphaURL())
-	cfgPath, err := filepath.Abs(grapheneConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := startRigSim(t, "--rig", "graphene")
-	if sim.dir == rig.DefaultOpts().Dir {
-		t.Fatal("the simulator must not use the shared default run directory")
-	}
-	b := &brokerEnv{conn: conn, calleeID: amqptest.CalleeID, callerID: amqptest.AlphaID, own: &own}
-	b.env = &env{t: t, dir: t.TempDir(), cfg: cfgPath, simDir: sim.dir}
-	b.sock = filepath.Join(b.dir, "control.sock")
-	b.extra = append(b.extra, "HCP_AMQP_URL="+own.URL(), "HCP_CALLEE_ID="+b.calleeID)
-	b.start()
-	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
-	return b, sim
+	return startShippedConfig(t, grapheneConfig, "--rig", "graphene")
 }
 
 // grapheneRun runs graphene-cu with CH4 at ch4 sccm (10 min anneal, 10 min
