@@ -16,7 +16,7 @@ TOP=${TOP:-30}
 export CGO_ENABLED=0 GOOS=linux GOARCH=${GOARCH:-arm} GOARM=${GOARM:-7}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -o "$tmp/sym" ./cmd/hcp-edge
-"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w' -o "$tmp/stripped" ./cmd/hcp-edge
+"$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags "-s -w$( [ "$GOARCH" = arm ] && echo ' -R 0x1000')" -o "$tmp/stripped" ./cmd/hcp-edge
 echo "hcp-edge linux/$GOARCH${GOARM:+ GOARM=$GOARM}: stripped $(stat -c %s "$tmp/stripped") bytes"
 if command -v readelf >/dev/null; then
   readelf -SW "$tmp/stripped" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 ~ /^\.(text|rodata|gopclntab|noptrdata|data)$/ {print $1, $5}' | while read -r s h; do printf "  section %-12s %10d bytes\n" "$s" "$((16#$h))"; done
