@@ -51,6 +51,30 @@ func NewController(bus Bus, p *profile.Profile, o ControllerOpts) (*Controller, 
 	if bus == nil || p == nil {
 		return nil, errors.New("regmap: nil bus or profile")
 	}
+	return newController(bus, p, o)
+}
+
+// StatusReads returns the size in registers of each read of the monitor's
+// poll (Status) of a controller of profile p, in order: what a line's speed
+// makes of one poll (rigconfig refuses a furnace period shorter than the
+// poll's time on a serial line).
+func StatusReads(p *profile.Profile) ([]int, error) {
+	if p == nil {
+		return nil, errors.New("regmap: nil profile")
+	}
+	c, err := newController(nil, p, ControllerOpts{})
+	if err != nil {
+		return nil, err
+	}
+	n := make([]int, len(c.status.spans))
+	for i, s := range c.status.spans {
+		n[i] = int(s.n)
+	}
+	return n, nil
+}
+
+// newController is NewController without the check of the bus.
+func newController(bus Bus, p *profile.Profile, o ControllerOpts) (*Controller, error) {
 	if o.Name == "" {
 		o.Name = "furnace"
 	}

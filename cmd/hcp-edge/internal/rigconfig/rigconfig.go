@@ -289,6 +289,7 @@ func (f *File) Defaults() {
 // retention and gate sections (after Defaults).
 func (f File) Validate() error {
 	errs := append(f.validateModels(), f.ModelRouting.Check()...)
+	errs = append(errs, f.pollCostErrors()...)
 	bad := func(key, format string, a ...any) { errs = append(errs, fmt.Errorf(key+": "+format, a...)) }
 	m := f.Monitor
 	if m.FurnaceEvery < time.Millisecond || m.OtherEvery < time.Millisecond {
