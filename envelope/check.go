@@ -12,13 +12,23 @@ import (
 )
 
 // State is the history the envelope's rules need: the last accepted value of
-// each channel (for rates of change) and the reactive gases used since the
-// last purge. The Interlock owns one; it is not safe for concurrent use.
+// each channel (for rates of change) and the reactive gases (and, under
+// venting_without_purge, the flammable, toxic and corrosive ones) used since
+// the last purge. The Interlock owns one; it is not safe for concurrent use.
+//
+// The envelope's durations and rates are of the rig's process time: a
+// max_rate_per_minute is per minute of the rig, a purge's min_duration is
+// the rig's. A State made by NewScaledState for a simulator that runs
+// faster than the wall clock (agent.time_scale) scales the elapsed time
+// between its instants, which stay the wall clock's; on a real rig (scale 1)
+// they are one. The recipe check's model runs on process time, so the two
+// judge a recipe alike.
 type State struct {
 	last       map[string]stamp
-	used       map[string]time.Time // reactive gas → last seen in use
+	used       map[string]time.Time // tracked gas → last seen in use
 	purgeStart time.Time
 	lastPurge  time.Time
+	scale      float64 // process seconds per second of the instants; 1: the same
 }
 
 type stamp struct {
@@ -26,8 +36,27 @@ type stamp struct {
 	at    time.Time
 }
 
-// NewState returns an empty history.
-func NewState() *State { return &State{last: map[string]stamp{}, used: map[string]time.Time{}} }
+// NewState returns an empty history whose instants are the rig's own time.
+func NewState() *State { return NewScaledState(1) }
+
+// NewScaledState returns an empty history whose instants are wall clock
+// instants of a rig whose process runs scale times faster (scale ≤ 0 or
+// not finite: 1).
+func NewScaledState(scale float64) *State {
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		scale = 1
+	}
+	return &State{last: map[string]stamp{}, used: map[string]time.Time{}, scale: scale}
+}
+
+// elapsed is the process time between two instants of the history.
+func (s *State) elapsed(from, to time.Time) time.Duration {
+	d := to.Sub(from)
+	if s == nil || s.scale == 1 {
+		return d
+	}
+	return time.Duration(float64(d) * s.scale)
+}
 
 // Last returns the last accepted value of a channel (device units) and when.
 func (s *State) Last(channel string) (float64, time.Time, bool) {
@@ -38,7 +67,9 @@ func (s *State) Last(channel string) (float64, time.Time, bool) {
 	return st.value, st.at, ok
 }
 
-// UsedSincePurge lists the reactive gases used since the last purge, sorted.
+// UsedSincePurge lists the gases used since the last purge, sorted: the
+// reactive ones, and under venting_without_purge the flammable, toxic and
+// corrosive lines.
 func (s *State) UsedSincePurge() []string {
 	if s == nil {
 		return nil
@@ -52,17 +83,18 @@ func (s *State) LastPurge() time.Time { return s.lastPurge }
 // Accept records an executed action at the instant at.
 func (e *Envelope) Accept(s *State, a Action, at time.Time) {
 	s.last[a.Channel()] = stamp{value: a.Value(), at: at}
-	if g, opens := e.opensGas(a); opens && slices.Contains(e.reactive, g) {
+	if g, opens := e.opensGas(a); opens && slices.Contains(e.tracked, g) {
 		s.used[g] = at
 	}
 }
 
-// Observe updates the history from a snapshot: a reactive gas seen in use is
-// marked used, and a purge held for the purge's minimum duration clears the
-// used set. Call it with every snapshot, in time order.
+// Observe updates the history from a snapshot: a reactive gas (or one of
+// venting_without_purge's lines) seen in use is marked used, and a purge held
+// for the purge's minimum duration of process time clears the used set.
+// Call it with every snapshot, in time order.
 func (e *Envelope) Observe(s *State, r Readings) {
 	allOff, known := true, true
-	for _, g := range e.reactive {
+	for _, g := range e.tracked {
 		inUse, ok := e.gasInUse(g, r)
 		if !ok {
 			known = false
@@ -92,7 +124,7 @@ func (e *Envelope) Observe(s *State, r Readings) {
 	if s.purgeStart.IsZero() || r.At.Before(s.purgeStart) {
 		s.purgeStart = r.At
 	}
-	if r.At.Sub(s.purgeStart) >= e.purge.minDuration && len(s.used) > 0 {
+	if s.elapsed(s.purgeStart, r.At) >= e.purge.minDuration && len(s.used) > 0 {
 		clear(s.used)
 		s.lastPurge = r.At
 	}
@@ -237,7 +269,7 @@ func (e *Envelope) check(a Action, r Readings, s *State) *Violation {
 		}
 	}
 	if a.Kind == ActSwitch && a.On && e.vent != nil {
-		if v := e.checkVent(ch, a.Target, r); v != nil {
+		if v := e.checkVent(ch, a.Target, r, s); v != nil {
 			return v
 		}
 	}
@@ -284,7 +316,7 @@ func (l *limit) check(v float64, now time.Time, s *State) *Violation {
 	}
 	if l.rate > 0 {
 		if last, at, ok := s.Last(l.channel); ok {
-			minutes := now.Sub(at).Minutes()
+			minutes := s.elapsed(at, now).Minutes() // of process time
 			change := math.Abs(v - last)
 			if change > l.rate*max(minutes, 0)*(1+1e-9) {
 				rate := math.Inf(1)
@@ -364,6 +396,11 @@ func (e *Envelope) checkGas(ch, gas string, r Readings, s *State) *Violation {
 				return violation(RuleGasInput, ch, "%s needs %s = %v", gas, in, g.levels[in])
 			}
 		}
+		if g.hasMinTemp {
+			if v := e.checkGasTemperature(ch, g, r); v != nil {
+				return v
+			}
+		}
 	}
 	if e.prohibited[RuleMixing] && slices.Contains(e.reactive, gas) {
 		for _, other := range e.reactive {
@@ -386,6 +423,31 @@ func (e *Envelope) checkGas(ch, gas string, r Readings, s *State) *Violation {
 	return nil
 }
 
+// checkGasTemperature: a gas with min_temperature is admitted only with the
+// heater enabled and both the setpoint and the process value at or above it.
+func (e *Envelope) checkGasTemperature(ch string, g *gasRule, r Readings) *Violation {
+	pv, ok := e.processValue(r)
+	if !ok {
+		return stale(ch, "furnace temperature")
+	}
+	f := r.Furnace
+	viol := func(what string, t device.Temperature) *Violation {
+		return &Violation{Rule: RuleGasTemperature, Channel: ch,
+			Limit: display(kindTemperature, float64(g.minTemp), g.tUnit),
+			Value: display(kindTemperature, float64(t), g.tUnit), Unit: g.tUnit,
+			Reason: g.gas + " needs the furnace at or above the limit: " + what}
+	}
+	switch {
+	case !f.HeaterEnabled:
+		return viol("the heater is off", pv)
+	case f.Setpoint < g.minTemp:
+		return viol("its setpoint is below", f.Setpoint)
+	case pv < g.minTemp:
+		return viol("its temperature is below", pv)
+	}
+	return nil
+}
+
 func (s *State) usedAt(gas string) (time.Time, bool) {
 	if s == nil {
 		return time.Time{}, false
@@ -394,7 +456,7 @@ func (s *State) usedAt(gas string) (time.Time, bool) {
 	return at, ok
 }
 
-func (e *Envelope) checkVent(ch, sw string, r Readings) *Violation {
+func (e *Envelope) checkVent(ch, sw string, r Readings, s *State) *Violation {
 	v := e.vent
 	switch sw {
 	case v.valve:
@@ -431,6 +493,14 @@ func (e *Envelope) checkVent(ch, sw string, r Readings) *Violation {
 			}
 			if open {
 				return violation(RuleVentPumping, ch, "%s is open to the pump", v.gate)
+			}
+		}
+		if e.prohibited[RuleVentPurge] {
+			for _, g := range e.ventPurged {
+				if at, used := s.usedAt(g); used {
+					return violation(RuleVentPurge, ch, "%s (%s) was in use at %s and no purge has completed since: air would meet it",
+						g, e.gases[g].Hazard, at.Format(time.RFC3339))
+				}
 			}
 		}
 	case v.gate:

@@ -28,7 +28,8 @@ type Config struct {
 	Interlocks Interlocks `yaml:"interlocks" json:"interlocks"`
 	// ProhibitedActions names the prohibited-action rules in force:
 	// simultaneous_gas_mixing_without_purge, venting_while_hot,
-	// venting_with_gas_flowing, venting_while_pumping.
+	// venting_with_gas_flowing, venting_while_pumping,
+	// venting_without_purge.
 	ProhibitedActions []string `yaml:"prohibited_actions" json:"prohibited_actions"`
 	// ReactiveGases are the gases that must not mix without a purge and must
 	// not flow while venting (e.g. H2, H2S).
@@ -86,16 +87,24 @@ type HeaterInterlock struct {
 
 // GasInterlock: the gas may be admitted (flow above zero or its line valve
 // opened) only with the chamber at or below MaxPressure, the listed outputs
-// on, and the listed inputs at the given levels (e.g. door_closed: true,
-// exhaust_ok: true, leak_detected: false). An output listed here cannot be
-// switched off while the gas is in use.
+// on, the listed inputs at the given levels (e.g. door_closed: true,
+// exhaust_ok: true, leak_detected: false) and, with MinTemperature, the
+// furnace hot: heater enabled, setpoint and process value at or above it.
+// An output listed here cannot be switched off while the gas is in use.
 type GasInterlock struct {
 	MaxPressure       Quantity        `yaml:"max_pressure" json:"max_pressure"`
 	RequireSwitchesOn []string        `yaml:"require_switches_on" json:"require_switches_on"`
 	RequireInputs     map[string]bool `yaml:"require_inputs" json:"require_inputs"`
+	// MinTemperature (optional) holds the gas closed unless the furnace is
+	// at least this hot (e.g. a carbon source that must not meet a cold
+	// substrate). It judges the admission only: a furnace that cools while
+	// the gas flows is the recipe check's business (a ramp below it with
+	// the gas open is refused), not a trip.
+	MinTemperature *Quantity `yaml:"min_temperature,omitempty" json:"min_temperature,omitempty"`
 }
 
-// Purge: all reactive gases off and either InertGas at MinInertFlow or more,
+// Purge: all reactive gases (and, under venting_without_purge, the lines
+// of a flammable, toxic or corrosive gas) off and either InertGas at MinInertFlow or more,
 // or (if MaxPressure is set) the chamber at or below MaxPressure, continuously
 // for MinDuration.
 type Purge struct {

@@ -78,6 +78,9 @@ func (e *Envelope) rulesFor(ch string) []string {
 			for _, in := range r.inputs {
 				s += fmt.Sprintf(", %s = %v", in, r.levels[in])
 			}
+			if r.hasMinTemp {
+				s += fmt.Sprintf(", furnace heating at ≥ %s %s", fmtNum(display(kindTemperature, float64(r.minTemp), r.tUnit)), r.tUnit)
+			}
 			out = append(out, s)
 		}
 		if e.prohibited[RuleMixing] && slices.Contains(e.reactive, g) {
@@ -99,11 +102,14 @@ func (e *Envelope) rulesFor(ch string) []string {
 			gas(g)
 		}
 		if v := e.vent; v != nil && name == v.valve {
-			for _, r := range []Rule{RuleVentHot, RuleVentGas, RuleVentPumping} {
+			for _, r := range []Rule{RuleVentHot, RuleVentGas, RuleVentPumping, RuleVentPurge} {
 				if e.prohibited[r] {
 					s := "prohibited " + string(r)
 					if r == RuleVentHot {
 						s += fmt.Sprintf(" (above %s %s or heater enabled)", fmtNum(display(kindTemperature, float64(v.maxTemp), v.tUnit)), v.tUnit)
+					}
+					if r == RuleVentPurge {
+						s += " (" + strings.Join(e.ventPurged, ", ") + " used since the last purge)"
 					}
 					out = append(out, s)
 				}

@@ -21,8 +21,9 @@
 // An Action is one typed request (a setpoint in kelvin, a flow in sccm, a
 // switch level). Envelope.Check is a pure function of the Action, a Readings
 // snapshot (device values with timestamps; Readings.At is "now") and a State
-// (the last accepted value of each channel and the reactive gases used since
-// the last purge). It returns nil or a *Violation naming the rule, the
+// (the last accepted value of each channel and the gases used since the last
+// purge; its elapsed times are the rig's process time, NewScaledState). It
+// returns nil or a *Violation naming the rule, the
 // channel, the limit and the value: an action is refused, never clamped.
 // Actions towards the safe state (heater off, flow zero, a switch to its
 // safe level) always pass. A rule that needs a reading that is missing,

@@ -70,6 +70,9 @@ type gasRule struct {
 	switches    []string
 	inputs      []string // sorted names
 	levels      map[string]bool
+	minTemp     device.Temperature // with hasMinTemp: min_temperature
+	hasMinTemp  bool
+	tUnit       string
 }
 
 type purgeRule struct {
@@ -98,6 +101,8 @@ type Envelope struct {
 	gasRules     map[string]*gasRule
 	requiredBy   map[string][]string // switch → gases whose interlock needs it on
 	reactive     []string
+	ventPurged   []string // venting_without_purge: the flammable, toxic and corrosive lines, sorted
+	tracked      []string // the gases State records in use until a purge: reactive ∪ ventPurged, sorted
 	prohibited   map[Rule]bool
 	purge        *purgeRule
 	vent         *ventRule
@@ -448,6 +453,9 @@ func (c *compiler) interlocks(e *Envelope) {
 				c.fail(path+".max_pressure", "%v lies outside the gauge range", g.MaxPressure)
 			}
 		}
+		if q := g.MinTemperature; q != nil {
+			c.minTemperature(e, r, path+".min_temperature", *q)
+		}
 		for _, sw := range g.RequireSwitchesOn {
 			if s, ok := e.switches[sw]; !ok || s.InterlockOwned {
 				c.fail(path+".require_switches_on", "unknown switch %q", sw)
@@ -474,6 +482,24 @@ func (c *compiler) interlocks(e *Envelope) {
 	sort.Strings(e.reactive)
 }
 
+// minTemperature compiles a gas interlock's min_temperature: within the
+// furnace's setpoint range and at or below its hard limit, else the gas
+// could never be admitted (or always).
+func (c *compiler) minTemperature(e *Envelope, r *gasRule, path string, q Quantity) {
+	v, ok := c.quantity(path, q, kindTemperature, true)
+	if !ok {
+		return
+	}
+	r.minTemp, r.hasMinTemp, r.tUnit = device.Temperature(v), true, q.Unit
+	hi := float64(c.spec.Furnace.SetpointMax)
+	if l := e.limits[ChannelSetpoint]; l != nil {
+		hi = l.max
+	}
+	if v <= float64(c.spec.Furnace.SetpointMin) || v > hi {
+		c.fail(path, "%v lies outside the furnace's setpoint range up to its hard limit: %s could never be admitted, or always", q, r.gas)
+	}
+}
+
 func (c *compiler) prohibitedActions(e *Envelope) {
 	for _, name := range c.cfg.ProhibitedActions {
 		r := Rule(name)
@@ -492,8 +518,27 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 	// mixing rule: the purge history (State.UsedSincePurge) is also what the
 	// recipe check's "purged before a vent" reads, on a rig whose reactive
 	// gases may mix (CH4 in H2) as on one whose may not.
-	if e.prohibited[RuleMixing] && c.cfg.Purge == nil {
-		c.fail("purge", "%s needs a purge definition", RuleMixing)
+	for _, r := range []Rule{RuleMixing, RuleVentPurge} {
+		if e.prohibited[r] && c.cfg.Purge == nil {
+			c.fail("purge", "%s needs a purge definition", r)
+		}
+	}
+	// venting_without_purge follows the layout's hazard classes, not names:
+	// a line of a flammable, toxic or corrosive gas used since the last
+	// purge keeps the vent valve shut.
+	e.tracked = slices.Clone(e.reactive)
+	if e.prohibited[RuleVentPurge] {
+		for _, g := range c.spec.Gases {
+			switch g.Hazard {
+			case HazardFlammable, HazardToxic, HazardCorrosive:
+				e.ventPurged = append(e.ventPurged, g.Gas)
+				if !slices.Contains(e.tracked, g.Gas) {
+					e.tracked = append(e.tracked, g.Gas)
+				}
+			}
+		}
+		sort.Strings(e.ventPurged)
+		sort.Strings(e.tracked)
 	}
 	{
 		p := c.cfg.Purge
@@ -521,7 +566,7 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 			e.purge = r
 		}
 	}
-	if e.prohibited[RuleVentHot] || e.prohibited[RuleVentGas] || e.prohibited[RuleVentPumping] {
+	if e.prohibited[RuleVentHot] || e.prohibited[RuleVentGas] || e.prohibited[RuleVentPumping] || e.prohibited[RuleVentPurge] {
 		v := c.cfg.Vent
 		if v == nil {
 			c.fail("vent", "the venting rules need the vent valve named")

@@ -45,16 +45,18 @@ const (
 	RuleGasPressure    Rule = "gas_requires_low_pressure" // a gas with an interlock needs the chamber below a pressure
 	RuleGasSwitch      Rule = "gas_requires_output_on"    // ... an output (scrubber) on
 	RuleGasInput       Rule = "gas_requires_input"        // ... an input (door closed, exhaust OK) at a level
+	RuleGasTemperature Rule = "gas_requires_temperature"  // ... the furnace hot (min_temperature)
 	RuleRequiredOutput Rule = "output_required_by_gas"    // switching off an output a flowing gas requires
 	RuleMixing         Rule = "simultaneous_gas_mixing_without_purge"
 	RuleVentHot        Rule = "venting_while_hot"
 	RuleVentGas        Rule = "venting_with_gas_flowing"
 	RuleVentPumping    Rule = "venting_while_pumping"
-	RuleLatched        Rule = "latched" // a trip or e-stop latched the interlock: safe outputs only
+	RuleVentPurge      Rule = "venting_without_purge" // a flammable, toxic or corrosive line used since the last purge
+	RuleLatched        Rule = "latched"               // a trip or e-stop latched the interlock: safe outputs only
 )
 
 // prohibitedRules are the names Config.ProhibitedActions accepts.
-var prohibitedRules = []Rule{RuleMixing, RuleVentHot, RuleVentGas, RuleVentPumping}
+var prohibitedRules = []Rule{RuleMixing, RuleVentHot, RuleVentGas, RuleVentPumping, RuleVentPurge}
 
 // Violation is the typed refusal of an action: the rule that fired, the
 // channel, the limit and the offending value in Unit (the envelope's

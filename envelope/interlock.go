@@ -82,26 +82,6 @@ type Entry struct {
 	TowardSafe bool `json:"toward_safe,omitempty"`
 }
 
-// InterlockOpts tunes an Interlock.
-type InterlockOpts struct {
-	Clock             func() time.Time // time source; time.Now if nil
-	ReadTimeout       time.Duration    // per instrument read of a snapshot
-	WriteTimeout      time.Duration    // per write and its read-back (acquisitions add their integration)
-	HaltTimeout       time.Duration    // per instrument Halt
-	SetpointTolerance device.Temperature
-	RampTolerance     device.TemperatureRate
-	FlowTolerance     device.Flow
-	Logger            *slog.Logger // discarded if nil
-}
-
-// DefaultInterlockOpts returns the defaults: 1 s reads, 2 s writes, 3 s halts,
-// read-back tolerances of 0.1 K, 0.1 K/min and 0.05 sccm (the resolution of
-// the rig's registers and MFC replies).
-func DefaultInterlockOpts() InterlockOpts {
-	return InterlockOpts{Clock: time.Now, ReadTimeout: time.Second, WriteTimeout: 2 * time.Second,
-		HaltTimeout: 3 * time.Second, SetpointTolerance: 0.1, RampTolerance: 0.1, FlowTolerance: 0.05}
-}
-
 // Interlock owns the writable rig. Its apply, reached only through an
 // Invoker (the tool pipeline), is the only way for a session
 // to move an actuator: authorise, check against the envelope and current
@@ -188,7 +168,7 @@ func NewInterlock(env *Envelope, rig Rig, auth Authorizer, audit Auditor, opts I
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	il := &Interlock{env: env, rig: rig, auth: auth, audit: audit, opts: opts, log: log, state: NewState()}
+	il := &Interlock{env: env, rig: rig, auth: auth, audit: audit, opts: opts, log: log, state: NewScaledState(opts.TimeScale)}
 	if err := il.bind(); err != nil {
 		return nil, err
 	}

@@ -138,7 +138,9 @@ func New(t testing.TB, o Opts) *Bench {
 	if o.Audit != nil {
 		auditor = o.Audit(b.Audit)
 	}
-	b.Interlock, err = envelope.NewInterlock(o.Envelope, er, o.Authorizer, auditor, envelope.DefaultInterlockOpts())
+	iopts := envelope.DefaultInterlockOpts()
+	iopts.TimeScale = o.TimeScale // rates of change and purges on the plant's time, as the agent's
+	b.Interlock, err = envelope.NewInterlock(o.Envelope, er, o.Authorizer, auditor, iopts)
 	if err != nil {
 		t.Fatal(err)
 	}

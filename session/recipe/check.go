@@ -3,6 +3,7 @@ package recipe
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -213,10 +214,19 @@ func (c *checker) static() {
 }
 
 // sim is the state the recipe guarantees at one point of one corner.
+//
+// Its clock runs on the time the executor guarantees, never more: a hold,
+// a purge, a leak check's hold and an acquisition take their durations; a
+// pump-down, a cool and a ramp from a furnace whose temperature is not
+// known take none (the rig may be there already); a ramp from a known range
+// takes the least time its settle bands allow. Rates of change and purges
+// are judged on that clock, so the interlock, which counts the rig's time
+// (envelope.NewScaledState), never sees less time pass than the check did.
 type sim struct {
 	now        time.Time
 	st         *envelope.State
-	pv, sp     float64 // °C
+	pv, sp     float64 // °C: the furnace as the plan puts it, and its setpoint
+	pvLo, pvHi float64 // °C: the range the executor guarantees the furnace within (pvHi +Inf: not known)
 	heater     bool
 	heatedBy   *PhaseSpec // the ramp since which the furnace has not been cooled
 	pressurePa float64
@@ -227,7 +237,7 @@ type sim struct {
 }
 
 func (c *checker) simulate(p *Plan) {
-	s := &sim{now: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), st: envelope.NewState(), pv: roomC, sp: roomC,
+	s := &sim{now: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), st: envelope.NewState(), pv: roomC, sp: roomC, pvLo: roomC, pvHi: math.Inf(1),
 		pressurePa: 101325, switches: map[string]bool{}, flows: map[string]float64{}, openedBy: map[string]*PhaseSpec{}}
 	for _, sw := range c.spec.Switches {
 		s.switches[sw.Name] = sw.SafeState || sw.InterlockOwned // the relay armed
@@ -275,6 +285,9 @@ func (c *checker) readings(s *sim) envelope.Readings {
 // applies it to the model as if accepted (so later phases are judged too).
 func (c *checker) act(s *sim, o origin, a envelope.Action) {
 	rd := c.readings(s)
+	if c.opens(a) { // a gas's min_temperature is judged on the coolest the executor allows
+		rd.Furnace.ProcessValue = device.Celsius(math.Min(s.pv, s.pvLo))
+	}
 	if err := c.env.Check(a, rd, s.st); err != nil {
 		var v *envelope.Violation
 		if errors.As(err, &v) {
@@ -335,6 +348,36 @@ func (c *checker) pressureTarget(s *PhaseSpec, name string, pa float64) {
 }
 
 func (c *checker) reactive(g string) bool { return slices.Contains(c.cfg.ReactiveGases, g) }
+
+// opens reports whether a admits a gas: a flow above zero or a line valve
+// opened.
+func (c *checker) opens(a envelope.Action) bool {
+	switch a.Kind {
+	case envelope.ActFlow:
+		return a.Flow > 0
+	case envelope.ActSwitch:
+		return a.On && slices.Contains(slices.Collect(maps.Values(c.valve)), a.Target)
+	}
+	return false
+}
+
+// coldGases checks that no gas whose interlock has a min_temperature is
+// left open while the furnace is taken below it (to target °C; the heater
+// off: -Inf): the interlock judges the opening only. A cool reports the
+// reactive gases as gas_open already.
+func (c *checker) coldGases(s *sim, o origin, target float64, what string) {
+	cooling := math.IsInf(target, -1)
+	for _, g := range slices.Sorted(maps.Keys(c.cfg.Interlocks.Gases)) {
+		q := c.cfg.Interlocks.Gases[g].MinTemperature
+		if q == nil || !(s.flows[g] > 0 || s.switches[c.valve[g]]) || (cooling && c.reactive(g)) {
+			continue
+		}
+		if t, err := device.TemperatureIn(q.Value, q.Unit); err == nil && target < t.Celsius() {
+			c.add(o, RuleGasCold, "%s with %s open: %s needs the furnace at or above %v (its interlock's min_temperature); close it in the hold before",
+				what, c.openedText(s, []string{g}), g, *q)
+		}
+	}
+}
 
 func (c *checker) openReactive(s *sim) []string {
 	var out []string
@@ -420,11 +463,13 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 					rp.Timeout, need.Round(time.Second), s.pv, rp.RateCPerMin)
 			}
 		}
+		c.coldGases(s, paramOrigin(sp, "temperature_c"), rp.TemperatureC, fmt.Sprintf("a ramp to %.1f °C", rp.TemperatureC))
 		c.act(s, paramOrigin(sp, "rate_c_per_min"), envelope.RampRateAction(device.KelvinPerMinute(rp.RateCPerMin)))
 		c.act(s, paramOrigin(sp, "temperature_c"), envelope.SetpointAction(device.Celsius(rp.TemperatureC)))
 		c.act(s, po, envelope.HeaterAction(true))
-		c.advance(s, rampTime(s.pv, rp.TemperatureC-rp.SettleBandC, rp.RateCPerMin))
+		c.advance(s, guaranteedRamp(s, rp))
 		s.pv = rp.TemperatureC
+		s.pvLo, s.pvHi = rp.TemperatureC-rp.SettleBandC, rp.TemperatureC+rp.SettleBandC
 		if rp.TemperatureC > roomC {
 			s.heatedBy = sp
 		}
@@ -471,9 +516,11 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 			c.add(po, RuleGasOpen, "%s still open when the cool starts: a hold closes its reactive gases (leave them out of leave_open) before cooling and venting",
 				c.openedText(s, open))
 		}
+		c.coldGases(s, po, math.Inf(-1), "cooling")
 		c.advance(s, cl.Purge)
 		c.act(s, po, envelope.HeaterAction(false))
 		s.pv = math.Min(s.pv, cl.BelowC)
+		s.pvLo, s.pvHi = roomC, math.Min(s.pvHi, cl.BelowC)
 		s.heatedBy = nil
 		c.advance(s, 0)
 		for _, g := range cl.Close {
@@ -529,6 +576,24 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 		c.advance(s, ph.Measure.Integration)
 	case KindAnalyse:
 	}
+}
+
+// guaranteedRamp is the least time the executor's ramp can take: the
+// furnace must come within the settle band of the target, at the ramp's
+// rate, from the range it is known to be in (none when not known: it may
+// be there already).
+func guaranteedRamp(s *sim, rp *Ramp) time.Duration {
+	var gap float64
+	switch {
+	case rp.TemperatureC >= s.pv:
+		gap = rp.TemperatureC - rp.SettleBandC - s.pvHi
+	default:
+		gap = s.pvLo - rp.TemperatureC - rp.SettleBandC
+	}
+	if !(gap > 0) || !(rp.RateCPerMin > 0) {
+		return 0
+	}
+	return time.Duration(gap / rp.RateCPerMin * float64(time.Minute))
 }
 
 // pumpDown: vent closed, pump on, gate open; the chamber at the base

@@ -37,6 +37,7 @@ const (
 	RuleRig             = "rig"              // a gas line or instrument this rig does not have
 	RuleVentHot         = "vent_hot"         // heating not followed by cooling before a vent
 	RuleGasOpen         = "gas_open"         // a reactive gas still open at a cool or a vent
+	RuleGasCold         = "gas_cold"         // a gas with a min_temperature left open while the furnace cools below it
 	RuleReactivePurge   = "reactive_purge"   // a purge with a reactive gas
 	RuleNotPurged       = "not_purged"       // a reactive gas not purged out before a vent
 	RuleNoCleanup       = "no_cleanup"       // the cleanup section is missing

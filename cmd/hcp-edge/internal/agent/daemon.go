@@ -281,7 +281,8 @@ func (d *daemon) openRig(ctx context.Context) error {
 	}
 	iopts := envelope.DefaultInterlockOpts()
 	iopts.Logger = d.log
-	d.acts = budget.NewActionCounter() // the actions budget counts what the interlock executed (session/budget)
+	iopts.TimeScale = f.Agent.TimeScale // rates of change and purges on the rig's time, as the recipe check judges them
+	d.acts = budget.NewActionCounter()  // the actions budget counts what the interlock executed (session/budget)
 	if d.il, err = envelope.NewInterlock(d.env, rig, authz, d.acts.Auditor(d.mx.auditor(audit.Interlock{Log: d.st.Audit()})), iopts); err != nil {
 		return err
 	}
