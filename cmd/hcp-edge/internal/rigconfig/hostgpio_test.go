@@ -25,14 +25,16 @@ import (
 // hangs, never a performance assertion.
 const hangGuard = 10 * time.Second
 
-// hostYAML replaces the simulator's GPIO line of sim.yaml.
+// hostYAML replaces the simulator's GPIO line of sim.yaml, and its time
+// scale with a real rig's.
 func hostYAML(t *testing.T, pins string) File {
 	t.Helper()
-	const sim = `gpio: {source: sim, socket: "${sim_dir}/control.sock"}`
+	const sim, scale = `gpio: {source: sim, socket: "${sim_dir}/control.sock"}`, "  time_scale: 300 "
 	base := string(configs.SimYAML)
-	if !strings.Contains(base, sim) {
-		t.Fatalf("fixture: %q not in sim.yaml", sim)
+	if !strings.Contains(base, sim) || !strings.Contains(base, scale) {
+		t.Fatalf("fixture: %q or %q not in sim.yaml", sim, scale)
 	}
+	base = strings.Replace(base, scale, "  time_scale: 1 ", 1)
 	f, err := Parse(strings.NewReader(strings.Replace(base, sim, "gpio: {source: host, "+pins+"}", 1)))
 	if err != nil {
 		t.Fatal(err)

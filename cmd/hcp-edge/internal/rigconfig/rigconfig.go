@@ -320,6 +320,10 @@ func (f File) Validate() error {
 	}
 	if ts := f.Agent.TimeScale; !(ts >= 1 && ts <= 10000) {
 		bad("agent.time_scale", "%v is outside 1..10000 (1 on a real rig)", ts)
+	} else if ts != 1 && f.Rig.GPIO.Source == "host" {
+		// The interlock's rates of change and purge durations count the
+		// rig's time: on real hardware a time scale would loosen them.
+		bad("agent.time_scale", "%v with gpio source host: a real rig runs at time scale 1 (the interlock's rate limits and purge times count the rig's time)", ts)
 	}
 	if f.Agent.ApprovalTimeout < time.Second {
 		bad("agent.approval_timeout", "%v is shorter than 1s", f.Agent.ApprovalTimeout)

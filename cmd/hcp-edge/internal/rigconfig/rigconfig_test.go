@@ -141,6 +141,9 @@ func TestParseRefusesAgentAndMonitor(t *testing.T) {
 		{"watchdog out of range", "  watchdog_timeout: 5s", "  watchdog_timeout: 90s", "monitor.watchdog_timeout"},
 		{"policy", "shutdown_policy: safe_state", "shutdown_policy: yolo", "agent.shutdown_policy"},
 		{"log format", "log_format: text", "log_format: xml", "agent.log_format"},
+		{"time scale on a real rig", `gpio: {source: sim, socket: "${sim_dir}/control.sock"}`,
+			`gpio: {source: host, estop_pin: GPIO17, leak_pin: GPIO27, relay_pin: GPIO22, relay_feedback_pin: GPIO23}`,
+			"agent.time_scale: 300 with gpio source host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
