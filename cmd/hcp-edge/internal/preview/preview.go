@@ -203,7 +203,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if r.il, err = envelope.NewInterlock(env, er, grantAll{}, r.audit, iopts); err != nil {
 		return nil, fmt.Errorf("preview: interlock: %w", err)
 	}
-	tools, err := catalog.Builtin(env.Spec().Lines())
+	tools, err := catalog.Builtin(env.Spec().Lines(), analysis.MaterialNames()...)
 	if err != nil {
 		return nil, fmt.Errorf("preview: tool catalog: %w", err)
 	}
