@@ -39,8 +39,8 @@ it occurs, every action the interlock would refuse, every trip, and the product 
 and the layer count the Raman analysis would report of them). The simulated boat holds the
 precursor of the material the recipe grows (WS2: WO3, MoS2: MoO3; the default MoO3 when it names
 none), and the preview says so; a material the simulator cannot grow is refused (exit 2). The
-simulated rig is the one whose gas lines are the configuration's (rig-sim's --rig of that layout:
-configs/graphene.yaml previews on the graphene plant, its product the covered and bilayer shares).
+simulated rig is the one whose gas lines are the configuration's (the rig-sim --rig of that
+layout, docs/RIGS.md); a film counted by coverage is given as its covered and bilayer shares.
 It touches no hardware: it opens nothing the configuration names and needs no daemon.
 FILE is a recipe (configs/recipes/*.yaml); CAPABILITY a capability with a built-in executor
 (cvd-material-synthesis, leak-check, rig-status). --inputs is the task's inputs object, or a
