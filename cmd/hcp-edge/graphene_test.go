@@ -7,8 +7,10 @@ package main
 // fixed temperature.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -31,8 +33,16 @@ func grapheneRun(t *testing.T, ch4 float64) (map[string]any, float64, float64) {
 	t.Helper()
 	b, sim := startGraphene(t)
 	b.arm()
+	inputs := json.RawMessage(fmt.Sprintf(`{"substrate":"Cu foil","growth_temperature":1000,"anneal_duration":"PT10M","growth_duration":"PT10M","ch4_flow":%g}`, ch4))
+	// The agent's preview of the same task first (it touches nothing).
+	pctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	pr, err := b.client(nil).Preview(pctx, "graphene-cu", "", inputs)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
 	r := b.startApproved(t, &wire.TaskSubmit{Capability: "graphene-cu", CallerID: b.callerID, Intent: "graphene on Cu, CH4 sweep",
-		Inputs: json.RawMessage(fmt.Sprintf(`{"substrate":"Cu foil","growth_temperature":1000,"anneal_duration":"PT10M","growth_duration":"PT10M","ch4_flow":%g}`, ch4))})
+		Inputs: inputs})
 	defer r.c.Close()
 	all := r.finish(t, brokerLongGuard)
 	checkStream(t, all, r.sid)
@@ -42,6 +52,7 @@ func grapheneRun(t *testing.T, ch4 float64) (map[string]any, float64, float64) {
 	if g.Rig != "graphene" || g.FoilMelted {
 		t.Fatalf("rig-sim: rig %q, foil melted %v", g.Rig, g.FoilMelted)
 	}
+	checkGraphenePreview(t, pr.Prediction, out, g.Film.Graphene, g.Film.GrapheneBilayer)
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
 	}
@@ -84,5 +95,39 @@ func TestGrapheneRig(t *testing.T) {
 			}
 			prevBi = bi
 		}
+	}
+}
+
+// checkGraphenePreview: the agent's preview on the graphene rig (the
+// graphene plant, chosen by the configuration's gas lines) predicted the
+// run on rig-sim --rig graphene: it completes, the covered and bilayer
+// shares of the foil within 5 % of the run's (0.02 absolute near zero),
+// the layer count the run's analysis named.
+func checkGraphenePreview(t *testing.T, raw json.RawMessage, out map[string]any, cov, bi float64) {
+	t.Helper()
+	var p struct {
+		Completed   bool               `json:"completed"`
+		ProcessTime float64            `json:"process_time_s"`
+		GasSCC      map[string]float64 `json:"gas_scc"`
+		Product     struct {
+			Material            string             `json:"material"`
+			PredictedLayerCount int                `json:"predicted_layer_count"`
+			Film                map[string]float64 `json:"film"`
+			Coverage            map[string]float64 `json:"coverage"`
+		} `json:"product"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	const m = "graphene"
+	pc, pb := p.Product.Film[m], p.Product.Film[m+"_bilayer"]
+	t.Logf("preview: %.0f s, gas %v; covered %.3f (run %.3f), bilayer %.3f (run %.3f), layer count %d (run's analysis %v)",
+		p.ProcessTime, p.GasSCC, pc, cov, pb, bi, p.Product.PredictedLayerCount, out["layer_count"])
+	near := func(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.02, 0.05*b) }
+	if !p.Completed || p.Product.Material != m || !near(pc, cov) || !near(pb, bi) || p.ProcessTime < 3600 || p.GasSCC["CH4"] <= 0 {
+		t.Errorf("preview %s", raw)
+	}
+	if lc, _ := out["layer_count"].(float64); int(lc) != p.Product.PredictedLayerCount {
+		t.Errorf("preview counts %d layers, the run's analysis %v", p.Product.PredictedLayerCount, out["layer_count"])
 	}
 }

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,7 +27,8 @@ const CategoryCompute = "compute"
 func (t Tool) Compute() bool { return t.Category == CategoryCompute }
 
 // analyzeInput is the input of raman.analyze: the spectrum as the
-// spectrometer gave it, and what the task asks of its analysis.
+// spectrometer gave it, and what the task asks of its analysis. %s is
+// the material's schema (materialSchema).
 const analyzeInput = `{
   "type": "object",
   "required": ["spectrum"],
@@ -45,7 +48,7 @@ const analyzeInput = `{
       },
       "additionalProperties": false
     },
-    "material":             {"enum": ["MoS2", "WS2", "graphene", "auto"]},
+    "material":             %s,
     "confidence_threshold": {"type": "number", "minimum": 0, "maximum": 1},
     "data_class":           {"enum": ["T1", "T2", "T3", "T4"]},
     "model_hint":           {"enum": ["fast", "best"]},
@@ -59,6 +62,8 @@ const analyzeInput = `{
 
 // analyzeOutput is the output of raman.analyze: the deciding model's answer,
 // what the router tried, and the tier-1 fit it read the spectrum with.
+// %[1]s is a material's schema, %[2]s the identified name's, %[3]s the
+// fit's material-named readings (materialSchema, readingProps).
 const analyzeOutput = `{
   "type": "object",
   "required": ["routed", "model", "tier", "layer_count", "confidence", "fallback", "cost", "fit"],
@@ -66,7 +71,7 @@ const analyzeOutput = `{
     "routed":      {"type": "boolean"},
     "model":       {"type": "string", "minLength": 1},
     "tier":        {"type": "integer", "minimum": 1, "maximum": 3},
-    "material":    {"enum": ["MoS2", "WS2", "graphene"]},
+    "material":    %[1]s,
     "layer_count": {"type": "integer", "minimum": 0, "maximum": 4},
     "coverage": {
       "type": "array", "maxItems": 5,
@@ -99,7 +104,7 @@ const analyzeOutput = `{
       "type": "object", "required": ["name", "confidence"], "additionalProperties": false,
       "description": "what the spectrum shows, named from its band positions (session/analysis Identify)",
       "properties": {
-        "name":       {"enum": ["MoS2", "WS2", "graphene", "mixture", "none"]},
+        "name":       %[2]s,
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "fractions":  {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}},
         "bands": {
@@ -131,7 +136,7 @@ const analyzeOutput = `{
       "properties": {
         "found":             {"type": "boolean"},
         "reason":            {"type": "string"},
-        "material":          {"enum": ["MoS2", "WS2", "graphene"]},
+        "material":          %[1]s,
         "e2g":               {"$ref": "#/$defs/peak"},
         "a1g":               {"$ref": "#/$defs/peak"},
         "peak_distance":     {"type": "number"},
@@ -147,9 +152,7 @@ const analyzeOutput = `{
         "fit_residual": {"type": "number"},
         "noise":        {"type": "number"},
         "snr":          {"type": "number"},
-        "points":       {"type": "integer", "minimum": 0},
-        "graphene":     {"type": "object",
-          "description": "a graphene reading (session/analysis AnalyzeGraphene): D, G and 2D bands, 2D/G and D/G with errors, layers 1, 2 or few, defects low, moderate or high, each with a confidence"}
+        "points":       {"type": "integer", "minimum": 0}%[3]s
       },
       "additionalProperties": false
     }
@@ -167,6 +170,29 @@ const analyzeOutput = `{
   }
 }`
 
+// materialSchema is the schema of a material's name: one of materials, or
+// of extra (the names that are not materials: "auto", "mixture", "none");
+// with no materials, any short name (the analysis then refuses an unknown
+// one with its own typed error).
+func materialSchema(materials []string, extra ...string) string {
+	if len(materials) == 0 {
+		return `{"type": "string", "minLength": 1, "maxLength": 64}`
+	}
+	return fmt.Sprintf(`{"enum": %s}`, mustJSON(append(append([]string(nil), materials...), extra...)))
+}
+
+// readingProps are the fit's readings named by their material (a
+// material whose analysis reads more than two peaks, e.g. three bands,
+// reports them under its own name: session/analysis Result).
+func readingProps(materials []string) string {
+	var b strings.Builder
+	for _, m := range materials {
+		fmt.Fprintf(&b, ",\n        %s: {\"type\": \"object\", \"description\": %s}", mustJSON(m),
+			mustJSON("the "+m+" analysis's own reading of its bands, when it has one (session/analysis Result)"))
+	}
+	return b.String()
+}
+
 // analyzeTool is raman.analyze@BuiltinVersion.
 //
 // Its permission is rig.measure. It moves nothing, so rig.read would be the
@@ -180,13 +206,17 @@ const analyzeOutput = `{
 //
 // Its timeout bounds the whole routing (the router's own time budget, 30 s
 // by default, and the remote models' retries): past it, the call fails.
-func analyzeTool() Tool {
+//
+// materials are the materials the analysis has a model for
+// (session/analysis.Materials, handed down by the wiring): the enums of its
+// schemas. Without them a material is any short name.
+func analyzeTool(materials []string) Tool {
 	return Tool{
 		ID: "6b1f0c3e-5a0e-4c1d-9a11-00000000000c", Name: ToolAnalyze, Version: BuiltinVersion,
 		Description: "Analyse a Raman spectrum (layer count, coverage, confidence) through the model router; reaches no instrument.",
 		Category:    CategoryCompute, Capabilities: []string{"raman", "analysis", "compute"},
-		InputSchema:  json.RawMessage(analyzeInput),
-		OutputSchema: json.RawMessage(analyzeOutput),
+		InputSchema:  json.RawMessage(fmt.Sprintf(analyzeInput, materialSchema(materials, "auto"))),
+		OutputSchema: json.RawMessage(fmt.Sprintf(analyzeOutput, materialSchema(materials), materialSchema(materials, "mixture", "none"), readingProps(materials))),
 		Safety: Safety{Permission: PermissionMeasure, RiskLevel: R1, Dangerous: false,
 			SideEffects: []string{}, Reversible: true, Idempotent: false,
 			RateLimit: RateLimit{MaxCalls: 30, Per: time.Minute}},

@@ -86,3 +86,51 @@ func decode(t *testing.T, s string) any {
 	}
 	return v
 }
+
+// TestAnalyzeMaterialsFromData: raman.analyze's material enums are the
+// materials the wiring hands down (the analysis's models), not names in
+// this package; without them a material is any short name.
+func TestAnalyzeMaterialsFromData(t *testing.T) {
+	const sp = `"spectrum": {"shift": [1], "counts": [1], "integration_ms": 1}`
+	r, err := Builtin(simLines, "MoS2", "WS2", "graphene")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := r.Describe(ToolAnalyze, BuiltinVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, ok := range map[string]bool{"MoS2": true, "graphene": true, "auto": true, "hBN": false, "mixture": false} {
+		if err := tl.ValidateInputJSON([]byte(`{` + sp + `, "material": "` + m + `"}`)); (err == nil) != ok {
+			t.Errorf("input material %s: %v, want ok %v", m, err, ok)
+		}
+	}
+	base := `{"routed": false, "model": "local-fit", "tier": 1, "layer_count": 2, "confidence": 0.9, "fallback": false, "cost": 0, `
+	for name, c := range map[string]struct {
+		out string
+		ok  bool
+	}{
+		"graphene reading": {base + `"material": "graphene", "identified": {"name": "graphene", "confidence": 0.9},
+			"fit": {"found": true, "material": "graphene", "layer_count": 2, "confidence": 0.9, "graphene": {"layers": "2"}}}`, true},
+		"unknown material": {base + `"material": "hBN", "fit": {"found": true, "layer_count": 2, "confidence": 0.9}}`, false},
+		"unknown reading":  {base + `"fit": {"found": true, "layer_count": 2, "confidence": 0.9, "hBN": {}}}`, false},
+		"identified none":  {base + `"identified": {"name": "none", "confidence": 0.9}, "fit": {"found": true, "layer_count": 2, "confidence": 0.9}}`, true},
+	} {
+		if err := tl.ValidateOutput(decode(t, c.out)); (err == nil) != c.ok {
+			t.Errorf("%s: %v, want ok %v", name, err, c.ok)
+		}
+	}
+	// No materials handed down: any short name (the analysis refuses an
+	// unknown one), never an empty one.
+	r0, _ := Builtin(simLines)
+	t0, _ := r0.Describe(ToolAnalyze, BuiltinVersion)
+	if err := t0.ValidateInputJSON([]byte(`{` + sp + `, "material": "MoS2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := t0.ValidateInputJSON([]byte(`{` + sp + `, "material": ""}`)); err == nil {
+		t.Fatal("empty material accepted")
+	}
+	if strings.Contains(string(t0.InputSchema), "enum\": [\"MoS2") {
+		t.Fatal("a material named in the catalog")
+	}
+}

@@ -69,9 +69,15 @@ func mustJSON(v any) string {
 // against the safety envelope before anything reaches an instrument.
 // raman.analyze (ToolAnalyze) is a compute tool: the Invoker runs the
 // handler registered for it and never the interlock.
-func Builtin(lines Lines) (*Registry, error) {
+//
+// materials are the materials the analysis has a model for (the agent
+// hands down session/analysis.MaterialNames): raman.analyze's schemas
+// enumerate them, so that no material is named in this package. Without
+// them raman.analyze takes any short material name and the analysis refuses
+// one it does not know.
+func Builtin(lines Lines, materials ...string) (*Registry, error) {
 	r := NewRegistry()
-	for _, t := range builtinTools(lines) {
+	for _, t := range builtinTools(lines, materials) {
 		if err := r.Register(t); err != nil {
 			return nil, err
 		}
@@ -79,7 +85,7 @@ func Builtin(lines Lines) (*Registry, error) {
 	return r, nil
 }
 
-func builtinTools(lines Lines) []Tool {
+func builtinTools(lines Lines, materials []string) []Tool {
 	act := func(perm Permission, risk RiskLevel, effects ...string) Safety {
 		return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
 			Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
@@ -287,6 +293,6 @@ func builtinTools(lines Lines) []Tool {
 				SideEffects: []string{}, Reversible: true, Idempotent: true},
 			Performance: perf(100*time.Millisecond, 3*time.Second),
 		},
-		analyzeTool(),
+		analyzeTool(materials),
 	}
 }

@@ -189,3 +189,17 @@ func (p *Plant) Film() Film {
 	defer p.mu.Unlock()
 	return p.film
 }
+
+// Amounts is the film per constituent, in the unit of Layers: "MoS2" and
+// "WS2" (layers) on the sulfurization rig's sample; "graphene" (the foil's
+// covered fraction) and "graphene_bilayer" (its bilayer fraction) on the
+// graphene rig's foil. Empty on a bare sample.
+func (f Film) Amounts() map[string]float64 {
+	switch {
+	case !(f.Layers() > 0):
+		return nil
+	case f.Graphene > 0 || f.GrapheneBilayer > 0:
+		return map[string]float64{string(GrapheneMaterial): f.Graphene, string(GrapheneMaterial) + "_bilayer": f.GrapheneBilayer}
+	}
+	return map[string]float64{string(MoS2): f.MoS2, string(WS2): f.WS2}
+}

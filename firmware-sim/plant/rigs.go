@@ -93,3 +93,60 @@ func (p *Plant) ADAMChannel(addr int) string {
 	}
 	return ADAMChannel(addr)
 }
+
+// RigFor returns the rig whose three controllers carry gases (a
+// configuration's gas lines, any case and order): the layout chooses the
+// simulated rig, no rig is named by its user. An error wraps ErrUnknownRig
+// when no rig has those lines.
+func RigFor(gases []string) (Rig, error) {
+	want := map[string]bool{}
+	for _, g := range gases {
+		want[strings.ToLower(strings.TrimSpace(g))] = true
+	}
+	for _, r := range Rigs {
+		ok := len(want) > 0
+		for g := range want {
+			found := false
+			for _, m := range rigGases[r] {
+				found = found || strings.ToLower(m.Gas) == g
+			}
+			ok = ok && found
+		}
+		if ok {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no simulated rig has the gas lines %v", ErrUnknownRig, gases)
+}
+
+// Grows reports whether the plant of rig r grows material m (any case),
+// and from which precursor in the boat ("" when it needs none: the
+// graphene rig grows graphene from CH4 on its copper foil).
+func (r Rig) Grows(m string) (Precursor, bool) {
+	switch r {
+	case RigGraphene:
+		return "", strings.EqualFold(m, string(GrapheneMaterial))
+	case RigMoS2:
+		for _, pr := range Precursors {
+			if g, err := pr.Material(); err == nil && strings.EqualFold(m, string(g)) {
+				return pr, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Grown lists what rig r grows, each with its precursor ("" none), e.g.
+// "MoS2 from MoO3".
+func (r Rig) Grown() []string {
+	if r == RigGraphene {
+		return []string{string(GrapheneMaterial) + " from CH4 on the copper foil"}
+	}
+	var out []string
+	for _, pr := range Precursors {
+		if g, err := pr.Material(); err == nil {
+			out = append(out, fmt.Sprintf("%s from %s", g, pr))
+		}
+	}
+	return out
+}

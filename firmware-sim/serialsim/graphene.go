@@ -165,3 +165,15 @@ func GrapheneSpectrum(film plant.Film, integrationMS int, seed uint64, e Effects
 	}
 	return shift, counts, film.Truth()
 }
+
+// SpectrumOf is one acquisition by the spectrometer of rig r (its window,
+// its sample): Spectrum on the sulfurization rig, GrapheneSpectrum without
+// effects on the graphene rig. A caller that knows the plant, not the rig
+// (the agent's preview), reads either through it.
+func SpectrumOf(r plant.Rig, film plant.Film, integrationMS int, seed uint64) (shift []float64, counts []uint64) {
+	if WindowFor(r) == GrapheneWindow {
+		shift, counts, _ = GrapheneSpectrum(film, integrationMS, seed, Effects{})
+		return shift, counts
+	}
+	return Spectrum(film, integrationMS, seed)
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 )
 
 // Defaults of Opts.
@@ -145,7 +146,7 @@ func New(t testing.TB, o Opts) *Bench {
 		t.Fatal(err)
 	}
 	if o.Invoker != nil {
-		tools, err := catalog.Builtin(o.Envelope.Spec().Lines())
+		tools, err := catalog.Builtin(o.Envelope.Spec().Lines(), analysis.MaterialNames()...)
 		if err != nil {
 			t.Fatal(err)
 		}

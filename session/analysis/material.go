@@ -28,20 +28,40 @@ var ErrUnknownMaterial = errors.New("analysis: unknown material")
 // found the bands of both materials (see the package doc, Materials).
 const AmbiguousMaxConfidence = 0.3
 
-// ParseMaterial returns the material named s: "MoS2", "WS2" or "auto", in
-// any case; "" is Auto. Anything else is an error wrapping
+// Materials returns the materials the analysis has a model for, in a fixed
+// order (MoS2, WS2, Graphene; Auto is none of them). It is the one list the
+// layers above take the material names from: raman.analyze's schemas (the
+// agent hands it to device/catalog) and a remote model's answer schema
+// (session/modelrouter), so that a new material's model is the only Go a
+// new material needs.
+func Materials() []Material {
+	return []Material{MoS2, WS2, Graphene}
+}
+
+// MaterialNames is Materials as strings.
+func MaterialNames() []string {
+	ms := Materials()
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// ParseMaterial returns the material named s, one of Materials or "auto",
+// in any case; "" is Auto. Anything else is an error wrapping
 // ErrUnknownMaterial.
 func ParseMaterial(s string) (Material, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return Auto, nil
 	}
-	for _, m := range []Material{MoS2, WS2, Graphene, Auto} {
+	for _, m := range append(Materials(), Auto) {
 		if strings.EqualFold(t, string(m)) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q (want MoS2, WS2, graphene or auto)", ErrUnknownMaterial, s)
+	return "", fmt.Errorf("%w: %q (want %s or auto)", ErrUnknownMaterial, s, strings.Join(MaterialNames(), ", "))
 }
 
 // BandsFor returns the distance bands of m's layer classes, thinnest first;
@@ -202,4 +222,16 @@ func analyzeAuto(shift, counts []float64, opts Opts) (Result, error) {
 		ratio = weak.SNR / strong.SNR
 	}
 	return ambiguous(strong, weak.Material, weak.SNR, ratio), nil
+}
+
+// Bands is the reading of a material the analysis reads from its own bands
+// rather than from two fitted peaks (a graphene film: D, G and 2D), or nil
+// (MoS2, WS2: E2g and A1g are in the Result's own fields). A layer above
+// that passes a reading on (a remote model's description) takes it from
+// here without naming the material.
+func (r Result) Bands() any {
+	if r.Graphene != nil {
+		return r.Graphene
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -28,14 +29,20 @@ type Answer struct {
 	Rationale  string            `json:"rationale"`
 }
 
-// AnswerSchema is the JSON Schema (2020-12) of a remote model's answer.
-const AnswerSchema = `{
+// AnswerSchema is the JSON Schema (2020-12) of a remote model's answer; its
+// material enum is the analysis's materials (analysis.Materials).
+func AnswerSchema() string {
+	return fmt.Sprintf(answerSchemaFmt, strings.Join(analysis.MaterialNames(), `", "`))
+}
+
+// answerSchemaFmt is AnswerSchema with the materials left out (%s).
+const answerSchemaFmt = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "required": ["layer_count", "coverage", "confidence", "rationale"],
   "additionalProperties": false,
   "properties": {
-    "material": {"enum": ["MoS2", "WS2"]},
+    "material": {"enum": ["%s"]},
     "layer_count": {"type": "integer", "minimum": 0, "maximum": 4},
     "coverage": {
       "type": "array", "maxItems": 5,
@@ -56,7 +63,7 @@ const AnswerSchema = `{
 // start (every hcp-edge command would pay it at exec; it is a constant: a
 // failure is a programming error).
 var answerSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(AnswerSchema)))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(AnswerSchema())))
 	if err != nil {
 		panic(err)
 	}

@@ -3,6 +3,8 @@ package modelrouter
 import (
 	"encoding/json"
 	"math"
+	"strings"
+	"sync"
 
 	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
@@ -16,8 +18,12 @@ type Description struct {
 	Material      analysis.Material `json:"material,omitempty"`
 	IntegrationMS int64             `json:"integration_ms,omitempty"`
 	Peaks         *PeakSummary      `json:"peaks,omitempty"`
-	Residual      ResidualSummary   `json:"residual"`
-	Local         *LocalSummary     `json:"local_tier2,omitempty"`
+	// Bands is the tier-1 reading of a material read from its own bands
+	// rather than from an E2g/A1g pair (analysis.Result.Bands); Peaks then
+	// holds only the fit's layer count, confidence and material.
+	Bands    any             `json:"bands,omitempty"`
+	Residual ResidualSummary `json:"residual"`
+	Local    *LocalSummary   `json:"local_tier2,omitempty"`
 	// Spectrum is [shift cm⁻¹, counts] pairs, evenly down-sampled (mean of
 	// each group of points) over Window.
 	Window   [2]float64   `json:"window_cm1"`
@@ -61,7 +67,7 @@ type LocalSummary struct {
 func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 
 // promptOverhead is the tokens of the system message and the framing.
-var promptOverhead = EstimateTokens(systemPrompt) + 64
+var promptOverhead = EstimateTokens(systemPrompt()) + 64
 
 // maxAnswerTokens is what the router allows the answer.
 const maxAnswerTokens = 400
@@ -72,7 +78,10 @@ const maxAnswerTokens = 400
 func describe(in *input, ctxTokens int) (string, int) {
 	lo, hi, _ := analysis.WindowFor(in.material())
 	d := Description{Material: in.req.Material, IntegrationMS: in.req.Spectrum.Integration.Milliseconds(), Window: [2]float64{lo, hi}}
-	if t1 := in.t1; t1.Found {
+	if t1 := in.t1; t1.Found && t1.Bands() != nil {
+		d.Bands = t1.Bands()
+		d.Peaks = &PeakSummary{SNR: round(t1.SNR, 1), FitLayers: t1.LayerCount, FitConf: round(t1.Confidence, 3), FitMaterial: string(t1.Material)}
+	} else if t1.Found {
 		d.Peaks = &PeakSummary{
 			E2g: [2]float64{round(t1.E2g.Position, 2), round(t1.E2g.PositionErr, 3)}, E2gFWHM: [2]float64{round(t1.E2g.FWHM, 2), round(t1.E2g.FWHMErr, 3)},
 			A1g: [2]float64{round(t1.A1g.Position, 2), round(t1.A1g.PositionErr, 3)}, A1gFWHM: [2]float64{round(t1.A1g.FWHM, 2), round(t1.A1g.FWHMErr, 3)},
@@ -109,16 +118,20 @@ func describe(in *input, ctxTokens int) (string, int) {
 		d.Spectrum = append(d.Spectrum, [2]float64{round(sx/c, 1), math.Round(sy / c)})
 	}
 	b, _ := json.Marshal(d)
-	return string(b), EstimateTokens(systemPrompt) + EstimateTokens(string(b)) + 16
+	return string(b), EstimateTokens(systemPrompt()) + EstimateTokens(string(b)) + 16
 }
 
-// systemPrompt tells a remote model what to do with a Description.
-const systemPrompt = `You read Raman spectra (532 nm) of MoS2 or WS2 films on Si/SiO2 and count layers. ` +
-	`The user message is a JSON description: fitted E2g/A1g peaks with one-sigma errors, the fit residual, ` +
-	`a local robust reading, and the spectrum down-sampled in the material's window. ` +
-	`Answer with one JSON object only, valid against this schema: ` + AnswerSchema +
-	` layer_count 4 means bulk; coverage is the fraction of the covered area per layer count; ` +
-	`confidence in [0,1]; rationale one or two sentences.`
+// systemPrompt tells a remote model what to do with a Description; the
+// materials are the analysis's (analysis.Materials).
+var systemPrompt = sync.OnceValue(func() string {
+	return `You read Raman spectra (532 nm) of thin films of ` + strings.Join(analysis.MaterialNames(), ", ") + ` and count layers. ` +
+		`The user message is a JSON description: the fitted peaks (E2g/A1g of a transition-metal dichalcogenide on Si/SiO2) ` +
+		`or bands (a material read from its own bands, under "bands") with one-sigma errors, the fit residual, ` +
+		`a local robust reading, and the spectrum down-sampled in the material's window. ` +
+		`Answer with one JSON object only, valid against this schema: ` + AnswerSchema() +
+		` layer_count 4 means bulk (for a material counted 1, 2 or few layers, 3 means few); coverage is the fraction of the covered area per layer count; ` +
+		`confidence in [0,1]; rationale one or two sentences.`
+})
 
 func round(v float64, d int) float64 {
 	p := math.Pow(10, float64(d))

@@ -10,6 +10,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 	"github.com/hcp-edge/hcp-edge/session/analysis"
 	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
 )
 
 // TestRoutesGraphene: a graphene spectrum goes through the router as the
@@ -44,5 +45,39 @@ func TestRoutesGraphene(t *testing.T) {
 		if c.layers > 0 && (d.Fit.Graphene == nil || d.Answer.Material != analysis.Graphene) {
 			t.Fatalf("%s: fit %+v answer %+v", c.name, d.Fit, d.Answer)
 		}
+	}
+}
+
+// TestRemoteNamesGraphene: a remote model asked about a graphene spectrum
+// is told the material and the bands the tier-1 reading found, and its
+// answer naming graphene is kept (the answer schema's materials are the
+// analysis's).
+func TestRemoteNamesGraphene(t *testing.T) {
+	srv := modeltest.New()
+	defer srv.Close()
+	var got mr.Description
+	srv.SetAnswer(func(d mr.Description) mr.Answer {
+		got = d
+		return remoteStandIn(d)
+	})
+	reg := mr.DefaultRegistry()
+	reg.Models = append(reg.Models, mr.Model{ID: "remote", Tier: 3, Kind: mr.OpenAI, Instances: []string{srv.Base()}, Name: "stand-in",
+		ContextWindow: 8192, CostIn: 0.005, CostOut: 0.015, Latency: 200 * time.Millisecond, Cleared: mr.T2})
+	r := newRouter(t, reg, mr.Opts{DailyBudget: 10})
+	x, n, tr := serialsim.GrapheneSpectrum(plant.Film{Graphene: 1, GrapheneBilayer: 0.8, GrapheneDG: 0.05}, 1000, 4, serialsim.Effects{})
+	y := make([]float64, len(n))
+	for i, v := range n {
+		y[i] = float64(v)
+	}
+	d, err := r.Analyze(context.Background(), mr.Request{Task: "t-remote", Material: analysis.Graphene, Hint: mr.HintBest,
+		Spectrum: device.Spectrum{Shift: x, Counts: y, Integration: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Tier != 3 || d.Fallback || d.Answer.Material != analysis.Graphene || d.Answer.LayerCount != tr.LayerCount || tr.LayerCount != 2 {
+		t.Fatalf("decision %+v (truth %+v)", d, tr)
+	}
+	if got.Material != analysis.Graphene || got.Bands == nil || got.Peaks == nil || got.Peaks.FitLayers != 2 || got.Window[0] > 1200 || got.Window[1] < 2900 {
+		t.Fatalf("description: material %q bands %v peaks %+v window %v", got.Material, got.Bands, got.Peaks, got.Window)
 	}
 }

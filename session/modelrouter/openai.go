@@ -84,7 +84,7 @@ func complete(ctx context.Context, hc *http.Client, m *Model, key, instance, pro
 	body, _ := json.Marshal(ChatRequest{
 		Model: m.Name, Temperature: 0, MaxTokens: maxAnswerTokens,
 		ResponseFormat: map[string]string{"type": "json_object"},
-		Messages:       []ChatMessage{{Role: "system", Content: systemPrompt}, {Role: "user", Content: prompt}},
+		Messages:       []ChatMessage{{Role: "system", Content: systemPrompt()}, {Role: "user", Content: prompt}},
 	})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(instance, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {

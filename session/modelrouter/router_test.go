@@ -107,6 +107,8 @@ func TestParseAnswer(t *testing.T) {
 	}{
 		{"valid", `{"layer_count":2,"coverage":[{"layers":2,"fraction":1}],"confidence":0.9,"rationale":"d=21.5"}`, true},
 		{"material", `{"material":"WS2","layer_count":1,"coverage":[],"confidence":0.5,"rationale":""}`, true},
+		{"graphene", `{"material":"graphene","layer_count":2,"coverage":[{"layers":1,"fraction":0.4},{"layers":2,"fraction":0.6}],"confidence":0.8,"rationale":"2D/G 0.9"}`, true},
+		{"unknown material", `{"material":"hBN","layer_count":1,"coverage":[],"confidence":0.5,"rationale":""}`, false},
 		{"string count", `{"layer_count":"two","coverage":[],"confidence":0.9,"rationale":""}`, false},
 		{"confidence above 1", `{"layer_count":2,"coverage":[],"confidence":7,"rationale":""}`, false},
 		{"missing rationale", `{"layer_count":2,"coverage":[],"confidence":0.9}`, false},

@@ -21,6 +21,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -84,7 +85,7 @@ type sessions struct {
 // The tools' rate limits count the rig's process time (agent.time_scale:
 // the simulator's plant lives faster than the wall clock; 1 on a real rig).
 func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, error) {
-	tools, err := catalog.Builtin(il.Envelope().Spec().Lines())
+	tools, err := catalog.Builtin(il.Envelope().Spec().Lines(), analysis.MaterialNames()...)
 	if err != nil {
 		return nil, fmt.Errorf("tool catalog: %w", err)
 	}

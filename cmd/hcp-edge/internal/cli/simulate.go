@@ -38,7 +38,9 @@ gas used on each line, the heater's energy, the smallest margin to each envelope
 it occurs, every action the interlock would refuse, every trip, and the product (layers grown,
 and the layer count the Raman analysis would report of them). The simulated boat holds the
 precursor of the material the recipe grows (WS2: WO3, MoS2: MoO3; the default MoO3 when it names
-none), and the preview says so; a material the simulator cannot grow is refused (exit 2).
+none), and the preview says so; a material the simulator cannot grow is refused (exit 2). The
+simulated rig is the one whose gas lines are the configuration's (the rig-sim --rig of that
+layout, docs/RIGS.md); a film counted by coverage is given as its covered and bilayer shares.
 It touches no hardware: it opens nothing the configuration names and needs no daemon.
 FILE is a recipe (configs/recipes/*.yaml); CAPABILITY a capability with a built-in executor
 (cvd-material-synthesis, leak-check, rig-status). --inputs is the task's inputs object, or a
@@ -198,7 +200,15 @@ func writePrediction(w io.Writer, p *preview.Prediction) {
 	for _, t := range p.Trips {
 		fmt.Fprintf(w, "  at %v in %s: %s (%s): %s\n", t.At, t.Step, t.Trip, t.Procedure, t.Reason)
 	}
-	if p.Product.Layers > 0 {
+	if cov := p.Product.Coverage; p.Product.Layers > 0 && cov != nil {
+		// A film counted by coverage: the sample's share per layer count.
+		fmt.Fprintf(w, "product: %s covering %.0f %% of the sample, %.0f %% one layer, %.0f %% two (Raman would count %d)",
+			p.Product.Material, 100*(1-cov["0"]), 100*cov["1"], 100*cov["2"], p.Product.PredictedLayerCount)
+		if q := p.Product.Quality; q["domain_um"] > 0 {
+			fmt.Fprintf(w, "; D/G %.3f, domains %.1f µm", q["d_g"], q["domain_um"])
+		}
+		fmt.Fprintln(w)
+	} else if p.Product.Layers > 0 {
 		count := fmt.Sprint(p.Product.PredictedLayerCount)
 		if p.Product.PredictedBulk {
 			count = "bulk (4 or more)"

@@ -82,8 +82,10 @@ func TestPreviewAccuracy(t *testing.T) {
 }
 
 // otherRig are the shipped growth recipes made for another rig than the
-// MoS2 rig this test runs: the graphene rig's preview is not built yet
-// (issue 36, item 6).
+// MoS2 rig this test runs (internal/hilbench builds the MoS2 rig's drivers
+// only): the graphene rig's preview is compared with rig-sim --rig graphene
+// by TestGrapheneRig (cmd/hcp-edge, through the broker), and previewed
+// alone by TestPreviewGraphene.
 var otherRig = map[string]string{"graphene-cu": "the graphene rig, configs/graphene.yaml"}
 
 // previewAccuracy previews the shipped recipe name with inputs and runs it

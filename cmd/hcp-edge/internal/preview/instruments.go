@@ -343,7 +343,7 @@ func (s *simSpectrometer) Acquire(ctx context.Context, integration time.Duration
 	s.p.RecordWrite(s.name, via, "acquire", float64(ms), true)
 	s.clock.pass(integration)
 	s.n++
-	shift, counts := serialsim.Spectrum(s.p.Film(), ms, s.seed+s.n)
+	shift, counts := serialsim.SpectrumOf(s.p.Rig(), s.p.Film(), ms, s.seed+s.n)
 	sp := device.Spectrum{Shift: shift, Counts: make([]float64, len(counts)), Integration: integration, At: s.clock.Now()}
 	for i, c := range counts {
 		sp.Counts[i] = float64(c)

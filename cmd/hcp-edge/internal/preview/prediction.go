@@ -144,8 +144,16 @@ type Product struct {
 	// limit on, 0 for no film. It compares with the run's layer_count.
 	PredictedLayerCount int  `json:"predicted_layer_count"`
 	PredictedBulk       bool `json:"predicted_bulk"`
-	// Film is the thickness per material.
+	// Film is the thickness per material (plant.Film.Amounts: layers of
+	// each TMD; the covered and the bilayer fractions of a foil).
 	Film map[string]float64 `json:"film,omitempty"`
+	// Coverage is, for a material the analysis counts by coverage (read
+	// from its own bands, not from a peak distance: analysis.BandsFor is
+	// nil), the fraction of the sample per layer count ("0" bare), and
+	// Quality the film's other figures the simulator knows (the D/G ratio
+	// "d_g", the domain size "domain_um"); absent for the others.
+	Coverage map[string]float64 `json:"coverage,omitempty"`
+	Quality  map[string]float64 `json:"quality,omitempty"`
 	// ExpectedMaterial is what the recipe grows (its analyse phase's
 	// material; "" for a recipe that analyses none).
 	ExpectedMaterial string `json:"expected_material,omitempty"`
@@ -210,8 +218,22 @@ func (r *run) prediction(capab string, steps []executor.Step, res *executor.Resu
 	film := r.plant.Film()
 	p.Product = Product{Material: film.Material(), Layers: round(film.Layers(), 3)}
 	p.Product.PredictedLayerCount, p.Product.PredictedBulk = analysis.LayerCountOf(film.Layers())
-	if film.Layers() > 0 {
-		p.Product.Film = map[string]float64{"MoS2": round(film.MoS2, 3), "WS2": round(film.WS2, 3)}
+	for k, v := range film.Amounts() {
+		if p.Product.Film == nil {
+			p.Product.Film = map[string]float64{}
+		}
+		p.Product.Film[k] = round(v, 3)
+	}
+	if m, err := analysis.ParseMaterial(film.Material()); err == nil && m != analysis.Auto && analysis.BandsFor(m) == nil {
+		// Counted by coverage: the layer count covering most of the
+		// covered sample, as the simulator's truth and the analysis name it.
+		t := film.Truth()
+		p.Product.PredictedLayerCount, p.Product.PredictedBulk = t.LayerCount, false
+		p.Product.Coverage = map[string]float64{}
+		for n, f := range t.Coverage {
+			p.Product.Coverage[strconv.Itoa(n)] = round(f, 3)
+		}
+		p.Product.Quality = map[string]float64{"d_g": round(t.DG, 3), "domain_um": round(t.DomainUM, 1)}
 	}
 	if res != nil {
 		p.Outputs = res.Outputs

@@ -114,7 +114,11 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	if g, ok := rec.(interface{ ExpectedMaterial() string }); ok {
 		expected = g.ExpectedMaterial()
 	}
-	boat, err := boatFor(x.Capability(), expected, o.Precursor)
+	rig, err := simulatedRig(o.Config.Rig)
+	if err != nil {
+		return nil, err
+	}
+	boat, err := boatFor(x.Capability(), expected, o.Precursor, rig)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +127,7 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	ctx, cancel := context.WithTimeout(ctx, o.WallLimit)
 	defer cancel()
 
-	r, err := newRun(ctx, env, o)
+	r, err := newRun(ctx, env, o, rig)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +184,14 @@ type span struct {
 	ran        bool
 }
 
-func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
+func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) (*run, error) {
 	origin := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // virtual: any fixed instant
 	c := NewClock(origin, o.Chunk)
 	po := plant.DefaultOpts()
-	po.Now, po.Seed, po.Precursor = c.Now, o.Seed, o.Precursor
+	po.Now, po.Seed, po.Precursor, po.Rig = c.Now, o.Seed, o.Precursor, rig
+	if po.Precursor == "" { // a rig that grows with no boat: the plant's default, unused
+		po.Precursor = plant.DefaultOpts().Precursor
+	}
 	p, err := plant.New(po) // never Started: only Sleep steps it
 	if err != nil {
 		return nil, fmt.Errorf("preview: plant: %w", err)
@@ -203,7 +210,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts) (*run, error) {
 	if r.il, err = envelope.NewInterlock(env, er, grantAll{}, r.audit, iopts); err != nil {
 		return nil, fmt.Errorf("preview: interlock: %w", err)
 	}
-	tools, err := catalog.Builtin(env.Spec().Lines())
+	tools, err := catalog.Builtin(env.Spec().Lines(), analysis.MaterialNames()...)
 	if err != nil {
 		return nil, fmt.Errorf("preview: tool catalog: %w", err)
 	}
@@ -305,13 +312,29 @@ type boat struct {
 	Basis     string
 }
 
+// simulatedRig is the simulated rig whose gas lines are the
+// configuration's (plant.RigFor): the layout chooses the plant. A layout
+// no simulated rig has is an error wrapping ErrUnsimulated and ErrInput.
+func simulatedRig(r rigconfig.Rig) (plant.Rig, error) {
+	gases := make([]string, 0, len(r.MFCs))
+	for _, m := range r.MFCs {
+		gases = append(gases, m.Gas)
+	}
+	rig, err := plant.RigFor(gases)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w: %w", ErrInput, ErrUnsimulated, err)
+	}
+	return rig, nil
+}
+
 // boatFor chooses the precursor of a preview of capab, whose recipe grows
-// expected: given (the caller's choice) is taken as it is; otherwise the
-// precursor the plant grows expected from; a recipe that names no
-// material (none analysed, or "auto") gets the simulator's default. A
-// material the plant grows from no precursor is an error wrapping
-// ErrUnsimulated and ErrInput.
-func boatFor(capab, expected string, given plant.Precursor) (boat, error) {
+// expected, on the simulated rig: given (the caller's choice) is taken as
+// it is; otherwise the precursor the plant grows expected from, none for a
+// material the rig grows with no boat (from a gas on its foil); a recipe
+// that names no material (none analysed, or "auto") gets the simulator's
+// default. A material the rig grows from no precursor is an error
+// wrapping ErrUnsimulated and ErrInput.
+func boatFor(capab, expected string, given plant.Precursor, rig plant.Rig) (boat, error) {
 	b := boat{Expected: expected}
 	if m, err := analysis.ParseMaterial(expected); err == nil && expected != "" {
 		b.Expected = string(m)
@@ -327,19 +350,14 @@ func boatFor(capab, expected string, given plant.Precursor) (boat, error) {
 		b.Precursor, b.Basis = plant.Precursors[0], "the recipe names no material (auto): the simulator's default boat"
 		return b, nil
 	}
-	var grown []string
-	for _, pr := range plant.Precursors {
-		m, err := pr.Material()
-		if err != nil {
-			continue
+	if pr, ok := rig.Grows(b.Expected); ok {
+		b.Precursor = pr
+		b.Basis = fmt.Sprintf("the recipe grows %s, which the simulator grows from %s", b.Expected, pr)
+		if pr == "" {
+			b.Basis = fmt.Sprintf("the recipe grows %s, which the simulated %s rig grows with no boat (%s)", b.Expected, rig, strings.Join(rig.Grown(), "; "))
 		}
-		grown = append(grown, fmt.Sprintf("%s from %s", m, pr))
-		if strings.EqualFold(string(m), b.Expected) {
-			b.Precursor = pr
-			b.Basis = fmt.Sprintf("the recipe grows %s, which the simulator grows from %s", m, pr)
-			return b, nil
-		}
+		return b, nil
 	}
 	return b, fmt.Errorf("%w: %w: %s grows %s, and the simulated plant grows only %s: no prediction of another material",
-		ErrInput, ErrUnsimulated, capab, expected, strings.Join(grown, " and "))
+		ErrInput, ErrUnsimulated, capab, expected, strings.Join(rig.Grown(), " and "))
 }

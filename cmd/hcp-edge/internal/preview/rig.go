@@ -27,11 +27,17 @@ func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Ri
 		return envelope.Rig{}, nil, fmt.Errorf("preview: %w", err)
 	}
 	safe := map[string]bool{}
+	declared := map[string]bool{}
 	for _, s := range spec.Switches {
-		safe[s.Name] = s.SafeState
+		safe[s.Name], declared[s.Name] = s.SafeState, true
 	}
 	for addr := range plant.NumCoils {
-		name := strings.TrimPrefix(plant.CoilName(addr), "coil:")
+		// The plant's rig names its coils; a coil the layout does not
+		// declare is wired to nothing (the graphene rig's coil 6).
+		name := strings.TrimPrefix(p.CoilName(addr), "coil:")
+		if !declared[name] {
+			continue
+		}
 		er.Switches[name] = &simCoil{p: p, name: name, addr: addr, safe: safe[name], clock: c}
 	}
 	addrs, err := r.InputAddresses() // the layout's inputs, wired to the plant's inputs of those addresses
