@@ -629,7 +629,9 @@ func TestReadingOutsideProfileRange(t *testing.T) {
 	}
 	o := opts()
 	o.Profile = &p
-	f.set(func(f *fakeMFC) { f.override = func(string) (string, bool) { return "C +014.70 +025.00 +010.00 +010.00 +010.00 H2S ADC", true } })
+	f.set(func(f *fakeMFC) {
+		f.override = func(string) (string, bool) { return "C +014.70 +025.00 +010.00 +010.00 +010.00 H2S ADC", true }
+	})
 	line, err := alicat.Open(f2path(t, f), o)
 	if err != nil {
 		t.Fatal(err)

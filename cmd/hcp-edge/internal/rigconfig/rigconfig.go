@@ -406,10 +406,10 @@ type Rig struct {
 	Inputs map[string]Input `yaml:"inputs"`
 	// MFCs are the gas lines: each gas's mass-flow controller, hazard
 	// class and line valve.
-	MFCs  []MFC  `yaml:"mfcs"`
-	Gauge Gauge  `yaml:"gauge"`
-	Raman Raman  `yaml:"raman"`
-	GPIO  GPIO   `yaml:"gpio"`
+	MFCs  []MFC `yaml:"mfcs"`
+	Gauge Gauge `yaml:"gauge"`
+	Raman Raman `yaml:"raman"`
+	GPIO  GPIO  `yaml:"gpio"`
 
 	profiles Profiles // loaded by Parse (layout.go)
 }
