@@ -90,6 +90,9 @@ func printChannels(w io.Writer, rows []channelRow) {
 		value, raw, check := strconv.FormatFloat(r.Value, 'g', 6, 64)+" "+r.Unit, strconv.FormatInt(r.Raw, 10), "ok"
 		if r.Table == "serial" {
 			where, raw = "serial "+strconv.Quote(r.Command), r.RawText
+			if r.Unit == "" { // a text column (an MFC's gas)
+				value = r.RawText
+			}
 		}
 		rng := "-"
 		if len(r.Range) == 2 {
