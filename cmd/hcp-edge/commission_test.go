@@ -46,13 +46,14 @@ func TestProbeReadsEveryChannel(t *testing.T) {
 			t.Errorf("%s %s: in range %v, error %q", r.Instrument, r.Channel, r.InRange, r.Error)
 		}
 	}
-	for _, want := range []string{"hcp-sim-tc/pv", "hcp-sim-tc/watchdog_kick", "hcp-sim-dio/coil6", "hcp-sim-dio/di2"} {
+	for _, want := range []string{"hcp-sim-tc/pv", "hcp-sim-tc/watchdog_kick", "hcp-sim-dio/coil6", "hcp-sim-dio/di2",
+		"hcp-sim-mfc/mass_flow", "hcp-sim-mfc/gas", "hcp-sim-gauge/gauge1"} {
 		if !seen[want] {
 			t.Errorf("channel %s not read", want)
 		}
 	}
-	if len(rows) != 13+10 {
-		t.Errorf("%d channels read, want the profiles' 23", len(rows))
+	if len(rows) != 13+10+3*6+1 {
+		t.Errorf("%d channels read, want the profiles' 42 (3 mass-flow controllers of 6 columns, 1 gauge)", len(rows))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 )
 
@@ -27,11 +28,14 @@ type Opts struct {
 	Timeout time.Duration
 	// Line configures the serial line opened by Open (unused by New).
 	Line serialline.Opts
+	// Profile is the controller model's (family alicat): its data frame,
+	// commands, status codes and ranges. New refuses none.
+	Profile *profile.Profile
 }
 
-// DefaultOpts returns the family's defaults: "mfc", unit A, 500 sccm,
-// 19200 8N1, 500 ms per exchange. The gas has no default: the rig's
-// layout names it (New refuses none).
+// DefaultOpts returns "mfc", unit A, 500 sccm, 19200 8N1, 500 ms per
+// exchange. The gas and the profile have no default: the rig's layout
+// names them (New refuses none).
 func DefaultOpts() Opts {
 	lo := serialline.DefaultOpts()
 	lo.Mode.BaudRate = 19200
@@ -49,6 +53,7 @@ type MFC struct {
 	line    *serialline.Line
 	ownLine bool
 	opts    Opts
+	model   *Model
 	now     func() time.Time
 }
 
@@ -71,13 +76,20 @@ func New(line *serialline.Line, opts Opts) (*MFC, error) {
 	if !device.Finite(float64(opts.FullScale)) || opts.FullScale <= 0 {
 		return nil, fmt.Errorf("alicat %s: full scale %v: %w", opts.Name, opts.FullScale, device.ErrOutOfRange)
 	}
+	model, err := NewModel(opts.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("alicat %s: %w", opts.Name, err)
+	}
+	if fs := opts.Profile.FullScale; len(fs) == 2 && (opts.FullScale.SCCM() < fs[0] || opts.FullScale.SCCM() > fs[1]) {
+		return nil, fmt.Errorf("alicat %s: full scale %v outside the %s's %g..%g sccm: %w", opts.Name, opts.FullScale, opts.Profile.Model, fs[0], fs[1], device.ErrOutOfRange)
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultOpts().Timeout
 	}
 	if opts.Name == "" {
 		opts.Name = "mfc-" + string(opts.UnitID)
 	}
-	return &MFC{line: line, opts: opts, now: time.Now}, nil
+	return &MFC{line: line, opts: opts, model: model, now: time.Now}, nil
 }
 
 // Open opens the serial port at path with opts.Line and returns the controller
@@ -112,15 +124,44 @@ func (m *MFC) String() string { return m.opts.Name }
 // FullScale is the configured range.
 func (m *MFC) FullScale() device.Flow { return m.opts.FullScale }
 
-// ReadFlow polls the controller (`<id>\r`) and returns its data frame.
+// Model is the controller's model, compiled from its profile.
+func (m *MFC) Model() *Model { return m.model }
+
+// ReadFlow polls the controller (`<id>\r`) and returns its data frame. A
+// frame with a status code meaning sensor_fault, or a column outside the
+// profile's range, is an error wrapping device.ErrSensor, never a reading.
 func (m *MFC) ReadFlow(ctx context.Context) (device.FlowStatus, error) {
 	f, err := m.command(ctx, "poll", "")
 	if err != nil {
 		return device.FlowStatus{}, err
 	}
-	st := f.status()
+	if err := m.model.check(f, m.opts.FullScale); err != nil {
+		return device.FlowStatus{}, fmt.Errorf("%s: poll: %w", m.opts.Name, err)
+	}
+	st := m.model.status(f)
 	st.At = m.now()
 	return st, nil
+}
+
+// ReadChannels polls the controller once and returns every column of its
+// data frame through the profile (hcp-edge probe): read-only.
+func (m *MFC) ReadChannels(ctx context.Context) []profile.Reading {
+	f, err := m.command(ctx, "poll", "")
+	var out []profile.Reading
+	for i, c := range m.model.p.Channels {
+		r := profile.Reading{Channel: c.Name, Command: string(m.opts.UnitID), Unit: c.Unit}
+		switch {
+		case err != nil:
+			r.Error = err.Error()
+		default:
+			r.Raw, r.Value, r.InRange = f.Fields[i], f.Values[i], true
+			if rng, ok := colRange(c, m.opts.FullScale); ok && c.Type != "text" {
+				r.Range, r.InRange = rng, r.Value >= rng[0] && r.Value <= rng[1]
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // SetFlow sets the setpoint (`<id>S<value>\r`, two decimals) and verifies the
@@ -130,13 +171,13 @@ func (m *MFC) ReadFlow(ctx context.Context) (device.FlowStatus, error) {
 // zero, SetFlow then cancels the hold (`<id>C`) so the controller resumes
 // control to the new setpoint; a zero setpoint leaves the hold in place.
 func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
-	v := f.SCCM()
+	v, _ := f.In(m.model.p.Channels[m.model.role[profile.RoleSetpoint]].Unit)
 	if !device.Finite(v) || v < 0 || f > m.opts.FullScale {
 		return fmt.Errorf("%s: set flow %v (range 0..%v): %w", m.opts.Name, f, m.opts.FullScale, device.ErrOutOfRange)
 	}
 	arg := strconv.FormatFloat(v, 'f', 2, 64)
 	sent, _ := strconv.ParseFloat(arg, 64)
-	fr, err := m.command(ctx, "set flow", "S"+arg)
+	fr, err := m.command(ctx, "set flow", m.model.set+arg)
 	if err != nil {
 		return err
 	}
@@ -144,7 +185,7 @@ func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
 		return err
 	}
 	if sent > 0 && fr.Held() {
-		fr, err = m.command(ctx, "cancel hold", "C")
+		fr, err = m.command(ctx, "cancel hold", m.model.p.Commands["cancel_hold"])
 		if err != nil {
 			return err
 		}
@@ -158,7 +199,7 @@ func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
 
 func (m *MFC) checkSetpoint(fr Frame, want float64) error {
 	if math.Abs(fr.Setpoint-want) > fr.SetpointRes/2+1e-9 {
-		return fmt.Errorf("%s: set flow %.2f sccm: controller reports setpoint %g sccm: %w", m.opts.Name, want, fr.Setpoint, device.ErrReadback)
+		return fmt.Errorf("%s: set flow %.2f: controller reports setpoint %g: %w", m.opts.Name, want, fr.Setpoint, device.ErrReadback)
 	}
 	return nil
 }
@@ -171,7 +212,7 @@ func (m *MFC) checkSetpoint(fr Frame, want float64) error {
 // the line (package doc).
 func (m *MFC) Halt(ctx context.Context) error {
 	var errs []error
-	fr, err := m.command(ctx, "halt: hold valve closed", "HC")
+	fr, err := m.command(ctx, "halt: hold valve closed", m.model.p.Commands["hold_closed"])
 	if err == nil && !fr.Held() {
 		// A frame without HLD may be a late answer to an earlier poll: the
 		// controller's own state, polled anew, decides.
@@ -180,7 +221,7 @@ func (m *MFC) Halt(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, err)
-	fr, err = m.command(ctx, "halt: setpoint 0", "S0.00")
+	fr, err = m.command(ctx, "halt: setpoint 0", m.model.set+"0.00")
 	if err == nil {
 		if err = m.checkSetpoint(fr, 0); err == nil && !fr.Held() {
 			err = fmt.Errorf("%s: halt: valve not held closed after setpoint 0: %w", m.opts.Name, device.ErrReadback)
@@ -190,10 +231,15 @@ func (m *MFC) Halt(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Version returns the firmware version (`<id>VE\r`), e.g. "10v05.0-R24".
+// Version returns the firmware version (`<id>VE\r`, the profile's version
+// command), e.g. "10v05.0-R24".
 func (m *MFC) Version(ctx context.Context) (string, error) {
 	var out string
-	err := m.exchange(ctx, "version", "VE", func(reply []byte) error {
+	cmd := m.model.p.Commands["version"]
+	if cmd == "" {
+		return "", fmt.Errorf("%s: version: profile %s names no version command: %w", m.opts.Name, m.model.p.ID, device.ErrRejected)
+	}
+	err := m.exchange(ctx, "version", cmd, func(reply []byte) error {
 		id := string(m.opts.UnitID)
 		s := string(reply)
 		switch {
@@ -213,7 +259,7 @@ func (m *MFC) command(ctx context.Context, op, cmd string) (Frame, error) {
 	var fr Frame
 	err := m.exchange(ctx, op, cmd, func(reply []byte) error {
 		var err error
-		fr, err = ParseFrame(reply, m.opts.UnitID, m.opts.Gas)
+		fr, err = m.model.ParseFrame(reply, m.opts.UnitID, m.opts.Gas)
 		return err
 	})
 	return fr, err

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
 )
@@ -90,8 +92,19 @@ func (f *fakeMFC) set(fn func(f *fakeMFC)) {
 	fn(f)
 }
 
+// simProfile is the simulator's shipped profile (configs/profiles/hcp-sim-mfc.yaml),
+// which these fakes follow.
+var simProfile = func() *profile.Profile {
+	p, err := profile.Parse("hcp-sim-mfc.yaml", configs.Profiles()["profiles/hcp-sim-mfc.yaml"])
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
 func opts() alicat.Opts {
 	o := alicat.DefaultOpts()
+	o.Profile = simProfile
 	o.Name = "mfc-h2s"
 	o.UnitID = 'C'
 	o.Gas = "H2S"
@@ -371,6 +384,10 @@ func TestNewValidates(t *testing.T) {
 var numberRE = regexp.MustCompile(`^[+-][0-9]+\.[0-9]+$`)
 
 func FuzzParseFrame(f *testing.F) {
+	model, err := alicat.NewModel(simProfile)
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, s := range []string{
 		"A +014.70 +025.00 +050.00 +050.00 +050.00 Ar",
 		"A +014.70 +025.00 +000.00 +000.00 +050.00 Ar HLD",
@@ -387,7 +404,7 @@ func FuzzParseFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := alicat.ParseFrame(b, 'A', "Ar")
+		fr, err := model.ParseFrame(b, 'A', "Ar")
 		if err != nil {
 			if !errors.Is(err, device.ErrFrame) && !errors.Is(err, device.ErrRejected) {
 				t.Fatalf("error %v wraps neither ErrFrame nor ErrRejected", err)
@@ -469,6 +486,7 @@ func TestTripGoesBeforeQueuedPollsOnASharedLine(t *testing.T) {
 	t.Cleanup(func() { line.Close() })
 	newMFC := func(id byte, gas string, fs float64) *alicat.MFC {
 		o := alicat.DefaultOpts()
+		o.Profile = simProfile
 		o.Name, o.UnitID, o.Gas, o.FullScale = "mfc-"+strings.ToLower(gas), id, gas, device.SCCM(fs)
 		// The waits in the queue count against each exchange's time;
 		// the test holds the first poll on the line for a while.
@@ -574,5 +592,76 @@ func TestTripGoesBeforeQueuedPollsOnASharedLine(t *testing.T) {
 	want := []string{"A", "AHC", "CHC", "AS0.00", "CS0.00", "A", "C"}
 	if strings.Join(order, ",") != strings.Join(want, ",") {
 		t.Fatalf("requests %q, want %q", order, want)
+	}
+}
+
+// TestReadingOutsideProfileRange: a column outside the profile's range (a
+// line pressure of 500 psia, a flow of twice full scale) is a fault of the
+// controller, device.ErrSensor, never a reading; so is a status code the
+// profile says means sensor_fault.
+func TestReadingOutsideProfileRange(t *testing.T) {
+	m, f, _ := setup(t)
+	for _, frame := range []string{
+		"C +500.00 +025.00 +010.00 +010.00 +010.00 H2S",
+		"C +014.70 +025.00 +100.00 +100.00 +010.00 H2S MOV",
+		"C +014.70 +099.00 +010.00 +010.00 +010.00 H2S",
+	} {
+		f.set(func(f *fakeMFC) { f.override = func(string) (string, bool) { return frame, true } })
+		if st, err := m.ReadFlow(context.Background()); !errors.Is(err, device.ErrSensor) {
+			t.Errorf("%s: %+v, %v; want ErrSensor", frame, st, err)
+		}
+	}
+	// The stuck-open valve of the simulator (1.2 × full scale, MOV) is a reading.
+	f.set(func(f *fakeMFC) {
+		f.override = func(string) (string, bool) { return "C +014.70 +025.00 +060.00 +060.00 +000.00 H2S MOV", true }
+	})
+	if st, err := m.ReadFlow(context.Background()); err != nil || st.Flow.SCCM() != 60 {
+		t.Errorf("stuck open: %+v, %v", st, err)
+	}
+	p := *simProfile
+	p.StatusCodes = map[string]string{"HLD": "valve_held", "ADC": "sensor_fault"}
+	model, err := alicat.NewModel(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr, err := model.ParseFrame([]byte("C +014.70 +025.00 +010.00 +010.00 +010.00 H2S ADC"), 'C', "H2S"); err != nil || len(fr.Flags) != 1 {
+		t.Fatalf("%+v, %v", fr, err)
+	}
+	o := opts()
+	o.Profile = &p
+	f.set(func(f *fakeMFC) {
+		f.override = func(string) (string, bool) { return "C +014.70 +025.00 +010.00 +010.00 +010.00 H2S ADC", true }
+	})
+	line, err := alicat.Open(f2path(t, f), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer line.Close()
+	if _, err := line.ReadFlow(context.Background()); !errors.Is(err, device.ErrSensor) {
+		t.Errorf("ADC: %v, want ErrSensor", err)
+	}
+}
+
+// f2path serves f on a new pty and returns its path.
+func f2path(t *testing.T, f *fakeMFC) string {
+	p := serialtest.NewPeer(t)
+	p.Serve(serialtest.SplitOn([]byte("\r")), f.handle)
+	return p.Path()
+}
+
+// TestFullScaleOutsideProfile: a full scale the model is not made in is
+// refused at New, before anything is sent; so is a missing profile.
+func TestFullScaleOutsideProfile(t *testing.T) {
+	p := serialtest.NewPeer(t)
+	for _, edit := range []func(*alicat.Opts){
+		func(o *alicat.Opts) { o.FullScale = device.SLM(20) },
+		func(o *alicat.Opts) { o.Profile = nil },
+	} {
+		o := opts()
+		edit(&o)
+		if m, err := alicat.Open(p.Path(), o); err == nil {
+			m.Close()
+			t.Errorf("accepted %+v", o)
+		}
 	}
 }

@@ -1,9 +1,15 @@
-// Package alicat drives Alicat-style mass-flow controllers over their ASCII
-// serial protocol, as a device.FlowController.
+// Package alicat is the generic driver of the Alicat ASCII family: it drives
+// any mass-flow controller of the family, as a device.FlowController, from
+// the model's profile (drivers/profile, family alicat; NewModel compiles it):
+// the data frame's columns in order with their units and ranges, the
+// setpoint, hold and cancel commands, and the status codes with their
+// meanings. Only the framing every model shares is Go: the unit id first,
+// CR at the end, single spaces, numbers as sign, digits, point, digits.
 //
 // # Protocol
 //
-// As documented in configs/rig-protocols.md ("Mass-flow controllers —
+// The shipped profiles: hcp-sim-mfc, the simulator's, as documented in
+// configs/rig-protocols.md ("Mass-flow controllers —
 // Alicat-style ASCII"), which follows Alicat Scientific's "Serial
 // Communications Primer" / "Operating Manual for Mass Flow Controllers"
 // (ASCII command set). Every command starts with the controller's unit id (one
@@ -19,14 +25,19 @@
 // The data frame is "<id> <psia> <°C> <ccm> <sccm> <setpoint sccm> <gas>
 // [status...]", each number a sign, digits, a point and digits, at least seven
 // characters ("+014.70"); the status codes are HLD (valve held), MOV (flow above
-// full scale) and OVR (totaliser overflow).
+// full scale) and OVR (totaliser overflow). alicat-mc, the real MC series,
+// from the primer (configs/manuals/alicat-mc.md), has the same columns and
+// eleven status codes.
 //
 // # Concepts
 //
 // The parser is strict: the unit id and the gas must be the configured ones,
-// the numbers must have exactly the documented shape, and unknown status codes
-// are refused. Anything else is an error wrapping device.ErrFrame, never a
-// reading. SetFlow refuses negative, non-finite and above-full-scale flows with
+// the numbers must have exactly the documented shape, and status codes the
+// profile does not name are refused. Anything else is an error wrapping
+// device.ErrFrame, never a reading. ReadFlow reports a column outside the
+// profile's range (fs_range: a fraction of the full scale) or a status code
+// meaning sensor_fault as an error wrapping device.ErrSensor, never a
+// reading. New refuses a full scale outside the profile's full_scale. SetFlow refuses negative, non-finite and above-full-scale flows with
 // device.ErrOutOfRange before sending, and checks the setpoint in the reply
 // (device.ErrReadback). Halt holds the valve closed, then zeroes the setpoint,
 // and confirms both in the reply; a later SetFlow above zero cancels the hold.
@@ -43,6 +54,9 @@
 // 19200 baud; the halt goroutine's next call, microseconds). The halt is not
 // one transaction, so that the line settles (serialline.Opts.Settle) after a
 // reply that did not come in time before the next command is sent.
+//
+// ReadChannels (hcp-edge probe) returns every column of one frame with its
+// raw field, value, unit, range and whether it lies in it.
 //
 // # Caveats
 //

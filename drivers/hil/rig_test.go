@@ -147,6 +147,7 @@ var gases = []gasSpec{
 func (s *sim) mfc(g gasSpec, timeout time.Duration) *alicat.MFC {
 	s.t.Helper()
 	o := alicat.DefaultOpts()
+	o.Profile = regmaptest.MustProfile(regmaptest.SimMFCProfile)
 	o.Name, o.UnitID, o.Gas, o.FullScale, o.Timeout = g.name, g.unit, g.display, device.SCCM(g.fullScale), timeout
 	m, err := alicat.Open(filepath.Join(s.r.Dir(), g.name), o)
 	if err != nil {
@@ -159,6 +160,7 @@ func (s *sim) mfc(g gasSpec, timeout time.Duration) *alicat.MFC {
 func (s *sim) gauge(timeout time.Duration) *tpg.Gauge {
 	s.t.Helper()
 	o := tpg.DefaultOpts()
+	o.Profile = regmaptest.MustProfile(regmaptest.SimGaugeProfile)
 	o.Timeout = timeout
 	g, err := tpg.Open(filepath.Join(s.r.Dir(), "gauge"), o)
 	if err != nil {

@@ -3,13 +3,16 @@
 // the model can do — its protocol family, its channels (for a Modbus model:
 // table, address, raw type, word order, scale and offset, unit, the device's
 // own range, read or read-write, and the channel's role in the rig's
-// contracts) — and what it cannot: no comms watchdog, a register in memory of
-// limited write endurance.
+// contracts; for an alicat model its data frame's columns, commands, status
+// codes and full scales; for a tpg model its gauges' mnemonics and measuring
+// ranges, unit codes and status codes) — and what it cannot: no comms
+// watchdog, a register in memory of limited write endurance.
 //
 // A profile describes a model, never a rig: which output of a relay module
 // opens which gas line is the configuration's layout. The generic driver of
-// each protocol family (drivers/regmap for Modbus register maps) turns a
-// profile and an address on a bus into device/ instruments.
+// each protocol family (drivers/regmap for Modbus register maps,
+// drivers/alicat and drivers/tpg for the serial families) turns a profile
+// and an address on a bus or a line into device/ instruments.
 //
 // Parse refuses a profile with every problem at once, each a *Problem that
 // prints FILE:LINE: key: message; nothing is built from a refused profile.

@@ -82,6 +82,16 @@ const (
 	RoleInput  Role = "input"  // a binary input of an I/O module
 )
 
+// Roles of the serial families' channels: an Alicat data frame's columns
+// (and the setpoint, which is also RoleSetpoint) and a TPG's gauges.
+const (
+	RoleFlow           Role = "flow"            // mass flow, sccm or slpm
+	RolePressure       Role = "pressure"        // a pressure (an MFC's line pressure, a gauge's reading)
+	RoleTemperature    Role = "temperature"     // gas temperature, celsius
+	RoleVolumetricFlow Role = "volumetric_flow" // volumetric flow (reported, not used)
+	RoleGas            Role = "gas"             // the gas name the controller is set to (type text)
+)
+
 // Bits a bit-field role may name.
 var roleBits = map[Role][]string{
 	RoleAlarmBits:  {"high_temperature", "sensor_break", "watchdog", "heater_fault"},
@@ -136,6 +146,23 @@ type Profile struct {
 	// map (with filler), so reads may bridge gaps between channels.
 	BatchGaps bool      `yaml:"batch_gaps,omitempty"`
 	Channels  []Channel `yaml:"channels"`
+	// Mode is a serial model's factory line setting ("19200 8N1"); the
+	// configuration's mode overrides it.
+	Mode string `yaml:"mode,omitempty"`
+	// FullScale is the range of full scales an alicat model is made in,
+	// sccm [min, max]: a configured full scale outside it is refused.
+	FullScale []float64 `yaml:"full_scale,omitempty,flow"`
+	// NumberWidth is the narrowest number of an alicat data frame (the
+	// model pads with zeros; 0: any).
+	NumberWidth int `yaml:"number_width,omitempty"`
+	// Commands of a serial family beyond its channels' (alicat:
+	// hold_closed, cancel_hold, version; tpg: unit, ident).
+	Commands map[string]string `yaml:"commands,omitempty"`
+	// StatusCodes maps each status code the model reports to its meaning
+	// (family-defined words: docs/INSTRUMENTS.md).
+	StatusCodes map[string]string `yaml:"status_codes,omitempty"`
+	// Units maps a tpg model's unit codes to pressure units (mbar, torr, pa).
+	Units map[string]string `yaml:"units,omitempty"`
 	// Notes are free text for the technician (commissioning hints).
 	Notes string `yaml:"notes,omitempty"`
 }
@@ -146,7 +173,8 @@ type Channel struct {
 	// Table is coil, discrete_input, input_register or holding_register.
 	Table   string `yaml:"table"`
 	Address *int   `yaml:"address"`
-	// Type is bool, int16, uint16, int32, uint32 or float32 (bool for bits).
+	// Type is bool, int16, uint16, int32, uint32 or float32 (bool for bits);
+	// an alicat column is a number (no type) or text.
 	Type string `yaml:"type"`
 	// WordOrder of a 32-bit value: ABCD (high word first, the default),
 	// CDAB, BADC or DCBA.
@@ -180,6 +208,12 @@ type Channel struct {
 	// writable channel (0: unlimited). A role written in a loop may not
 	// sit on such a channel.
 	WriteEndurance int `yaml:"write_endurance,omitempty"`
+	// Command is a serial channel's command: a tpg gauge's mnemonic (PR1),
+	// an alicat setpoint's command letter (S).
+	Command string `yaml:"command,omitempty"`
+	// FSRange is an alicat flow column's range as fractions of the
+	// instance's full scale [min, max]: outside it is a fault.
+	FSRange []float64 `yaml:"fs_range,omitempty,flow"`
 
 	line int
 }

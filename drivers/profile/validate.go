@@ -36,8 +36,8 @@ func (v *validator) check(p *Profile) {
 	}
 	if p.Family == Modbus {
 		v.checkModbus(p)
-	} else if len(p.Channels) > 0 {
-		v.add(v.line("channels"), "channels", "the %s family's commands are its driver's; a profile of it declares no channels", p.Family)
+	} else if p.Family == Alicat || p.Family == TPG {
+		v.checkSerial(p)
 	}
 }
 

@@ -11,10 +11,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 )
+
+// simProfile is the simulator's shipped profile (configs/profiles/hcp-sim-gauge.yaml),
+// which these fakes follow.
+var simProfile = func() *profile.Profile {
+	p, err := profile.Parse("hcp-sim-gauge.yaml", configs.Profiles()["profiles/hcp-sim-gauge.yaml"])
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+func opts() tpg.Opts {
+	o := tpg.DefaultOpts()
+	o.Profile = simProfile
+	return o
+}
+
+func model(t testing.TB) *tpg.Model {
+	m, err := tpg.NewModel(simProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 const (
 	ackLine = "\x06\r\n"
@@ -94,7 +120,7 @@ func setup(t *testing.T, setUnit bool) (*tpg.Gauge, *fakeGauge, *serialtest.Peer
 	g := &fakeGauge{pr: "0,8.3400E-03"}
 	p := serialtest.NewPeer(t)
 	p.Serve(split, g.handle)
-	o := tpg.DefaultOpts()
+	o := opts()
 	o.SetUnit = setUnit
 	// The shipped exchange timeout (500 ms): a shorter one measured the machine's
 	// load, not the protocol (TestReadPressureConvertsUnit timed out under load).
@@ -285,17 +311,17 @@ func TestPlayback(t *testing.T) {
 		{Req: "UNI,2", Reply: ackLine},
 		{Req: "\x05", Reply: "2\r\n"},
 		{Req: "PR1", Reply: ackLine},
-		{Req: "\x05", Reply: "0,1.0130E+05\r\n"},
+		{Req: "\x05", Reply: "0,8.3400E+01\r\n"},
 	}
 	p := serialtest.NewPeer(t)
 	p.Serve(split, serialtest.NewScript(t, rec).Handler)
-	gauge, err := tpg.Open(p.Path(), tpg.DefaultOpts())
+	gauge, err := tpg.Open(p.Path(), opts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gauge.Close()
 	r, err := gauge.ReadPressure(context.Background())
-	if err != nil || !near(r.Pressure.Pascal(), 101300) {
+	if err != nil || !near(r.Pressure.Pascal(), 83.4) {
 		t.Fatalf("reading %+v, %v", r, err)
 	}
 }
@@ -305,8 +331,8 @@ func TestParseUnit(t *testing.T) {
 		in   string
 		want tpg.Unit
 		ok   bool
-	}{{"0", tpg.Millibar, true}, {"1", tpg.Torr, true}, {"2", tpg.Pascal, true}, {"3", 0, false}, {"", 0, false}, {"22", 0, false}} {
-		u, err := tpg.ParseUnit([]byte(tc.in))
+	}{{"0", '0', true}, {"1", '1', true}, {"2", '2', true}, {"3", 0, false}, {"", 0, false}, {"22", 0, false}} {
+		u, err := model(t).ParseUnit([]byte(tc.in))
 		if (err == nil) != tc.ok || u != tc.want {
 			t.Errorf("ParseUnit(%q) = %v, %v", tc.in, u, err)
 		}
@@ -321,8 +347,9 @@ func FuzzParsePressure(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	m := model(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := tpg.ParsePressure(b, tpg.Millibar)
+		r, err := m.ParsePressure(b, '0')
 		if err != nil && !errors.Is(err, device.ErrFrame) && !errors.Is(err, device.ErrSensor) {
 			t.Fatalf("error %v wraps neither ErrFrame nor ErrSensor", err)
 		}
@@ -343,4 +370,39 @@ func FuzzParsePressure(f *testing.F) {
 			t.Fatalf("%q: status %v with error %v", s, r.Status, err)
 		}
 	})
+}
+
+// TestOutsideMeasuringRange: a value the gauge reports as a measurement but
+// outside the profile's measuring range (5e-9..1000 mbar) is a fault of the
+// gauge, never a reading; the limits themselves (underrange, overrange, as
+// the gauge prints them, in any unit) are readings.
+func TestOutsideMeasuringRange(t *testing.T) {
+	for _, tc := range []struct {
+		unit, data string
+		fault      bool
+	}{
+		{"2", "0,1.0130E+05", true},  // 1013 mbar, status ok
+		{"0", "0,1.0000E-09", true},  // below 5e-9 mbar
+		{"0", "2,1.0000E+03", false}, // overrange at the limit
+		{"1", "2,7.5006E+02", false}, // the same limit in Torr
+		{"2", "1,5.0000E-07", false}, // underrange at the limit, in Pa
+	} {
+		rec := []serialtest.Exchange{
+			{Req: "UNI", Reply: ackLine}, {Req: "\x05", Reply: tc.unit + "\r\n"},
+			{Req: "PR1", Reply: ackLine}, {Req: "\x05", Reply: tc.data + "\r\n"},
+		}
+		p := serialtest.NewPeer(t)
+		p.Serve(split, serialtest.NewScript(t, rec).Handler)
+		o := opts()
+		o.SetUnit = false
+		gauge, err := tpg.Open(p.Path(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := gauge.ReadPressure(context.Background())
+		gauge.Close()
+		if errors.Is(err, device.ErrSensor) != tc.fault || (!tc.fault && err != nil) {
+			t.Errorf("%s in unit %s: %+v, %v; want fault %v", tc.data, tc.unit, r, err, tc.fault)
+		}
+	}
 }

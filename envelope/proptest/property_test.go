@@ -112,6 +112,7 @@ func newBench(t testing.TB, ctx context.Context, yamlBytes []byte) *bench {
 		fs   float64
 	}{{"Ar", 'A', 500}, {"H2", 'B', 200}, {"H2S", 'C', 50}} {
 		o := alicat.DefaultOpts()
+		o.Profile = regmaptest.MustProfile(regmaptest.SimMFCProfile)
 		o.Name, o.UnitID, o.Gas, o.FullScale, o.Timeout = "mfc-"+strings.ToLower(g.gas), g.unit, g.gas, device.SCCM(g.fs), ioTimeout
 		m, err := alicat.Open(filepath.Join(r.Dir(), o.Name), o)
 		fatal(o.Name, err)
@@ -119,6 +120,7 @@ func newBench(t testing.TB, ctx context.Context, yamlBytes []byte) *bench {
 		rg.Flows[g.gas] = m
 	}
 	go_ := tpg.DefaultOpts()
+	go_.Profile = regmaptest.MustProfile(regmaptest.SimGaugeProfile)
 	go_.Timeout = ioTimeout
 	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), go_)
 	fatal("gauge", err)

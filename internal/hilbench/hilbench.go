@@ -294,6 +294,7 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 	}
 	for _, g := range regmaptest.SimMFCs() {
 		o := alicat.DefaultOpts() // the driver's timeout, as shipped
+		o.Profile = regmaptest.MustProfile(regmaptest.SimMFCProfile)
 		o.Name, o.UnitID, o.Gas, o.FullScale = g.Name, g.UnitID, g.Gas, device.SCCM(g.FullScale)
 		mfc, err := alicat.Open(filepath.Join(r.Dir(), g.Name), o)
 		if err != nil {
@@ -302,7 +303,9 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 		t.Cleanup(func() { _ = mfc.Close() })
 		er.Flows[g.Gas] = mfc
 	}
-	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), tpg.DefaultOpts())
+	gopts := tpg.DefaultOpts()
+	gopts.Profile = regmaptest.MustProfile(regmaptest.SimGaugeProfile)
+	gauge, err := tpg.Open(filepath.Join(r.Dir(), "gauge"), gopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,23 @@ func Profile(id string) (*profile.Profile, error) {
 	return profile.Parse("configs/"+name, b)
 }
 
-// Simulator's profiles: configs/sim.yaml's furnace and dio.
+// Simulator's profiles: configs/sim.yaml's furnace, dio, mfcs and gauge.
 const (
 	SimFurnaceProfile = "hcp-sim-tc"
 	SimModuleProfile  = "hcp-sim-dio"
+	SimMFCProfile     = "hcp-sim-mfc"
+	SimGaugeProfile   = "hcp-sim-gauge"
 )
+
+// MustProfile is Profile that panics on a refused profile (the shipped
+// ones are checked by drivers/profile's tests).
+func MustProfile(id string) *profile.Profile {
+	p, err := Profile(id)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
 
 // SimModuleOpts is configs/sim.yaml's layout of the I/O module (unit 2).
 func SimModuleOpts() regmap.ModuleOpts {

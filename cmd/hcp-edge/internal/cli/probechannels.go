@@ -11,6 +11,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/commission"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 )
 
@@ -19,10 +20,15 @@ type channelRow struct {
 	Instrument string `json:"instrument"`
 	Profile    string `json:"profile"`
 	regmap.Reading
+	// Of a serial instrument (Table "serial"): what was sent, and the
+	// field as it answered.
+	Command string `json:"command,omitempty"`
+	RawText string `json:"raw_text,omitempty"`
 }
 
-// probeChannels reads every channel of every profiled (Modbus) instrument
-// through its profile: read-only.
+// probeChannels reads every channel of every profiled instrument through
+// its profile (Modbus registers and bits, the mass-flow controllers' data
+// frame columns, the gauge controller's gauges): read-only.
 func probeChannels(ctx context.Context, in *rigconfig.Instruments, timeout time.Duration) []channelRow {
 	var rows []channelRow
 	add := func(inst, prof string, read func(context.Context) []regmap.Reading) {
@@ -37,6 +43,20 @@ func probeChannels(ctx context.Context, in *rigconfig.Instruments, timeout time.
 	}
 	if in.DIO != nil {
 		add(in.DIO.String(), in.DIO.Profile().ID, in.DIO.ReadChannels)
+	}
+	serial := func(inst, prof string, read func(context.Context) []profile.Reading) {
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		for _, r := range read(c) {
+			rows = append(rows, channelRow{Instrument: inst, Profile: prof, Command: r.Command, RawText: r.Raw,
+				Reading: regmap.Reading{Channel: r.Channel, Table: "serial", Value: r.Value, Unit: r.Unit, Range: r.Range, InRange: r.InRange, Error: r.Error}})
+		}
+	}
+	for _, m := range in.MFCs {
+		serial(m.String(), m.Model().Profile().ID, m.ReadChannels)
+	}
+	if in.Gauge != nil {
+		serial(in.Gauge.String(), in.Gauge.Model().Profile().ID, in.Gauge.ReadChannels)
 	}
 	return rows
 }
@@ -68,6 +88,12 @@ func printChannels(w io.Writer, rows []channelRow) {
 		}
 		where := fmt.Sprintf("%s %d", r.Table, r.Address)
 		value, raw, check := strconv.FormatFloat(r.Value, 'g', 6, 64)+" "+r.Unit, strconv.FormatInt(r.Raw, 10), "ok"
+		if r.Table == "serial" {
+			where, raw = "serial "+strconv.Quote(r.Command), r.RawText
+			if r.Unit == "" { // a text column (an MFC's gas)
+				value = r.RawText
+			}
+		}
 		rng := "-"
 		if len(r.Range) == 2 {
 			rng = fmt.Sprintf("%g..%g", r.Range[0], r.Range[1])

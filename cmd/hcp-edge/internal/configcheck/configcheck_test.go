@@ -149,6 +149,25 @@ func TestCheckBroken(t *testing.T) {
 		{name: "a line valve that is the pump", edit: func(s string) string {
 			return strings.Replace(s, "valve: ar_valve,", "valve: pump,", 1)
 		}, want: []want{{"valve: pump,", "rig.mfcs[0].valve"}}},
+		// The serial instruments by profile.
+		{name: "an mfc profile that does not exist", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-mfc, gas: H2S", "profile: alicat-mx, gas: H2S", 1)
+		}, want: []want{{"profile: alicat-mx", "rig.mfcs[2].profile"}}},
+		{name: "an mfc without a profile", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-mfc, gas: H2,", "gas: H2,", 1)
+		}, want: []want{{"name: mfc-h2,", "rig.mfcs[1].profile"}}},
+		{name: "a gauge's profile on an mfc", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-mfc, gas: Ar", "profile: hcp-sim-gauge, gas: Ar", 1)
+		}, want: []want{{"profile: hcp-sim-gauge, gas: Ar", "rig.mfcs[0].profile"}}},
+		{name: "a temperature controller's profile on the gauge", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-gauge,", "profile: hcp-sim-tc,", 1)
+		}, want: []want{{"gauge: {name: gauge, profile: hcp-sim-tc", "rig.gauge.profile"}}},
+		{name: "a full scale beyond the profile's", edit: func(s string) string {
+			return strings.Replace(s, "full_scale: 500 sccm", "full_scale: 20 slm", 1)
+		}, want: []want{{"full_scale: 20 slm", "rig.mfcs[0].full_scale"}}},
+		{name: "a gauge channel the profile lacks", edit: func(s string) string {
+			return strings.Replace(s, "profile: hcp-sim-gauge,", "profile: hcp-sim-gauge, channel: gauge2,", 1)
+		}, want: []want{{"channel: gauge2", "rig.gauge.channel"}}},
 		{name: "a purge and a heater interlock on a gas the layout does not call inert", edit: func(s string) string {
 			s = strings.Replace(s, "    inert_gas: Ar\n    min_inert_flow: 100 sccm", "    inert_gas: Ar  # the purge's\n    min_inert_flow: 100 sccm", 1)
 			return strings.Replace(s, "gas: Ar, hazard: inert,", "gas: Ar, hazard: oxidising,", 1)
@@ -209,7 +228,7 @@ func TestCheckMessages(t *testing.T) {
 			"rig.modbus_buses.main.colour", "unknown key (known here: address, mode, retries, timeout, transport)"},
 		{"duration", "kick_every: 1s", "kick_every: often", "monitor.kick_every", `"often": want a duration such as "500ms"`},
 		{"enum", "log_level: info", "log_level: loud", "agent.log_level", `"loud" is not one of: debug, info, warn, error`},
-		{"type", "gauge: {name: gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}", "gauge: [1, 2]", "rig.gauge", "want a mapping, got a list"},
+		{"type", "gauge: {name: gauge, profile: hcp-sim-gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}", "gauge: [1, 2]", "rig.gauge", "want a mapping, got a list"},
 		{"flow", "full_scale: 50 sccm", "full_scale: 50 parsecs", "rig.mfcs[2].full_scale", `"50 parsecs": want a positive flow and its unit`},
 		{"missing required key", "  gpio: {source: sim, socket: \"${sim_dir}/control.sock\"}", "  gpio: {source: sim}", "rig.gpio.socket", "missing"},
 		{"bound", "furnace: {bus: main, unit: 1,", "furnace: {bus: main, unit: 300,", "rig.furnace.unit", "300 is above the maximum 247"},

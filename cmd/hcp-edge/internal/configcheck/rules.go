@@ -14,6 +14,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/atrest"
@@ -29,14 +30,19 @@ const MaxSocketPath = 107
 
 // checkEnvelope compiles the envelope against the rig's spec. An MFC whose
 // full scale does not parse (already reported) stands in with an unbounded
-// one, one whose valve is not an output of the layout is left out, so that everything else is still
-// checked without a cascade of follow-on errors.
+// one, one whose profile is no alicat controller's with a shipped one, one
+// whose valve is not an output of the layout is left out, so that
+// everything else is still checked without a cascade of follow-on errors.
 func (c *checker) checkEnvelope(f rigconfig.File) {
 	rig := f.Rig
 	rig.MFCs = nil
+	ps, _ := rig.Profiles()
 	for _, m := range f.Rig.MFCs {
 		if _, err := rigconfig.ParseFlow(m.FullScale); err != nil {
 			m.FullScale = "1e12 sccm"
+		}
+		if p := ps[m.Profile]; p == nil || p.Family != profile.Alicat || p.Kind != profile.FlowController {
+			m.Profile = "hcp-sim-mfc" // reported; a stand-in keeps the gas's rules checked
 		}
 		if _, ok := f.Rig.Outputs[m.Valve]; !ok { // reported; a stand-in valve keeps the gas's rules checked
 			m.Valve = standIn(&rig, m.Gas)

@@ -129,7 +129,7 @@ func BuildPartial(r Rig) *Instruments {
 		in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: bus %s unavailable", r.DIO.Bus)
 	}
 	for _, mc := range r.MFCs {
-		m, err := openMFC(mc)
+		m, err := openMFC(mc, ps)
 		if err != nil {
 			in.Unreachable[mc.Name] = fmt.Errorf("rigconfig: %s: %w", mc.Name, err)
 			continue
@@ -137,7 +137,7 @@ func BuildPartial(r Rig) *Instruments {
 		in.MFCs = append(in.MFCs, m)
 		in.closers = append(in.closers, m.Close)
 	}
-	if g, err := openGauge(r.Gauge); err != nil {
+	if g, err := openGauge(r.Gauge, ps); err != nil {
 		in.Unreachable[gaugeName(r.Gauge)] = fmt.Errorf("rigconfig: gauge: %w", err)
 	} else {
 		in.Gauge = g
@@ -184,33 +184,40 @@ func (in *Instruments) gpioPin(line string) (pgpio.PinIO, error) {
 	return nil, fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
 }
 
-func openMFC(mc MFC) (*alicat.MFC, error) {
+func openMFC(mc MFC, ps Profiles) (*alicat.MFC, error) {
 	o := alicat.DefaultOpts()
 	o.Name, o.Gas, o.UnitID = mc.Name, mc.Gas, mc.UnitID[0]
 	var err error
+	if o.Profile, err = ps.serial(mc.Profile, profile.FlowController, profile.Alicat); err != nil {
+		return nil, err
+	}
 	if o.FullScale, err = ParseFlow(mc.FullScale); err != nil {
 		return nil, err
 	}
-	if err := serialOpts(&o.Line, mc.Serial, &o.Timeout); err != nil {
+	if err := serialOpts(&o.Line, o.Profile.Mode, mc.Serial, &o.Timeout); err != nil {
 		return nil, err
 	}
 	return alicat.Open(mc.Port, o)
 }
 
-func gaugeName(s Serial) string {
-	if s.Name != "" {
-		return s.Name
+func gaugeName(g Gauge) string {
+	if g.Name != "" {
+		return g.Name
 	}
 	return tpg.DefaultOpts().Name
 }
 
-func openGauge(s Serial) (*tpg.Gauge, error) {
+func openGauge(g Gauge, ps Profiles) (*tpg.Gauge, error) {
 	o := tpg.DefaultOpts()
-	o.Name = gaugeName(s)
-	if err := serialOpts(&o.Line, s, &o.Timeout); err != nil {
+	o.Name, o.Channel = gaugeName(g), g.Channel
+	var err error
+	if o.Profile, err = ps.serial(g.Profile, profile.PressureGauge, profile.TPG); err != nil {
 		return nil, err
 	}
-	return tpg.Open(s.Port, o)
+	if err := serialOpts(&o.Line, o.Profile.Mode, g.Serial, &o.Timeout); err != nil {
+		return nil, err
+	}
+	return tpg.Open(g.Port, o)
 }
 
 func ramanName(r Raman) string {
@@ -226,7 +233,7 @@ func openRaman(r Raman) (*raman.Spectrometer, error) {
 	if r.TimeScale > 0 {
 		o.TimeScale = r.TimeScale
 	}
-	if err := serialOpts(&o.Line, r.Serial, &o.Timeout); err != nil {
+	if err := serialOpts(&o.Line, "", r.Serial, &o.Timeout); err != nil {
 		return nil, err
 	}
 	return raman.Open(r.Port, o)
@@ -380,9 +387,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func serialOpts(lo *serialline.Opts, s Serial, timeout *time.Duration) error {
+// serialOpts sets the line's mode (the configuration's, else the profile's
+// mode, else the driver's default) and the exchange timeout.
+func serialOpts(lo *serialline.Opts, mode string, s Serial, timeout *time.Duration) error {
 	if s.Mode != "" {
-		m, err := serialline.ParseMode(s.Mode)
+		mode = s.Mode
+	}
+	if mode != "" {
+		m, err := serialline.ParseMode(mode)
 		if err != nil {
 			return err
 		}

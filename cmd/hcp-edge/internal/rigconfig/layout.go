@@ -127,6 +127,16 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 			bad(key+".valve", "%q already opens the %s line", m.Valve, prev)
 		}
 		valves[m.Valve] = m.Gas
+		if mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat); err != nil {
+			bad(key+".profile", "%v", err)
+		} else if fs, err := ParseFlow(m.FullScale); err == nil && (fs.SCCM() < mp.FullScale[0] || fs.SCCM() > mp.FullScale[1]) {
+			bad(key+".full_scale", "%v is outside the full scales profile %s's model is made in (%g..%g sccm)", fs, mp.ID, mp.FullScale[0], mp.FullScale[1])
+		}
+	}
+	if gp, err := ps.serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG); err != nil {
+		bad("gauge.profile", "%v", err)
+	} else if _, ok := gp.Channel(r.Gauge.Channel); r.Gauge.Channel != "" && !ok {
+		bad("gauge.channel", "profile %s has no gauge %q", gp.ID, r.Gauge.Channel)
 	}
 	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
 		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+

@@ -84,3 +84,13 @@ func (ps Profiles) lookup(id string, want profile.Kind) (*profile.Profile, error
 	}
 	return p, nil
 }
+
+// serial returns the profile of a serial instrument: of kind want and
+// family fam.
+func (ps Profiles) serial(id string, want profile.Kind, fam profile.Family) (*profile.Profile, error) {
+	p, err := ps.lookup(id, want)
+	if err == nil && p.Family != fam {
+		err = fmt.Errorf("profile %q is of the %s family; this instrument is driven by the %s family's driver", id, p.Family, fam)
+	}
+	return p, err
+}

@@ -406,10 +406,10 @@ type Rig struct {
 	Inputs map[string]Input `yaml:"inputs"`
 	// MFCs are the gas lines: each gas's mass-flow controller, hazard
 	// class and line valve.
-	MFCs  []MFC  `yaml:"mfcs"`
-	Gauge Serial `yaml:"gauge"`
-	Raman Raman  `yaml:"raman"`
-	GPIO  GPIO   `yaml:"gpio"`
+	MFCs  []MFC `yaml:"mfcs"`
+	Gauge Gauge `yaml:"gauge"`
+	Raman Raman `yaml:"raman"`
+	GPIO  GPIO  `yaml:"gpio"`
 
 	profiles Profiles // loaded by Parse (layout.go)
 }
@@ -463,9 +463,18 @@ type Serial struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// MFC is one mass-flow controller.
+// Gauge is the pressure gauge controller, described by a profile.
+type Gauge struct {
+	Serial  `yaml:",inline"`
+	Profile string `yaml:"profile"` // the instrument profile's ID (family tpg)
+	// Channel is the profile's gauge the envelope reads ("": its first).
+	Channel string `yaml:"channel"`
+}
+
+// MFC is one mass-flow controller, described by a profile.
 type MFC struct {
 	Serial    `yaml:",inline"`
+	Profile   string `yaml:"profile"` // the instrument profile's ID (family alicat)
 	Gas       string `yaml:"gas"`
 	UnitID    string `yaml:"unit_id"`
 	FullScale string `yaml:"full_scale"` // e.g. "500 sccm"

@@ -9,20 +9,19 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// Instrument ranges the serial families' drivers declare (their profiles
-// carry no channels): the TPG family's measuring range and the
-// spectrometer's integration range.
+// The spectrometer's integration range (its driver's: it has no profile)
+// and the furnace's ramp limit when its profile has no ramp_rate channel.
 var (
-	gaugeRange  = envelope.GaugeSpec{Min: 5e-9 * device.Millibar, Max: 1e3 * device.Millibar}
 	ramanRange  = envelope.SpectrometerSpec{MinIntegration: 10 * time.Millisecond, MaxIntegration: 60 * time.Second}
 	rampDefault = device.KelvinPerMinute(100)
 )
 
 // Spec derives the envelope.RigSpec of r from its layout and profiles: the
-// furnace controller's ranges from its profile's channels, the gas lines
-// with their full scales, hazard classes and line valves, the outputs with
-// their safe levels and roles plus the interlock relay, the inputs, and the
-// wire of every writable channel for the coverage report.
+// furnace controller's ranges from its profile's channels, the gauge's
+// measuring range from its profile, the gas lines with their full scales,
+// hazard classes and line valves, the outputs with their safe levels and
+// roles plus the interlock relay, the inputs, and the wire of every writable
+// channel (and every internal write of a driver) for the coverage report.
 func Spec(r Rig) (envelope.RigSpec, error) {
 	ps, err := r.Profiles()
 	if err != nil {
@@ -32,7 +31,20 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	if err != nil {
 		return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: %w", err)
 	}
-	s := envelope.RigSpec{Gauge: gaugeRange, Spectrometer: &ramanRange, Wires: map[string]string{},
+	gp, err := ps.serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG)
+	if err != nil {
+		return envelope.RigSpec{}, fmt.Errorf("rigconfig: gauge: %w", err)
+	}
+	gc := gp.Channels[0]
+	if r.Gauge.Channel != "" {
+		gc, _ = gp.Channel(r.Gauge.Channel)
+	}
+	gu, ok := profile.PressureUnit(gc.Unit)
+	if !ok || len(gc.Range) != 2 {
+		return envelope.RigSpec{}, fmt.Errorf("rigconfig: gauge: profile %s: gauge %q declares no measuring range", gp.ID, r.Gauge.Channel)
+	}
+	s := envelope.RigSpec{Gauge: envelope.GaugeSpec{Min: device.Pressure(gc.Range[0]) * gu, Max: device.Pressure(gc.Range[1]) * gu},
+		Spectrometer: &ramanRange, Wires: map[string]string{},
 		Roles: envelope.Roles{Pump: r.role(RolePump), Gate: r.role(RoleGate), Vent: r.role(RoleVent),
 			Scrubber: r.role(RoleScrubber), Door: r.role(RoleDoor)}}
 	at := fmt.Sprintf("modbus %s unit %d", r.Furnace.Bus, r.Furnace.Unit)
@@ -75,8 +87,7 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		}
 	}
 	s.Internal = append(s.Internal,
-		envelope.InternalWrite{Channel: "mfc.hold", Wire: "mfc serial `xHC` / `xC`", Reason: "hold closes the valve: used by Halt only"},
-		envelope.InternalWrite{Channel: "gauge.unit", Wire: "gauge serial `UNI,n`", Reason: "display unit of the gauge; the driver converts"},
+		envelope.InternalWrite{Channel: "gauge.unit", Wire: fmt.Sprintf("%s serial `%s,n` (%s)", gaugeName(r.Gauge), gp.Commands["unit"], gp.ID), Reason: "display unit of the gauge; the driver converts"},
 		envelope.InternalWrite{Channel: "spectrometer.stop", Wire: "raman serial `STOP`", Reason: "aborts an acquisition: used by Halt only"})
 	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
 	if err != nil {
@@ -101,8 +112,15 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		if _, ok := r.Outputs[m.Valve]; !ok {
 			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: valve %q is not an output of the layout", m.Name, m.Valve)
 		}
+		mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat)
+		if err != nil {
+			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: %w", m.Name, err)
+		}
+		sp, _ := mp.ByRole(profile.RoleSetpoint)
 		s.Gases = append(s.Gases, envelope.GasSpec{Gas: m.Gas, FullScale: fs, Valve: m.Valve, Hazard: m.Hazard})
-		s.Wires[envelope.FlowChannel(m.Gas)] = fmt.Sprintf("%s serial `%sS<value>` on %s", m.Name, m.UnitID, m.Port)
+		s.Wires[envelope.FlowChannel(m.Gas)] = fmt.Sprintf("%s serial `%s%s<value>` on %s (%s)", m.Name, m.UnitID, sp.Command, m.Port, mp.ID)
+		s.Internal = append(s.Internal, envelope.InternalWrite{Channel: m.Name + ".hold", Reason: "hold closes the valve: used by Halt only",
+			Wire: fmt.Sprintf("%s serial `%s%s` / `%s%s` (%s)", m.Name, m.UnitID, mp.Commands["hold_closed"], m.UnitID, mp.Commands["cancel_hold"], mp.ID)})
 	}
 	s.Inputs = append(sortedKeys(r.Inputs), InputEStop, InputLeak, InputRelayFB)
 	return s, nil
