@@ -65,6 +65,11 @@ type GrapheneBands struct {
 	// TwoDOverG is the 2D/G height ratio, with its standard error.
 	TwoDOverG    float64 `json:"2d_over_g"`
 	TwoDOverGErr float64 `json:"2d_over_g_err"`
+	// BilayerShare is the AB bilayer's share of the 2D band's fitted area
+	// (graphene2d.go), with its standard error: the layer count is read
+	// from it (GrapheneBilayerShareMid).
+	BilayerShare    float64 `json:"bilayer_share"`
+	BilayerShareErr float64 `json:"bilayer_share_err"`
 	// Layers is "1", "2" or "few"; LayerConfidence in [0, 1].
 	Layers          string  `json:"layers"`
 	LayerConfidence float64 `json:"layer_confidence"`
@@ -151,6 +156,19 @@ func AnalyzeGraphene(shift, counts []float64, opts Opts) (Result, error) {
 	pFew := normCDF((GrapheneFewMaxRatio - gb.TwoDOverG) / s)
 	if t.FWHM < GrapheneFewMinWidth && tok {
 		pFew *= normCDF((t.FWHM - GrapheneFewMinWidth) / math.Max(t.FWHMErr, 1))
+	}
+	// The count from the 2D band's decomposition (graphene2d.go) on the
+	// unsmoothed counts, despiked, the detector's clipped points left out.
+	// On a clipped spectrum the smoothed readings above are not to be
+	// trusted for "few" (a clipped 2D reads low and flat).
+	ux, uy := unsaturated(xs, despiked(ys, noise))
+	clipped := len(ux) < n
+	if td := twoDDecompose(ux, uy); td.ok && (clipped || tok && t.Height >= opts.DetectSNR*hErr) {
+		if clipped {
+			pFew = 0
+		}
+		gb.BilayerShare, gb.BilayerShareErr = round4(td.share), round4(td.shareErr)
+		pMono = (1 - pFew) * normCDF((GrapheneBilayerShareMid-td.share)/math.Max(td.shareErr, 1e-3))
 	}
 	pBi := clamp01(1 - pMono - pFew)
 	switch {
