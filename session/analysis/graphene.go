@@ -34,12 +34,13 @@ const (
 // bilayer's is four components reading as one band ≈ 50 cm⁻¹ wide, about as
 // high as G; from three layers on ("few") the 2D is lower than G and wider
 // still. A film of monolayer and bilayer areas (bilayer islands) reads in
-// between; the boundaries are where half of the covered area is bilayer on
-// the simulator's spectra (calibrated by TestGrapheneAccuracy), so the count
-// named is the one covering most of the film.
+// between, and the count named is the one covering most of the film: read
+// from the 2D band's decomposition (graphene2d.go, GrapheneBilayerShareMid)
+// whenever the 2D band is fitted, from the 2D/G height ratio otherwise.
 const (
-	// GrapheneMonoMinRatio is the 2D/G height ratio above which the film is
-	// mostly monolayer.
+	// GrapheneMonoMinRatio is the 2D/G height ratio (smoothed readings)
+	// above which the film is mostly monolayer, when the 2D band could not
+	// be decomposed.
 	GrapheneMonoMinRatio = 1.36
 	// GrapheneFewMaxRatio is the 2D/G height ratio below which it is few-layer
 	// (three or more), when the 2D is also wider than GrapheneFewMinWidth.
