@@ -34,12 +34,13 @@ const (
 // bilayer's is four components reading as one band ≈ 50 cm⁻¹ wide, about as
 // high as G; from three layers on ("few") the 2D is lower than G and wider
 // still. A film of monolayer and bilayer areas (bilayer islands) reads in
-// between; the boundaries are where half of the covered area is bilayer on
-// the simulator's spectra (calibrated by TestGrapheneAccuracy), so the count
-// named is the one covering most of the film.
+// between, and the count named is the one covering most of the film: read
+// from the 2D band's decomposition (graphene2d.go, GrapheneBilayerShareMid)
+// whenever the 2D band is fitted, from the 2D/G height ratio otherwise.
 const (
-	// GrapheneMonoMinRatio is the 2D/G height ratio above which the film is
-	// mostly monolayer.
+	// GrapheneMonoMinRatio is the 2D/G height ratio (smoothed readings)
+	// above which the film is mostly monolayer, when the 2D band could not
+	// be decomposed.
 	GrapheneMonoMinRatio = 1.36
 	// GrapheneFewMaxRatio is the 2D/G height ratio below which it is few-layer
 	// (three or more), when the 2D is also wider than GrapheneFewMinWidth.
@@ -65,6 +66,11 @@ type GrapheneBands struct {
 	// TwoDOverG is the 2D/G height ratio, with its standard error.
 	TwoDOverG    float64 `json:"2d_over_g"`
 	TwoDOverGErr float64 `json:"2d_over_g_err"`
+	// BilayerShare is the AB bilayer's share of the 2D band's fitted area
+	// (graphene2d.go), with its standard error: the layer count is read
+	// from it (GrapheneBilayerShareMid).
+	BilayerShare    float64 `json:"bilayer_share"`
+	BilayerShareErr float64 `json:"bilayer_share_err"`
 	// Layers is "1", "2" or "few"; LayerConfidence in [0, 1].
 	Layers          string  `json:"layers"`
 	LayerConfidence float64 `json:"layer_confidence"`
@@ -151,6 +157,19 @@ func AnalyzeGraphene(shift, counts []float64, opts Opts) (Result, error) {
 	pFew := normCDF((GrapheneFewMaxRatio - gb.TwoDOverG) / s)
 	if t.FWHM < GrapheneFewMinWidth && tok {
 		pFew *= normCDF((t.FWHM - GrapheneFewMinWidth) / math.Max(t.FWHMErr, 1))
+	}
+	// The count from the 2D band's decomposition (graphene2d.go) on the
+	// unsmoothed counts, despiked, the detector's clipped points left out.
+	// On a clipped spectrum the smoothed readings above are not to be
+	// trusted for "few" (a clipped 2D reads low and flat).
+	ux, uy := unsaturated(xs, despiked(ys, noise))
+	clipped := len(ux) < n
+	if td := twoDDecompose(ux, uy); td.ok && (clipped || tok && t.Height >= opts.DetectSNR*hErr) {
+		if clipped {
+			pFew = 0
+		}
+		gb.BilayerShare, gb.BilayerShareErr = round4(td.share), round4(td.shareErr)
+		pMono = (1 - pFew) * normCDF((GrapheneBilayerShareMid-td.share)/math.Max(td.shareErr, 1e-3))
 	}
 	pBi := clamp01(1 - pMono - pFew)
 	switch {
