@@ -84,24 +84,24 @@ func readBands(a analysis.Result) readBandsOut {
 }
 
 // series draws each band as read: a Lorentzian of its height and width on
-// a flat local baseline, the spectrum's median near the band's position
-// less the band's height (the analysis reads each band on a baseline of
-// its own, which it does not report).
+// a flat local baseline, the spectrum's median 3 to 5 widths either side
+// of the band (the analysis reads each band on a baseline of its own,
+// which it does not report).
 func (rb readBandsOut) series(xs, ys []float64) []plot.Series {
 	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"}
 	var out []plot.Series
 	for i, b := range rb.bands {
-		var near []float64
+		var flank []float64
 		for k, x := range xs {
-			if math.Abs(x-b.Position) <= math.Max(3, b.FWHM/6) {
-				near = append(near, ys[k])
+			if d := math.Abs(x - b.Position); d >= 3*b.FWHM && d <= 5*b.FWHM {
+				flank = append(flank, ys[k])
 			}
 		}
-		if len(near) == 0 || !(b.FWHM > 0) {
+		if len(flank) == 0 || !(b.FWHM > 0) {
 			continue
 		}
-		slices.Sort(near)
-		base := near[len(near)/2] - b.Height
+		slices.Sort(flank)
+		base := flank[len(flank)/2]
 		hw := b.FWHM / 2
 		var bx, by []float64
 		for x := b.Position - 4*b.FWHM; x <= b.Position+4*b.FWHM; x += b.FWHM / 20 {
@@ -119,7 +119,7 @@ func (rb readBandsOut) series(xs, ys []float64) []plot.Series {
 func (rb readBandsOut) notes(a analysis.Result) []string {
 	var bands []string
 	for _, b := range rb.bands {
-		bands = append(bands, fmt.Sprintf("%s %.1f ± %.1f cm⁻¹ (FWHM %.1f, height %.0f)", b.Name, b.Position, b.PositionErr, b.FWHM, b.Height))
+		bands = append(bands, fmt.Sprintf("%s %.1f ± %.1f cm⁻¹ (FWHM %.1f)", b.Name, b.Position, b.PositionErr, b.FWHM))
 	}
 	var figs []string
 	for _, k := range slices.Sorted(maps.Keys(rb.figures)) {
@@ -142,9 +142,9 @@ func (rb readBandsOut) notes(a analysis.Result) []string {
 			figs = append(figs, name+" "+v)
 		}
 	}
-	out := []string{"bands read (each on its local baseline): " + strings.Join(bands, ", ")}
+	out := []string{"bands read: " + strings.Join(bands, ", ")}
 	if len(figs) > 0 {
 		out = append(out, strings.Join(figs, "; "))
 	}
-	return append(out, fmt.Sprintf("R² %.3f, SNR %.0f", a.RSquared, a.SNR))
+	return append(out, fmt.Sprintf("R² %.3f, SNR %.0f; dashed: each band as read, on its local baseline", a.RSquared, a.SNR))
 }
