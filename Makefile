@@ -8,6 +8,9 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.b
 BIN       := bin
 CMDS      := hcp-edge rig-sim
 STATICCHECK_VERSION ?= v0.8.2
+# The rig of make demo: mos2 (configs/sim.yaml, the seed's MoS2 task) or graphene
+# (configs/graphene.yaml, the graphene-cu recipe): make demo RIG=graphene.
+RIG       ?= mos2
 # Build tags of every shipped binary. nethttpomithttp2: net/http without its bundled HTTP/2
 # (~290 kB of the armv7 binary); the agent's HTTP servers (metrics, dashboard) speak HTTP/1.1,
 # and so does its one HTTP client, the model router's (OpenAI-compatible servers accept
@@ -54,14 +57,14 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 	done
 	@ls -l $(BIN)/linux-arm $(BIN)/linux-arm64
 
-demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only)
-	bash scripts/demo.sh
+demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only); RIG=graphene: the graphene rig's graphene-cu run
+	RIG=$(RIG) bash scripts/demo.sh
 
 commission: build ## commissioning on rig-sim's real controller models (Eurotherm 3200, ADAM-6052): config check, coverage, probe by channel, probe --write-check
 	BIN=$(BIN) bash scripts/commission.sh
 
 demo-broker: build broker ## the demo with the MoS2 task through the local RabbitMQ (HCP_AMQP_URL from scripts/broker.sh)
-	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" bash scripts/demo.sh
+	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" RIG=$(RIG) bash scripts/demo.sh
 
 verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qemu-user-static)
 	qemu-arm-static $(BIN)/linux-arm/hcp-edge version

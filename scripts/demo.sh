@@ -10,9 +10,21 @@
 # With HCP_AMQP_URL set (the agent's broker login, e.g. from scripts/broker.sh) the agent serves
 # HCP through that broker too, and the MoS2 task goes through the broker as the development
 # harness harness-alpha-001 (HCP_AMQP_CALLER_URL, default: HCP_AMQP_URL with that login).
+#
+# RIG picks the rig (make demo RIG=graphene): mos2 (the default: rig-sim run, configs/sim.yaml,
+# the seed's MoS2 task) or graphene (rig-sim run --rig graphene, configs/graphene.yaml, the
+# shipped graphene-cu recipe: configs/examples/graphene-task.json). The simulator listens on a
+# Modbus TCP port of its own (port 0: the kernel picks a free one) and the agent reads a copy of
+# the rig's configuration pointing at it, so a demo never meets another simulator on 5020.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
+RIG=${RIG:-mos2}
+case $RIG in
+  mos2) rig_config=configs/sim.yaml; task=configs/examples/mos2-task.json; sim_args=(); what=MoS2 ;;
+  graphene) rig_config=configs/graphene.yaml; task=configs/examples/graphene-task.json; sim_args=(--rig graphene); what=graphene ;;
+  *) echo "demo: RIG=$RIG: want mos2 or graphene" >&2; exit 2 ;;
+esac
 dir=$(mktemp -d -t hcp-demo.XXXXXX)
 sim_pid=""
 agent_pid=""
@@ -30,34 +42,41 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 # first N lines of a command's output (no SIGPIPE under pipefail)
 firstlines() { local n=$1; shift; "$@" >"$dir/out.txt"; head -n "$n" "$dir/out.txt"; }
 
-step "starting the simulated rig (bin/rig-sim) in $dir"
-"$BIN/rig-sim" run --dir "$dir" >"$dir/rig-sim.log" 2>&1 &
+step "starting the simulated $what rig (bin/rig-sim run ${sim_args[*]+${sim_args[*]}}) in $dir"
+"$BIN/rig-sim" run --dir "$dir" --modbus-addr 127.0.0.1:0 ${sim_args[@]+"${sim_args[@]}"} >"$dir/rig-sim.log" 2>&1 &
 sim_pid=$!
-for _ in $(seq 100); do [ -S "$dir/control.sock" ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ -S "$dir/control.sock" ] && grep -q 'modbus tcp' "$dir/rig-sim.log" && break; sleep 0.05; done
 [ -S "$dir/control.sock" ] || { cat "$dir/rig-sim.log"; echo "demo: rig-sim did not start"; exit 1; }
 cat "$dir/rig-sim.log"
+# The rig's configuration as shipped, but for the simulator's Modbus TCP address.
+modbus=$(sed -n 's/^ *modbus tcp *\([0-9.]*:[0-9]*\).*/\1/p' "$dir/rig-sim.log" | head -n 1)
+[ -n "$modbus" ] || { echo "demo: rig-sim printed no Modbus TCP address"; exit 1; }
+cfg=$dir/config.yaml
+sed "s/address: 127\.0\.0\.1:5020/address: $modbus/" "$rig_config" >"$cfg"
+grep -q "address: $modbus" "$cfg" || { echo "demo: $rig_config has no Modbus TCP address 127.0.0.1:5020 to point at $modbus"; exit 1; }
+echo "the agent reads $rig_config with the Modbus TCP address $modbus ($cfg)"
 
 step "hcp-edge probe: every instrument through the real drivers (Modbus TCP, serial on ptys, GPIO)"
-"$BIN/hcp-edge" probe --spectrum 1000
+"$BIN/hcp-edge" probe --config "$cfg" --spectrum 1000
 
 step "fault: the furnace thermocouple opens (rig-sim fault inject tc-open)"
 "$BIN/rig-sim" fault inject tc-open --dir "$dir"
 set +e
-"$BIN/hcp-edge" probe
+"$BIN/hcp-edge" probe --config "$cfg"
 rc=$?
 set -e
 [ "$rc" = 1 ] || { echo "demo: probe should have failed (exit 1) with the thermocouple open, got $rc"; exit 1; }
 
 step "fault cleared: the furnace answers again"
 "$BIN/rig-sim" fault clear tc-open --dir "$dir"
-firstlines 20 "$BIN/hcp-edge" probe --json
+firstlines 20 "$BIN/hcp-edge" probe --config "$cfg" --json
 echo "..."
 
 step "commissioning: hcp-edge probe --write-check (the daemon not yet running): relay, heater and reactive flows to safe, then each output to its other level and back, read back"
-"$BIN/hcp-edge" probe --write-check --operator demo | sed -n '/^WRITE CHECK/,$p'
+"$BIN/hcp-edge" probe --config "$cfg" --write-check --operator demo | sed -n '/^WRITE CHECK/,$p'
 
 step "starting the agent: hcp-edge run (interlock, trip monitor, control socket)"
-"$BIN/hcp-edge" run >"$dir/agent.log" 2>&1 &
+"$BIN/hcp-edge" run --config "$cfg" >"$dir/agent.log" 2>&1 &
 agent_pid=$!
 for _ in $(seq 100); do [ -S "$HCP_STATE_DIR/control.sock" ] && break; sleep 0.05; done
 [ -S "$HCP_STATE_DIR/control.sock" ] || { cat "$dir/agent.log"; echo "demo: the agent did not start"; exit 1; }
@@ -87,16 +106,16 @@ step "emergency stop: hcp-edge estop (returns when every output reads back safe)
 "$BIN/hcp-edge" estop --operator demo
 "$BIN/hcp-edge" reset --operator demo
 
-submit=("$BIN/hcp-edge" submit configs/examples/mos2-task.json --watch)
+submit=("$BIN/hcp-edge" submit "$task" --watch)
 if [ -n "${HCP_AMQP_URL:-}" ]; then
   caller_url=${HCP_AMQP_CALLER_URL:-$(printf '%s' "$HCP_AMQP_URL" | sed -E 's#^(amqps?://)[^@]*@#\1harness-alpha-001:harness-alpha-dev@#')}
-  sed 's/"caller_id": "local"/"caller_id": "harness-alpha-001"/' configs/examples/mos2-task.json >"$dir/mos2-task.json"
-  submit=("$BIN/hcp-edge" submit "$dir/mos2-task.json" --watch --broker "$caller_url")
-  step "the main job: the seed's MoS2 synthesis, submitted THROUGH THE BROKER as harness-alpha-001"
+  sed 's/"caller_id": "local"/"caller_id": "harness-alpha-001"/' "$task" >"$dir/task.json"
+  submit=("$BIN/hcp-edge" submit "$dir/task.json" --watch --broker "$caller_url")
+  step "the main job: the $what task ($task), submitted THROUGH THE BROKER as harness-alpha-001"
   for _ in $(seq 100); do "$BIN/hcp-edge" status --json >"$dir/out.txt"; grep -q '"connected": true' "$dir/out.txt" && break; sleep 0.1; done
   grep -q '"connected": true' "$dir/out.txt" || { tail -20 "$dir/agent.log"; echo "demo: the agent did not reach the broker at HCP_AMQP_URL"; exit 1; }
 else
-  step "the main job: the seed's MoS2 synthesis (configs/examples/mos2-task.json), submitted with --watch"
+  step "the main job: the $what task ($task), submitted with --watch"
 fi
 "$BIN/hcp-edge" arm --operator demo
 # The recipe's preflight checks the relay feedback: wait until the monitor reads it back.
@@ -132,8 +151,10 @@ step "an artifact, fetched and verified against its sha256: hcp-edge artifact ge
 "$BIN/hcp-edge" artifact get "$uri" -o "$dir/growth_log.csv"
 head -n 3 "$dir/growth_log.csv"
 
-# The run's two plots (plain SVG artifacts), kept after the demo under build/demo/.
+# The run's two plots (plain SVG artifacts), kept after the demo under build/demo/ (the
+# graphene rig's under build/demo/graphene/).
 plots_dir=build/demo
+[ "$RIG" = mos2 ] || plots_dir=build/demo/$RIG
 mkdir -p "$plots_dir"
 plots=()
 for name in raman_spectrum.svg process_profile.svg; do
@@ -161,11 +182,18 @@ step "what reached the firmware (rig-sim status): the writes it received"
 
 step "the run's record for a lab notebook: hcp-edge export (an .eln archive; the spectrum as JCAMP-DX)"
 sid=${uri#hcp://}; sid=${sid%%/*}
-eln=$plots_dir/mos2-run.eln
+eln=$plots_dir/$RIG-run.eln
 rm -f "$eln" # export never replaces a file
 "$BIN/hcp-edge" export "$sid" --out "$eln" --state-dir "$HCP_STATE_DIR"
 
-printf '\ndemo: ok in %ss\n' "$SECONDS"
-printf 'the MoS2 run'"'"'s plots (open in a browser):\n'
+# The result in one line: the material the analysis named and its layer count.
+lc=$(sed -n 's/^      "layer_count": \([0-9]*\).*/\1/p' "$dir/final.json" | head -n 1)
+conf=$(sed -n 's/^      "confidence": \([0-9.e-]*\).*/\1/p' "$dir/final.json" | head -n 1)
+material=$(tr -d '\n ' <"$dir/final.json" | grep -o '"material":{[^}]*"name":"[^"]*"' | head -n 1 | sed 's/.*"name":"//; s/"$//')
+result="layer count $lc, confidence $conf"
+[ -n "$material" ] && [ -n "$lc" ] || { echo "demo: the final message names no material or layer count"; exit 1; }
+
+printf '\ndemo: ok in %ss (rig %s): %s, %s\n' "$SECONDS" "$RIG" "$material" "$result"
+printf 'the %s run'"'"'s plots (open in a browser):\n' "$what"
 for p in "${plots[@]}"; do printf '  %s\n' "$(realpath "$p")"; done
-printf 'the MoS2 run'"'"'s record for an electronic lab notebook (import it as .eln: docs/RECORD.md):\n  %s\n' "$(realpath "$eln")"
+printf 'the %s run'"'"'s record for an electronic lab notebook (import it as .eln: docs/RECORD.md):\n  %s\n' "$what" "$(realpath "$eln")"

@@ -152,6 +152,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		`!!document.querySelector('#margins tr[data-channel="chamber.pressure"] td[data-applies="false"]')`)
 	waitJS(t, ctx, "the e-stop input", `!!document.querySelector('[data-input="estop_pressed"][data-value="false"]')`)
 	waitJS(t, ctx, "not latched", `document.getElementById("latch").dataset.latched === "false"`)
+	waitJS(t, ctx, "the MoS2 rig's gas lines from its layout",
+		`Array.from(document.querySelectorAll("#gases td[data-gas]")).map(function(e){return e.dataset.gas}).join(",") === "Ar,H2,H2S"`)
+	waitJS(t, ctx, "exhaust_ok judged against a healthy level (the H2S interlock asks for it)",
+		`(function(){var e=document.querySelector('[data-input="exhaust_ok"]');return !!e && /state-(ok|bad)/.test(e.className);})()`)
 	// Read-only: nothing to click that acts, and the server takes GET only.
 	if n := jsString(ctx, t, `String(document.querySelectorAll("form, button, input, select, textarea").length)`); n != "0" {
 		t.Fatalf("%s form controls on a read-only page", n)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -31,8 +32,13 @@ const (
 // plot prints: found or not, the layer count (or bulk), the distance.
 //
 // The material is the analysis's (Result.Material), MoS2 when it names none.
-func LayerVerdict(a analysis.Result) string {
-	m := materialOf(a)
+func LayerVerdict(a analysis.Result) string { return layerVerdict(a, "") }
+
+// layerVerdict is LayerVerdict naming expected (the analyse phase's
+// material) when the analysis names none; a layer class the analysis names
+// in words (a few-layer film) is printed as it names it.
+func layerVerdict(a analysis.Result, expected string) string {
+	m := materialName(a, expected)
 	switch {
 	case !a.Found:
 		return "no " + m + " found: " + a.Reason
@@ -43,32 +49,82 @@ func LayerVerdict(a analysis.Result) string {
 	case a.LayerCount == 1:
 		return fmt.Sprintf("monolayer %s (1 layer), confidence %.2f", m, a.Confidence)
 	}
+	if c := readBands(a).layers; c != "" && c != strconv.Itoa(a.LayerCount) {
+		return fmt.Sprintf("%s-layer %s (%d or more layers), confidence %.2f", c, m, a.LayerCount, a.Confidence)
+	}
 	return fmt.Sprintf("%d-layer %s (%d layers), confidence %.2f", a.LayerCount, m, a.LayerCount, a.Confidence)
 }
 
-func materialOf(a analysis.Result) string {
-	if a.Material == "" {
-		return "MoS2"
+func materialOf(a analysis.Result) string { return materialName(a, "") }
+
+// materialName is the analysis's material, else expected, else MoS2 (the
+// analyses that predate Result.Material).
+func materialName(a analysis.Result, expected string) string {
+	switch {
+	case a.Material != "":
+		return string(a.Material)
+	case expected != "" && expected != string(analysis.Auto):
+		return expected
 	}
-	return string(a.Material)
+	return "MoS2"
 }
 
-// ramanSVG draws the spectrum, the fitted model and both peaks, with the
-// peak positions, their distance and the verdict.
-func ramanSVG(sp device.Spectrum, a analysis.Result) []byte {
+// ramanWindow is the shift range the Raman plot shows: the analysis window
+// of the material (the analysis's, else the phase's), 30 cm⁻¹ wider each
+// side; the whole spectrum when that window holds too few of its points (a
+// material whose window the analysis does not know).
+func ramanWindow(sp device.Spectrum, a analysis.Result, expected string) (lo, hi float64) {
+	lo, hi = analysis.WindowLo, analysis.WindowHi
+	m := a.Material
+	if m == "" {
+		m, _ = analysis.ParseMaterial(expected)
+	}
+	if m != "" && m != analysis.Auto {
+		if l, h, ok := analysis.WindowFor(m); ok {
+			lo, hi = l, h
+		}
+	}
+	n, all := 0, [2]float64{math.Inf(1), math.Inf(-1)}
+	for _, x := range sp.Shift[:min(len(sp.Shift), len(sp.Counts))] {
+		if x >= lo-30 && x <= hi+30 {
+			n++
+		}
+		if device.Finite(x) {
+			all[0], all[1] = math.Min(all[0], x), math.Max(all[1], x)
+		}
+	}
+	if n < 10 && all[1] > all[0] {
+		return all[0] + 30, all[1] - 30
+	}
+	return lo, hi
+}
+
+// ramanSVG draws the spectrum and what the analysis read from it, with the
+// verdict. A two-peak analysis (MoS2, WS2) draws its fitted model and both
+// peaks with their distance; an analysis that reads its own bands
+// (Result.Bands: a graphene film's D, G and 2D) draws each band it found
+// as read, on its local baseline, named as the analysis names it. expected
+// is the analyse phase's material ("" outside a recipe).
+func ramanSVG(sp device.Spectrum, a analysis.Result, expected string) []byte {
+	lo, hi := ramanWindow(sp, a, expected)
 	var xs, ys []float64
 	for i := range min(len(sp.Shift), len(sp.Counts)) {
-		if x := sp.Shift[i]; x >= analysis.WindowLo-30 && x <= analysis.WindowHi+30 {
+		if x := sp.Shift[i]; x >= lo-30 && x <= hi+30 {
 			xs, ys = append(xs, x), append(ys, sp.Counts[i])
 		}
 	}
 	xs, ys = sortPairs(xs, ys)
 	p := plot.Panel{YLabel: "intensity (counts)", Height: 320,
 		Series: []plot.Series{{Name: "spectrum", X: xs, Y: ys, Color: "#7f7f7f", Markers: true, NoLine: true}}}
-	notes := []string{"verdict: " + LayerVerdict(a)}
-	if a.Found {
+	notes := []string{"verdict: " + layerVerdict(a, expected)}
+	title := "Raman spectrum and fitted " + materialName(a, expected) + " peaks"
+	if rb := readBands(a); len(rb.bands) > 0 {
+		title = "Raman spectrum and the " + materialName(a, expected) + " bands read"
+		p.Series = append(p.Series, rb.series(xs, ys)...)
+		notes = append(notes, rb.notes(a)...)
+	} else if a.Found {
 		var fx, fy, ex, ey, ax, ay []float64
-		for x := analysis.WindowLo; x <= analysis.WindowHi; x += 0.25 {
+		for x := lo; x <= hi; x += 0.25 {
 			base := a.Baseline.At(x)
 			fx, fy = append(fx, x), append(fy, a.Model(x))
 			ex, ey = append(ex, x), append(ey, base+a.E2g.At(x))
@@ -87,7 +143,7 @@ func ramanSVG(sp device.Spectrum, a analysis.Result) []byte {
 			fmt.Sprintf("A1g − E2g distance %.2f ± %.2f cm⁻¹; R² %.3f, SNR %.0f (Lee et al. 2010 layer bands)",
 				a.Distance, a.DistanceErr, a.RSquared, a.SNR))
 	}
-	f := plot.Figure{Title: "Raman spectrum and fitted " + materialOf(a) + " peaks", Notes: notes, XLabel: "Raman shift (cm⁻¹)",
+	f := plot.Figure{Title: title, Notes: notes, XLabel: "Raman shift (cm⁻¹)",
 		Panels: []plot.Panel{p}}
 	if !sp.At.IsZero() {
 		f.Notes = append(f.Notes, fmt.Sprintf("acquired %s, integration %v", sp.At.UTC().Format(time.RFC3339), sp.Integration))
@@ -311,7 +367,11 @@ func (r *recipeRun) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, 
 		envl = env.Rig.Envelope()
 	}
 	if sp, a := r.st.Spectrum, r.st.Analysis; sp != nil && a != nil && !partial {
-		art, err := writeArtifact(env, ramanSVGName, ramanSVGFile, svgType, ramanSVG(*sp, *a))
+		expected := ""
+		if r.st.Material != nil {
+			expected = r.st.Material.Expected
+		}
+		art, err := writeArtifact(env, ramanSVGName, ramanSVGFile, svgType, ramanSVG(*sp, *a, expected))
 		if err != nil {
 			return nil, err
 		}

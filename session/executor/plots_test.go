@@ -133,7 +133,7 @@ func TestRamanSVG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc := readSVG(t, ramanSVG(tt.sp, a))
+			doc := readSVG(t, ramanSVG(tt.sp, a, ""))
 			doc.has(t, "spectrum (markers)", 100)
 			doc.note(t, "verdict: "+tt.verdict)
 			doc.note(t, LayerVerdict(a))
@@ -212,5 +212,109 @@ func checkCVDPlots(t *testing.T, res *Result) {
 		if !p.rules[want] {
 			t.Errorf("limit %q not drawn; rules %q", want, rules)
 		}
+	}
+}
+
+// synthGraphene is a graphene-on-copper spectrum over the graphene window
+// (1100–3000 cm⁻¹ at 2 cm⁻¹): G at 1584, 2D at 2684 with 2D/G = ratio and
+// the 2D's width w2d, a D band of D/G = dg, on a sloping background.
+func synthGraphene(ratio, w2d, dg float64) device.Spectrum {
+	var sp device.Spectrum
+	rnd := rand.New(rand.NewPCG(3, 4))
+	l := func(x, c, w float64) float64 { u := (x - c) / (w / 2); return 1 / (1 + u*u) }
+	for x := 1100.0; x <= 3000; x += 2 {
+		y := 300 + 0.05*(x-1100) + 1000*(l(x, 1584, 14)+ratio*l(x, 2684, w2d)+dg*l(x, 1350, 30)) + 4*rnd.NormFloat64()
+		sp.Shift, sp.Counts = append(sp.Shift, x), append(sp.Counts, y)
+	}
+	return sp
+}
+
+// TestRamanSVGBands: an analysis that reads its own bands (graphene's D, G
+// and 2D, analysis.Result.Bands) is plotted over its own window with each
+// band it found, as the analysis names it, and no two-peak fit; a spectrum
+// with nothing grown is plotted over the phase's material's window.
+func TestRamanSVGBands(t *testing.T) {
+	const m = "graphene"
+	mat, err := analysis.ParseMaterial(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		sp       device.Spectrum
+		verdict  string
+		bands    []string
+		notBands []string
+	}{
+		{"monolayer", synthGraphene(2.2, 30, 0.04), "monolayer graphene (1 layer)", []string{"G 15", "2D 26"}, nil},
+		{"bilayer, defective", synthGraphene(0.95, 50, 0.3), "2-layer graphene (2 layers)", []string{"D 13", "G 15", "2D 26"}, nil},
+		{"few layers", synthGraphene(0.4, 70, 0.04), "few-layer graphene (3 or more layers)", []string{"G 15", "2D 26"}, nil},
+		{"nothing grown", synthGraphene(0, 30, 0), "no graphene found: no graphene detected", nil, []string{"G ", "2D "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "nothing grown" {
+				for i := range tt.sp.Counts {
+					tt.sp.Counts[i] -= 1000 / (1 + ((tt.sp.Shift[i]-1584)/7)*((tt.sp.Shift[i]-1584)/7))
+				}
+			}
+			a, err := analysis.AnalyzeMaterial(tt.sp.Shift, tt.sp.Counts, mat, analysis.DefaultOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			svg := ramanSVG(tt.sp, a, m)
+			doc := readSVG(t, svg)
+			doc.has(t, "spectrum (markers)", 800) // the graphene window, not MoS2's 350–440 cm⁻¹
+			doc.note(t, "verdict: "+tt.verdict)
+			for _, b := range tt.bands {
+				doc.has(t, b, 50)
+			}
+			for n := range doc.series {
+				for _, b := range tt.notBands {
+					if strings.HasPrefix(n, b) {
+						t.Errorf("band %q drawn with nothing grown", n)
+					}
+				}
+				if strings.HasPrefix(n, "fit (") || strings.HasPrefix(n, "E2g") || strings.HasPrefix(n, "A1g") {
+					t.Errorf("two-peak series %q on a band reading", n)
+				}
+			}
+			if a.Found {
+				doc.note(t, "2D/G")
+				if !bytes.Contains(svg, []byte("Raman spectrum and the graphene bands read")) {
+					t.Error("title does not name the material's bands")
+				}
+			}
+			if bytes.Contains(svg, []byte("MoS2")) || bytes.Contains(svg, []byte("Lee et al.")) {
+				t.Error("a graphene plot names MoS2")
+			}
+		})
+	}
+}
+
+// TestProfileSVGFollowsTheGasLines: the process profile's flow panels are
+// the run's gas lines, as the rig's layout names them (a graphene run: Ar,
+// H2, CH4; nothing of the MoS2 rig's H2S).
+func TestProfileSVGFollowsTheGasLines(t *testing.T) {
+	var rows []LogRow
+	for i := range 40 {
+		tc, p := 25+25*float64(i), 5.0
+		flows := map[string]float64{"Ar": 110, "H2": 20, "CH4": 0}
+		if i >= 20 && i < 30 {
+			flows["CH4"] = 10
+		}
+		rows = append(rows, LogRow{Elapsed: 60 * float64(i), Stage: []string{"purge", "anneal", "grow", "cool"}[i/10],
+			TemperatureC: &tc, SetpointC: &tc, PressurePa: &p, Flows: flows})
+	}
+	svg := profileSVG("Process profile: graphene-cu", rows, nil)
+	doc := readSVG(t, svg)
+	for _, s := range []string{"flow Ar", "flow H2", "flow CH4"} {
+		doc.has(t, s, 40)
+	}
+	if bytes.Contains(svg, []byte("H2S")) {
+		t.Error("the graphene run's profile names H2S")
+	}
+	if !bytes.Contains(svg, []byte("CH4 flow (sccm)")) {
+		t.Error("no CH4 flow panel")
 	}
 }

@@ -39,7 +39,8 @@ func startDashboard(f rigconfig.File, h *handler, version string, log *slog.Logg
 		return nil, nil
 	}
 	log = log.With("component", "dashboard")
-	src := &dashSource{version: version, mon: h.mon, view: h.il.View(), up: h.up, disk: h.disk, sess: h.sess, plots: map[string]dashPlots{}}
+	src := &dashSource{version: version, layout: DashboardLayout(f), mon: h.mon, view: h.il.View(), up: h.up, disk: h.disk, sess: h.sess,
+		plots: map[string]dashPlots{}}
 	srv, err := dashboard.Serve(f.Agent.DashboardListen, src,
 		dashboard.Opts{AllowLAN: f.Agent.DashboardAllowLAN, Logger: log})
 	if err != nil {
@@ -54,7 +55,8 @@ func startDashboard(f rigconfig.File, h *handler, version string, log *slog.Logg
 // It only reads (a plot of a T2 session is a data access, recorded).
 // It holds the interlock's read-only View, never the Interlock.
 type dashSource struct {
-	version string // the daemon's, reported in the snapshot
+	version string           // the daemon's, reported in the snapshot
+	layout  dashboard.Layout // the rig's, from the configuration (dashlayout.go)
 	mon     *envelope.Monitor
 	view    *envelope.View
 	up      *uplink.Uplink // nil without a broker
@@ -96,6 +98,7 @@ type dashAuditEntry struct {
 type dashSnapshot struct {
 	At       time.Time        `json:"at"`
 	Version  string           `json:"version"`
+	Layout   dashboard.Layout `json:"layout"`
 	Status   reply.Status     `json:"status"`
 	Sessions []dashSession    `json:"sessions"`
 	Audit    []dashAuditEntry `json:"audit"`
@@ -106,7 +109,7 @@ func (d *dashSource) Snapshot(ctx context.Context) (any, error) {
 	st := statusOf(d.mon.Status(), d.view.Envelope())
 	st.Uplink = d.up.Status()
 	st.Disk = diskStatus(d.disk)
-	snap := dashSnapshot{At: time.Now().UTC(), Version: d.version, Status: st, Sessions: []dashSession{}, Audit: []dashAuditEntry{}}
+	snap := dashSnapshot{At: time.Now().UTC(), Version: d.version, Layout: d.layout, Status: st, Sessions: []dashSession{}, Audit: []dashAuditEntry{}}
 	all, err := d.sess.list(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)

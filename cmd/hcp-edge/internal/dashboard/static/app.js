@@ -35,8 +35,13 @@
     });
   }
 
-  // What each safety input should read on a healthy, armed rig.
-  var healthy = { estop_pressed: false, leak_detected: false, door_closed: true, exhaust_ok: true, relay_fb: true };
+  // The rig's layout (snapshot.layout, from the configuration): its gas
+  // lines, outputs and inputs by the names the configuration gives them.
+  function layoutInputs(lay) {
+    var m = {};
+    ((lay && lay.inputs) || []).forEach(function (i) { m[i.name] = i; });
+    return m;
+  }
 
   function renderLatch(st) {
     var b = $("latch");
@@ -57,7 +62,8 @@
     }
   }
 
-  function renderInputs(st) {
+  function renderInputs(st, lay) {
+    var ins = layoutInputs(lay);
     var ul = $("inputs");
     ul.replaceChildren();
     var relay = el("li", st.relay === "energised" ? "state-ok" : "state-na", "interlock relay: " + st.relay);
@@ -65,10 +71,12 @@
     ul.appendChild(relay);
     Object.keys(st.values || {}).sort().forEach(function (k) {
       if (k.indexOf("input.") !== 0) return;
-      var name = k.slice(6), v = st.values[k];
-      var want = healthy[name];
-      var cls = want === undefined ? "" : (v === want ? "state-ok" : "state-bad");
-      var li = el("li", cls, name.replace(/_/g, " ") + ": " + (v ? "yes" : "no"));
+      var name = k.slice(6), v = st.values[k], def = ins[name] || {};
+      // The level a healthy, armed rig reads, where the configuration asks for one.
+      var want = def.healthy;
+      var cls = want === undefined || want === null ? "" : (v === want ? "state-ok" : "state-bad");
+      var where = [def.channel, def.role].filter(function (x) { return !!x; }).join(", ");
+      var li = el("li", cls, name.replace(/_/g, " ") + (where ? " (" + where + ")" : "") + ": " + (v ? "yes" : "no"));
       li.setAttribute("data-input", name);
       li.setAttribute("data-value", String(v));
       ul.appendChild(li);
@@ -110,6 +118,34 @@
     var keys = Object.keys(st.readings || {}).sort();
     rows($("readings").tBodies[0], keys, function (k) {
       return [{ text: k, attr: { "data-reading": k } }, { text: st.readings[k] }];
+    });
+  }
+
+  function onOff(v) { return v === undefined ? "?" : (v ? "on" : "off"); }
+
+  // The gas lines and outputs of the layout, each with its live reading.
+  function renderLayout(st, lay) {
+    var vals = st.values || {};
+    rows($("gases").tBodies[0], (lay && lay.gases) || [], function (g) {
+      var f = vals["flow." + g.gas + ".sccm"], sp = vals["flow." + g.gas + ".setpoint_sccm"];
+      return [
+        { text: g.gas, attr: { "data-gas": g.gas } },
+        { text: g.hazard, cls: g.hazard === "inert" ? "" : "state-warn", attr: { "data-hazard": g.hazard } },
+        { text: g.controller + (g.full_scale ? " (" + g.full_scale + ")" : "") },
+        { text: f === undefined ? "—" : fmt(f) + " sccm", cls: "num" },
+        { text: sp === undefined ? "—" : fmt(sp) + " sccm", cls: "num" },
+        { text: g.valve ? g.valve + ": " + onOff(vals["switch." + g.valve]) : "", attr: { "data-valve": g.valve || "" } }
+      ];
+    });
+    rows($("outputs").tBodies[0], (lay && lay.outputs) || [], function (o) {
+      var v = vals["switch." + o.name];
+      return [
+        { text: o.name, attr: { "data-output": o.name } },
+        { text: o.channel },
+        { text: o.role || (o.gas ? o.gas + " line" : "") },
+        { text: o.safe },
+        { text: onOff(v), cls: v === undefined ? "state-na" : "", attr: { "data-value": String(v) } }
+      ];
     });
   }
 
@@ -211,7 +247,8 @@
     act.textContent = st.activity || "unknown";
     act.className = "pill" + (st.activity && st.activity !== "idle" ? " process" : "");
     renderLatch(st);
-    renderInputs(st);
+    renderInputs(st, snap.layout);
+    renderLayout(st, snap.layout);
     renderMargins(st);
     renderHealth(st);
     renderTrips(st);
