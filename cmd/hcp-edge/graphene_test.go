@@ -37,7 +37,12 @@ func grapheneRun(t *testing.T, ch4 float64) (map[string]any, float64, float64) {
 	// The agent's preview of the same task first (it touches nothing).
 	pctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	pr, err := b.client(nil).Preview(pctx, "graphene-cu", "", inputs)
+	// Its own client, closed before the task's: two open clients of one
+	// caller consume its reply queue in turn, and each would see only part
+	// of the session's messages.
+	pc := b.client(nil)
+	pr, err := pc.Preview(pctx, "graphene-cu", "", inputs)
+	pc.Close()
 	if err != nil {
 		t.Fatalf("preview: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hcp-edge/hcp-edge/session/analysis"
@@ -66,19 +67,17 @@ func readBands(a analysis.Result) readBandsOut {
 			out.figures[k] = x
 		}
 	}
-	out.bands = slices.DeleteFunc(out.bands, func(br bandReading) bool {
+	kept := out.bands[:0]
+	for _, br := range out.bands {
 		found, ok := out.figures[strings.ToLower(br.Name)+"_found"].(bool)
-		return (ok && !found) || !(br.Height > 0) || !(br.Position > 0)
-	})
-	slices.SortFunc(out.bands, func(x, y bandReading) int {
-		switch {
-		case x.Position < y.Position:
-			return -1
-		case x.Position > y.Position:
-			return 1
+		if !(ok && !found) && br.Height > 0 && br.Position > 0 {
+			kept = append(kept, br)
 		}
-		return 0
-	})
+	}
+	out.bands = kept
+	// sort.Slice, not slices.SortFunc: a new generic sort shape links ~8 kB
+	// into the armv7 binary (docs/FOOTPRINT.md, fifth round).
+	sort.Slice(out.bands, func(i, j int) bool { return out.bands[i].Position < out.bands[j].Position })
 	out.layers, _ = out.figures["layers"].(string)
 	return out
 }
