@@ -55,8 +55,6 @@ func layerVerdict(a analysis.Result, expected string) string {
 	return fmt.Sprintf("%d-layer %s (%d layers), confidence %.2f", a.LayerCount, m, a.LayerCount, a.Confidence)
 }
 
-func materialOf(a analysis.Result) string { return materialName(a, "") }
-
 // materialName is the analysis's material, else expected, else MoS2 (the
 // analyses that predate Result.Material).
 func materialName(a analysis.Result, expected string) string {
