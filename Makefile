@@ -40,7 +40,7 @@ TEST_TIMEOUT ?= 20m
 # TestFloodQuota's 2 s bound fail at load 7). `make ci` keeps go's default under -race.
 TEST_P ?= $(shell bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null && nproc || echo 4)
 
-.PHONY: schemas-gz help build build-arm verify-arm demo demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
+.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -62,6 +62,9 @@ demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, a
 
 commission: build ## commissioning on rig-sim's real controller models (Eurotherm 3200, ADAM-6052): config check, coverage, probe by channel, probe --write-check
 	BIN=$(BIN) bash scripts/commission.sh
+
+demo-graphene: build ## make demo on the second rig (RIG=graphene): rig-sim --rig graphene, configs/graphene.yaml, graphene-cu
+	RIG=graphene bash scripts/demo.sh
 
 demo-broker: build broker ## the demo with the MoS2 task through the local RabbitMQ (HCP_AMQP_URL from scripts/broker.sh)
 	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" RIG=$(RIG) bash scripts/demo.sh
@@ -101,7 +104,7 @@ fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs
 # same; `make test` and `make test-under-load` still run them with the rest.
 TIMED_ALONE := ^TestFloodQuota$$
 
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./...
 	@echo "make ci: all checks passed"
