@@ -124,7 +124,10 @@ func (e *Envelope) Observe(s *State, r Readings) {
 	if s.purgeStart.IsZero() || r.At.Before(s.purgeStart) {
 		s.purgeStart = r.At
 	}
-	if s.elapsed(s.purgeStart, r.At) >= e.purge.minDuration && len(s.used) > 0 {
+	// A purge completes when something was used since the last one, and
+	// the first time after the history began (a vent waits for it under
+	// venting_without_purge: checkVent).
+	if s.elapsed(s.purgeStart, r.At) >= e.purge.minDuration && (len(s.used) > 0 || s.lastPurge.IsZero()) {
 		clear(s.used)
 		s.lastPurge = r.At
 	}
@@ -501,6 +504,13 @@ func (e *Envelope) checkVent(ch, sw string, r Readings, s *State) *Violation {
 					return violation(RuleVentPurge, ch, "%s (%s) was in use at %s and no purge has completed since: air would meet it",
 						g, e.gases[g].Hazard, at.Format(time.RFC3339))
 				}
+			}
+			if s != nil && len(e.ventPurged) > 0 && s.lastPurge.IsZero() {
+				// The history does not survive a restart: a line used and
+				// closed before it is not known, so the first vent waits
+				// for a purge as if every such line had been used.
+				return violation(RuleVentPurge, ch, "no purge has completed since the agent started (%s: the history of their use does not survive a restart)",
+					strings.Join(e.ventPurged, ", "))
 			}
 		}
 	case v.gate:

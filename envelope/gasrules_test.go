@@ -101,16 +101,33 @@ func TestVentingWithoutPurge(t *testing.T) {
 		t.Fatalf("tracked %s, want H2,H2S (H2 flammable though not listed reactive)", got)
 	}
 	vent := SwitchAction("vent_valve", true)
+	// A history with a purge two hours ago, then g used an hour ago.
 	used := func(g string) func(*Readings, *State) {
-		return func(r *Readings, s *State) { s.used[g] = r.At.Add(-time.Hour) }
+		return func(r *Readings, s *State) {
+			s.lastPurge = r.At.Add(-2 * time.Hour)
+			s.used[g] = r.At.Add(-time.Hour)
+		}
 	}
+	purged := func(r *Readings, s *State) { s.lastPurge = r.At.Add(-2 * time.Hour) }
 	runEnvChecks(t, env, []checkCase{
-		{"nothing used", vent, nil, "", 0, 0, ""},
+		{"nothing used since a purge", vent, purged, "", 0, 0, ""},
+		{"no purge since the agent started", vent, nil, RuleVentPurge, 0, 0, ""},
 		{"H2 (flammable) used", vent, used("H2"), RuleVentPurge, 0, 0, ""},
 		{"H2S (toxic) used", vent, used("H2S"), RuleVentPurge, 0, 0, ""},
 		{"Ar is inert", vent, used("Ar"), "", 0, 0, ""},
 		{"closing the vent", SwitchAction("vent_valve", false), used("H2"), "", 0, 0, ""},
 	})
+	// A fresh history (the agent just started) knows no line's use: a
+	// purge completes with nothing recorded, and then the vent may open.
+	s0 := NewState()
+	for i := range 3 {
+		r := safeReadings(t0.Add(time.Duration(i) * time.Minute))
+		setFlow(&r, "Ar", 100)
+		env.Observe(s0, r)
+	}
+	if err := env.Check(vent, safeReadings(t0.Add(2*time.Minute)), s0); err != nil || s0.LastPurge().IsZero() {
+		t.Fatalf("vent after the first purge since start: %v (last purge %v)", err, s0.LastPurge())
+	}
 	// Accept and Observe record the flammable line, and a purge clears it.
 	s := NewState()
 	env.Accept(s, FlowAction("H2", 10), t0)
