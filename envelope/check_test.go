@@ -58,7 +58,15 @@ type checkCase struct {
 
 func runChecks(t *testing.T, tests []checkCase) {
 	t.Helper()
-	env := testEnvelope(t)
+	runEnvChecks(t, testEnvelope(t), tests)
+}
+
+// runEnvChecks runs each case's action against env from the safe readings
+// (after its setup): accepted, or refused with a *Violation of its rule on
+// its channel, limit and value when a unit is given, and a message naming
+// both.
+func runEnvChecks(t *testing.T, env *Envelope, tests []checkCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := safeReadings(t0)

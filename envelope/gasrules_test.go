@@ -35,33 +35,6 @@ func hot(r *Readings, _ *State) {
 	r.Furnace.ProcessValue, r.Furnace.Setpoint = device.Celsius(700), device.Celsius(700)
 }
 
-func runEnvChecks(t *testing.T, env *Envelope, tests []checkCase) {
-	t.Helper()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := safeReadings(t0)
-			s := NewState()
-			if tt.setup != nil {
-				tt.setup(&r, s)
-			}
-			err := env.Check(tt.action, r, s)
-			if tt.rule == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			var v *Violation
-			if !errors.As(err, &v) || v.Rule != tt.rule || v.Channel != tt.action.Channel() {
-				t.Fatalf("want a *Violation %s on %s, got %v", tt.rule, tt.action.Channel(), err)
-			}
-			if tt.unit != "" && (v.Unit != tt.unit || !closeTo(v.Limit, tt.limit) || !closeTo(v.Value, tt.value)) {
-				t.Fatalf("limit %g value %g %s, want %g %g %s", v.Limit, v.Value, v.Unit, tt.limit, tt.value, tt.unit)
-			}
-		})
-	}
-}
-
 // TestGasMinTemperature: a gas with min_temperature is admitted (flow
 // above zero, or its line valve opened) only with the heater enabled and
 // both the setpoint and the process value at or above the limit; a stale

@@ -84,24 +84,17 @@ func spans(table modbus.Table, specs, mapped []modbus.RegisterSpec, gaps bool) [
 
 // readWords reads the register spans and returns every word by address.
 func readWords(ctx context.Context, bus Bus, unit byte, name string, ss []span) (map[modbus.Table]map[uint16]uint16, error) {
+	blocks, err := readSpans(ctx, bus, unit, name, ss)
+	if err != nil {
+		return nil, err
+	}
 	got := map[modbus.Table]map[uint16]uint16{}
-	for _, s := range ss {
-		read := bus.ReadInputRegisters
-		if s.table == modbus.Holding {
-			read = bus.ReadHoldingRegisters
-		}
-		words, err := read(ctx, unit, s.lo, s.n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s %d..%d: %w", name, s.table, s.lo, s.lo+s.n-1, err)
-		}
-		if len(words) < int(s.n) {
-			return nil, fmt.Errorf("%s: %s %d..%d: %d words: %w", name, s.table, s.lo, s.lo+s.n-1, len(words), device.ErrFrame)
-		}
+	for i, s := range ss {
 		if got[s.table] == nil {
 			got[s.table] = map[uint16]uint16{}
 		}
-		for i, w := range words[:s.n] {
-			got[s.table][s.lo+uint16(i)] = w
+		for j, w := range blocks[i] {
+			got[s.table][s.lo+uint16(j)] = w
 		}
 	}
 	return got, nil
@@ -122,7 +115,7 @@ func readSpans(ctx context.Context, bus Bus, unit byte, name string, ss []span) 
 		if len(words) < int(s.n) {
 			return nil, fmt.Errorf("%s: %s %d..%d: %d words: %w", name, s.table, s.lo, s.lo+s.n-1, len(words), device.ErrFrame)
 		}
-		out[i] = words
+		out[i] = words[:s.n]
 	}
 	return out, nil
 }
