@@ -100,6 +100,13 @@ func synthWith(film plant.Film, ms int, rng, spikes *rand.Rand, e Effects) []uin
 			rates[i] += e.Fluorescence * bg.at(ShiftAt(i))
 		}
 	}
+	return detect(rates, t, rng, spikes, e)
+}
+
+// detect is the detector's reading of rates (counts per second per pixel)
+// over t seconds: shot noise, then e's cosmic-ray spikes, then its full
+// well. Every spectrum of the simulator goes through it.
+func detect(rates []float64, t float64, rng, spikes *rand.Rand, e Effects) []uint64 {
 	out := make([]uint64, len(rates))
 	for i, r := range rates {
 		out[i] = shotNoise(r*t, rng)

@@ -137,19 +137,7 @@ func synthGraphene(film plant.Film, ms int, w Window, rng, spikes *rand.Rand, e 
 			rates[i] += e.Fluorescence * bg.at(w.At(i))
 		}
 	}
-	out := make([]uint64, len(rates))
-	for i, r := range rates {
-		out[i] = shotNoise(r*t, rng)
-	}
-	if e.Spikes > 0 {
-		addSpikes(out, e.Spikes, spikes)
-	}
-	if e.FullWell > 0 {
-		for i := range out {
-			out[i] = min(out[i], e.FullWell)
-		}
-	}
-	return out
+	return detect(rates, t, rng, spikes, e)
 }
 
 // GrapheneSpectrum is one acquisition of integrationMS milliseconds (sim
