@@ -3,7 +3,6 @@ package analysis
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -115,35 +114,18 @@ func TestGrapheneAccuracy(t *testing.T) {
 // grapheneAccuracy analyses n simulated spectra drawn from seed and counts
 // the layer counts right; wrong describes the misses.
 func grapheneAccuracy(seed uint64, n int) (right, total int, wrong []string) {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	for i := range n {
-		cov := 0.3 + 0.7*rng.Float64()
-		bi := cov * 0.9 * rng.Float64()
-		f := plant.Film{Graphene: cov, GrapheneBilayer: bi, GrapheneDG: 0.01 + 0.59*rng.Float64()}
-		var e serialsim.Effects
-		if rng.IntN(2) == 0 {
-			e.Fluorescence = 0.5 + 3.5*rng.Float64()
-			e.Sample = rng.Uint64()
-		}
-		if rng.IntN(3) == 0 {
-			e.Spikes = 2 + 8*rng.Float64()
-		}
-		if rng.IntN(8) == 0 {
-			e.FullWell = 20000
-		}
-		x, y, tr := grapheneSpectrum(f, grapheneTestMS, seed*1000003+uint64(i)+1, e)
-		r, err := AnalyzeMaterial(x, y, Graphene, DefaultOpts())
-		switch {
-		case err == nil && r.LayerCount == tr.LayerCount:
+	for _, c := range grapheneDraw(seed, n, grapheneTestMS) {
+		r, err := AnalyzeMaterial(c.x, c.y, Graphene, DefaultOpts())
+		if err == nil && r.LayerCount == c.truth.LayerCount {
 			right++
-		default:
-			ratio := 0.0
-			if r.Graphene != nil {
-				ratio = r.Graphene.TwoDOverG
-			}
-			wrong = append(wrong, fmt.Sprintf("coverage %.2f, bilayer %.2f of it, background %.1f, spikes %.0f, full well %d: read %d (2D/G %.2f) %s %v",
-				cov, bi/cov, e.Fluorescence, e.Spikes, e.FullWell, r.LayerCount, ratio, r.Reason, err))
+			continue
 		}
+		ratio := 0.0
+		if r.Graphene != nil {
+			ratio = r.Graphene.TwoDOverG
+		}
+		wrong = append(wrong, fmt.Sprintf("coverage %.2f, bilayer %.2f of it, background %.1f, spikes %.0f, full well %d: read %d (2D/G %.2f) %s %v",
+			c.cov, c.bi, c.e.Fluorescence, c.e.Spikes, c.e.FullWell, r.LayerCount, ratio, r.Reason, err))
 	}
 	return right, n, wrong
 }
