@@ -22,6 +22,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
@@ -242,6 +243,28 @@ func (d *daemon) openState(ctx context.Context) error {
 	return revokeClosed(ctx, st, d.revoked, d.clock.Now())
 }
 
+// verifyUnits reads every instrument's identity and the settings its
+// profile depends on (device.Verifier) and refuses the start on a unit that
+// cannot be read or differs from its profile, naming the instrument, the
+// setting, what was found and what the profile expects.
+func (d *daemon) verifyUnits(ctx context.Context) error {
+	fs, err := d.in.Verify(ctx, 2*time.Second)
+	for _, f := range fs {
+		if f.OK {
+			d.log.Info("unit checked against its profile", "instrument", f.Instrument, "setting", f.Setting, "found", f.Found)
+		} else {
+			d.log.Error("unit differs from its profile", "instrument", f.Instrument, "setting", f.Setting, "found", f.Found, "expected", f.Expected)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("checking the units against their profiles: %w", err)
+	}
+	if err := device.MismatchError(fs); err != nil {
+		return fmt.Errorf("refusing to start (fix the unit or the profile): %w", err)
+	}
+	return nil
+}
+
 // openRig compiles the envelope, builds the instruments (the relay
 // de-energised), the interlock that checks every action against the
 // envelope and the session's token, the tool pipeline over it, and arms
@@ -260,6 +283,9 @@ func (d *daemon) openRig(ctx context.Context) error {
 		return err
 	}
 	d.in = in
+	if err := d.verifyUnits(ctx); err != nil { // before the first write: a unit that differs from its profile is never driven
+		return err
+	}
 	if _, err := in.Relay(); err != nil { // de-energised at start
 		return err
 	}

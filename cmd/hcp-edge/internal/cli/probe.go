@@ -16,6 +16,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 )
 
@@ -66,6 +67,10 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer in.Close()
 
+	// Identity and profile-dependent settings first, read-only: a unit that
+	// differs from its profile fails the probe (and the agent's start).
+	findings, verr := in.Verify(ctx, *timeout)
+	mismatched := len(device.Mismatches(findings))
 	rows := probeAll(ctx, in, *timeout, time.Duration(*spectrumMS)*time.Millisecond)
 	failed := 0
 	for _, r := range rows {
@@ -92,7 +97,11 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		out := map[string]any{"instruments": rows, "failed": failed, "channels": channels, "bad_channels": badCh}
+		out := map[string]any{"instruments": rows, "failed": failed, "channels": channels, "bad_channels": badCh,
+			"settings": findings, "mismatched_settings": mismatched}
+		if verr != nil {
+			out["settings_error"] = verr.Error()
+		}
 		if check != nil {
 			out["write_check"] = check
 		}
@@ -109,6 +118,7 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		_ = tw.Flush()
 		printChannels(stdout, channels)
+		printFindings(stdout, findings, verr)
 		printWriteCheck(stdout, check)
 		if failed > 0 {
 			fmt.Fprintf(stdout, "\n%d instrument(s) did not answer correctly\n", failed)
@@ -117,10 +127,36 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "\n%d channel(s) did not answer or read outside the device's declared range\n", badCh)
 		}
 	}
-	if failed > 0 || badCh > 0 || (check != nil && len(check.Unconfirmed) > 0) {
+	if failed > 0 || badCh > 0 || mismatched > 0 || verr != nil || (check != nil && len(check.Unconfirmed) > 0) {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// printFindings prints each unit's identity and the settings its profile
+// depends on, as read (never changed) by device.Verifier.
+func printFindings(w io.Writer, fs []device.Finding, err error) {
+	if len(fs) == 0 && err == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTRUMENT\tSETTING\tFOUND\tPROFILE EXPECTS\tSTATUS")
+	bad := 0
+	for _, f := range fs {
+		status := "ok"
+		if !f.OK {
+			status, bad = "MISMATCH", bad+1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Instrument, f.Setting, f.Found, f.Expected, status)
+	}
+	_ = tw.Flush()
+	if err != nil {
+		fmt.Fprintf(w, "settings not read: %v\n", err)
+	}
+	if bad > 0 {
+		fmt.Fprintf(w, "\n%d setting(s) differ from the profile: the agent refuses to start; fix the unit (or the profile), not the agent\n", bad)
+	}
 }
 
 func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum time.Duration) []probeRow {
