@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 )
 
 // logEntries decodes audit log --json (JSON Lines).
@@ -135,7 +136,7 @@ func TestAuditLogFollow(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "audit", "log", "--follow", "--kind", "control", "--json", "--since", "1m")
 	cmd.Env = e.environ()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 )
@@ -82,7 +83,7 @@ type env struct {
 	sock    string
 	daemon  *exec.Cmd
 	exited  chan error
-	logs    *lockedBuffer // the daemon writes it while the test reads
+	logs    *syncbuf.Buffer // the daemon writes it while the test reads
 	stopped bool
 	simDir  string   // the rig-sim process's run directory when r is nil
 	extra   []string // environment of the daemon and the CLI beyond the state paths (a parallel test cannot t.Setenv)
@@ -185,7 +186,7 @@ func (e *env) environ() []string {
 // start runs the daemon and waits until its control socket answers.
 func (e *env) start() {
 	e.t.Helper()
-	e.logs = &lockedBuffer{}
+	e.logs = &syncbuf.Buffer{}
 	exe := e.exe
 	if exe == "" {
 		exe = bin

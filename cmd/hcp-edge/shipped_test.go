@@ -26,6 +26,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/caller"
@@ -62,28 +63,7 @@ type rigSimProc struct {
 	t    *testing.T
 	bin  string
 	dir  string
-	logs *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output goroutine writes
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// String is what was written so far.
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *syncbuf.Buffer
 }
 
 // startRigSim runs rig-sim with its defaults (the Modbus TCP address and the
@@ -95,7 +75,7 @@ func startRigSim(t *testing.T, args ...string) *rigSimProc {
 	r := &rigSimProc{t: t, bin: buildRigSim(t), dir: t.TempDir()}
 	deadline := time.Now().Add(brokerLongGuard)
 	for {
-		r.logs = &lockedBuffer{}
+		r.logs = &syncbuf.Buffer{}
 		cmd := exec.Command(r.bin, append([]string{"run", "--dir", r.dir}, args...)...)
 		cmd.Stdout, cmd.Stderr = r.logs, r.logs
 		if err := cmd.Start(); err != nil {

@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 )
 
 func TestRunAndSubcommands(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut bytes.Buffer
+	var out, errOut syncbuf.Buffer // run writes them from its goroutine while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"run", "--dir", dir, "--modbus-addr", "127.0.0.1:0", "--time-scale", "600"}, &out, &errOut)
@@ -96,20 +100,25 @@ func TestRunRejectsUnknownPrecursor(t *testing.T) {
 func TestRunRelayWatchdog(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut bytes.Buffer
+	var out, errOut syncbuf.Buffer // run writes them from its goroutine while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"run", "--dir", dir, "--modbus-addr", "127.0.0.1:0", "--relay-watchdog", "300ms"}, &out, &errOut)
 	}()
-	defer func() {
+	// stop cancels run and waits for it, once: at the end, before the banner
+	// is read, and on a failure before that.
+	stop := sync.OnceValue(func() error {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Error(err)
-			}
+			return err
 		case <-time.After(10 * time.Second):
-			t.Error("run did not stop")
+			return errors.New("run did not stop")
+		}
+	})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
 		}
 	}()
 	sock := filepath.Join(dir, "control.sock")
@@ -145,6 +154,9 @@ func TestRunRelayWatchdog(t *testing.T) {
 		!strings.Contains(got, "drops 1") || !strings.Contains(got, "relay=1") || !strings.Contains(got, "relay_fb=0") {
 		t.Fatalf("status: %s", got)
 	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(out.String(), "relay watchdog 300ms") {
 		t.Fatalf("banner: %s", out.String())
 	}
@@ -164,7 +176,7 @@ func TestRunGrapheneRig(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut bytes.Buffer
+	var out, errOut syncbuf.Buffer // run writes them from its goroutine while the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"run", "--rig", "graphene", "--dir", dir, "--modbus-addr", "127.0.0.1:0"}, &out, &errOut)

@@ -1,7 +1,6 @@
 package modelrouter_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 	"github.com/hcp-edge/hcp-edge/session/analysis"
 	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
 )
@@ -51,24 +50,6 @@ func mockLLMPath(t *testing.T) string {
 	return ""
 }
 
-// lockedBuffer collects a process's output for the failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startMockLLM runs mock-llm with testdata/mock-llm.yaml on a free loopback
 // port until the test ends, and returns its base URL (…/v1).
 func startMockLLM(t *testing.T) string {
@@ -87,7 +68,7 @@ func startMockLLM(t *testing.T) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = &out, &out
