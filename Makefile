@@ -40,7 +40,7 @@ TEST_TIMEOUT ?= 20m
 # TestFloodQuota's 2 s bound fail at load 7). `make ci` keeps go's default under -race.
 TEST_P ?= $(shell bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null && nproc || echo 4)
 
-.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-broker test soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
+.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-broker test test-bare soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -74,8 +74,11 @@ verify-arm: build-arm ## run the cross-built binaries under qemu-user (needs qem
 	qemu-aarch64-static $(BIN)/linux-arm64/hcp-edge version
 	qemu-arm-static $(BIN)/linux-arm/rig-sim help >/dev/null
 
-test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly
-	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./...
+test: ## unit, HIL and fuzz-seed tests with Go alone; peer tests skip loudly (listed by reason), the slowest ten named
+	$(GO) test -json -p $(TEST_P) -timeout $(TEST_TIMEOUT) ./... | $(GO) run ./scripts/testreport -slowest 10
+
+test-bare: ## the whole suite as a bare machine sees it, peers installed or not: a loopback-only network namespace and HCP_HIDE_PEERS=1; every test passes or skips loudly (part of make ci)
+	bash scripts/test-bare.sh
 
 soak: ## the long statistics (HCP_SOAK=1): 100-run leak checks, 40-sequence property runs; not in ci
 	HCP_SOAK=1 $(GO) test -timeout 60m ./...
@@ -104,9 +107,10 @@ fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs
 # same; `make test` and `make test-under-load` still run them with the rest.
 TIMED_ALONE := ^TestFloodQuota$$
 
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./...
+	$(MAKE) --no-print-directory test-bare
 	@echo "make ci: all checks passed"
 
 lint: ## go vet and staticcheck

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -43,6 +44,7 @@ func TestWS2SeriesOverBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binary and broker")
 	}
+	amqptest.Require(t) // every subtest needs the broker: without it the whole test skips, naming it
 	t.Parallel()
 	temps := []int{750, 775, 800, 825, 850}
 	type outcome struct {

@@ -265,6 +265,7 @@ func TestShippedRecipes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end through the real binaries and broker")
 	}
+	amqptest.Require(t) // every subtest needs the broker: without it the whole test skips, naming it
 	t.Parallel()
 	t.Run("ws2-sulfurization", func(t *testing.T) {
 		t.Parallel()

@@ -16,6 +16,28 @@ const RequirePeersEnv = "HCP_REQUIRE_PEERS"
 // PeersRequired reports whether HCP_REQUIRE_PEERS=1 is set.
 func PeersRequired() bool { return os.Getenv(RequirePeersEnv) == "1" }
 
+// HidePeersEnv is the environment variable that makes every peer look
+// missing, installed or not: `make test-bare` (part of `make ci`) sets it to
+// 1, inside a network namespace with only loopback, to run the suite as a
+// machine with nothing but Go sees it. Every lookup of a peer program, a
+// Python module or an npm package goes through LookPath, PythonImport or
+// Hidden here (the broker's through transport/amqp/amqptest, which
+// restates the rule), so a new peer test is covered by calling them.
+const HidePeersEnv = "HCP_HIDE_PEERS"
+
+// PeersHidden reports whether HCP_HIDE_PEERS=1 is set.
+func PeersHidden() bool { return os.Getenv(HidePeersEnv) == "1" }
+
+// Hidden stops the test through MissingPeer when peers are hidden
+// (HCP_HIDE_PEERS=1): call it before looking up a peer by other means than
+// LookPath or PythonImport (an npm package in a cache, a file on disk).
+func Hidden(t testing.TB, what, fix string) {
+	t.Helper()
+	if PeersHidden() {
+		MissingPeer(t, what+" (hidden: "+HidePeersEnv+"=1)", fix)
+	}
+}
+
 // MissingPeer stops the test because something it needs from outside the Go
 // toolchain is missing: with HCP_REQUIRE_PEERS=1 it fails, otherwise it skips,
 // loudly, naming what is missing and how to get it.
@@ -32,6 +54,7 @@ func MissingPeer(t testing.TB, what, fix string) {
 // with the Debian package that provides it.
 func LookPath(t testing.TB, program, debianPackage string) string {
 	t.Helper()
+	Hidden(t, program, "apt-get install "+debianPackage)
 	p, err := exec.LookPath(program)
 	if err != nil {
 		MissingPeer(t, program+" not found on PATH", "apt-get install "+debianPackage)
@@ -59,6 +82,7 @@ var pythonModulePackages = map[string]string{
 // not be the one imported: `import pymodbus.server` fails on a missing `serial`).
 func PythonImport(t testing.TB, module, debianPackage string) string {
 	t.Helper()
+	Hidden(t, "the Python module "+module, "apt-get install "+debianPackage)
 	py := LookPath(t, debianPython, "python3")
 	out, err := exec.Command(py, "-c", "import "+module).CombinedOutput()
 	if err == nil {

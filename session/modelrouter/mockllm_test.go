@@ -31,6 +31,7 @@ const mockLLMGuard = 30 * time.Second
 // stops the test as a missing peer.
 func mockLLMPath(t *testing.T) string {
 	t.Helper()
+	devicetest.Hidden(t, "@dwmkerr/mock-llm 0.1.29 (npm)", "make ci-deps installs it with the machine's npm, or set "+mockLLMEnv)
 	if p := os.Getenv(mockLLMEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			devicetest.MissingPeer(t, "@dwmkerr/mock-llm at "+mockLLMEnv+"="+p+": "+err.Error(), "make ci-deps installs it with the machine's npm")

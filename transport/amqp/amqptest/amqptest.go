@@ -24,6 +24,7 @@ package amqptest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,6 +40,40 @@ import (
 
 // RequirePeersEnv turns a missing broker into a failure (`make ci` sets it).
 const RequirePeersEnv = "HCP_REQUIRE_PEERS"
+
+// HidePeersEnv makes the broker look missing, running or not (`make
+// test-bare` sets it; device/devicetest's rule for every other peer,
+// restated here: transport imports no device package).
+const HidePeersEnv = "HCP_HIDE_PEERS"
+
+// errHidden is why the broker is not used under HCP_HIDE_PEERS=1.
+var errHidden = errors.New("the broker is hidden (" + HidePeersEnv + "=1)")
+
+// hidden reports whether HCP_HIDE_PEERS=1 is set.
+func hidden() bool { return os.Getenv(HidePeersEnv) == "1" }
+
+// Require stops t through MissingPeer unless the broker and a bench vhost
+// are usable. A test whose subtests each need the broker calls it first, so
+// that without a broker the whole test skips, naming what it lacks, instead
+// of its subtests skipping one by one while the parent goes on with
+// nothing.
+func Require(t testing.TB) {
+	t.Helper()
+	if hidden() {
+		MissingPeer(t, "RabbitMQ: "+errHidden.Error(), "unset "+HidePeersEnv)
+	}
+	if os.Getenv(BenchVHostEnv) == "" {
+		if err := BenchError(); err != nil {
+			MissingPeer(t, "the bench vhost: "+err.Error(), "bash scripts/broker.sh, and run the tests as root (rabbitmqctl), or set "+BenchVHostEnv)
+		}
+		return
+	}
+	conn, err := amqp091.DialConfig(URL(), amqp091.Config{Dial: amqp091.DefaultDial(3 * time.Second)})
+	if err != nil {
+		MissingPeer(t, "RabbitMQ at "+URL()+": "+err.Error(), "bash scripts/broker.sh, or set HCP_AMQP_URL")
+	}
+	_ = conn.Close()
+}
 
 // The users scripts/broker.sh creates.
 const (
@@ -99,6 +134,9 @@ func MissingPeer(t testing.TB, what, fix string) {
 func Dial(t testing.TB, url string) *amqp091.Connection {
 	t.Helper()
 	brokerlock.Shared(t) // no broker restart while this test runs (see brokerlock)
+	if hidden() {
+		MissingPeer(t, "RabbitMQ at "+url+": "+errHidden.Error(), "unset "+HidePeersEnv)
+	}
 	if err := BenchError(); err != nil && vhostOf(url) == "hcp-test-unprovisioned" {
 		MissingPeer(t, "the bench vhost: "+err.Error(), "bash scripts/broker.sh, and run the tests as root (rabbitmqctl), or set "+BenchVHostEnv)
 	}
@@ -125,11 +163,23 @@ func rabbitmqctl(ctx context.Context, args ...string) error {
 
 // HoldExclusive keeps every other package's broker test waiting until t ends:
 // call it first in a test that restarts the broker.
-func HoldExclusive(t testing.TB) { brokerlock.Exclusive(t) }
+func HoldExclusive(t testing.TB) {
+	t.Helper()
+	if hidden() {
+		MissingPeer(t, "RabbitMQ: "+errHidden.Error(), "unset "+HidePeersEnv)
+	}
+	brokerlock.Exclusive(t)
+}
 
 // HoldCluster keeps every other process's cluster test waiting until t
 // ends: call it first in a test that uses the local three-node cluster.
-func HoldCluster(t testing.TB) { brokerlock.Cluster(t) }
+func HoldCluster(t testing.TB) {
+	t.Helper()
+	if hidden() {
+		MissingPeer(t, "the RabbitMQ cluster: "+errHidden.Error(), "unset "+HidePeersEnv)
+	}
+	brokerlock.Cluster(t)
+}
 
 // CanRestart reports whether rabbitmqctl can control the local broker.
 func CanRestart() error {

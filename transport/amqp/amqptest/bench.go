@@ -69,6 +69,10 @@ func BenchSpec(vhost string) provision.Spec {
 // time, and no other package or developer shares the vhost's queues.
 func benchVHost() (string, error) {
 	bench.once.Do(func() {
+		if hidden() {
+			bench.err = errHidden
+			return
+		}
 		if v := os.Getenv(BenchVHostEnv); v != "" {
 			bench.vhost = v // provisioned by someone else (see BenchVHostEnv)
 			return

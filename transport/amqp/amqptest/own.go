@@ -47,6 +47,9 @@ var provisioning sync.Mutex
 func OwnBench(t testing.TB) Own {
 	t.Helper()
 	brokerlock.Shared(t) // no broker restart while the vhost is provisioned and used
+	if hidden() {
+		MissingPeer(t, "RabbitMQ: "+errHidden.Error(), "unset "+HidePeersEnv)
+	}
 	if v := os.Getenv(BenchVHostEnv); v != "" {
 		sharedBench.Lock()
 		t.Cleanup(sharedBench.Unlock)
