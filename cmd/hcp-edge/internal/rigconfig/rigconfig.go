@@ -411,7 +411,8 @@ type Rig struct {
 	Raman Raman `yaml:"raman"`
 	GPIO  GPIO  `yaml:"gpio"`
 
-	profiles Profiles // loaded by Parse (layout.go)
+	profiles Profiles        // loaded by Parse (layout.go)
+	refused  map[string]bool // IDs of the profiles whose files were refused
 }
 
 // Bus is one Modbus line: a TCP gateway or an RS-485 line.
@@ -545,7 +546,7 @@ func Parse(r io.Reader) (File, error) {
 	f.Defaults()
 	f.Gate.GasHazards = f.Rig.HazardOf() // the gate's hazards rules read the layout
 	perr := f.Rig.loadProfiles()
-	return f, errors.Join(perr, f.Rig.Validate(), f.Validate())
+	return f, errors.Join(perr, f.Rig.Validate(), f.Validate(), errors.Join(f.toxicInterlockErrors()...))
 }
 
 func (r *Rig) expand() {

@@ -2,6 +2,8 @@ package rigconfig
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,12 @@ func TestParseRefuses(t *testing.T) {
 		{"duplicate gas", "gas: H2S", "gas: Ar", "mfcs[2].gas: Ar configured twice"},
 		{"bad mode", "mode: 19200 8E1", "mode: 19200 9Q1", "modbus_buses.rs485.mode"},
 		{"gpio source", "source: sim", "source: magic", "gpio.source"},
+		// Issue 41: accepted before, refused now.
+		{"two mfcs of one name", "{name: mfc-h2, profile:", "{name: mfc-ar, profile:", `rig.mfcs[1].name: "mfc-ar" is also the name of mfcs[0] (the Ar controller)`},
+		{"an mfc named like the spectrometer", "{name: mfc-h2, profile:", "{name: RAMAN, profile:", `rig.raman.name: "raman" is also the name of mfcs[1] (the H2 controller)`},
+		{"an mfc named like the furnace", "{name: mfc-h2, profile:", "{name: furnace, profile:", `rig.mfcs[1].name: "furnace" is also the name of the furnace controller`},
+		{"a toxic line and no scrubber output", `safe: "on", role: exhaust_scrubber}`, `safe: "on"}`, "rig.mfcs[2].hazard: H2S is toxic, and no output of the layout is the exhaust scrubber"},
+		{"a toxic line whose interlock lacks the scrubber", "require_switches_on: [scrubber]", "require_switches_on: []", "envelope.interlocks.gases.H2S.require_switches_on: H2S is toxic (rig.mfcs[2]): its interlock requires the exhaust scrubber, output scrubber, on"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,5 +228,30 @@ func TestQuotasDecodeOverDefaults(t *testing.T) {
 	if _, err := Parse(strings.NewReader(strings.Replace(base, "    open_sessions: 10\n", "    open_sessions: -1\n", 1))); err == nil ||
 		!strings.Contains(err.Error(), "open_sessions") && !strings.Contains(err.Error(), "-1") {
 		t.Errorf("negative quota: err = %v", err)
+	}
+}
+
+// TestRefusedProfileIsOneProblem: a lab's profile that does not parse is
+// reported in its own file at its line, and the configuration's reference
+// to it is no second problem ("no profile ..." at the rig's line).
+func TestRefusedProfileIsOneProblem(t *testing.T) {
+	dir := t.TempDir()
+	// A new user's first profile: the channels in block style, one key
+	// indented by three spaces (line 15).
+	prof := "model: Lab TC\nmanual: {document: lab notes, revision: \"1\"}\nfamily: modbus\nkind: temperature_controller\nlacks: [comms_watchdog]\nchannels:\n" +
+		"  - name: pv\n    table: input_register\n    address: 0\n    type: int16\n    access: read\n    role: process_value\n" +
+		"  - name: sp\n    table: holding_register\n   address: 1\n    type: int16\n"
+	if err := os.WriteFile(filepath.Join(dir, "lab-tc.yaml"), []byte(prof), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(configs.SimYAML), "profile: hcp-sim-tc}", "profile: lab-tc}", 1)
+	cfg = strings.Replace(cfg, "  outputs:\n", "  profiles_dir: "+dir+"\n  outputs:\n", 1)
+	_, err := Parse(strings.NewReader(cfg))
+	pp := ProfileProblems(err)
+	if len(pp) != 1 || pp[0].Line != 15 || pp[0].File != filepath.Join(dir, "lab-tc.yaml") {
+		t.Fatalf("want one problem at lab-tc.yaml:15, got %v", err)
+	}
+	if strings.Contains(err.Error(), "rig.furnace.profile") {
+		t.Errorf("a follow-on at the configuration's furnace line: %v", err)
 	}
 }
