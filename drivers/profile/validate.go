@@ -114,9 +114,10 @@ func (v *validator) checkModbus(p *Profile) {
 		if c.Scale != nil && (*c.Scale == 0 || math.IsNaN(*c.Scale) || math.IsInf(*c.Scale, 0)) {
 			v.add(at("scale"), key("scale"), "%v: a scale must be finite and not zero", *c.Scale)
 		}
-		if len(c.Range) != 0 && (len(c.Range) != 2 || !(c.Range[0] <= c.Range[1])) {
-			v.add(at("range"), key("range"), "%v: want [min, max] with min ≤ max", c.Range)
+		if math.IsNaN(c.Offset) || math.IsInf(c.Offset, 0) {
+			v.add(at("offset"), key("offset"), "%v: an offset must be finite", c.Offset)
 		}
+		v.checkRange(c.Range, at("range"), key("range"))
 		switch c.Access {
 		case "read":
 		case "read_write":

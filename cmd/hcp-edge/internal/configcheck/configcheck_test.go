@@ -273,6 +273,10 @@ func TestCheckMessages(t *testing.T) {
 func TestCheckSyntaxAndFiles(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
+	// A key indented one space too few, 20 lines into the envelope: the yaml
+	// package numbers the error by the line of the mapping around it.
+	indent := strings.Replace(string(configs.SimYAML), "        require_inputs: {door_closed: true, exhaust_ok", "       require_inputs: {door_closed: true, exhaust_ok", 1)
+	indentLine := fmt.Sprintf(".yaml:%d: did not find expected key", lineOf(t, indent, "       require_inputs: {door_closed: true, exhaust_ok"))
 	tests := []struct {
 		name string
 		text string // written to the file; "" = no file at all
@@ -281,6 +285,7 @@ func TestCheckSyntaxAndFiles(t *testing.T) {
 		{name: "missing file", want: "no such file"},
 		{name: "yaml syntax error with its line", text: "rig:\n  sim_dir: [\n", want: ".yaml:2: did not find expected node content"},
 		{name: "tabs", text: "rig:\n\tsim_dir: x\n", want: ".yaml:2: "},
+		{name: "a mis-indented key at its own line", text: indent, want: indentLine},
 		{name: "empty", text: "# nothing\n", want: "empty configuration"},
 		{name: "duplicate key", text: "rig: {}\nrig: {}\n", want: ".yaml:2: rig: defined twice (first at line 1)"},
 		{name: "a list for a document", text: "- rig\n", want: ".yaml:1: want a mapping, got a list"},
