@@ -160,6 +160,12 @@ func TestCheckBroken(t *testing.T) {
 		{name: "two mfcs of one name", edit: func(s string) string {
 			return strings.Replace(s, "{name: mfc-h2, profile:", "{name: mfc-ar, profile:", 1)
 		}, want: []want{{"{name: mfc-ar, profile: hcp-sim-mfc, gas: H2,", "rig.mfcs[1].name"}}},
+		{name: "two mfcs on one port", edit: func(s string) string {
+			return strings.Replace(s, `port: "${sim_dir}/mfc-h2",`, `port: "${sim_dir}/mfc-ar",`, 1)
+		}, want: []want{{"{name: mfc-h2, profile:", "rig.mfcs[1].port"}}},
+		{name: "the furnace and the dio at one unit id", edit: func(s string) string {
+			return strings.Replace(s, "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 1,", 1)
+		}, want: []want{{"dio: {bus: main, unit: 1,", "rig.dio.unit"}}},
 		{name: "an mfc named like the gauge", edit: func(s string) string {
 			return strings.Replace(s, "{name: mfc-h2s, profile:", "{name: Gauge, profile:", 1)
 		}, want: []want{{"gauge: {name: gauge,", "rig.gauge.name"}}},

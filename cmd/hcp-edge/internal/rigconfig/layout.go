@@ -164,6 +164,7 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 		}
 	}
 	r.nameErrors(bad)
+	r.addressErrors(bad)
 	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
 		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
 			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
@@ -211,6 +212,34 @@ func (r Rig) nameErrors(bad func(key, format string, a ...any)) {
 	}
 	check("gauge.name", gaugeName(r.Gauge), "the gauge")
 	check("raman.name", ramanName(r.Raman), "the spectrometer")
+}
+
+// addressErrors refuses two instruments at one address: the furnace
+// controller and the I/O module at one unit id of one Modbus bus, and two
+// serial instruments on one port (the agent opens each instrument's port
+// for it alone, with exclusive access: the second would be unreachable at
+// every start).
+func (r Rig) addressErrors(bad func(key, format string, a ...any)) {
+	if r.Furnace.Bus == r.DIO.Bus && r.Furnace.Unit == r.DIO.Unit && r.Furnace.Unit != 0 {
+		bad("dio.unit", "%d is also the furnace controller's unit id on bus %s: every instrument on a bus has its own", r.DIO.Unit, r.DIO.Bus)
+	}
+	ports := map[string]string{}
+	check := func(key, port, what string) {
+		if port == "" {
+			return // reported as missing
+		}
+		port = filepath.Clean(port)
+		if prev, dup := ports[port]; dup {
+			bad(key, "%s is also the port of %s: the agent opens each instrument's port for it alone", port, prev)
+			return
+		}
+		ports[port] = what
+	}
+	for i, m := range r.MFCs {
+		check(fmt.Sprintf("mfcs[%d].port", i), m.Port, fmt.Sprintf("mfcs[%d] (%s)", i, m.Name))
+	}
+	check("gauge.port", r.Gauge.Port, "the gauge")
+	check("raman.port", r.Raman.Port, "the spectrometer")
 }
 
 // toxicInterlockErrors refuses a toxic gas line whose envelope interlock

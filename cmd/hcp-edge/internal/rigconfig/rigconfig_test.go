@@ -32,6 +32,7 @@ func TestEmbeddedSimConfigParses(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
+	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
 	base := string(configs.SimYAML)
 	tests := []struct {
 		name, from, to, want string
@@ -50,6 +51,9 @@ func TestParseRefuses(t *testing.T) {
 		{"two mfcs of one name", "{name: mfc-h2, profile:", "{name: mfc-ar, profile:", `rig.mfcs[1].name: "mfc-ar" is also the name of mfcs[0] (the Ar controller)`},
 		{"an mfc named like the spectrometer", "{name: mfc-h2, profile:", "{name: RAMAN, profile:", `rig.raman.name: "raman" is also the name of mfcs[1] (the H2 controller)`},
 		{"an mfc named like the furnace", "{name: mfc-h2, profile:", "{name: furnace, profile:", `rig.mfcs[1].name: "furnace" is also the name of the furnace controller`},
+		{"two mfcs on one port", `port: "${sim_dir}/mfc-h2",`, `port: "${sim_dir}/mfc-ar",`, "rig.mfcs[1].port: /run/test-sim/mfc-ar is also the port of mfcs[0] (mfc-ar)"},
+		{"the gauge on an mfc's port", `port: "${sim_dir}/gauge"`, `port: "${sim_dir}/mfc-h2s"`, "rig.gauge.port: /run/test-sim/mfc-h2s is also the port of mfcs[2] (mfc-h2s)"},
+		{"the furnace and the dio at one unit id", "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 1,", "rig.dio.unit: 1 is also the furnace controller's unit id on bus main"},
 		{"a toxic line and no scrubber output", `safe: "on", role: exhaust_scrubber}`, `safe: "on"}`, "rig.mfcs[2].hazard: H2S is toxic, and no output of the layout is the exhaust scrubber"},
 		{"a toxic line whose interlock lacks the scrubber", "require_switches_on: [scrubber]", "require_switches_on: []", "envelope.interlocks.gases.H2S.require_switches_on: H2S is toxic (rig.mfcs[2]): its interlock requires the exhaust scrubber, output scrubber, on"},
 	}
