@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -528,9 +530,22 @@ func Load(path string) (File, error) {
 	}
 	f, err := Parse(bytes.NewReader(b))
 	if err != nil {
-		return File{}, fmt.Errorf("rigconfig: %s: %w", path, err)
+		return File{}, fmt.Errorf("rigconfig: %s: %w", path, syntaxAtItsLine(b, err))
 	}
 	return f, nil
+}
+
+var syntaxErrorRE = regexp.MustCompile(`^yaml: line \d+: `)
+
+// syntaxAtItsLine renumbers a YAML syntax error of data by the line the
+// mistake is on (the yaml package numbers it by the line where the
+// construct around it began: profile.SyntaxLine); other errors pass.
+func syntaxAtItsLine(data []byte, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) || !syntaxErrorRE.MatchString(err.Error()) {
+		return err
+	}
+	return fmt.Errorf("yaml: line %d: %s", profile.SyntaxLine(data, err), syntaxErrorRE.ReplaceAllString(err.Error(), ""))
 }
 
 // Parse decodes a configuration strictly and expands ${sim_dir} and

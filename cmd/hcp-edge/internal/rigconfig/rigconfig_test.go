@@ -2,6 +2,7 @@ package rigconfig
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,5 +258,26 @@ func TestRefusedProfileIsOneProblem(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "rig.furnace.profile") {
 		t.Errorf("a follow-on at the configuration's furnace line: %v", err)
+	}
+}
+
+// TestLoadSyntaxErrorAtItsLine: the daemon's own reading of the
+// configuration names the line of a mis-indented key, not the line of the
+// mapping around it (4 lines above, for this one).
+func TestLoadSyntaxErrorAtItsLine(t *testing.T) {
+	text := strings.Replace(string(configs.SimYAML), "        require_inputs: {door_closed: true, exhaust_ok", "       require_inputs: {door_closed: true, exhaust_ok", 1)
+	line := 0
+	for i, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "       require_inputs: {door_closed: true, exhaust_ok") {
+			line = i + 1
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if want := fmt.Sprintf("yaml: line %d: did not find expected key", line); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
