@@ -530,12 +530,55 @@ func Load(path string) (File, error) {
 	}
 	f, err := Parse(bytes.NewReader(b))
 	if err != nil {
-		return File{}, fmt.Errorf("rigconfig: %s: %w", path, syntaxAtItsLine(b, err))
+		return File{}, fmt.Errorf("rigconfig: %s: %w", path, inFormatWords(path, syntaxAtItsLine(b, err)))
 	}
 	return f, nil
 }
 
-var syntaxErrorRE = regexp.MustCompile(`^yaml: line \d+: `)
+var (
+	syntaxErrorRE = regexp.MustCompile(`^yaml: line \d+: `)
+	unknownKeyRE  = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	wrongKindRE   = regexp.MustCompile("cannot unmarshal !!(\\w+)( .*)? into \\S+")
+)
+
+// inFormatWords rewrites the decoder's messages of a configuration that
+// does not decode without the Go types they name ("field x not found in
+// type rigconfig.Rig" is "unknown key x"); other errors pass.
+func inFormatWords(path string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		m = unknownKeyRE.ReplaceAllString(m, "unknown key $1")
+		msgs[i] = wrongKindRE.ReplaceAllStringFunc(m, func(w string) string {
+			sub := wrongKindRE.FindStringSubmatch(w)
+			what := strings.TrimSpace(sub[2])
+			switch {
+			case what != "":
+			case sub[1] == "seq":
+				what = "a list"
+			case sub[1] == "map":
+				what = "a mapping"
+			default:
+				what = "this value"
+			}
+			return what + " is not a value of this key's kind"
+		})
+	}
+	return &decodeError{msg: fmt.Sprintf("yaml: %s (hcp-edge config check %s says what each key wants)", strings.Join(msgs, "; "), path), err: err}
+}
+
+// decodeError is a decoder's error in the configuration's words; it
+// unwraps to the decoder's own.
+type decodeError struct {
+	msg string
+	err error
+}
+
+func (e *decodeError) Error() string { return e.msg }
+func (e *decodeError) Unwrap() error { return e.err }
 
 // syntaxAtItsLine renumbers a YAML syntax error of data by the line the
 // mistake is on (the yaml package numbers it by the line where the

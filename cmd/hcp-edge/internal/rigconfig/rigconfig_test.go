@@ -281,3 +281,20 @@ func TestLoadSyntaxErrorAtItsLine(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+// TestLoadNamesNoGoType: a key the configuration does not know, and a
+// value of the wrong kind, are said without the Go types behind them.
+func TestLoadNamesNoGoType(t *testing.T) {
+	text := strings.Replace(string(configs.SimYAML), "  sim_dir:", "  sim_dri:", 1)
+	text = strings.Replace(text, "kick_every: 1s", "kick_every: [1s]", 1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), "unknown key sim_dri") || strings.Contains(err.Error(), "rigconfig.") ||
+		strings.Contains(err.Error(), "time.Duration") || strings.Contains(err.Error(), "!!") {
+		t.Fatalf("err = %v", err)
+	}
+	t.Log(err)
+}
