@@ -103,12 +103,17 @@ func (v *validator) syntax(data []byte, err error) {
 // way (a binary search: about 20 parses of a 1 MiB file). config check
 // places the configuration's own syntax errors with it too.
 func SyntaxLine(data []byte, err error) int {
+	reported := lineOfYAMLError(err)
+	whole := parseAll(data) // the reference: err may come from another way of parsing
+	if whole == nil {
+		return reported
+	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	fails := func(k int) bool {
 		e := parseAll(bytes.Join(lines[:k], nil))
-		return e != nil && e.Error() == err.Error()
+		return e != nil && e.Error() == whole.Error()
 	}
-	lo, hi := min(lineOfYAMLError(err), len(lines)), len(lines)
+	lo, hi := min(lineOfYAMLError(whole), len(lines)), len(lines)
 	for lo < hi {
 		mid := (lo + hi) / 2
 		if fails(mid) {
