@@ -16,6 +16,10 @@
 //
 // Parse refuses a profile with every problem at once, each a *Problem that
 // prints FILE:LINE: key: message; nothing is built from a refused profile.
+// Problems of the YAML itself are said in the format's words, never a Go
+// type's: a syntax error at the line it is on (SyntaxLine), an empty file as
+// empty, an unknown key with the keys known at its place, a value of the
+// wrong kind with the kind wanted.
 // The JSON Schema of the format is configs/profile.schema.json; the shipped
 // profiles are configs/profiles/*.yaml; docs/INSTRUMENTS.md explains how to
 // write one from a manual and how to add a protocol family.

@@ -1,14 +1,12 @@
 package profile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -307,49 +305,15 @@ func Parse(file string, data []byte) (*Profile, error) {
 		v.add(1, "(file)", "%d bytes: a profile is at most %d (1 MiB)", len(data), MaxSize)
 		return nil, v.err()
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		line := lineOfYAMLError(err)
-		if strings.Contains(err.Error(), "did not find expected ',' or") {
-			line++ // yaml.v3 numbers an unclosed flow collection's line from 0
-		}
-		v.add(line, "(file)", "does not parse: %v", err)
-		return nil, v.err()
-	}
 	p := &Profile{ID: id, File: file}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(p); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, m := range te.Errors {
-				v.add(lineOfYAMLError(errors.New(m)), "(file)", "%s", strings.TrimPrefix(m, "yaml: "))
-			}
-		} else {
-			v.add(lineOfYAMLError(err), "(file)", "%v", err)
-		}
+	if !v.decode(data, p) {
 		return nil, v.err()
 	}
-	v.root = &root
 	v.check(p)
 	if len(v.problems) > 0 {
 		return nil, v.err()
 	}
 	return p, nil
-}
-
-// lineOfYAMLError finds "line N" in a yaml error message.
-func lineOfYAMLError(err error) int {
-	var n int
-	s := err.Error()
-	if i := strings.Index(s, "line "); i >= 0 {
-		digits := s[i+5:]
-		if j := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); j >= 0 {
-			digits = digits[:j]
-		}
-		n, _ = strconv.Atoi(digits)
-	}
-	return max(n, 1)
 }
 
 type validator struct {

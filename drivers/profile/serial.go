@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -161,6 +162,8 @@ func (v *validator) checkSerial(p *Profile) {
 func (v *validator) checkRange(r []float64, line int, key string) {
 	if len(r) != 0 && (len(r) != 2 || !(r[0] <= r[1])) {
 		v.add(line, key, "%v: want [min, max] with min ≤ max", r)
+	} else if len(r) == 2 && (math.IsInf(r[0], 0) || math.IsInf(r[1], 0)) {
+		v.add(line, key, "%v: a range is finite: an infinite bound would let every limit checked against it pass", r)
 	}
 }
 

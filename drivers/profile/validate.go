@@ -91,17 +91,33 @@ func (v *validator) checkModbus(p *Profile) {
 		default:
 			v.add(at("type"), key("type"), "unknown raw type %q (bool, int16, uint16, int32, uint32 or float32)", c.Type)
 		}
+		words := 1
+		switch c.Type {
+		case "int32", "uint32", "float32":
+			words = 2
+		}
 		if c.WordOrder != "" {
 			if _, _, err := modbus.ParseOrder(c.WordOrder); err != nil {
 				v.add(at("word_order"), key("word_order"), "%q (ABCD, CDAB, BADC or DCBA)", c.WordOrder)
+			} else if words == 1 && c.Type != "" {
+				one := "register"
+				if bit {
+					one = "bit"
+				}
+				v.add(at("word_order"), key("word_order"), "%s: a word order orders the two registers of a 32-bit value (int32, uint32, float32); type %s is one %s",
+					c.WordOrder, c.Type, one)
 			}
+		}
+		if c.Address != nil && *c.Address >= 0 && *c.Address <= 65535 && *c.Address+words-1 > 65535 {
+			v.add(at("address"), key("address"), "a %s takes %d registers, %d and %d: past the last register, 65535", c.Type, words, *c.Address, *c.Address+words-1)
 		}
 		if c.Scale != nil && (*c.Scale == 0 || math.IsNaN(*c.Scale) || math.IsInf(*c.Scale, 0)) {
 			v.add(at("scale"), key("scale"), "%v: a scale must be finite and not zero", *c.Scale)
 		}
-		if len(c.Range) != 0 && (len(c.Range) != 2 || !(c.Range[0] <= c.Range[1])) {
-			v.add(at("range"), key("range"), "%v: want [min, max] with min ≤ max", c.Range)
+		if math.IsNaN(c.Offset) || math.IsInf(c.Offset, 0) {
+			v.add(at("offset"), key("offset"), "%v: an offset must be finite", c.Offset)
 		}
+		v.checkRange(c.Range, at("range"), key("range"))
 		switch c.Access {
 		case "read":
 		case "read_write":
@@ -116,11 +132,6 @@ func (v *validator) checkModbus(p *Profile) {
 		}
 		v.checkRole(p, c, key, at, roles, i, bit)
 		if ok && c.Address != nil {
-			words := 1
-			switch c.Type {
-			case "int32", "uint32", "float32":
-				words = 2
-			}
 			spans[c.Table] = append(spans[c.Table], span{*c.Address, *c.Address + words - 1, i})
 		}
 	}
@@ -138,6 +149,11 @@ func (v *validator) checkModbus(p *Profile) {
 		if _, ok := roles[r]; !ok {
 			v.add(v.line("channels"), "channels", "a %s needs a channel with role %s", p.Kind, r)
 		}
+	}
+	if i, ok := roles[RoleSetpoint]; ok && p.Kind == TemperatureController && len(p.Channels[i].Range) == 0 {
+		c := p.Channels[i]
+		v.add(c.line, fmt.Sprintf("channels[%s].range", c.Name),
+			"the setpoint declares the controller's setpoint range [min, max] (in its unit): the envelope's setpoint limits are checked against it")
 	}
 	_, kick := roles[RoleWatchdogKick]
 	_, timeout := roles[RoleWatchdogTimeout]

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -68,7 +67,7 @@ func (c *checker) check(data []byte, path, capDir string) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p := Problem{File: c.file, Message: strings.TrimPrefix(err.Error(), "yaml: ")}
 		if m := syntaxLineRE().FindStringSubmatch(err.Error()); m != nil {
-			p.Line, _ = strconv.Atoi(m[1])
+			p.Line = profile.SyntaxLine(data, err) // the yaml package's line is where the construct around the mistake began
 			p.Message = m[2]
 		}
 		c.res.Problems = append(c.res.Problems, p)

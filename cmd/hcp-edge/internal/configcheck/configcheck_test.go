@@ -145,7 +145,30 @@ func TestCheckBroken(t *testing.T) {
 		}, want: []want{{"vent_valve: {channel: coil4,", "rig.outputs.vent_valve.channel"}}},
 		{name: "a role twice", edit: func(s string) string {
 			return strings.Replace(s, "role: exhaust_scrubber}", "role: pump}", 1)
-		}, want: []want{{"scrubber:   {channel: coil6", "rig.outputs.scrubber.role"}}},
+		}, want: []want{{"scrubber:   {channel: coil6", "rig.outputs.scrubber.role"}, // and with it the layout lost its scrubber:
+			{"gas: H2S, hazard: toxic", "rig.mfcs[2].hazard"}}},
+		// Issue 41: what a new user gets wrong, refused at its line.
+		{name: "a toxic line and no output is the scrubber", edit: func(s string) string {
+			return strings.Replace(s, `safe: "on", role: exhaust_scrubber}`, `safe: "on"}`, 1)
+		}, want: []want{{"gas: H2S, hazard: toxic", "rig.mfcs[2].hazard"}}},
+		{name: "a toxic line whose interlock does not require the scrubber", edit: func(s string) string {
+			return strings.Replace(s, "        require_switches_on: [scrubber]\n", "", 1)
+		}, want: []want{{"      H2S:", "envelope.interlocks.gases.H2S.require_switches_on"}}},
+		{name: "a toxic line whose interlock requires another output", edit: func(s string) string {
+			return strings.Replace(s, "require_switches_on: [scrubber]", "require_switches_on: [pump]", 1)
+		}, want: []want{{"require_switches_on: [pump]", "envelope.interlocks.gases.H2S.require_switches_on"}}},
+		{name: "two mfcs of one name", edit: func(s string) string {
+			return strings.Replace(s, "{name: mfc-h2, profile:", "{name: mfc-ar, profile:", 1)
+		}, want: []want{{"{name: mfc-ar, profile: hcp-sim-mfc, gas: H2,", "rig.mfcs[1].name"}}},
+		{name: "two mfcs on one port", edit: func(s string) string {
+			return strings.Replace(s, `port: "${sim_dir}/mfc-h2",`, `port: "${sim_dir}/mfc-ar",`, 1)
+		}, want: []want{{"{name: mfc-h2, profile:", "rig.mfcs[1].port"}}},
+		{name: "the furnace and the dio at one unit id", edit: func(s string) string {
+			return strings.Replace(s, "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 1,", 1)
+		}, want: []want{{"dio: {bus: main, unit: 1,", "rig.dio.unit"}}},
+		{name: "an mfc named like the gauge", edit: func(s string) string {
+			return strings.Replace(s, "{name: mfc-h2s, profile:", "{name: Gauge, profile:", 1)
+		}, want: []want{{"gauge: {name: gauge,", "rig.gauge.name"}}},
 		{name: "a line valve that is the pump", edit: func(s string) string {
 			return strings.Replace(s, "valve: ar_valve,", "valve: pump,", 1)
 		}, want: []want{{"valve: pump,", "rig.mfcs[0].valve"}}},
@@ -256,6 +279,10 @@ func TestCheckMessages(t *testing.T) {
 func TestCheckSyntaxAndFiles(t *testing.T) {
 	cleanEnv(t)
 	dir := t.TempDir()
+	// A key indented one space too few, 20 lines into the envelope: the yaml
+	// package numbers the error by the line of the mapping around it.
+	indent := strings.Replace(string(configs.SimYAML), "        require_inputs: {door_closed: true, exhaust_ok", "       require_inputs: {door_closed: true, exhaust_ok", 1)
+	indentLine := fmt.Sprintf(".yaml:%d: did not find expected key", lineOf(t, indent, "       require_inputs: {door_closed: true, exhaust_ok"))
 	tests := []struct {
 		name string
 		text string // written to the file; "" = no file at all
@@ -264,6 +291,7 @@ func TestCheckSyntaxAndFiles(t *testing.T) {
 		{name: "missing file", want: "no such file"},
 		{name: "yaml syntax error with its line", text: "rig:\n  sim_dir: [\n", want: ".yaml:2: did not find expected node content"},
 		{name: "tabs", text: "rig:\n\tsim_dir: x\n", want: ".yaml:2: "},
+		{name: "a mis-indented key at its own line", text: indent, want: indentLine},
 		{name: "empty", text: "# nothing\n", want: "empty configuration"},
 		{name: "duplicate key", text: "rig: {}\nrig: {}\n", want: ".yaml:2: rig: defined twice (first at line 1)"},
 		{name: "a list for a document", text: "- rig\n", want: ".yaml:1: want a mapping, got a list"},
@@ -665,4 +693,60 @@ func TestCheckReportsAProfileAtItsLine(t *testing.T) {
 		t.Fatalf("want %q in:\n%s", want, out)
 	}
 	t.Log(out)
+}
+
+// TestCheckReportsTheProfileCorpusAtItsLines: each broken profile of the
+// profile corpus (drivers/profile/testdata/broken), put in profiles_dir and
+// named by the furnace, is reported in its own file at the line and key
+// its first line names, and nothing is reported in the configuration (the
+// reference to a refused profile is no second problem).
+func TestCheckReportsTheProfileCorpusAtItsLines(t *testing.T) {
+	cleanEnv(t)
+	files, _ := filepath.Glob("../../../../drivers/profile/testdata/broken/*.yaml")
+	if len(files) < 20 {
+		t.Fatalf("%d broken profiles", len(files))
+	}
+	caps := filepath.Join(configsDir, "capabilities")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			want := strings.SplitN(strings.TrimPrefix(first, "# want: "), " ", 3)
+			if len(want) != 3 {
+				t.Fatalf("first line %q is not # want: LINE KEY MESSAGE", first)
+			}
+			dir := t.TempDir()
+			pfile := filepath.Join(dir, filepath.Base(f))
+			if err := os.WriteFile(pfile, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			id := strings.TrimSuffix(filepath.Base(f), ".yaml")
+			cfg := strings.Replace(string(configs.SimYAML), "profile: hcp-sim-tc}", "profile: "+id+"}", 1)
+			cfg = strings.Replace(cfg, "  outputs:\n", "  profiles_dir: "+dir+"\n  outputs:\n", 1)
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := Check(path, caps)
+			out := report(r)
+			prefix := fmt.Sprintf("%s:%s: %s: ", pfile, want[0], want[1])
+			found := false
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, prefix) && strings.Contains(l, want[2]) {
+					found = true
+				}
+			}
+			if r.Valid || !found {
+				t.Errorf("want %q …%s… in:\n%s", prefix, want[2], out)
+			}
+			for _, p := range r.Problems {
+				if p.File != pfile {
+					t.Errorf("a problem outside the profile (a follow-on): %s", p.String())
+				}
+			}
+		})
+	}
 }

@@ -55,7 +55,8 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 	}
 	spec, err := rigconfig.Spec(rig)
 	if err != nil {
-		if !c.reported("rig.") { // else a follow-on of the layout's problem, already at its line
+		refused := rig.ProfileRefused(rig.Furnace.Profile) || rig.ProfileRefused(rig.DIO.Profile) || rig.ProfileRefused(rig.Gauge.Profile)
+		if !refused && !c.reported("rig.") { // else a follow-on of a profile's or the layout's problem, already at its line
 			c.at("rig", "%v", err)
 		}
 		return
@@ -84,11 +85,25 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 		case strings.HasPrefix(ce.Path, "rig"):
 			key = "rig.mfcs"
 		}
+		if scrubber := spec.Roles.Scrubber; scrubber != "" && key == "envelope.parameters."+envelope.SwitchChannel(scrubber) && c.toxicInterlockReported() {
+			continue // a follow-on: the toxic line's interlock, which would bound the scrubber, is reported
+		}
 		c.at(key, "%s", ce.Reason)
 	}
 }
 
 const standInPrefix = "(line valve of "
+
+// toxicInterlockReported reports whether a toxic line's interlock was found
+// not to require the scrubber (rigconfig: toxicInterlockErrors).
+func (c *checker) toxicInterlockReported() bool {
+	for _, p := range c.res.Problems {
+		if strings.HasPrefix(p.Key, "envelope.interlocks.gases.") && strings.HasSuffix(p.Key, ".require_switches_on") && strings.Contains(p.Message, "is toxic") {
+			return true
+		}
+	}
+	return false
+}
 
 // reported reports whether a problem with a key under prefix is already
 // recorded.

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
 // Hazard classes of a gas line.
@@ -27,8 +30,23 @@ func (r *Rig) loadProfiles() error {
 	}
 	ps, err := LoadProfiles(r.ProfilesDir)
 	r.profiles = ps
+	r.refused = refusedIDs(err)
 	return err
 }
+
+// refusedIDs are the IDs of the profiles whose files err refuses.
+func refusedIDs(err error) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range ProfileProblems(err) {
+		out[strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))] = true
+	}
+	return out
+}
+
+// ProfileRefused reports whether the profile id was refused when the rig
+// loaded its profiles: its problems are reported in its own file, and a
+// reference to it is no further problem of the configuration.
+func (r Rig) ProfileRefused(id string) bool { return r.refused[id] }
 
 // Profiles returns the rig's instrument profiles (the shipped ones and
 // those of profiles_dir), loading them on first use.
@@ -51,13 +69,13 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 	}
 	fp, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
 	if err != nil {
-		bad("furnace.profile", "%v", err)
+		r.badProfile(bad, "furnace.profile", r.Furnace.Profile, err)
 	} else if fp.Family != profile.Modbus {
 		bad("furnace.profile", "profile %q is of the %s family; the furnace is on a Modbus bus", fp.ID, fp.Family)
 	}
 	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
 	if err != nil {
-		bad("dio.profile", "%v", err)
+		r.badProfile(bad, "dio.profile", r.DIO.Profile, err)
 	}
 	roles := map[string]string{}
 	channels := map[string]string{}
@@ -128,20 +146,120 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 		}
 		valves[m.Valve] = m.Gas
 		if mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat); err != nil {
-			bad(key+".profile", "%v", err)
+			r.badProfile(bad, key+".profile", m.Profile, err)
 		} else if fs, err := ParseFlow(m.FullScale); err == nil && (fs.SCCM() < mp.FullScale[0] || fs.SCCM() > mp.FullScale[1]) {
 			bad(key+".full_scale", "%v is outside the full scales profile %s's model is made in (%g..%g sccm)", fs, mp.ID, mp.FullScale[0], mp.FullScale[1])
 		}
 	}
 	if gp, err := ps.serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG); err != nil {
-		bad("gauge.profile", "%v", err)
+		r.badProfile(bad, "gauge.profile", r.Gauge.Profile, err)
 	} else if _, ok := gp.Channel(r.Gauge.Channel); r.Gauge.Channel != "" && !ok {
 		bad("gauge.channel", "profile %s has no gauge %q", gp.ID, r.Gauge.Channel)
 	}
+	if toxic := r.toxicLines(); len(toxic) > 0 && r.role(RoleScrubber) == "" {
+		for _, i := range toxic {
+			bad(fmt.Sprintf("mfcs[%d].hazard", i), "%s is toxic, and no output of the layout is the exhaust scrubber: "+
+				"give the scrubber's output role %s (rig.outputs), and require it on in envelope.interlocks.gases.%s.require_switches_on",
+				r.MFCs[i].Gas, RoleScrubber, r.MFCs[i].Gas)
+		}
+	}
+	r.nameErrors(bad)
+	r.addressErrors(bad)
 	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
 		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
 			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
 	}
+}
+
+// badProfile reports a device's profile that cannot be used, unless the
+// profile's own file was refused: its problems are then reported there, at
+// their lines, and the reference is no second problem.
+func (r Rig) badProfile(bad func(key, format string, a ...any), key, id string, err error) {
+	if !r.refused[id] {
+		bad(key, "%v", err)
+	}
+}
+
+// toxicLines are the indexes of the toxic gas lines.
+func (r Rig) toxicLines() []int {
+	var out []int
+	for i, m := range r.MFCs {
+		if m.Hazard == envelope.HazardToxic {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// nameErrors refuses two instruments of one name (compared without case):
+// the furnace controller and the I/O module (named furnace and dio), the
+// mass-flow controllers, the gauge and the spectrometer. Their readings,
+// faults, audit entries and probe rows are keyed by it.
+func (r Rig) nameErrors(bad func(key, format string, a ...any)) {
+	seen := map[string]string{"furnace": "the furnace controller", "dio": "the digital I/O module"}
+	check := func(key, name, what string) {
+		if name == "" {
+			return // reported as missing
+		}
+		if prev, dup := seen[strings.ToLower(name)]; dup {
+			bad(key, "%q is also the name of %s: every instrument has its own name", name, prev)
+			return
+		}
+		seen[strings.ToLower(name)] = what
+	}
+	for i, m := range r.MFCs {
+		check(fmt.Sprintf("mfcs[%d].name", i), m.Name, fmt.Sprintf("mfcs[%d] (the %s controller)", i, m.Gas))
+	}
+	check("gauge.name", gaugeName(r.Gauge), "the gauge")
+	check("raman.name", ramanName(r.Raman), "the spectrometer")
+}
+
+// addressErrors refuses two instruments at one address: the furnace
+// controller and the I/O module at one unit id of one Modbus bus, and two
+// serial instruments on one port (the agent opens each instrument's port
+// for it alone, with exclusive access: the second would be unreachable at
+// every start).
+func (r Rig) addressErrors(bad func(key, format string, a ...any)) {
+	if r.Furnace.Bus == r.DIO.Bus && r.Furnace.Unit == r.DIO.Unit && r.Furnace.Unit != 0 {
+		bad("dio.unit", "%d is also the furnace controller's unit id on bus %s: every instrument on a bus has its own", r.DIO.Unit, r.DIO.Bus)
+	}
+	ports := map[string]string{}
+	check := func(key, port, what string) {
+		if port == "" {
+			return // reported as missing
+		}
+		port = filepath.Clean(port)
+		if prev, dup := ports[port]; dup {
+			bad(key, "%s is also the port of %s: the agent opens each instrument's port for it alone", port, prev)
+			return
+		}
+		ports[port] = what
+	}
+	for i, m := range r.MFCs {
+		check(fmt.Sprintf("mfcs[%d].port", i), m.Port, fmt.Sprintf("mfcs[%d] (%s)", i, m.Name))
+	}
+	check("gauge.port", r.Gauge.Port, "the gauge")
+	check("raman.port", r.Raman.Port, "the spectrometer")
+}
+
+// toxicInterlockErrors refuses a toxic gas line whose envelope interlock
+// does not require the exhaust scrubber on: with it, the interlock holds
+// the line closed while the scrubber is off and refuses to switch the
+// scrubber off while the gas is in use (envelope.GasInterlock).
+func (f File) toxicInterlockErrors() []error {
+	scrubber := f.Rig.role(RoleScrubber)
+	if scrubber == "" {
+		return nil // reported by the layout, at the toxic line
+	}
+	var errs []error
+	for _, i := range f.Rig.toxicLines() {
+		gas := f.Rig.MFCs[i].Gas
+		if g, ok := f.Envelope.Interlocks.Gases[gas]; !ok || !slices.Contains(g.RequireSwitchesOn, scrubber) {
+			errs = append(errs, fmt.Errorf("envelope.interlocks.gases.%s.require_switches_on: %s is toxic (rig.mfcs[%d]): its interlock requires the exhaust scrubber, output %s, on, "+
+				"so that the line stays closed while the scrubber is off and the scrubber stays on while %s is in use", gas, gas, i, scrubber, gas))
+		}
+	}
+	return errs
 }
 
 // role returns the output or input of a role, or "".

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -411,7 +413,8 @@ type Rig struct {
 	Raman Raman `yaml:"raman"`
 	GPIO  GPIO  `yaml:"gpio"`
 
-	profiles Profiles // loaded by Parse (layout.go)
+	profiles Profiles        // loaded by Parse (layout.go)
+	refused  map[string]bool // IDs of the profiles whose files were refused
 }
 
 // Bus is one Modbus line: a TCP gateway or an RS-485 line.
@@ -527,9 +530,65 @@ func Load(path string) (File, error) {
 	}
 	f, err := Parse(bytes.NewReader(b))
 	if err != nil {
-		return File{}, fmt.Errorf("rigconfig: %s: %w", path, err)
+		return File{}, fmt.Errorf("rigconfig: %s: %w", path, inFormatWords(path, syntaxAtItsLine(b, err)))
 	}
 	return f, nil
+}
+
+var (
+	syntaxErrorRE = regexp.MustCompile(`^yaml: line \d+: `)
+	unknownKeyRE  = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	wrongKindRE   = regexp.MustCompile("cannot unmarshal !!(\\w+)( .*)? into \\S+")
+)
+
+// inFormatWords rewrites the decoder's messages of a configuration that
+// does not decode without the Go types they name ("field x not found in
+// type rigconfig.Rig" is "unknown key x"); other errors pass.
+func inFormatWords(path string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		m = unknownKeyRE.ReplaceAllString(m, "unknown key $1")
+		msgs[i] = wrongKindRE.ReplaceAllStringFunc(m, func(w string) string {
+			sub := wrongKindRE.FindStringSubmatch(w)
+			what := strings.TrimSpace(sub[2])
+			switch {
+			case what != "":
+			case sub[1] == "seq":
+				what = "a list"
+			case sub[1] == "map":
+				what = "a mapping"
+			default:
+				what = "this value"
+			}
+			return what + " is not a value of this key's kind"
+		})
+	}
+	return &decodeError{msg: fmt.Sprintf("yaml: %s (hcp-edge config check %s says what each key wants)", strings.Join(msgs, "; "), path), err: err}
+}
+
+// decodeError is a decoder's error in the configuration's words; it
+// unwraps to the decoder's own.
+type decodeError struct {
+	msg string
+	err error
+}
+
+func (e *decodeError) Error() string { return e.msg }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// syntaxAtItsLine renumbers a YAML syntax error of data by the line the
+// mistake is on (the yaml package numbers it by the line where the
+// construct around it began: profile.SyntaxLine); other errors pass.
+func syntaxAtItsLine(data []byte, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) || !syntaxErrorRE.MatchString(err.Error()) {
+		return err
+	}
+	return fmt.Errorf("yaml: line %d: %s", profile.SyntaxLine(data, err), syntaxErrorRE.ReplaceAllString(err.Error(), ""))
 }
 
 // Parse decodes a configuration strictly and expands ${sim_dir} and
@@ -545,7 +604,7 @@ func Parse(r io.Reader) (File, error) {
 	f.Defaults()
 	f.Gate.GasHazards = f.Rig.HazardOf() // the gate's hazards rules read the layout
 	perr := f.Rig.loadProfiles()
-	return f, errors.Join(perr, f.Rig.Validate(), f.Validate())
+	return f, errors.Join(perr, f.Rig.Validate(), f.Validate(), errors.Join(f.toxicInterlockErrors()...))
 }
 
 func (r *Rig) expand() {

@@ -2,6 +2,9 @@ package rigconfig
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +33,7 @@ func TestEmbeddedSimConfigParses(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
+	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
 	base := string(configs.SimYAML)
 	tests := []struct {
 		name, from, to, want string
@@ -44,6 +48,15 @@ func TestParseRefuses(t *testing.T) {
 		{"duplicate gas", "gas: H2S", "gas: Ar", "mfcs[2].gas: Ar configured twice"},
 		{"bad mode", "mode: 19200 8E1", "mode: 19200 9Q1", "modbus_buses.rs485.mode"},
 		{"gpio source", "source: sim", "source: magic", "gpio.source"},
+		// Issue 41: accepted before, refused now.
+		{"two mfcs of one name", "{name: mfc-h2, profile:", "{name: mfc-ar, profile:", `rig.mfcs[1].name: "mfc-ar" is also the name of mfcs[0] (the Ar controller)`},
+		{"an mfc named like the spectrometer", "{name: mfc-h2, profile:", "{name: RAMAN, profile:", `rig.raman.name: "raman" is also the name of mfcs[1] (the H2 controller)`},
+		{"an mfc named like the furnace", "{name: mfc-h2, profile:", "{name: furnace, profile:", `rig.mfcs[1].name: "furnace" is also the name of the furnace controller`},
+		{"two mfcs on one port", `port: "${sim_dir}/mfc-h2",`, `port: "${sim_dir}/mfc-ar",`, "rig.mfcs[1].port: /run/test-sim/mfc-ar is also the port of mfcs[0] (mfc-ar)"},
+		{"the gauge on an mfc's port", `port: "${sim_dir}/gauge"`, `port: "${sim_dir}/mfc-h2s"`, "rig.gauge.port: /run/test-sim/mfc-h2s is also the port of mfcs[2] (mfc-h2s)"},
+		{"the furnace and the dio at one unit id", "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 1,", "rig.dio.unit: 1 is also the furnace controller's unit id on bus main"},
+		{"a toxic line and no scrubber output", `safe: "on", role: exhaust_scrubber}`, `safe: "on"}`, "rig.mfcs[2].hazard: H2S is toxic, and no output of the layout is the exhaust scrubber"},
+		{"a toxic line whose interlock lacks the scrubber", "require_switches_on: [scrubber]", "require_switches_on: []", "envelope.interlocks.gases.H2S.require_switches_on: H2S is toxic (rig.mfcs[2]): its interlock requires the exhaust scrubber, output scrubber, on"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,4 +234,67 @@ func TestQuotasDecodeOverDefaults(t *testing.T) {
 		!strings.Contains(err.Error(), "open_sessions") && !strings.Contains(err.Error(), "-1") {
 		t.Errorf("negative quota: err = %v", err)
 	}
+}
+
+// TestRefusedProfileIsOneProblem: a lab's profile that does not parse is
+// reported in its own file at its line, and the configuration's reference
+// to it is no second problem ("no profile ..." at the rig's line).
+func TestRefusedProfileIsOneProblem(t *testing.T) {
+	dir := t.TempDir()
+	// A new user's first profile: the channels in block style, one key
+	// indented by three spaces (line 15).
+	prof := "model: Lab TC\nmanual: {document: lab notes, revision: \"1\"}\nfamily: modbus\nkind: temperature_controller\nlacks: [comms_watchdog]\nchannels:\n" +
+		"  - name: pv\n    table: input_register\n    address: 0\n    type: int16\n    access: read\n    role: process_value\n" +
+		"  - name: sp\n    table: holding_register\n   address: 1\n    type: int16\n"
+	if err := os.WriteFile(filepath.Join(dir, "lab-tc.yaml"), []byte(prof), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(configs.SimYAML), "profile: hcp-sim-tc}", "profile: lab-tc}", 1)
+	cfg = strings.Replace(cfg, "  outputs:\n", "  profiles_dir: "+dir+"\n  outputs:\n", 1)
+	_, err := Parse(strings.NewReader(cfg))
+	pp := ProfileProblems(err)
+	if len(pp) != 1 || pp[0].Line != 15 || pp[0].File != filepath.Join(dir, "lab-tc.yaml") {
+		t.Fatalf("want one problem at lab-tc.yaml:15, got %v", err)
+	}
+	if strings.Contains(err.Error(), "rig.furnace.profile") {
+		t.Errorf("a follow-on at the configuration's furnace line: %v", err)
+	}
+}
+
+// TestLoadSyntaxErrorAtItsLine: the daemon's own reading of the
+// configuration names the line of a mis-indented key, not the line of the
+// mapping around it (4 lines above, for this one).
+func TestLoadSyntaxErrorAtItsLine(t *testing.T) {
+	text := strings.Replace(string(configs.SimYAML), "        require_inputs: {door_closed: true, exhaust_ok", "       require_inputs: {door_closed: true, exhaust_ok", 1)
+	line := 0
+	for i, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "       require_inputs: {door_closed: true, exhaust_ok") {
+			line = i + 1
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if want := fmt.Sprintf("yaml: line %d: did not find expected key", line); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// TestLoadNamesNoGoType: a key the configuration does not know, and a
+// value of the wrong kind, are said without the Go types behind them.
+func TestLoadNamesNoGoType(t *testing.T) {
+	text := strings.Replace(string(configs.SimYAML), "  sim_dir:", "  sim_dri:", 1)
+	text = strings.Replace(text, "kick_every: 1s", "kick_every: [1s]", 1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), "unknown key sim_dri") || strings.Contains(err.Error(), "rigconfig.") ||
+		strings.Contains(err.Error(), "time.Duration") || strings.Contains(err.Error(), "!!") {
+		t.Fatalf("err = %v", err)
+	}
+	t.Log(err)
 }
