@@ -52,6 +52,6 @@
 // # Caveats
 //
 // Continuous output at its 1 min interval is not heard in Opts.Listen
-// (1.5 s); at 100 ms and 1 s it is. The TPG 26x has no mnemonic that
+// (1.2 s); at 100 ms and 1 s it is. The TPG 26x has no mnemonic that
 // reports the mode without starting it (COM starts it).
 package tpg

@@ -71,9 +71,9 @@ type Opts struct {
 }
 
 // DefaultOpts returns "gauge", 500 ms per exchange, 9600 8N1, and Verify
-// listening 1.5 s for continuous output; the profile has no default.
+// listening 1.2 s for continuous output; the profile has no default.
 func DefaultOpts() Opts {
-	return Opts{Name: "gauge", Timeout: 500 * time.Millisecond, Line: serialline.DefaultOpts(), Listen: 1500 * time.Millisecond}
+	return Opts{Name: "gauge", Timeout: 500 * time.Millisecond, Line: serialline.DefaultOpts(), Listen: 1200 * time.Millisecond}
 }
 
 // Gauge is one gauge of a Pfeiffer TPG-style controller.
