@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
@@ -15,7 +16,7 @@ import (
 )
 
 // startRigGauge is startRig with the gauge controller variant v.
-func startRigGauge(t *testing.T, v serialsim.GaugeVariant) string {
+func startRigGauge(t *testing.T, v serialsim.GaugeVariant) (*rig.Rig, string) {
 	t.Helper()
 	dir := t.TempDir()
 	r, err := rig.Start(context.Background(), rig.Opts{Dir: dir, ModbusAddr: "127.0.0.1:0", TimeScale: 300,
@@ -31,7 +32,7 @@ func startRigGauge(t *testing.T, v serialsim.GaugeVariant) string {
 		t.Fatal(err)
 	}
 	t.Setenv("HCP_RIG_SIM_DIR", "")
-	return path
+	return r, path
 }
 
 type probeSettings struct {
@@ -49,7 +50,7 @@ func TestProbeRefusesContinuousOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("HIL: a whole simulated rig")
 	}
-	cfg := startRigGauge(t, serialsim.GaugeVariant{Continuous: true, ContinuousMode: 1})
+	_, cfg := startRigGauge(t, serialsim.GaugeVariant{Continuous: true, ContinuousMode: 1})
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"probe", "--config", cfg, "--json"}, &out, &errOut)
 	if code != exitFailure {
@@ -81,7 +82,7 @@ func TestProbeTPG262(t *testing.T) {
 	if testing.Short() {
 		t.Skip("HIL: a whole simulated rig")
 	}
-	cfg := startRigGauge(t, serialsim.GaugeVariant{Model: serialsim.TPG262})
+	_, cfg := startRigGauge(t, serialsim.GaugeVariant{Model: serialsim.TPG262})
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"probe", "--config", cfg, "--json"}, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d, stderr %s, stdout %s", code, errOut.String(), out.String())
@@ -96,4 +97,28 @@ func TestProbeTPG262(t *testing.T) {
 		}
 	}
 	t.Fatalf("no gauge type finding: %s", out.String())
+}
+
+// TestStartRefusesContinuousOutput: `hcp-edge run` refuses to start on a
+// gauge controller in continuous output mode, naming the instrument and the
+// setting, before anything is written to the rig.
+func TestStartRefusesContinuousOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HIL: a whole simulated rig")
+	}
+	r, cfg := startRigGauge(t, serialsim.GaugeVariant{Continuous: true, ContinuousMode: 1})
+	t.Setenv("HCP_STATE_DIR", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"run", "--config", cfg}, &out, &errOut)
+	if code == exitOK || ctx.Err() != nil {
+		t.Fatalf("exit %d (ctx %v); stderr %s", code, ctx.Err(), errOut.String())
+	}
+	if s := errOut.String(); !strings.Contains(s, "refusing to start") || !strings.Contains(s, "gauge: continuous output (COM) is on") {
+		t.Fatalf("the refusal does not name the gauge's setting:\n%s", s)
+	}
+	if w := r.Plant().Writes(0); len(w) != 0 {
+		t.Fatalf("the refused start wrote to the rig: %+v", w)
+	}
 }
