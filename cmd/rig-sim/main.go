@@ -47,6 +47,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 )
 
 func main() {
@@ -146,6 +147,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
 	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
+	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
+	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -189,6 +192,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --dio-model: %w", err)
 	}
+	gm, err := serialsim.ParseGaugeModel(*gaugeModel)
+	if err != nil {
+		return fmt.Errorf("run: --gauge-model: %w", err)
+	}
+	gauge := serialsim.GaugeVariant{Model: gm, Continuous: *gaugeContinuous, ContinuousMode: 1}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -197,13 +205,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
 		FurnaceModel: fm, DIOModel: dm, Rig: rk,
-		Logger: logger, StartSerial: rig.SerialInstruments,
+		Logger: logger, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: gauge}),
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: rig %s, time scale %g (sim s per wall s), relay %s, precursor %s\n", rk, *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
-	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
+	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, gauge %s%s\n", fm, dm, gm, map[bool]string{true: " (continuous output on)"}[*gaugeContinuous])
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}

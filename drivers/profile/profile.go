@@ -154,13 +154,17 @@ type Profile struct {
 	// model pads with zeros; 0: any).
 	NumberWidth int `yaml:"number_width,omitempty"`
 	// Commands of a serial family beyond its channels' (alicat:
-	// hold_closed, cancel_hold, version; tpg: unit, ident).
+	// hold_closed, cancel_hold, version; tpg: unit, ident, error).
 	Commands map[string]string `yaml:"commands,omitempty"`
 	// StatusCodes maps each status code the model reports to its meaning
 	// (family-defined words: docs/INSTRUMENTS.md).
 	StatusCodes map[string]string `yaml:"status_codes,omitempty"`
 	// Units maps a tpg model's unit codes to pressure units (mbar, torr, pa).
 	Units map[string]string `yaml:"units,omitempty"`
+	// GaugeIDs are the gauge types a tpg model's identification (TID)
+	// must report, one per gauge connector in order (PKR); "" or absent:
+	// any gauge. Checked before anything is driven (drivers/tpg Verify).
+	GaugeIDs []string `yaml:"gauge_ids,omitempty,flow"`
 	// Notes are free text for the technician (commissioning hints).
 	Notes string `yaml:"notes,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
@@ -32,7 +33,7 @@ type serialFamily struct {
 var serialFamilies = map[Family]serialFamily{
 	Alicat: {FlowController, []Role{RoleFlow, RoleSetpoint, RolePressure, RoleTemperature, RoleVolumetricFlow, RoleGas},
 		[]Role{RoleFlow, RoleSetpoint, RoleGas}, []string{"hold_closed", "cancel_hold", "version"}, 2, "valve_held"},
-	TPG: {PressureGauge, []Role{RolePressure}, []Role{RolePressure}, []string{"unit", "ident"}, 1, "ok"},
+	TPG: {PressureGauge, []Role{RolePressure}, []Role{RolePressure}, []string{"unit", "ident", "error"}, 1, "ok"},
 }
 
 // PressureUnit returns a pressure unit of a profile in pascal (pa, mbar,
@@ -146,6 +147,14 @@ func (v *validator) checkSerial(p *Profile) {
 		if _, ok := PressureUnit(p.Units[code]); !ok || len(code) != 1 {
 			v.add(v.line("units", code), "units."+code, "%q: a one-character code of a pressure unit (pa, mbar, hpa, torr, psia)", p.Units[code])
 		}
+	}
+	for i, id := range p.GaugeIDs {
+		if len(id) > 8 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != "" {
+			v.add(v.line("gauge_ids"), fmt.Sprintf("gauge_ids[%d]", i), "%q: a gauge type as TID reports it (letters and digits, e.g. PKR)", id)
+		}
+	}
+	if p.Family != TPG && len(p.GaugeIDs) > 0 {
+		v.add(v.line("gauge_ids"), "gauge_ids", "only a tpg profile names gauge types")
 	}
 	if (p.Family == TPG) != (len(p.Units) > 0) {
 		v.add(v.line("units"), "units", "a tpg profile, and only a tpg profile, names its unit codes")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,9 +27,8 @@ type Unit byte
 // profile (drivers/profile, family tpg): its gauges' mnemonics and
 // measuring ranges, its unit codes and command, and its status codes.
 type Model struct {
-	p      *profile.Profile
-	units  map[Unit]device.Pressure
-	pascal Unit // the code of pa (0: none)
+	p     *profile.Profile
+	units map[Unit]device.Pressure
 }
 
 // NewModel compiles a profile of the tpg family (one Parse accepted).
@@ -46,9 +43,6 @@ func NewModel(p *profile.Profile) (*Model, error) {
 			return nil, fmt.Errorf("tpg: profile %s: unit code %q: %q", p.ID, code, name)
 		}
 		m.units[Unit(code[0])] = u
-		if u == device.Pascal {
-			m.pascal = Unit(code[0])
-		}
 	}
 	return m, nil
 }
@@ -60,10 +54,6 @@ func (m *Model) Profile() *profile.Profile { return m.p }
 type Opts struct {
 	// Name names the instrument in logs and errors, e.g. "gauge".
 	Name string
-	// SetUnit makes the driver set the unit to pascal (UNI,2, the profile's
-	// unit command and pa's code) before the first reading; when false, or
-	// when the model has no pa, it reads the unit and converts from it.
-	SetUnit bool
 	// Timeout bounds one command exchange (mnemonic, ACK, ENQ, data) when the
 	// caller's context allows more (or has no deadline).
 	Timeout time.Duration
@@ -74,12 +64,16 @@ type Opts struct {
 	// Channel is the profile's gauge channel that ReadPressure reads
 	// ("": the first).
 	Channel string
+	// Listen is how long Verify listens, before sending anything, for
+	// output the controller sends unasked (continuous output, COM: every
+	// 100 ms or 1 s; its 1 min mode is not seen in any reasonable wait).
+	Listen time.Duration
 }
 
-// DefaultOpts returns "gauge", SetUnit, 500 ms per exchange, 9600 8N1; the
-// profile has no default.
+// DefaultOpts returns "gauge", 500 ms per exchange, 9600 8N1, and Verify
+// listening 1.2 s for continuous output; the profile has no default.
 func DefaultOpts() Opts {
-	return Opts{Name: "gauge", SetUnit: true, Timeout: 500 * time.Millisecond, Line: serialline.DefaultOpts()}
+	return Opts{Name: "gauge", Timeout: 500 * time.Millisecond, Line: serialline.DefaultOpts(), Listen: 1200 * time.Millisecond}
 }
 
 // Gauge is one gauge of a Pfeiffer TPG-style controller.
@@ -97,7 +91,10 @@ type Gauge struct {
 	unitKnown bool
 }
 
-var _ device.PressureGauge = (*Gauge)(nil)
+var (
+	_ device.PressureGauge = (*Gauge)(nil)
+	_ device.Verifier      = (*Gauge)(nil)
+)
 
 // New returns the gauge on line, which it does not close. It does no I/O: the
 // unit is established by the first ReadPressure.
@@ -110,6 +107,9 @@ func New(line *serialline.Line, opts Opts) (*Gauge, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultOpts().Timeout
+	}
+	if opts.Listen <= 0 {
+		opts.Listen = DefaultOpts().Listen
 	}
 	m, err := NewModel(opts.Profile)
 	if err != nil {
@@ -168,8 +168,9 @@ func (g *Gauge) Model() *Model { return g.model }
 // (sensor error, off, no sensor, identification error), and a value outside
 // the channel's measuring range, come with an error wrapping
 // device.ErrSensor. Before the first reading, and after any failed exchange
-// (the controller may have been power-cycled back to mbar), it establishes
-// the unit (UNI,2 or UNI, per Opts.SetUnit).
+// (the unit may have been changed at the front panel, or the controller
+// replaced), it reads the unit (UNI without a parameter: the driver never
+// changes it) and converts from it.
 func (g *Gauge) ReadPressure(ctx context.Context) (device.PressureReading, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -206,13 +207,10 @@ func (g *Gauge) inRange(p device.Pressure) bool {
 	return p >= g.rng[0]*(1-1e-4) && p <= g.rng[1]*(1+1e-4)
 }
 
+// establishUnit reads the controller's pressure unit (the unit command
+// without a parameter): readings are converted from it. It writes nothing.
 func (g *Gauge) establishUnit(ctx context.Context) error {
-	cmd := g.model.p.Commands["unit"]
-	set := g.opts.SetUnit && g.model.pascal != 0
-	if set {
-		cmd += "," + string(g.model.pascal)
-	}
-	data, err := g.query(ctx, cmd)
+	data, err := g.query(ctx, g.model.p.Commands["unit"])
 	if err != nil {
 		return fmt.Errorf("%s: unit: %w", g.opts.Name, err)
 	}
@@ -220,15 +218,13 @@ func (g *Gauge) establishUnit(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: unit: %w", g.opts.Name, err)
 	}
-	if set && u != g.model.pascal {
-		return fmt.Errorf("%s: unit: set pa (%c), gauge reports %c: %w", g.opts.Name, g.model.pascal, u, device.ErrReadback)
-	}
 	g.unit, g.unitKnown = u, true
 	return nil
 }
 
-// Ident returns the gauge identification (TID, the profile's ident
-// command), e.g. "PKR".
+// Ident returns the controller's gauge identification as it sends it
+// (TID, the profile's ident command): one field per gauge connector, e.g.
+// "PKR,noSEn" (ParseIdent splits it).
 func (g *Gauge) Ident(ctx context.Context) (string, error) {
 	cmd := g.model.p.Commands["ident"]
 	if cmd == "" {
@@ -274,7 +270,10 @@ func (g *Gauge) ReadChannels(ctx context.Context) []profile.Reading {
 }
 
 // query runs one mnemonic exchange: "<mnemonic>\r" → ACK CR LF, ENQ → data CR
-// LF. NAK at either step is an error wrapping device.ErrRejected.
+// LF. NAK is an error wrapping device.ErrRejected, and so is the error word
+// in reply to ENQ where other data was asked for: the controller sends it
+// when it holds no request (BG 5195 BEN, "Communication protocol"), so the
+// mnemonic was lost.
 func (g *Gauge) query(ctx context.Context, mnemonic string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
 	defer cancel()
@@ -301,6 +300,11 @@ func (g *Gauge) query(ctx context.Context, mnemonic string) ([]byte, error) {
 		if len(data) == 1 && data[0] == nak {
 			return fmt.Errorf("%s: NAK to ENQ: %w", mnemonic, device.ErrRejected)
 		}
+		if mnemonic != g.model.errCommand() {
+			if w, err := ParseErrorWord(data); err == nil {
+				return fmt.Errorf("%s: the controller answered ENQ with its error word %s (%v): it holds no request: %w", mnemonic, w, w, device.ErrRejected)
+			}
+		}
 		return nil
 	})
 	return data, err
@@ -321,63 +325,4 @@ func truncate(b []byte) []byte {
 		return b[:64]
 	}
 	return b
-}
-
-// ParseUnit parses the data of the unit command: one of the model's unit
-// codes.
-func (m *Model) ParseUnit(data []byte) (Unit, error) {
-	if len(data) != 1 || m.units[Unit(data[0])] == 0 {
-		return 0, fmt.Errorf("unit %q: %w", truncate(data), device.ErrFrame)
-	}
-	return Unit(data[0]), nil
-}
-
-// gaugeStatus maps the family's status meanings to the contract's.
-var gaugeStatus = map[string]device.GaugeStatus{
-	"ok": device.GaugeOK, "underrange": device.GaugeUnderrange, "overrange": device.GaugeOverrange,
-	"sensor_off": device.GaugeSensorOff, "no_sensor": device.GaugeNoSensor,
-}
-
-// ParsePressure parses the data of a gauge's mnemonic, "s,x.xxxxEsxx" (e.g.
-// "0,8.3400E-03"), in unit u. A malformed reply, or a status code the
-// profile does not name, is an error wrapping device.ErrFrame; a status
-// meaning other than ok, underrange and overrange (sensor error, off, no
-// sensor, identification error) returns the reading with an error wrapping
-// device.ErrSensor (identification error, which has no device.GaugeStatus
-// of its own, as GaugeSensorError).
-func (m *Model) ParsePressure(data []byte, u Unit) (device.PressureReading, error) {
-	// s , d . d d d d E ± d d
-	if len(data) != 12 || data[1] != ',' || data[3] != '.' || data[8] != 'E' ||
-		(data[9] != '+' && data[9] != '-') ||
-		!digits(data[0:1]) || !digits(data[2:3]) || !digits(data[4:8]) || !digits(data[10:12]) {
-		return device.PressureReading{}, fmt.Errorf("pressure reply %q: want s,x.xxxxE±xx: %w", truncate(data), device.ErrFrame)
-	}
-	v, err := strconv.ParseFloat(string(data[2:]), 64)
-	unit := m.units[u]
-	if err != nil || !device.Finite(v) || unit == 0 {
-		return device.PressureReading{}, fmt.Errorf("pressure reply %q in unit %q: %w", data, u, device.ErrFrame)
-	}
-	r := device.PressureReading{Pressure: device.Pressure(v) * unit}
-	meaning, ok := m.p.StatusCodes[string(data[:1])]
-	if !ok {
-		return device.PressureReading{}, fmt.Errorf("pressure reply %q: unknown status %q: %w", data, data[0], device.ErrFrame)
-	}
-	st, ok := gaugeStatus[meaning]
-	if !ok {
-		st = device.GaugeSensorError
-	}
-	r.Status = st
-	if st > device.GaugeOverrange || !ok {
-		return r, fmt.Errorf("status %c (%s): %w", data[0], strings.ReplaceAll(meaning, "_", " "), device.ErrSensor)
-	}
-	return r, nil
-}
-
-func digits(b []byte) bool {
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

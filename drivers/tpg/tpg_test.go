@@ -58,8 +58,9 @@ func split(data []byte, atEOF bool) (int, []byte, error) {
 	return 0, nil, nil
 }
 
-// fakeGauge follows the document: mbar after power-on, pending data per
-// accepted command.
+// fakeGauge follows the manual (BG 5195 BEN section 5): pending data per
+// accepted command, the error word to ENQ when none is pending, TID with a
+// field per connector.
 type fakeGauge struct {
 	mu       sync.Mutex
 	unit     int
@@ -82,7 +83,7 @@ func (g *fakeGauge) handle(req []byte) []byte {
 	}
 	if r == "\x05" {
 		if !g.havePend {
-			return []byte(nakLine)
+			return []byte("0000\r\n")
 		}
 		g.havePend = false
 		return []byte(g.pending + "\r\n")
@@ -97,7 +98,9 @@ func (g *fakeGauge) handle(req []byte) []byte {
 		g.unit = int(r[4] - '0')
 		return set(r[4:])
 	case r == "TID":
-		return set("PKR")
+		return set("PKR,noSEn")
+	case r == "ERR":
+		return set("0000")
 	}
 	g.havePend = false
 	return []byte(nakLine)
@@ -115,13 +118,12 @@ func (g *fakeGauge) requests() []string {
 	return append([]string(nil), g.got...)
 }
 
-func setup(t *testing.T, setUnit bool) (*tpg.Gauge, *fakeGauge, *serialtest.Peer) {
+func setup(t *testing.T) (*tpg.Gauge, *fakeGauge, *serialtest.Peer) {
 	t.Helper()
-	g := &fakeGauge{pr: "0,8.3400E-03"}
+	g := &fakeGauge{pr: "0,+8.3400E-03"}
 	p := serialtest.NewPeer(t)
 	p.Serve(split, g.handle)
 	o := opts()
-	o.SetUnit = setUnit
 	// The shipped exchange timeout (500 ms): a shorter one measured the machine's
 	// load, not the protocol (TestReadPressureConvertsUnit timed out under load).
 	gauge, err := tpg.Open(p.Path(), o)
@@ -134,9 +136,12 @@ func setup(t *testing.T, setUnit bool) (*tpg.Gauge, *fakeGauge, *serialtest.Peer
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-func TestReadPressureSetsPascal(t *testing.T) {
-	gauge, g, _ := setup(t, true)
-	g.set(func(g *fakeGauge) { g.pr = "0,1.2340E+02" })
+// TestReadPressureReadsUnit: the driver reads the unit (UNI, no
+// parameter) and converts from it; it never sets it (the old driver sent
+// UNI,2, switching a real controller's display to pascal).
+func TestReadPressureReadsUnit(t *testing.T) {
+	gauge, g, _ := setup(t)
+	g.set(func(g *fakeGauge) { g.unit = 2; g.pr = "0,+1.2340E+02" })
 	r, err := gauge.ReadPressure(context.Background())
 	if err != nil || r.Status != device.GaugeOK || !near(r.Pressure.Pascal(), 123.4) || r.At.IsZero() {
 		t.Fatalf("reading %+v, %v", r, err)
@@ -144,7 +149,7 @@ func TestReadPressureSetsPascal(t *testing.T) {
 	if _, err := gauge.ReadPressure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := "UNI,2 \x05 PR1 \x05 PR1 \x05"
+	want := "UNI \x05 PR1 \x05 PR1 \x05"
 	if got := strings.Join(g.requests(), " "); got != want {
 		t.Fatalf("requests %q, want %q", got, want)
 	}
@@ -165,8 +170,8 @@ func TestReadPressureConvertsUnit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gauge, g, _ := setup(t, false)
-			g.set(func(g *fakeGauge) { g.unit = tc.unit; g.pr = "0,1.0000E+00" })
+			gauge, g, _ := setup(t)
+			g.set(func(g *fakeGauge) { g.unit = tc.unit; g.pr = "0,+1.0000E+00" })
 			r, err := gauge.ReadPressure(context.Background())
 			if err != nil || !near(r.Pressure.Pascal(), tc.want) {
 				t.Fatalf("reading %+v, %v", r, err)
@@ -184,17 +189,17 @@ func TestStatuses(t *testing.T) {
 		status device.GaugeStatus
 		err    error
 	}{
-		{"0,8.3400E-03", device.GaugeOK, nil},
-		{"1,5.0000E-07", device.GaugeUnderrange, nil},
-		{"2,1.0000E+05", device.GaugeOverrange, nil},
-		{"3,0.0000E+00", device.GaugeSensorError, device.ErrSensor},
-		{"4,0.0000E+00", device.GaugeSensorOff, device.ErrSensor},
-		{"5,0.0000E+00", device.GaugeNoSensor, device.ErrSensor},
-		{"6,0.0000E+00", device.GaugeSensorError, device.ErrSensor},
+		{"0,+8.3400E-03", device.GaugeOK, nil},
+		{"1,+5.0000E-09", device.GaugeUnderrange, nil},
+		{"2,+1.0000E+03", device.GaugeOverrange, nil},
+		{"3,+0.0000E+00", device.GaugeSensorError, device.ErrSensor},
+		{"4,+0.0000E+00", device.GaugeSensorOff, device.ErrSensor},
+		{"5,2.0000E-2", device.GaugeNoSensor, device.ErrSensor},
+		{"6,+0.0000E+00", device.GaugeSensorError, device.ErrSensor},
 	}
 	for _, tc := range tests {
 		t.Run(tc.status.String()+"/"+tc.data[:1], func(t *testing.T) {
-			gauge, g, _ := setup(t, true)
+			gauge, g, _ := setup(t)
 			g.set(func(g *fakeGauge) { g.pr = tc.data })
 			r, err := gauge.ReadPressure(context.Background())
 			if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || r.Status != tc.status {
@@ -220,18 +225,24 @@ func TestErrorReplies(t *testing.T) {
 			}
 			return nakLine, r == "\x05"
 		}, device.ErrRejected},
+		{"error word to ENQ", func(r string) (string, bool) {
+			if r == "PR1" {
+				return ackLine, true
+			}
+			return "0001\r\n", r == "\x05"
+		}, device.ErrRejected},
 		{"garbage ack", func(r string) (string, bool) { return "\x07\x07\r\n", r == "PR1" }, device.ErrFrame},
 		{"garbage data", func(r string) (string, bool) {
 			if r == "PR1" {
 				return ackLine, true
 			}
-			return "0,8.34O0E-03\r\n", true
+			return "0,+8.34O0E-03\r\n", true
 		}, device.ErrFrame},
 		{"flipped status", func(r string) (string, bool) {
 			if r == "PR1" {
 				return ackLine, true
 			}
-			return "9,8.3400E-03\r\n", true
+			return "9,+8.3400E-03\r\n", true
 		}, device.ErrFrame},
 		{"silence", func(r string) (string, bool) { return "", r == "PR1" }, device.ErrTimeout},
 		{"silence after ENQ", func(r string) (string, bool) {
@@ -244,7 +255,7 @@ func TestErrorReplies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gauge, g, _ := setup(t, true)
+			gauge, g, _ := setup(t)
 			if _, err := gauge.ReadPressure(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -260,12 +271,12 @@ func TestErrorReplies(t *testing.T) {
 				t.Fatal("exchange timeout not honoured")
 			}
 			// Recovery: the gauge behaves again, the unit is re-established.
-			g.set(func(g *fakeGauge) { g.override = nil; g.unit = 0; g.pr = "0,1.0000E+00" })
+			g.set(func(g *fakeGauge) { g.override = nil; g.unit = 0; g.pr = "0,+1.0000E+00" })
 			r, err := gauge.ReadPressure(context.Background())
 			if err != nil {
 				t.Fatalf("after recovery: %v", err)
 			}
-			if tc.want != device.ErrRejected && !near(r.Pressure.Pascal(), 1) {
+			if !near(r.Pressure.Pascal(), 100) {
 				t.Fatalf("unit not re-established: %v", r.Pressure)
 			}
 		})
@@ -273,7 +284,7 @@ func TestErrorReplies(t *testing.T) {
 }
 
 func TestUnitNotAccepted(t *testing.T) {
-	gauge, g, _ := setup(t, true)
+	gauge, g, _ := setup(t)
 	g.set(func(g *fakeGauge) {
 		g.override = func(r string) (string, bool) { return nakLine, strings.HasPrefix(r, "UNI") }
 	})
@@ -283,7 +294,7 @@ func TestUnitNotAccepted(t *testing.T) {
 }
 
 func TestReplug(t *testing.T) {
-	gauge, _, p := setup(t, true)
+	gauge, _, p := setup(t)
 	if _, err := gauge.ReadPressure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -300,18 +311,18 @@ func TestReplug(t *testing.T) {
 }
 
 func TestIdent(t *testing.T) {
-	gauge, _, _ := setup(t, true)
-	if id, err := gauge.Ident(context.Background()); err != nil || id != "PKR" {
+	gauge, _, _ := setup(t)
+	if id, err := gauge.Ident(context.Background()); err != nil || id != "PKR,noSEn" {
 		t.Fatalf("ident %q, %v", id, err)
 	}
 }
 
 func TestPlayback(t *testing.T) {
 	rec := []serialtest.Exchange{
-		{Req: "UNI,2", Reply: ackLine},
+		{Req: "UNI", Reply: ackLine},
 		{Req: "\x05", Reply: "2\r\n"},
 		{Req: "PR1", Reply: ackLine},
-		{Req: "\x05", Reply: "0,8.3400E+01\r\n"},
+		{Req: "\x05", Reply: "0,+8.3400E+01\r\n"},
 	}
 	p := serialtest.NewPeer(t)
 	p.Serve(split, serialtest.NewScript(t, rec).Handler)
@@ -341,9 +352,10 @@ func TestParseUnit(t *testing.T) {
 
 func FuzzParsePressure(f *testing.F) {
 	for _, s := range []string{
-		"0,8.3400E-03", "1,5.0000E-09", "2,1.0000E+03", "3,0.0000E+00", "6,1.0000E-01",
-		"0,8.34E-03", "0,8.3400e-03", "0,8.3400E-3", "7,8.3400E-03", "0;8.3400E-03", "", "\x15",
-		"0,-.3400E-03", "0,8.3400E+99",
+		"0,+8.3400E-03", "1,+5.0000E-09", "2,+1.0000E+03", "3,+0.0000E+00", "6,+1.0000E-01",
+		"5,2.0000E-2", "0,-1.2000E-03", "0,8.3400E-03",
+		"0,8.34E-03", "0,+8.3400e-03", "7,+8.3400E-03", "0;+8.3400E-03", "", "\x15",
+		"0,-.3400E-03", "0,+8.3400E+99", "0,+8.3400E+999", "0,+1.0E+1000", "0,+Inf", "0, 1.0E-03",
 	} {
 		f.Add([]byte(s))
 	}
@@ -356,14 +368,16 @@ func FuzzParsePressure(f *testing.F) {
 		if err != nil && errors.Is(err, device.ErrFrame) {
 			return
 		}
-		// Accepted (or a sensor status): exactly the documented shape, and the
-		// value is the decimal value of the text, in mbar.
+		// Accepted (or a sensor status): a status digit, a comma and a
+		// number in the family's exponential form, and the value is the
+		// decimal value of the text, in mbar.
 		s := string(b)
-		if len(s) != 12 || s[1] != ',' || s[0] < '0' || s[0] > '6' {
+		if len(s) < 5 || len(s) > 18 || s[1] != ',' || s[0] < '0' || s[0] > '6' || !strings.Contains(s, "E") ||
+			strings.ContainsAny(s[2:], " eIiNn_xXpP") {
 			t.Fatalf("accepted %q", s)
 		}
 		v, perr := strconv.ParseFloat(s[2:], 64)
-		if perr != nil || !near(r.Pressure.Millibar(), v) || r.Pressure < 0 || !device.Finite(float64(r.Pressure)) {
+		if perr != nil || !near(r.Pressure.Millibar(), v) || !device.Finite(float64(r.Pressure)) {
 			t.Fatalf("%q parsed as %v", s, r.Pressure)
 		}
 		if (s[0] >= '3') != (err != nil) {
@@ -381,11 +395,12 @@ func TestOutsideMeasuringRange(t *testing.T) {
 		unit, data string
 		fault      bool
 	}{
-		{"2", "0,1.0130E+05", true},  // 1013 mbar, status ok
-		{"0", "0,1.0000E-09", true},  // below 5e-9 mbar
-		{"0", "2,1.0000E+03", false}, // overrange at the limit
-		{"1", "2,7.5006E+02", false}, // the same limit in Torr
-		{"2", "1,5.0000E-07", false}, // underrange at the limit, in Pa
+		{"2", "0,+1.0130E+05", true},  // 1013 mbar, status ok
+		{"0", "0,+1.0000E-09", true},  // below 5e-9 mbar
+		{"0", "0,-1.2000E-03", true},  // a negative value (a linear gauge's offset) is no pressure
+		{"0", "2,+1.0000E+03", false}, // overrange at the limit
+		{"1", "2,+7.5006E+02", false}, // the same limit in Torr
+		{"2", "1,+5.0000E-07", false}, // underrange at the limit, in Pa
 	} {
 		rec := []serialtest.Exchange{
 			{Req: "UNI", Reply: ackLine}, {Req: "\x05", Reply: tc.unit + "\r\n"},
@@ -393,9 +408,7 @@ func TestOutsideMeasuringRange(t *testing.T) {
 		}
 		p := serialtest.NewPeer(t)
 		p.Serve(split, serialtest.NewScript(t, rec).Handler)
-		o := opts()
-		o.SetUnit = false
-		gauge, err := tpg.Open(p.Path(), o)
+		gauge, err := tpg.Open(p.Path(), opts())
 		if err != nil {
 			t.Fatal(err)
 		}

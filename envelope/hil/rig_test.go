@@ -164,16 +164,12 @@ func (b *bench) refused(a envelope.Action) {
 }
 
 // safeDirectionWrite reports whether w drives an output towards its safe state
-// (or only kicks the watchdog, or sets the gauge's reading unit): what a trip
-// procedure, its re-assertion and the monitor's polling write.
+// (or only kicks the watchdog): what a trip procedure, its re-assertion and
+// the monitor's polling write. The gauge driver writes nothing (it reads the
+// controller's unit, UNI, and converts).
 func safeDirectionWrite(w plant.Write) bool {
 	switch {
 	case w.Channel == "watchdog_kick":
-		return true
-	case w.Device == "gauge" && w.Channel == "unit":
-		// The gauge driver sets its unit (UNI,2: pascal) again after an
-		// exchange that failed (a loaded machine): how its readings are
-		// encoded, not an output — a gauge has none.
 		return true
 	case w.Device == "furnace" && w.Channel == "heater_enable":
 		return w.Value == 0

@@ -35,6 +35,15 @@ func SerialInstruments(ctx context.Context, p *plant.Plant, dir string) (io.Clos
 	return serialsim.StartAll(ctx, p, dir)
 }
 
+// SerialInstrumentsWith is SerialInstruments with options: the gauge
+// controller's variant (rig-sim --gauge-model, --gauge-continuous), the
+// noise seed.
+func SerialInstrumentsWith(o serialsim.Opts) SerialStarter {
+	return func(ctx context.Context, p *plant.Plant, dir string) (io.Closer, error) {
+		return serialsim.StartAllOpts(ctx, p, dir, o)
+	}
+}
+
 // Opts configures a rig.
 type Opts struct {
 	Dir            string  // run directory (created)

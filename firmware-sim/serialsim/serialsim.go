@@ -28,6 +28,9 @@ type Opts struct {
 	Seed uint64
 	// Logger receives line failures; nil discards them.
 	Logger *slog.Logger
+	// Gauge is the gauge controller's model and output mode (zero: a TPG
+	// 261 answering only what it is asked).
+	Gauge GaugeVariant
 }
 
 // DefaultOpts returns the options StartAll uses: clock-seeded noise, no logging.
@@ -78,7 +81,7 @@ func StartAllOpts(ctx context.Context, p Plant, dir string, o Opts) (*Set, error
 		}
 		s.MFCs[gas] = mfc
 	}
-	g, err := NewGauge(ctx, p, GaugeOpts{Link: filepath.Join(dir, LinkGauge), Seed: seed + 4, Logger: o.Logger})
+	g, err := NewGauge(ctx, p, GaugeOpts{Link: filepath.Join(dir, LinkGauge), Seed: seed + 4, Logger: o.Logger, Variant: o.Gauge})
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
