@@ -248,7 +248,7 @@ func (d *daemon) openState(ctx context.Context) error {
 // cannot be read or differs from its profile, naming the instrument, the
 // setting, what was found and what the profile expects.
 func (d *daemon) verifyUnits(ctx context.Context) error {
-	fs, err := d.in.Verify(ctx, 2*time.Second)
+	fs, err := d.in.Verify(ctx, rigconfig.VerifyTimeout)
 	for _, f := range fs {
 		if f.OK {
 			d.log.Info("unit checked against its profile", "instrument", f.Instrument, "setting", f.Setting, "found", f.Found)

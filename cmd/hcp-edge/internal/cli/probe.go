@@ -69,7 +69,7 @@ func Probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// Identity and profile-dependent settings first, read-only: a unit that
 	// differs from its profile fails the probe (and the agent's start).
-	findings, verr := in.Verify(ctx, *timeout)
+	findings, verr := in.Verify(ctx, max(*timeout, rigconfig.VerifyTimeout))
 	mismatched := len(device.Mismatches(findings))
 	rows := probeAll(ctx, in, *timeout, time.Duration(*spectrumMS)*time.Millisecond)
 	failed := 0

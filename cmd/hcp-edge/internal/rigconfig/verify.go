@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -38,24 +39,41 @@ func (in *Instruments) verifiers() []device.Verifier {
 	return vs
 }
 
+// VerifyTimeout is what each instrument is allowed for Verify at start and
+// in probe: a gauge controller listens for a second before it asks anything
+// (a unit left in continuous output announces itself only by talking), and
+// a loaded Pi must not refuse a good unit for being slow.
+const VerifyTimeout = 5 * time.Second
+
 // Verify reads, from every instrument that can say, its identity and the
-// settings its profile depends on, each within timeout, and returns every
-// finding. It writes nothing to any unit. err joins the instruments that
-// could not be read; a mismatch is a finding that is not OK, never an error
-// here (device.MismatchError turns the findings into the refusal).
+// settings its profile depends on, each within timeout, all at once (each
+// on its own line, or queued on a shared bus by the bus's own lock), and
+// returns every finding in the instruments' order. It writes nothing to any
+// unit. err joins the instruments that could not be read; a mismatch is a
+// finding that is not OK, never an error here (device.MismatchError turns
+// the findings into the refusal).
 func (in *Instruments) Verify(ctx context.Context, timeout time.Duration) ([]device.Finding, error) {
-	var (
-		out  []device.Finding
-		errs []error
-	)
-	for _, v := range in.verifiers() {
-		c, cancel := context.WithTimeout(ctx, timeout)
-		fs, err := v.Verify(c)
-		cancel()
+	vs := in.verifiers()
+	found := make([][]device.Finding, len(vs))
+	errs := make([]error, len(vs))
+	var wg sync.WaitGroup
+	for i, v := range vs {
+		wg.Add(1)
+		go func() { // owned here: Verify waits for every one
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			fs, err := v.Verify(c)
+			found[i] = fs
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: identity and settings: %w", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var out []device.Finding
+	for _, fs := range found {
 		out = append(out, fs...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%v: identity and settings: %w", v, err))
-		}
 	}
 	return out, errors.Join(errs...)
 }
