@@ -1,7 +1,7 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
 //	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
@@ -47,6 +47,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 )
 
 func main() {
@@ -63,7 +64,7 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
           [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
@@ -146,6 +147,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
 	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
+	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2s=pre6v)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -189,6 +191,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --dio-model: %w", err)
 	}
+	mv, err := serialsim.ParseMFCVariants(*mfcVariant)
+	if err != nil {
+		return fmt.Errorf("run: --mfc-variant: %w", err)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -197,13 +203,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
 		FurnaceModel: fm, DIOModel: dm, Rig: rk,
-		Logger: logger, StartSerial: rig.SerialInstruments,
+		Logger: logger, StartSerial: rig.SerialInstrumentsWith(mv),
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: rig %s, time scale %g (sim s per wall s), relay %s, precursor %s\n", rk, *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
+	if *mfcVariant != "" {
+		fmt.Fprintf(stdout, "  mfc variant  %s\n", *mfcVariant)
+	}
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}

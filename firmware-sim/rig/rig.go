@@ -35,6 +35,14 @@ func SerialInstruments(ctx context.Context, p *plant.Plant, dir string) (io.Clos
 	return serialsim.StartAll(ctx, p, dir)
 }
 
+// SerialInstrumentsWith is SerialInstruments with the MFCs in the variants
+// chosen (serialsim.Opts.MFCVariants; nil: the defaults).
+func SerialInstrumentsWith(mfcVariants map[string]serialsim.MFCVariant) SerialStarter {
+	return func(ctx context.Context, p *plant.Plant, dir string) (io.Closer, error) {
+		return serialsim.StartAllOpts(ctx, p, dir, serialsim.Opts{MFCVariants: mfcVariants})
+	}
+}
+
 // Opts configures a rig.
 type Opts struct {
 	Dir            string  // run directory (created)
