@@ -226,3 +226,33 @@ func checkDescribeEntry(t *testing.T, e corpusEntry) {
 		}
 	}
 }
+
+// TestUnitForRefuses: a unit that cannot belong to a column is refused, never
+// converted: a volumetric or normal-condition unit on the mass flow (read as
+// another quantity), SCFM (not converted), a gauge pressure for an absolute
+// one.
+func TestUnitForRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		role  profile.Role
+		label string
+	}{
+		{profile.RoleFlow, "SCFM"}, {profile.RoleFlow, "LPM"}, {profile.RoleFlow, "CCM"},
+		{profile.RoleFlow, "NLPM"}, {profile.RoleSetpoint, "PSIA"}, {profile.RoleVolumetricFlow, "SLPM"},
+		{profile.RolePressure, "PSIG"}, {profile.RoleTemperature, "`F"},
+	} {
+		if u, err := UnitFor(tc.role, tc.label); err == nil {
+			t.Errorf("UnitFor(%s, %q) = %q, want a refusal", tc.role, tc.label, u)
+		}
+	}
+	for _, tc := range []struct {
+		role        profile.Role
+		label, want string
+	}{
+		{profile.RoleFlow, "SCCM", "sccm"}, {profile.RoleSetpoint, "SLPM", "slpm"},
+		{profile.RoleVolumetricFlow, "LPM", "lpm"}, {profile.RoleTemperature, "`C", "celsius"},
+	} {
+		if u, err := UnitFor(tc.role, tc.label); err != nil || u != tc.want {
+			t.Errorf("UnitFor(%s, %q) = %q, %v; want %q", tc.role, tc.label, u, err, tc.want)
+		}
+	}
+}
