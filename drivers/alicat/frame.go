@@ -134,6 +134,9 @@ func (m *Model) ParseFrame(b []byte, id byte, gas string) (Frame, error) {
 	if n != m.nums && n != m.nums+1 {
 		return Frame{}, frameErr(s, "%d numbers before the gas, want %d (or %d with a totalizer)", n, m.nums, m.nums+1)
 	}
+	if 1+n >= len(fields) {
+		return Frame{}, frameErr(s, "no gas after the %d numbers", n)
+	}
 	fr := Frame{UnitID: id, Values: make([]float64, len(cols)), Fields: make([]string, len(cols))}
 	copy(fr.Fields, fields[1:1+m.nums])
 	fr.Fields[m.nums] = fields[1+n]
