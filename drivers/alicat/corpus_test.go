@@ -122,13 +122,22 @@ func TestCorpus(t *testing.T) {
 					}
 				case "describe":
 					checkDescribeEntry(t, e)
+				case "model":
+					model, err := ParseModel(e.replies, e.unit)
+					if err != nil || model != e.want["model"] {
+						t.Fatalf("ParseModel = %q, %v; want %s", model, err, e.want["model"])
+					}
+					fs, ok := ModelFullScale(model)
+					if want, _ := strconv.ParseFloat(e.want["full_scale_sccm"], 64); !ok || math.Abs(fs.SCCM()-want) > 1e-6 {
+						t.Fatalf("ModelFullScale(%q) = %v, %v; want %g sccm", model, fs, ok, want)
+					}
 				default:
 					t.Fatalf("unknown kind %q", e.kind)
 				}
 			})
 		}
 	}
-	for _, k := range []string{"frame", "version", "units", "source", "describe"} {
+	for _, k := range []string{"frame", "version", "units", "source", "describe", "model"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s entry", k)
 		}

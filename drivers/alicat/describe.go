@@ -250,3 +250,43 @@ func ParseDescription(lines [][]byte, id byte) (Description, error) {
 	}
 	return d, nil
 }
+
+// ParseModel parses a ??M* answer (its lines without CR: "<id>  M04 Model
+// Number MC-500SCCM-D", the codes M00..M09 with a label before each value,
+// on 5v12, 8v17 and 10v20 alike) and returns the model number.
+func ParseModel(lines [][]byte, id byte) (string, error) {
+	if len(lines) == 0 {
+		return "", fmt.Errorf("manufacturing info: no lines: %w", device.ErrFrame)
+	}
+	for _, l := range lines {
+		f := strings.Fields(string(l))
+		if err := answered(l, id, f); err != nil {
+			return "", err
+		}
+		if len(f) >= 5 && f[1] == "M04" && f[2] == "Model" && f[3] == "Number" {
+			return strings.Join(f[4:], " "), nil
+		}
+	}
+	return "", fmt.Errorf("manufacturing info: no model number (M04): %w", device.ErrFrame)
+}
+
+// ModelFullScale reads the full scale an Alicat model number states
+// ("MC-500SCCM-D": 500 sccm; "MCR-200SLPM-D": 200 slpm), or false when it
+// states none the driver reads.
+func ModelFullScale(model string) (device.Flow, bool) {
+	for _, part := range strings.Split(model, "-") {
+		for _, u := range []string{"SCCM", "SLPM"} {
+			num, ok := strings.CutSuffix(part, u)
+			if !ok || num == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(num, 64)
+			if err != nil || !device.Finite(v) || v <= 0 {
+				return 0, false
+			}
+			f, err := device.FlowIn(v, strings.ToLower(u))
+			return f, err == nil
+		}
+	}
+	return 0, false
+}

@@ -22,6 +22,7 @@
 //	<id>C         cancel the hold            → data frame
 //	<id>VE        firmware version           → "<id>   10v20.0-R24 Jan  9 2025,15:04:07"
 //	<id>??D*      describe the data frame    → one line per column and status code
+//	<id>??M*      manufacturing info         → "<id>  M04 Model Number MC-500SCCM-D", M00..M09
 //	<id>DCU <n>   engineering unit of stat n → "<id> 12 SCCM" (10v05+)
 //	<id>LSS       setpoint source            → "<id> U" (10v05+: A analog, S saved, U unsaved)
 //	anything refused                         → "<id> ?"
@@ -43,8 +44,9 @@
 // profile's units are assumed: the agent verifies every unit at start,
 // before its first write.
 //
-// Verify (device.Verifier) only sends queries: VE, ??D*, DCU <stat>, LSS;
-// never a set form. It refuses (findings not OK) an analog setpoint source
+// Verify (device.Verifier) only sends queries: VE, ??M*, ??D*, DCU <stat>,
+// LSS; never a set form. It reports the model (??M*) and refuses a
+// configured full scale above the one its model number states. It refuses (findings not OK) an analog setpoint source
 // (S would be ignored silently), saved setpoint mode (every setpoint written
 // to non-volatile memory, which the manufacturer warns against changing more
 // often than every few minutes), columns other than the profile's (a
@@ -86,10 +88,10 @@
 // # Caveats
 //
 // The protocol has no checksum: a corrupted digit that still leaves a
-// well-formed number cannot be detected. A ??D* answer has no end marker:
-// Verify takes it as ended when the line has been quiet for half the
-// exchange timeout (about 1 s for a 22-line answer at 19200 baud, plus that
-// wait). Firmware before 10v05 has no LSS: its setpoint source and saving
+// well-formed number cannot be detected. A ??D* or ??M* answer has no end
+// marker: Verify takes it as ended when the line has been quiet for a fifth
+// of the exchange timeout. At 19200 baud a 22-line ??D* takes about 1 s on
+// the wire: Verify of one controller takes about 1.5 s. Firmware before 10v05 has no LSS: its setpoint source and saving
 // cannot be read, and Verify says so (the setpoint readback still catches
 // an ignored S). COM and GTA are listed as statuses by a 10v20 unit; their
 // meaning is not in the public primer text, so alicat-mc names them

@@ -29,7 +29,7 @@ var mcProfile = func() *profile.Profile {
 // hilMFC serves the Ar controller of a running plant in variant v on a pty
 // (firmware-sim/serialsim, written from the manual and the corpus, not from
 // this driver) and opens the driver on it with prof.
-func hilMFC(t *testing.T, v serialsim.MFCVariant, prof *profile.Profile) (*alicat.MFC, *serialsim.MFC, *plant.Plant) {
+func hilMFC(t *testing.T, v serialsim.MFCVariant, prof *profile.Profile, edit ...func(*alicat.Opts)) (*alicat.MFC, *serialsim.MFC, *plant.Plant) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("HIL: a plant and a pty")
@@ -51,6 +51,9 @@ func hilMFC(t *testing.T, v serialsim.MFCVariant, prof *profile.Profile) (*alica
 	t.Cleanup(func() { _ = sim.Close() })
 	o := alicat.DefaultOpts()
 	o.Profile, o.Name, o.UnitID, o.Gas, o.FullScale = prof, "mfc-ar", 'A', "Ar", device.SCCM(500)
+	for _, e := range edit {
+		e(&o)
+	}
 	m, err := alicat.Open(sim.Link(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +136,9 @@ func TestHILSLPM(t *testing.T) {
 	}
 }
 
-// TestHILVerifyRefuses: an analog setpoint source and saved setpoints are
-// mismatches naming the setting, and Verify changed nothing on the unit.
+// TestHILVerifyRefuses: an analog setpoint source, saved setpoints and a
+// configured full scale above the model's are mismatches naming the
+// setting, and Verify changed nothing on the unit.
 func TestHILVerifyRefuses(t *testing.T) {
 	tests := []struct {
 		v       serialsim.MFCVariant
@@ -142,10 +146,15 @@ func TestHILVerifyRefuses(t *testing.T) {
 	}{
 		{serialsim.MFCAnalogSetpoint, "setpoint source"},
 		{serialsim.MFCSavedSetpoint, "setpoint saving"},
+		{serialsim.MFCPadded, "full scale"}, // configured 1000 sccm on an MC-500SCCM-D
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.v), func(t *testing.T) {
-			m, _, p := hilMFC(t, tc.v, mcProfile)
+			m, _, p := hilMFC(t, tc.v, mcProfile, func(o *alicat.Opts) {
+				if tc.setting == "full scale" {
+					o.FullScale = device.SCCM(1000)
+				}
+			})
 			seq, _ := p.WriteLogStats()
 			fs, err := m.Verify(context.Background())
 			if err != nil {

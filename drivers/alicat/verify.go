@@ -15,23 +15,28 @@ import (
 var _ device.Verifier = (*MFC)(nil)
 
 // The family's read-only queries Verify sends (Alicat Serial Primer, Rev. 2:
-// "Query Data Frame" 6v00, "Engineering Units" 10v05, "Setpoint Source"
-// 10v05). None changes a setting: each is the query form, without an
+// "Query Data Frame" 6v00, "Manufacturing info", "Engineering Units" 10v05,
+// "Setpoint Source" 10v05). None changes a setting: each is the query form, without an
 // argument.
 const (
-	cmdDescribe    = "??D*"
-	cmdUnits       = "DCU"
-	cmdSource      = "LSS"
-	statMassFlow   = 5
-	statSetpoint   = 37
-	maxDescription = 64 // lines of a ??D* answer
+	cmdDescribe     = "??D*"
+	cmdManufacturer = "??M*"
+	cmdUnits        = "DCU"
+	cmdSource       = "LSS"
+	statMassFlow    = 5
+	statSetpoint    = 37
+	maxLines        = 64 // lines of a ??D* or ??M* answer
 )
 
 // Verify reads the controller's identity and the settings the driver depends
-// on, and compares them with the profile; it only sends queries (VE, ??D*,
-// DCU <stat>, LSS), never a setting. The findings:
+// on, and compares them with the profile; it only sends queries (VE, ??M*,
+// ??D*, DCU <stat>, LSS), never a setting. The findings:
 //
 //   - firmware (VE): informative.
+//   - model (??M*): informative; its full scale, where the model number
+//     states one ("MC-500SCCM-D", "MCR-200SLPM-D"), must be at least the
+//     configured full scale (the controller refuses setpoints above its
+//     own, and fs_range checks would use the wrong scale).
 //   - data frame columns (??D*): the columns after the unit id, in order,
 //     must be the profile's (a totalizer column just before the gas is
 //     allowed: the driver reads it).
@@ -62,6 +67,18 @@ func (m *MFC) Verify(ctx context.Context) ([]device.Finding, error) {
 		return nil, err
 	}
 	out := []device.Finding{find("firmware (VE)", fw.Raw, "any", true)}
+	model, err := m.identity(ctx)
+	switch {
+	case errors.Is(err, device.ErrRejected):
+		out = append(out, find("model (??M*)", "not reported (??M* refused)", "any", true))
+	case err != nil:
+		return out, err
+	default:
+		out = append(out, find("model (??M*)", model, "any", true))
+		if fs, ok := ModelFullScale(model); ok {
+			out = append(out, find("full scale (??M* model number)", fs.String(), fmt.Sprintf("at least the configured %v", m.opts.FullScale), fs >= m.opts.FullScale*(1-1e-9)))
+		}
+	}
 
 	units := Units{col: make([]string, len(m.model.p.Channels))}
 	desc, err := m.describe(ctx)
@@ -215,20 +232,35 @@ func (m *MFC) setpointSource(ctx context.Context) (string, error) {
 	return src, err
 }
 
-// describe asks ??D* and reads its lines: the answer has no end marker, so
-// it ends when the line has been quiet for half the exchange timeout after
-// a line.
+// describe asks ??D* and parses its lines.
 func (m *MFC) describe(ctx context.Context) (Description, error) {
+	lines, err := m.lines(ctx, cmdDescribe)
+	if err != nil {
+		return Description{}, fmt.Errorf("%s: describe data frame: %w", m.opts.Name, err)
+	}
+	d, err := ParseDescription(lines, m.opts.UnitID)
+	if err != nil {
+		return d, fmt.Errorf("%s: describe data frame: %w", m.opts.Name, err)
+	}
+	return d, nil
+}
+
+// lines sends a query answered by several lines (??D*, ??M*) and reads
+// them: the answer has no end marker, so it ends when the line has been
+// quiet for a fifth of the exchange timeout (100 ms by default) after a
+// line: the controller sends its lines back to back. A lone "<id> ?" ends
+// it at once (ErrRejected from the parser).
+func (m *MFC) lines(ctx context.Context, cmd string) ([][]byte, error) {
 	var lines [][]byte
-	quiet := m.opts.Timeout / 2
+	quiet := m.opts.Timeout / 5
 	err := m.line.Do(ctx, func(tx *serialline.Tx) error {
 		wctx, cancel := context.WithTimeout(ctx, m.opts.Timeout)
-		err := tx.Write(wctx, []byte(string(m.opts.UnitID)+cmdDescribe+"\r"))
+		err := tx.Write(wctx, []byte(string(m.opts.UnitID)+cmd+"\r"))
 		cancel()
 		if err != nil {
 			return err
 		}
-		for len(lines) < maxDescription {
+		for len(lines) < maxLines {
 			d := m.opts.Timeout
 			if len(lines) > 0 {
 				d = quiet
@@ -249,12 +281,18 @@ func (m *MFC) describe(ctx context.Context) (Description, error) {
 		}
 		return nil
 	})
+	return lines, err
+}
+
+// identity asks ??M* and returns the model number, or "" with ErrRejected.
+func (m *MFC) identity(ctx context.Context) (string, error) {
+	lines, err := m.lines(ctx, cmdManufacturer)
 	if err != nil {
-		return Description{}, fmt.Errorf("%s: describe data frame: %w", m.opts.Name, err)
+		return "", fmt.Errorf("%s: manufacturing info: %w", m.opts.Name, err)
 	}
-	d, err := ParseDescription(lines, m.opts.UnitID)
+	model, err := ParseModel(lines, m.opts.UnitID)
 	if err != nil {
-		return d, fmt.Errorf("%s: describe data frame: %w", m.opts.Name, err)
+		return "", fmt.Errorf("%s: manufacturing info: %w", m.opts.Name, err)
 	}
-	return d, nil
+	return model, nil
 }

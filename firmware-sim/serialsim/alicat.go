@@ -208,6 +208,15 @@ func (f *mfcFirmware) command(line []byte, over bool) {
 		for _, l := range f.v.description(f.id) {
 			f.send(l)
 		}
+	case mfcManufacturer:
+		st, ok := f.p.MFC(f.gas)
+		if !ok {
+			f.sendBad()
+			return
+		}
+		for _, l := range f.v.manufacturing(f.id, st.FullScaleSCCM) {
+			f.send(l)
+		}
 	case mfcUnits:
 		vol, mass, code := f.v.flowUnits()
 		switch {
@@ -341,9 +350,10 @@ const (
 	mfcHold
 	mfcCancel
 	mfcVersion
-	mfcDescribe // ??D*
-	mfcUnits    // DCU <stat>
-	mfcSource   // LSS
+	mfcDescribe     // ??D*
+	mfcManufacturer // ??M*
+	mfcUnits        // DCU <stat>
+	mfcSource       // LSS
 )
 
 // mfcCommand is one parsed command line.
@@ -374,6 +384,8 @@ func parseMFC(line []byte, id byte) (cmd mfcCommand, ours bool) {
 		return mfcCommand{op: mfcVersion}, true
 	case rest == "??D*":
 		return mfcCommand{op: mfcDescribe}, true
+	case rest == "??M*":
+		return mfcCommand{op: mfcManufacturer}, true
 	case rest == "LSS" || strings.HasPrefix(rest, "LSS "):
 		return mfcCommand{op: mfcSource, arg2: rest != "LSS"}, true
 	case strings.HasPrefix(rest, "DCU "):

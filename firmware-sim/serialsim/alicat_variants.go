@@ -3,6 +3,7 @@ package serialsim
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -141,6 +142,36 @@ func (v mfcModel) flowUnits() (vol, mass string, code int) {
 		return "LPM", "SLPM", 7
 	}
 	return "CCM", "SCCM", 12
+}
+
+// manufacturing is the ??M* answer, laid out as the captures
+// manufacturing_info_mc (10v20), _v8 (8v17) and _v1_v7 (5v12) of
+// github.com/GraysonBellamy/alicatlib; the model number states the
+// controller's full scale as Alicat's do (MC-500SCCM-D, MCR-200SLPM-D);
+// serial number and dates are ours.
+func (v mfcModel) manufacturing(id byte, fullScaleSCCM float64) []string {
+	u := string(id)
+	model := fmt.Sprintf("MC-%sSCCM-D", strconv.FormatFloat(fullScaleSCCM, 'f', -1, 64))
+	if v.slpm {
+		model = fmt.Sprintf("MCR-%sSLPM-D", strconv.FormatFloat(fullScaleSCCM/1000, 'f', -1, 64))
+	}
+	sep := " "
+	if v.dialect == dialectLegacy {
+		sep = "  "
+	}
+	fw := strings.Fields(v.version)[0]
+	return []string{
+		u + "  M00 ALICAT SCIENTIFIC",
+		u + "  M01 www.alicat.com",
+		u + "  M02 Ph   520-290-6060",
+		u + "  M03 info@alicat.com",
+		u + "  M04 Model Number" + sep + model,
+		u + "  M05 Serial Number 100001",
+		u + "  M06 Date Manufactured 01/02/2026",
+		u + "  M07 Date Calibrated   01/02/2026",
+		u + "  M08 Calibrated By     HC",
+		u + "  M09 Software Revision " + fw,
+	}
 }
 
 // description is the ??D* answer, one line per element (without CR), laid

@@ -128,3 +128,31 @@ func TestParseMFCVariant(t *testing.T) {
 		t.Error("accepted bogus")
 	}
 }
+
+// TestMFCVariantManufacturing: ??M* answers M00..M09 as the captures do, the
+// model number stating the full scale in the variant's unit.
+func TestMFCVariantManufacturing(t *testing.T) {
+	for _, tt := range []struct {
+		v    MFCVariant
+		m04  string
+		last string
+	}{
+		{MFCPadded, "A  M04 Model Number MC-500SCCM-D", "A  M09 Software Revision 10v20.0-R24"},
+		{MFCPre6v, "A  M04 Model Number  MC-500SCCM-D", "A  M09 Software Revision 5v12.0-R22"},
+		{MFCSLPM, "A  M04 Model Number MCR-0.5SLPM-D", "A  M09 Software Revision 8v17.0-R23"},
+	} {
+		t.Run(string(tt.v), func(t *testing.T) {
+			p := newFakePlant()
+			_, c := startMFCVariant(t, p, "ar", tt.v)
+			c.t = t
+			c.send("A??M*\r")
+			var got []string
+			for i := 0; i < 10; i++ {
+				got = append(got, strings.TrimSuffix(c.readTo('\r'), "\r"))
+			}
+			if got[0] != "A  M00 ALICAT SCIENTIFIC" || got[4] != tt.m04 || got[9] != tt.last {
+				t.Fatalf("??M*: %q", got)
+			}
+		})
+	}
+}
