@@ -1,7 +1,7 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
 //	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
@@ -64,7 +64,7 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
+  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
           [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
@@ -149,6 +149,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
 	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
 	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
+	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2s=pre6v)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -197,6 +198,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: --gauge-model: %w", err)
 	}
 	gauge := serialsim.GaugeVariant{Model: gm, Continuous: *gaugeContinuous, ContinuousMode: 1}
+	mv, err := serialsim.ParseMFCVariants(*mfcVariant)
+	if err != nil {
+		return fmt.Errorf("run: --mfc-variant: %w", err)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -205,13 +210,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
 		FurnaceModel: fm, DIOModel: dm, Rig: rk,
-		Logger: logger, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: gauge}),
+		Logger: logger, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: gauge, MFCVariants: mv}),
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rig-sim: rig %s, time scale %g (sim s per wall s), relay %s, precursor %s\n", rk, *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, gauge %s%s\n", fm, dm, gm, map[bool]string{true: " (continuous output on)"}[*gaugeContinuous])
+	if *mfcVariant != "" {
+		fmt.Fprintf(stdout, "  mfc variant  %s\n", *mfcVariant)
+	}
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
@@ -55,6 +56,9 @@ type MFC struct {
 	opts    Opts
 	model   *Model
 	now     func() time.Time
+
+	mu    sync.Mutex
+	units Units // the controller's own, once Verify has read them
 }
 
 var _ device.FlowController = (*MFC)(nil)
@@ -135,10 +139,11 @@ func (m *MFC) ReadFlow(ctx context.Context) (device.FlowStatus, error) {
 	if err != nil {
 		return device.FlowStatus{}, err
 	}
-	if err := m.model.check(f, m.opts.FullScale); err != nil {
+	u := m.Units()
+	if err := m.model.check(f, u, m.opts.FullScale); err != nil {
 		return device.FlowStatus{}, fmt.Errorf("%s: poll: %w", m.opts.Name, err)
 	}
-	st := m.model.status(f)
+	st := m.model.status(f, u)
 	st.At = m.now()
 	return st, nil
 }
@@ -147,15 +152,16 @@ func (m *MFC) ReadFlow(ctx context.Context) (device.FlowStatus, error) {
 // data frame through the profile (hcp-edge probe): read-only.
 func (m *MFC) ReadChannels(ctx context.Context) []profile.Reading {
 	f, err := m.command(ctx, "poll", "")
+	u := m.Units()
 	var out []profile.Reading
 	for i, c := range m.model.p.Channels {
-		r := profile.Reading{Channel: c.Name, Command: string(m.opts.UnitID), Unit: c.Unit}
+		r := profile.Reading{Channel: c.Name, Command: string(m.opts.UnitID), Unit: u.of(m.model, i)}
 		switch {
 		case err != nil:
 			r.Error = err.Error()
 		default:
 			r.Raw, r.Value, r.InRange = f.Fields[i], f.Values[i], true
-			if rng, ok := colRange(c, m.opts.FullScale); ok && c.Type != "text" {
+			if rng, ok := colRange(c, r.Unit, m.opts.FullScale); ok && c.Type != "text" {
 				r.Range, r.InRange = rng, r.Value >= rng[0] && r.Value <= rng[1]
 			}
 		}
@@ -164,18 +170,20 @@ func (m *MFC) ReadChannels(ctx context.Context) []profile.Reading {
 	return out
 }
 
-// SetFlow sets the setpoint (`<id>S<value>\r`, two decimals) and verifies the
+// SetFlow sets the setpoint (`<id>S<value>\r`, in the controller's unit:
+// two decimals in sccm, three in slpm) and verifies the
 // setpoint in the reply (device.ErrReadback otherwise). A negative, non-finite
 // or above-full-scale flow is refused with device.ErrOutOfRange before
 // anything is sent. If the valve is held closed (after Halt) and f is above
 // zero, SetFlow then cancels the hold (`<id>C`) so the controller resumes
 // control to the new setpoint; a zero setpoint leaves the hold in place.
 func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
-	v, _ := f.In(m.model.p.Channels[m.model.role[profile.RoleSetpoint]].Unit)
-	if !device.Finite(v) || v < 0 || f > m.opts.FullScale {
+	unit := m.Units().of(m.model, m.model.role[profile.RoleSetpoint])
+	v, err := f.In(unit)
+	if err != nil || !device.Finite(v) || v < 0 || f > m.opts.FullScale {
 		return fmt.Errorf("%s: set flow %v (range 0..%v): %w", m.opts.Name, f, m.opts.FullScale, device.ErrOutOfRange)
 	}
-	arg := strconv.FormatFloat(v, 'f', 2, 64)
+	arg := strconv.FormatFloat(v, 'f', setpointDecimals(unit), 64)
 	sent, _ := strconv.ParseFloat(arg, 64)
 	fr, err := m.command(ctx, "set flow", m.model.set+arg)
 	if err != nil {
@@ -199,7 +207,7 @@ func (m *MFC) SetFlow(ctx context.Context, f device.Flow) error {
 
 func (m *MFC) checkSetpoint(fr Frame, want float64) error {
 	if math.Abs(fr.Setpoint-want) > fr.SetpointRes/2+1e-9 {
-		return fmt.Errorf("%s: set flow %.2f: controller reports setpoint %g: %w", m.opts.Name, want, fr.Setpoint, device.ErrReadback)
+		return fmt.Errorf("%s: set flow %g: controller reports setpoint %g: %w", m.opts.Name, want, fr.Setpoint, device.ErrReadback)
 	}
 	return nil
 }
@@ -232,26 +240,33 @@ func (m *MFC) Halt(ctx context.Context) error {
 }
 
 // Version returns the firmware version (`<id>VE\r`, the profile's version
-// command), e.g. "10v05.0-R24".
+// command), e.g. "10v05.0-R24": the reply's first field after the unit id
+// (8v17 and 10v20 follow it with a build date).
 func (m *MFC) Version(ctx context.Context) (string, error) {
-	var out string
+	fw, err := m.firmware(ctx)
+	return fw.Raw, err
+}
+
+func (m *MFC) firmware(ctx context.Context) (Firmware, error) {
+	var fw Firmware
 	cmd := m.model.p.Commands["version"]
 	if cmd == "" {
-		return "", fmt.Errorf("%s: version: profile %s names no version command: %w", m.opts.Name, m.model.p.ID, device.ErrRejected)
+		return fw, fmt.Errorf("%s: version: profile %s names no version command: %w", m.opts.Name, m.model.p.ID, device.ErrRejected)
 	}
 	err := m.exchange(ctx, "version", cmd, func(reply []byte) error {
-		id := string(m.opts.UnitID)
-		s := string(reply)
-		switch {
-		case s == id+" ?":
-			return fmt.Errorf("controller answered %q: %w", s, device.ErrRejected)
-		case len(s) < 3 || s[:2] != id+" ":
-			return fmt.Errorf("version reply %q: %w", truncate(s), device.ErrFrame)
-		}
-		out = s[2:]
-		return nil
+		var err error
+		fw, err = ParseVersion(reply, m.opts.UnitID)
+		return err
 	})
-	return out, err
+	return fw, err
+}
+
+// Units returns the engineering units the controller's columns are read in:
+// the controller's own once Verify has read them, the profile's before.
+func (m *MFC) Units() Units {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.units
 }
 
 // command sends `<id><cmd>\r` and parses the data frame that answers it.

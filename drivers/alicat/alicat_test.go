@@ -194,10 +194,9 @@ func TestErrorReplies(t *testing.T) {
 		{"wrong readback", "C +014.70 +025.00 +000.00 +000.00 +020.00 H2S", device.ErrReadback},
 		{"other unit", "A +014.70 +025.00 +000.00 +000.00 +010.00 H2S", device.ErrFrame},
 		{"wrong gas", "C +014.70 +025.00 +000.00 +000.00 +010.00 Ar", device.ErrFrame},
-		{"unknown flag", "C +014.70 +025.00 +000.00 +000.00 +010.00 H2S XYZ", device.ErrFrame},
+		{"not a status code", "C +014.70 +025.00 +000.00 +000.00 +010.00 H2S xyz", device.ErrFrame},
 		{"flipped digit", "C +014.70 +025.00 +000.00 +0x0.00 +010.00 H2S", device.ErrFrame},
 		{"missing field", "C +014.70 +025.00 +000.00 +010.00 H2S", device.ErrFrame},
-		{"double space", "C +014.70  +025.00 +000.00 +000.00 +010.00 H2S", device.ErrFrame},
 		{"garbage", "\x00\xff#!", device.ErrFrame},
 		{"silence", "", device.ErrTimeout},
 	}
@@ -381,7 +380,9 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-var numberRE = regexp.MustCompile(`^[+-][0-9]+\.[0-9]+$`)
+var numberRE = regexp.MustCompile(`^[+-]?[0-9]+\.[0-9]+$`)
+
+var codeRE = regexp.MustCompile(`^[A-Z0-9]{3}$`)
 
 func FuzzParseFrame(f *testing.F) {
 	model, err := alicat.NewModel(simProfile)
@@ -399,6 +400,9 @@ func FuzzParseFrame(f *testing.F) {
 		"A +1e+002 +025.00 +050.00 +050.00 +050.00 Ar",
 		"A +0x1.p3 +025.00 +050.00 +050.00 +050.00 Ar",
 		"A  +014.70 +025.00 +050.00 +050.00 +050.00 Ar",
+		"A +014.62 +021.89 +000.00 +000.00 +078.95     Ar P2O COM GTA",
+		"A +014.52 +021.50 +0000.1 +0000.2 0116.3      Ar",
+		"A +014.62 +021.89 +000.00 +000.00 +078.95 +0001234.5     Ar",
 		"",
 	} {
 		f.Add([]byte(s))
@@ -411,11 +415,20 @@ func FuzzParseFrame(f *testing.F) {
 			}
 			return
 		}
-		// An accepted frame is exactly: A, five well-formed numbers, Ar, known flags,
-		// and every value is the decimal value of its field.
-		fields := strings.Split(string(b), " ")
-		if len(fields) < 7 || fields[0] != "A" || fields[6] != "Ar" {
+		// An accepted frame is exactly: A, five well-formed numbers (an
+		// optional sign), a sixth for a totalizer, Ar, status codes of
+		// three capital letters or digits, fields separated by runs of
+		// spaces; every value is the decimal value of its field.
+		fields := strings.Fields(string(b))
+		gas := 6
+		if fr.HasTotal {
+			gas = 7
+		}
+		if len(fields) < gas+1 || fields[0] != "A" || fields[gas] != "Ar" {
 			t.Fatalf("accepted %q", b)
+		}
+		if strings.ContainsAny(string(b), "\t\r\n") {
+			t.Fatalf("accepted a control character in %q", b)
 		}
 		vals := []float64{fr.Pressure, fr.Temperature, fr.VolFlow, fr.MassFlow, fr.Setpoint}
 		for i, v := range vals {
@@ -427,8 +440,8 @@ func FuzzParseFrame(f *testing.F) {
 				t.Fatalf("field %q parsed as %v", fields[1+i], v)
 			}
 		}
-		for _, fl := range fields[7:] {
-			if fl != "HLD" && fl != "MOV" && fl != "OVR" {
+		for _, fl := range fields[gas+1:] {
+			if !codeRE.MatchString(fl) {
 				t.Fatalf("accepted flag %q", fl)
 			}
 		}

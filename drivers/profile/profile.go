@@ -150,8 +150,8 @@ type Profile struct {
 	// FullScale is the range of full scales an alicat model is made in,
 	// sccm [min, max]: a configured full scale outside it is refused.
 	FullScale []float64 `yaml:"full_scale,omitempty,flow"`
-	// NumberWidth is the narrowest number of an alicat data frame (the
-	// model pads with zeros; 0: any).
+	// NumberWidth is the narrowest number of an alicat data frame, without
+	// its sign (the model pads with zeros; 0: any).
 	NumberWidth int `yaml:"number_width,omitempty"`
 	// Commands of a serial family beyond its channels' (alicat:
 	// hold_closed, cancel_hold, version; tpg: unit, ident, error).

@@ -14,9 +14,12 @@ import (
 // Meanings a status code of each serial family may have. The driver acts
 // on valve_held (alicat: a halt is confirmed by it), sensor_fault (alicat:
 // the frame is a fault, never a value) and on every tpg meaning but ok,
-// underrange and overrange (the reading is a fault).
+// underrange and overrange (the reading is a fault). An alicat code that is
+// informational (a status the controller lists, not an error, whose
+// meaning the manual does not tie to the reading) is a warning carried in
+// the reading's flags.
 var meanings = map[Family][]string{
-	Alicat: {"valve_held", "over_range", "totalizer_overflow", "sensor_fault", "exhaust", "display_locked", "over_pressure_limit"},
+	Alicat: {"valve_held", "over_range", "totalizer_overflow", "sensor_fault", "exhaust", "display_locked", "over_pressure_limit", "informational"},
 	TPG:    {"ok", "underrange", "overrange", "sensor_error", "sensor_off", "no_sensor", "identification_error"},
 }
 

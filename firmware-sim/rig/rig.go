@@ -37,7 +37,7 @@ func SerialInstruments(ctx context.Context, p *plant.Plant, dir string) (io.Clos
 
 // SerialInstrumentsWith is SerialInstruments with options: the gauge
 // controller's variant (rig-sim --gauge-model, --gauge-continuous), the
-// noise seed.
+// MFCs' variants (--mfc-variant), the noise seed.
 func SerialInstrumentsWith(o serialsim.Opts) SerialStarter {
 	return func(ctx context.Context, p *plant.Plant, dir string) (io.Closer, error) {
 		return serialsim.StartAllOpts(ctx, p, dir, o)

@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// MFCVersion is what AVE answers after the unit id.
+// MFCVersion is what AVE answers after the unit id (MFCDefault; each
+// variant has its own).
 const MFCVersion = "10v05.0-R24"
 
 // maxLine bounds a command line; longer input is kept only up to this length and
@@ -41,6 +43,9 @@ type MFCOpts struct {
 	Seed uint64
 	// Logger receives line failures; nil discards them.
 	Logger *slog.Logger
+	// Variant is the firmware and configuration emulated (MFCDefault: the
+	// simulator's historic controller).
+	Variant MFCVariant
 }
 
 // defaultUnitIDs are the rig's unit ids (configs/rig-protocols.md).
@@ -48,7 +53,8 @@ var defaultUnitIDs = map[string]byte{"ar": 'A', "h2": 'B', "h2s": 'C', "ch4": 'C
 
 // MFC is a running Alicat-style mass-flow controller on its own pty.
 type MFC struct {
-	s *server
+	s  *server
+	fw *mfcFirmware
 }
 
 // NewMFC opens a pty at o.Link and serves a mass-flow controller on it until
@@ -62,8 +68,13 @@ func NewMFC(ctx context.Context, p Plant, o MFCOpts) (*MFC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serialsim: %s: %w", fw.dev, err)
 	}
-	return &MFC{s: s}, nil
+	return &MFC{s: s, fw: fw}, nil
 }
+
+// NVMWrites is how many times the controller has written a setpoint to its
+// non-volatile memory: once per accepted setpoint in saved setpoint mode
+// (MFCSavedSetpoint), never otherwise.
+func (m *MFC) NVMWrites() int64 { return m.fw.nvm.Load() }
 
 // Link is the symlink the controller is reached through.
 func (m *MFC) Link() string { return m.s.line.Link() }
@@ -84,6 +95,12 @@ type mfcFirmware struct {
 	rng  *rand.Rand
 	buf  []byte
 	over bool
+	v    mfcModel
+	nvm  atomic.Int64
+	// total is the totalized mass in standard litres, and when it was
+	// last advanced.
+	total   float64
+	totalAt time.Time
 }
 
 func newMFCFirmware(p Plant, o MFCOpts) (*mfcFirmware, error) {
@@ -98,7 +115,11 @@ func newMFCFirmware(p Plant, o MFCOpts) (*mfcFirmware, error) {
 	if id < 'A' || id > 'Z' {
 		return nil, fmt.Errorf("serialsim: mfc-%s: unit id %q is not a capital letter", gas, id)
 	}
-	return &mfcFirmware{p: p, gas: gas, dev: "mfc-" + gas, id: id, rng: newRand(o.Seed), buf: make([]byte, 0, maxLine)}, nil
+	v, ok := mfcVariants[o.Variant]
+	if !ok {
+		return nil, fmt.Errorf("serialsim: mfc-%s: unknown variant %q", gas, o.Variant)
+	}
+	return &mfcFirmware{p: p, gas: gas, dev: "mfc-" + gas, id: id, rng: newRand(o.Seed), buf: make([]byte, 0, maxLine), v: v}, nil
 }
 
 func (f *mfcFirmware) feed(b []byte, _ time.Time) {
@@ -134,20 +155,35 @@ func (f *mfcFirmware) command(line []byte, over bool) {
 	case mfcPoll:
 		f.sendFrame()
 	case mfcSetpoint:
-		ok := cmd.valid && cmd.value >= 0
+		sccm := cmd.value
+		if f.v.slpm {
+			sccm *= 1000
+		}
+		ok := cmd.valid && sccm >= 0
 		if ok {
-			if st, found := f.p.MFC(f.gas); found && cmd.value > st.FullScaleSCCM {
+			if st, found := f.p.MFC(f.gas); found && sccm > st.FullScaleSCCM {
 				ok = false
 			}
 		}
-		if ok && f.p.SetMFCSetpoint(f.gas, cmd.value) != nil {
+		if f.v.lss == "A" {
+			// The analog input is the source: the command is not
+			// accepted, the frame shows the setpoint unchanged.
+			f.p.RecordWrite(f.dev, via, "setpoint", sccm, false)
+			f.sendFrame()
+			return
+		}
+		if ok && f.p.SetMFCSetpoint(f.gas, sccm) != nil {
 			ok = false
 		}
-		v := cmd.value
+		v := sccm
 		if !cmd.valid {
 			v = badValue
 		}
 		f.p.RecordWrite(f.dev, via, "setpoint", v, ok)
+		if ok && f.v.lss == "S" {
+			f.nvm.Add(1)
+			f.p.RecordWrite(f.dev, via, "setpoint_nvm", v, true)
+		}
 		if ok {
 			f.sendFrame()
 		} else {
@@ -167,7 +203,42 @@ func (f *mfcFirmware) command(line []byte, over bool) {
 		}
 		f.sendFrame()
 	case mfcVersion:
-		f.send(string(f.id) + " " + MFCVersion)
+		f.send(string(f.id) + f.v.version)
+	case mfcDescribe:
+		for _, l := range f.v.description(f.id) {
+			f.send(l)
+		}
+	case mfcManufacturer:
+		st, ok := f.p.MFC(f.gas)
+		if !ok {
+			f.sendBad()
+			return
+		}
+		for _, l := range f.v.manufacturing(f.id, st.FullScaleSCCM) {
+			f.send(l)
+		}
+	case mfcUnits:
+		vol, mass, code := f.v.flowUnits()
+		switch {
+		case !f.v.dcu || cmd.arg2:
+			f.sendBad()
+		case cmd.stat == 5 || cmd.stat == 37:
+			f.send(fmt.Sprintf("%c %d %s", f.id, code, mass))
+		case cmd.stat == 4:
+			f.send(fmt.Sprintf("%c %d %s", f.id, code, vol))
+		case cmd.stat == 2:
+			f.send(fmt.Sprintf("%c 10 PSIA", f.id))
+		case cmd.stat == 3:
+			f.send(fmt.Sprintf("%c 2 `C", f.id))
+		default:
+			f.sendBad()
+		}
+	case mfcSource:
+		if f.v.lss == "" || cmd.arg2 {
+			f.sendBad()
+			return
+		}
+		f.send(string(f.id) + " " + f.v.lss)
 	default:
 		f.sendBad()
 	}
@@ -181,8 +252,13 @@ func (f *mfcFirmware) sendFrame() {
 		f.sendBad()
 		return
 	}
-	f.send(formatMFCFrame(f.id, st.Gas, st.FullScaleSCCM, st.PressurePSIA, st.TempC,
-		st.FlowSCCM, st.SetpointSCCM, st.Hold, st.StuckOpen))
+	now := time.Now()
+	if f.v.total && !f.totalAt.IsZero() {
+		f.total += math.Max(st.FlowSCCM, 0) / 1000 * now.Sub(f.totalAt).Minutes()
+	}
+	f.totalAt = now
+	f.send(f.v.frame(f.id, st.Gas, st.FullScaleSCCM, st.PressurePSIA, st.TempC,
+		st.FlowSCCM, st.SetpointSCCM, f.total, st.Hold, st.StuckOpen))
 }
 
 func (f *mfcFirmware) send(s string) {
@@ -193,20 +269,36 @@ func (f *mfcFirmware) send(s string) {
 	reply(f.w, b)
 }
 
-// formatMFCFrame builds a data frame (without its CR).
-func formatMFCFrame(id byte, gas string, fullScale, psia, tempC, massFlow, setpoint float64, hold, stuckOpen bool) string {
+// frame builds a data frame (without its CR) as the variant prints it:
+// pressure, temperature, volumetric flow, mass flow, setpoint, [total], gas,
+// status codes; the flows in sccm/ccm or SLPM/LPM.
+func (v mfcModel) frame(id byte, gas string, fullScale, psia, tempC, massFlow, setpoint, total float64, hold, stuckOpen bool) string {
 	vol := massFlow
 	if psia > 0 && tempC > -273.15 {
 		vol = massFlow * (stdPressurePSIA / psia) * ((tempC + 273.15) / stdTempK)
 	}
+	div := 1.0
+	if v.slpm {
+		div = 1000
+	}
 	var b strings.Builder
 	b.WriteByte(id)
-	for _, v := range []float64{psia, tempC, vol, massFlow, setpoint} {
+	for _, n := range []string{mfcNumber(psia, 2, false), mfcNumber(tempC, 2, false),
+		mfcNumber(vol/div, v.flowDec, false), mfcNumber(massFlow/div, v.flowDec, false),
+		mfcNumber(setpoint/div, v.flowDec, v.unsigned)} {
 		b.WriteByte(' ')
-		b.WriteString(mfcNumber(v))
+		b.WriteString(n)
+	}
+	if v.total {
+		b.WriteByte(' ')
+		b.WriteString(mfcNumberWidth(total, 1, 9, false))
 	}
 	b.WriteByte(' ')
-	b.WriteString(gas)
+	if v.pad > 0 {
+		fmt.Fprintf(&b, "%*s", v.pad, gas)
+	} else {
+		b.WriteString(gas)
+	}
 	if hold {
 		b.WriteString(" HLD")
 	}
@@ -216,20 +308,34 @@ func formatMFCFrame(id byte, gas string, fullScale, psia, tempC, massFlow, setpo
 	return b.String()
 }
 
-// mfcNumber formats v as a sign and digits with two decimals, zero-padded to
-// seven characters (+014.70); wider values are printed in full. A value that
-// rounds to zero is +000.00; a non-finite one prints as +000.00 too.
-func mfcNumber(v float64) string {
+// formatMFCFrame builds a data frame of the default variant.
+func formatMFCFrame(id byte, gas string, fullScale, psia, tempC, massFlow, setpoint float64, hold, stuckOpen bool) string {
+	return mfcVariants[MFCDefault].frame(id, gas, fullScale, psia, tempC, massFlow, setpoint, 0, hold, stuckOpen)
+}
+
+// mfcNumber formats v with dec decimals, zero-padded to six characters after
+// its sign (+014.70, +0000.1, +00.025); wider values are printed in full. A
+// value that rounds to zero is positive; a non-finite one prints as zero.
+// unsigned drops the sign of a positive value, as firmware before 6v prints
+// the setpoint ("0116.3").
+func mfcNumber(v float64, dec int, unsigned bool) string {
+	return mfcNumberWidth(v, dec, 6, unsigned)
+}
+
+func mfcNumberWidth(v float64, dec, width int, unsigned bool) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		v = 0
 	}
-	s := strconv.FormatFloat(math.Abs(v), 'f', 2, 64)
+	s := strconv.FormatFloat(math.Abs(v), 'f', dec, 64)
 	sign := "+"
-	if v < 0 && s != "0.00" {
+	if v < 0 && strings.Trim(s, "0.") != "" {
 		sign = "-"
 	}
-	for len(s) < 6 {
+	for len(s) < width {
 		s = "0" + s
+	}
+	if unsigned && sign == "+" {
+		return s
 	}
 	return sign + s
 }
@@ -244,6 +350,10 @@ const (
 	mfcHold
 	mfcCancel
 	mfcVersion
+	mfcDescribe     // ??D*
+	mfcManufacturer // ??M*
+	mfcUnits        // DCU <stat>
+	mfcSource       // LSS
 )
 
 // mfcCommand is one parsed command line.
@@ -251,6 +361,8 @@ type mfcCommand struct {
 	op    mfcOp
 	value float64 // setpoint
 	valid bool    // value is a number
+	stat  int     // DCU's statistic
+	arg2  bool    // a set form (DCU <stat> <unit>, LSS <mode>): refused
 }
 
 // parseMFC parses a command line (without its CR) for unit id. ours is false
@@ -270,6 +382,22 @@ func parseMFC(line []byte, id byte) (cmd mfcCommand, ours bool) {
 		return mfcCommand{op: mfcCancel}, true
 	case rest == "VE":
 		return mfcCommand{op: mfcVersion}, true
+	case rest == "??D*":
+		return mfcCommand{op: mfcDescribe}, true
+	case rest == "??M*":
+		return mfcCommand{op: mfcManufacturer}, true
+	case rest == "LSS" || strings.HasPrefix(rest, "LSS "):
+		return mfcCommand{op: mfcSource, arg2: rest != "LSS"}, true
+	case strings.HasPrefix(rest, "DCU "):
+		f := strings.Fields(rest[4:])
+		if len(f) == 0 {
+			return mfcCommand{op: mfcBad}, true
+		}
+		n, err := strconv.Atoi(f[0])
+		if err != nil {
+			return mfcCommand{op: mfcBad}, true
+		}
+		return mfcCommand{op: mfcUnits, stat: n, arg2: len(f) > 1}, true
 	case rest[0] == 'S':
 		arg := strings.TrimPrefix(rest[1:], " ")
 		v, ok := parseDecimal(arg)

@@ -185,7 +185,7 @@ func TestMFCNumber(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mfcNumber(tt.v); got != tt.want {
+			if got := mfcNumber(tt.v, 2, false); got != tt.want {
 				t.Fatalf("mfcNumber(%v) = %q, want %q", tt.v, got, tt.want)
 			}
 		})

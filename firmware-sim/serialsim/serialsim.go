@@ -31,6 +31,9 @@ type Opts struct {
 	// Gauge is the gauge controller's model and output mode (zero: a TPG
 	// 261 answering only what it is asked).
 	Gauge GaugeVariant
+	// MFCVariants chooses each controller's variant by gas ("ar"); the key
+	// "" applies to every controller not named. Empty: MFCDefault.
+	MFCVariants map[string]MFCVariant
 }
 
 // DefaultOpts returns the options StartAll uses: clock-seeded noise, no logging.
@@ -75,7 +78,7 @@ func StartAllOpts(ctx context.Context, p Plant, dir string, o Opts) (*Set, error
 	}
 	s := &Set{MFCs: make(map[string]*MFC, len(gases))}
 	for i, gas := range gases {
-		mfc, err := NewMFC(ctx, p, MFCOpts{Link: filepath.Join(dir, "mfc-"+gas), Gas: gas, Seed: seed + uint64(i) + 1, Logger: o.Logger})
+		mfc, err := NewMFC(ctx, p, MFCOpts{Link: filepath.Join(dir, "mfc-"+gas), Gas: gas, Seed: seed + uint64(i) + 1, Logger: o.Logger, Variant: o.mfcVariant(gas)})
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
 		}
