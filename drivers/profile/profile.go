@@ -165,6 +165,9 @@ type Profile struct {
 	Units map[string]string `yaml:"units,omitempty"`
 	// Notes are free text for the technician (commissioning hints).
 	Notes string `yaml:"notes,omitempty"`
+	// Expect are the settings of a Modbus unit the profile depends on, and
+	// its identity: read before anything is driven, never written.
+	Expect []Expectation `yaml:"expect,omitempty"`
 }
 
 // Channel is one value of the instrument.
