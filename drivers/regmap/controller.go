@@ -389,6 +389,9 @@ func (c *Controller) writeChannel(ctx context.Context, ch profile.Channel, v flo
 	if err != nil {
 		return fmt.Errorf("%s: %s %v: %w", c.o.Name, ch.Name, v, err)
 	}
+	if ch.NonVolatile && c.holds(ctx, spec, words) {
+		return nil // already there: no write to non-volatile memory
+	}
 	if len(words) == 1 {
 		err = c.bus.WriteSingleRegister(ctx, c.o.Unit, spec.Address, words[0])
 	} else {
@@ -412,6 +415,26 @@ func (c *Controller) writeChannel(ctx context.Context, ch profile.Channel, v flo
 	return nil
 }
 
+// holds reports whether the unit's register already holds words. A read
+// that fails says no: the write is then sent (toward safe is never held
+// back by a failed read).
+func (c *Controller) holds(ctx context.Context, spec modbus.RegisterSpec, words []uint16) bool {
+	read := c.bus.ReadHoldingRegisters
+	if spec.Table == modbus.Input {
+		return false
+	}
+	got, err := read(ctx, c.o.Unit, spec.Address, spec.Words())
+	if err != nil || len(got) < len(words) {
+		return false
+	}
+	for i := range words {
+		if got[i] != words[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Init turns the heater off, then writes each init channel of the profile
 // to its value, each confirmed by read-back: the mode the other roles
 // assume (automatic control, the comms setpoint selected). The daemon calls
@@ -421,6 +444,12 @@ func (c *Controller) Init(ctx context.Context) error {
 		return err
 	}
 	for _, ch := range c.init {
+		spec := ch.Register()
+		if words, err := spec.Encode(*ch.Value); err == nil && c.holds(ctx, spec, words) {
+			c.o.Logger.Info("controller already in the profile's mode", "instrument", c.o.Name, "channel", ch.Name, "value", *ch.Value)
+			continue
+		}
+		c.o.Logger.Info("the agent sets the controller's mode at start", "instrument", c.o.Name, "channel", ch.Name, "value", *ch.Value, "non_volatile", ch.NonVolatile)
 		if err := c.writeChannel(ctx, ch, *ch.Value, true); err != nil {
 			return fmt.Errorf("%s: init: %w", c.o.Name, err)
 		}
