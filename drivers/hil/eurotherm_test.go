@@ -159,3 +159,24 @@ func TestEurothermVariantsDriven(t *testing.T) {
 		})
 	}
 }
+
+// TestADAMVerify: the ADAM-6052's identity (Module Name 1, 0x6052) is read
+// and matches the profile; nothing is written.
+func TestADAMVerify(t *testing.T) {
+	s := startRigOpts(t, rig.Opts{TimeScale: 1, DIOModel: plant.DIOADAM6052})
+	p, err := profile.Parse("configs/profiles/adam-6052.yaml", configs.Profiles()["profiles/adam-6052.yaml"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := regmap.NewModule(s.bus(modbus.TransportTCP, 2*time.Second, 0), p, regmap.ModuleOpts{Name: "dio", Unit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := m.Verify(ctxFor(t))
+	if err != nil || len(fs) != 1 || !fs[0].OK || fs[0].Found != "0x6052" {
+		t.Fatalf("findings %v, %v", fs, err)
+	}
+	if n := len(s.p.Writes(0)); n != 0 {
+		t.Fatalf("Verify wrote %d times", n)
+	}
+}
