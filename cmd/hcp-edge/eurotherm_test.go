@@ -191,6 +191,7 @@ func TestEurothermVariantsMoS2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator, three times")
 	}
+	t.Parallel() // its own rigs and state: runs beside the other whole-recipe tests
 	for _, cfg := range []plant.EurothermConfig{
 		{Decimals: 0, RampUnits: plant.EuroPerMinute},
 		{Decimals: 2, RampUnits: plant.EuroPerMinute},
