@@ -2,7 +2,7 @@
 // (development and HIL tests; not shipped) and talks to a running one.
 //
 //	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
-//	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--dio-model sim|adam6052]
+//	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
@@ -64,7 +64,7 @@ func main() {
 
 const usage = `usage:
   rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T]
-          [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--dio-model sim|adam6052]
+          [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
@@ -147,6 +147,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
 	furnaceDecimals := fs.Int("furnace-decimals", 1, "eurotherm3200: decimal places of temperatures in the 16-bit region (dEC.P): 0, 1 or 2")
 	furnaceRamp := fs.String("furnace-ramp-units", string(plant.EuroPerMinute), "eurotherm3200: ramp units of SP.RAT (rmP.U): sec, min or hour")
+	furnaceRemote := fs.String("furnace-remote-sp", "off", "eurotherm3200: on = the unit was left in auto with the remote (comms) setpoint selected (273 = 0, 276 = 1); off = local setpoint, manual (the power-on state)")
 	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
@@ -191,7 +192,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --dio-model: %w", err)
 	}
-	euroCfg := plant.EurothermConfig{Decimals: *furnaceDecimals, RampUnits: plant.EuroRampUnit(*furnaceRamp)}
+	if *furnaceRemote != "on" && *furnaceRemote != "off" {
+		return fmt.Errorf("run: --furnace-remote-sp %q (on or off)", *furnaceRemote)
+	}
+	euroCfg := plant.EurothermConfig{Decimals: *furnaceDecimals, RampUnits: plant.EuroRampUnit(*furnaceRamp), RemoteSP: *furnaceRemote == "on"}
 	if err := euroCfg.Validate(); err != nil {
 		return fmt.Errorf("run: --furnace-decimals/--furnace-ramp-units: %w", err)
 	}
@@ -211,7 +215,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "rig-sim: rig %s, time scale %g (sim s per wall s), relay %s, precursor %s\n", rk, *scale, map[bool]string{true: "energised", false: "de-energised"}[*relay], pr)
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s\n", fm, dm)
 	if fm == plant.FurnaceEurotherm3200 {
-		fmt.Fprintf(stdout, "  eurotherm    dEC.P %d decimals, rmP.U per %s\n", euroCfg.Decimals, euroCfg.RampUnits)
+		fmt.Fprintf(stdout, "  eurotherm    dEC.P %d decimals, rmP.U per %s, remote setpoint %s\n", euroCfg.Decimals, euroCfg.RampUnits, *furnaceRemote)
 	}
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)

@@ -180,3 +180,25 @@ func TestADAMVerify(t *testing.T) {
 		t.Fatalf("Verify wrote %d times", n)
 	}
 }
+
+// TestEurothermStartOnAConfiguredUnit: on a 3216 the technician left in
+// auto on the comms setpoint, the agent's Init writes no non-volatile
+// parameter but OP.HI (the halt), and a second Init writes nothing.
+func TestEurothermStartOnAConfiguredUnit(t *testing.T) {
+	s := startRigOpts(t, rig.Opts{TimeScale: 1, FurnaceModel: plant.FurnaceEurotherm3200,
+		Eurotherm: &plant.EurothermConfig{Decimals: 1, RampUnits: plant.EuroPerMinute, RemoteSP: true}})
+	c, err := regmap.NewController(s.bus(modbus.TransportTCP, 2*time.Second, 0), euroProfile(t, euroVariant{1, plant.EuroPerMinute}), regmap.ControllerOpts{Name: "furnace", Unit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t)
+	for i := 0; i < 2; i++ {
+		if err := c.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nv := s.p.Snapshot().Furnace.Eurotherm.NVWrites
+	if len(nv) != 1 || nv["output_high_limit"] != 1 {
+		t.Fatalf("two starts wrote non-volatile %v; want output_high_limit 1 (the first halt) and nothing else", nv)
+	}
+}

@@ -103,6 +103,10 @@ type EurothermConfig struct {
 	Decimals int
 	// RampUnits is rmP.U, the unit of SP.RAT ("" is per minute).
 	RampUnits EuroRampUnit
+	// RemoteSP: the unit was left with the remote (comms) setpoint
+	// selected (276 = 1) and in auto (273 = 0); false: the power-on state
+	// of configs/manuals/eurotherm-3200.md, local setpoint and manual.
+	RemoteSP bool
 }
 
 // DefaultEurothermConfig is the configuration rig-sim's eurotherm3200 has
@@ -151,7 +155,7 @@ func newEurotherm(cfg EurothermConfig) eurotherm {
 	}
 	return eurotherm{
 		cfg: cfg, nvWrites: map[string]int{},
-		tgSP: euroDefaultSPC, rmSP: euroDefaultSPC, manual: true,
+		tgSP: euroDefaultSPC, rmSP: euroDefaultSPC, manual: !cfg.RemoteSP, remote: cfg.RemoteSP,
 		opHi: euroOutputMax, a1: 1250,
 	}
 }

@@ -106,3 +106,16 @@ func TestEurothermConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestEurothermRemoteSPLeftOn: a unit left in auto on the comms setpoint
+// powers up so; the default powers up manual on the local setpoint.
+func TestEurothermRemoteSPLeftOn(t *testing.T) {
+	p := newEuroCfg(t, EurothermConfig{Decimals: 1, RemoteSP: true})
+	if euroR(t, p, EuroRemoteSelect) != 1 || euroR(t, p, EuroAutoManual) != 0 {
+		t.Fatalf("remote select %d, A-M %d; want 1, 0", euroR(t, p, EuroRemoteSelect), euroR(t, p, EuroAutoManual))
+	}
+	p = newEuroCfg(t, DefaultEurothermConfig())
+	if euroR(t, p, EuroRemoteSelect) != 0 || euroR(t, p, EuroAutoManual) != 1 {
+		t.Fatal("the default power-on state changed")
+	}
+}
