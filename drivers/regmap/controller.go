@@ -435,10 +435,10 @@ func (c *Controller) holds(ctx context.Context, spec modbus.RegisterSpec, words 
 	return true
 }
 
-// Init turns the heater off, then writes each init channel of the profile
-// to its value, each confirmed by read-back: the mode the other roles
-// assume (automatic control, the comms setpoint selected). The daemon calls
-// it once at start.
+// Init turns the heater off, then sets each init channel of the profile
+// to its value — the mode the other roles assume (automatic control, the
+// comms setpoint selected) — writing only a channel that differs (logged
+// either way; confirmed by read-back). The daemon calls it once at start.
 func (c *Controller) Init(ctx context.Context) error {
 	if err := c.Halt(ctx); err != nil {
 		return err
