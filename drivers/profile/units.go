@@ -64,6 +64,10 @@ var roleDims = map[Role]Dimension{
 	RolePressure: DimPressure, RoleFlow: DimFlow,
 }
 
+// roleUnit are the roles whose channel is read in one unit exactly (times:
+// the driver takes the uptime in seconds, the watchdog timeout in ms).
+var roleUnit = map[Role]string{RoleUptime: "s", RoleWatchdogTimeout: "ms"}
+
 // UnitDimension returns what unit measures; ok is false for a unit no
 // Modbus channel may carry.
 func UnitDimension(unit string) (Dimension, bool) {
@@ -117,6 +121,8 @@ func (v *validator) checkUnits(p *Profile) {
 		}
 		if want, ok := roleDims[c.Role]; ok && u.dim != want {
 			v.add(v.line("channels", i, "unit"), key, "%q is a %s unit: a channel of role %s is a %s", c.Unit, u.dim, c.Role, want)
+		} else if exact, ok := roleUnit[c.Role]; ok && strings.ToLower(c.Unit) != exact {
+			v.add(v.line("channels", i, "unit"), key, "%q: a channel of role %s is read in %s (scale it there)", c.Unit, c.Role, exact)
 		}
 	}
 }
