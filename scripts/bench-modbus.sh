@@ -22,7 +22,8 @@
 # process: on the simulator's controller (profile hcp-sim-tc: snapshot input
 # registers 0..8 and holding 0..5, 2 reads), and on a second rig-sim serving
 # the Eurotherm 3200 map (--furnace-model eurotherm3200, profile
-# eurotherm-3200: 6 holding-register reads, 5 for status; the map has gaps). mbpoll polls one table and one span per process, so its snapshot rate
+# eurotherm-3200: 6 holding-register reads, 5 for status, the analogue ones in the IEEE float
+# region; the map has gaps). mbpoll polls one table and one span per process, so its snapshot rate
 # is 1 / the sum of its per-request times over the spans, each timed as above
 # ((t(N) - t(1)) / (N - 1), N=SNAP_N, default MBPOLL_N). The script checks that
 # the span list it gives mbpoll has as many reads as the driver's snapshot.
@@ -195,13 +196,15 @@ if [ "$SNAPSHOT" != 0 ]; then
 	snap_row sim "$port" hcp-sim-tc snapshot 3:1:9 4:1:6
 	snap_row sim "$port" hcp-sim-tc status 3:1:6 4:1:3
 	# eurotherm-3200 on a rig-sim of its own (the instrument refuses a read across an unmapped
-	# gap). Snapshot: holding 1..5, 13, 26, 30, 35, 75; status: the same without 13.
+	# gap). The analogue values in the IEEE float region (0x8000 + 2 × address, two registers
+	# each): snapshot 0x8002..0x800B (1..5), 0x801A (13), 0x8034 (26), 0x803C (30), 0x8046 (35),
+	# and the status word 75; status: the same without 13. mbpoll's references are 1-based.
 	eport=$(free_port)
 	start_sim euro "$eport" --furnace-model eurotherm3200
 	euro_pid=$started_pid
 	snap_bench euro "$eport" eurotherm-3200
-	snap_row euro "$eport" eurotherm-3200 snapshot 4:2:5 4:14:1 4:27:1 4:31:1 4:36:1 4:76:1
-	snap_row euro "$eport" eurotherm-3200 status 4:2:5 4:27:1 4:31:1 4:36:1 4:76:1
+	snap_row euro "$eport" eurotherm-3200 snapshot 4:32771:10 4:32795:2 4:32821:2 4:32829:2 4:32839:2 4:76:1
+	snap_row euro "$eport" eurotherm-3200 status 4:32771:10 4:32821:2 4:32829:2 4:32839:2 4:76:1
 fi
 
 echo

@@ -81,6 +81,14 @@ func TestRealModelsMoS2(t *testing.T) {
 		}
 	}
 	t.Logf("writes over the whole MoS2 run: target_setpoint %d, comms_setpoint %d", count["target_setpoint"], count["comms_setpoint"])
+	// Write endurance (issue 41): every write of a parameter the 3200 keeps in
+	// non-volatile memory, over the whole run from the agent's start.
+	nv := 0
+	for _, ch := range []string{"target_setpoint", "output_high_limit", "auto_manual", "remote_select"} {
+		nv += count[ch]
+	}
+	t.Logf("non-volatile writes over the whole run: %d (OP.HI %d, A-M %d, remote select %d, TG.SP %d); setpoint_rate %d",
+		nv, count["output_high_limit"], count["auto_manual"], count["remote_select"], count["target_setpoint"], count["setpoint_rate"])
 	if count["target_setpoint"] > 5 {
 		t.Errorf("the target setpoint (rated for 100,000 writes) was written %d times in one run", count["target_setpoint"])
 	}

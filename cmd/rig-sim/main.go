@@ -2,7 +2,8 @@
 // (development and HIL tests; not shipped) and talks to a running one.
 //
 //	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
-//	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
+//	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
+//	        [--gauge-model tpg261|tpg262] [--gauge-continuous]
 //	rig-sim status [--json]
 //	rig-sim precursor [MoO3|WO3]
 //	rig-sim faults
@@ -65,7 +66,8 @@ func main() {
 
 const usage = `usage:
   rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
-          [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--dio-model sim|adam6052]
+          [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
+          [--gauge-model tpg261|tpg262] [--gauge-continuous]
   rig-sim status [--json] [--dir D]
   rig-sim precursor [MoO3|WO3] [--dir D]
   rig-sim faults [--dir D]
@@ -146,6 +148,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
+	furnaceDecimals := fs.Int("furnace-decimals", 1, "eurotherm3200: decimal places of temperatures in the 16-bit region (dEC.P): 0, 1 or 2")
+	furnaceRamp := fs.String("furnace-ramp-units", string(plant.EuroPerMinute), "eurotherm3200: ramp units of SP.RAT (rmP.U): sec, min or hour")
+	furnaceRemote := fs.String("furnace-remote-sp", "off", "eurotherm3200: on = the unit was left in auto with the remote (comms) setpoint selected (273 = 0, 276 = 1); off = local setpoint, manual (the power-on state)")
 	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
 	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
 	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
@@ -202,6 +207,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --mfc-variant: %w", err)
 	}
+	if *furnaceRemote != "on" && *furnaceRemote != "off" {
+		return fmt.Errorf("run: --furnace-remote-sp %q (on or off)", *furnaceRemote)
+	}
+	euroCfg := plant.EurothermConfig{Decimals: *furnaceDecimals, RampUnits: plant.EuroRampUnit(*furnaceRamp), RemoteSP: *furnaceRemote == "on"}
+	if err := euroCfg.Validate(); err != nil {
+		return fmt.Errorf("run: --furnace-decimals/--furnace-ramp-units: %w", err)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -209,7 +221,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
-		FurnaceModel: fm, DIOModel: dm, Rig: rk,
+		FurnaceModel: fm, DIOModel: dm, Rig: rk, Eurotherm: &euroCfg,
 		Logger: logger, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: gauge, MFCVariants: mv}),
 	})
 	if err != nil {
@@ -219,6 +231,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, gauge %s%s\n", fm, dm, gm, map[bool]string{true: " (continuous output on)"}[*gaugeContinuous])
 	if *mfcVariant != "" {
 		fmt.Fprintf(stdout, "  mfc variant  %s\n", *mfcVariant)
+	}
+	if fm == plant.FurnaceEurotherm3200 {
+		fmt.Fprintf(stdout, "  eurotherm    dEC.P %d decimals, rmP.U per %s, remote setpoint %s\n", euroCfg.Decimals, euroCfg.RampUnits, *furnaceRemote)
 	}
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
@@ -318,8 +333,8 @@ func printStatus(w io.Writer, s control.Status) {
 		if e.Manual {
 			mode = "manual"
 		}
-		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/min, op.hi %.1f %%, status 0x%04x\n",
-			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.OutputHighPct, e.Status)
+		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/%s, op.hi %.1f %%, status 0x%04x, nv writes %v\n",
+			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.RampUnits, e.OutputHighPct, e.Status, e.NVWrites)
 	}
 	fmt.Fprintf(w, "models      furnace %s, dio %s\n", s.FurnaceModel, s.DIOModel)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)

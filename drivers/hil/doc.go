@@ -24,6 +24,11 @@
 //
 //   - TestFurnace, TestDIOAndGauge, TestMFC, TestRaman: every instrument over
 //     both Modbus transports or its pty, writes proven by the write log.
+//   - TestEurothermVerifyRefusesAnotherConfiguration, TestEurothermVariantsDriven,
+//     TestADAMVerify: the simulated 3216 at 0, 1 and 2 decimals and per-second,
+//     per-minute and per-hour ramp units against the eurotherm-3200 profile
+//     (Verify names dEC.P and rmP.U when they differ, writes nothing) and
+//     against a profile written for each (600 °C reaches the unit as 600 °C).
 //   - TestFaultTable: every fault of the protocol document's table is
 //     injected through the control API, observed through the real driver as the
 //     documented error or reading (errors.Is on the device sentinels), then

@@ -167,6 +167,9 @@ type Profile struct {
 	GaugeIDs []string `yaml:"gauge_ids,omitempty,flow"`
 	// Notes are free text for the technician (commissioning hints).
 	Notes string `yaml:"notes,omitempty"`
+	// Expect are the settings of a Modbus unit the profile depends on, and
+	// its identity: read before anything is driven, never written.
+	Expect []Expectation `yaml:"expect,omitempty"`
 }
 
 // Channel is one value of the instrument.
@@ -210,6 +213,11 @@ type Channel struct {
 	// writable channel (0: unlimited). A role written in a loop may not
 	// sit on such a channel.
 	WriteEndurance int `yaml:"write_endurance,omitempty"`
+	// NonVolatile: the device keeps the channel in non-volatile memory. The
+	// driver reads it before writing and writes only a change, so a halt of
+	// a halted controller or a start on a unit already in the profile's
+	// mode writes nothing to that memory.
+	NonVolatile bool `yaml:"non_volatile,omitempty"`
 	// Command is a serial channel's command: a tpg gauge's mnemonic (PR1),
 	// an alicat setpoint's command letter (S).
 	Command string `yaml:"command,omitempty"`

@@ -36,6 +36,8 @@ func (v *validator) check(p *Profile) {
 	}
 	if p.Family == Modbus {
 		v.checkModbus(p)
+		v.checkUnits(p)
+		v.checkExpect(p)
 	} else if p.Family == Alicat || p.Family == TPG {
 		v.checkSerial(p)
 	}

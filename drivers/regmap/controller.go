@@ -254,33 +254,6 @@ func (c *Controller) snapshot(ctx context.Context, pl *plan, values bool) (Snaps
 	if values {
 		s.Values = make(map[string]float64, len(pl.decs))
 	}
-	var (
-		errs []error
-		raw  [len(roleNames)]int64
-		val  [len(roleNames)]float64
-		have [len(roleNames)]bool
-	)
-	for i := range pl.decs {
-		d := &pl.decs[i]
-		block := words[d.span]
-		v, err := d.spec.DecodeFrom(block, d.start)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("channel %s: %w", d.ch.Name, err))
-			continue
-		}
-		r, _ := d.spec.Raw(block[d.spec.Address-d.start:])
-		raw[d.role], val[d.role], have[d.role] = r, v, true
-		if values {
-			s.Values[d.ch.Name] = v
-		}
-		if d.ch.Role != profile.RoleProcessValue && d.ch.Role != profile.RoleProcessValueFloat && !d.ch.InRange(v) { // the process value's own faults are a sensor break, below
-			errs = append(errs, fmt.Errorf("channel %s reads %g, outside the instrument's range %v: %w", d.ch.Name, v, d.ch.Range, device.ErrSensor))
-		}
-	}
-	if len(errs) > 0 {
-		return Snapshot{}, fmt.Errorf("%s: %w", c.o.Name, errors.Join(errs...))
-	}
-	bit := func(role int, b int) bool { return b >= 0 && have[role] && uint64(raw[role])&(1<<b) != 0 }
 	const (
 		pvI = iota
 		pvFloatI
@@ -295,6 +268,40 @@ func (c *Controller) snapshot(ctx context.Context, pl *plan, values bool) (Snaps
 		alarmLimitI
 		uptimeI
 	)
+	var (
+		errs  []error
+		raw   [len(roleNames)]int64
+		val   [len(roleNames)]float64
+		have  [len(roleNames)]bool
+		pvDev float64 // the process value in the channel's own unit
+	)
+	for i := range pl.decs {
+		d := &pl.decs[i]
+		block := words[d.span]
+		v, err := d.spec.DecodeFrom(block, d.start)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("channel %s: %w", d.ch.Name, err))
+			continue
+		}
+		r, _ := d.spec.Raw(block[d.spec.Address-d.start:])
+		// The device's range is in the channel's own unit; the reading is
+		// kept in the canonical unit (celsius, °C/min, %), the one every
+		// limit of the rig is compared in.
+		raw[d.role], val[d.role], have[d.role] = r, d.ch.ToCanonical(v), true
+		if d.role == pvI {
+			pvDev = v
+		}
+		if values {
+			s.Values[d.ch.Name] = v
+		}
+		if d.ch.Role != profile.RoleProcessValue && d.ch.Role != profile.RoleProcessValueFloat && !d.ch.InRange(v) { // the process value's own faults are a sensor break, below
+			errs = append(errs, fmt.Errorf("channel %s reads %g %s, outside the instrument's range %v: %w", d.ch.Name, v, d.ch.Unit, d.ch.Range, device.ErrSensor))
+		}
+	}
+	if len(errs) > 0 {
+		return Snapshot{}, fmt.Errorf("%s: %w", c.o.Name, errors.Join(errs...))
+	}
+	bit := func(role int, b int) bool { return b >= 0 && have[role] && uint64(raw[role])&(1<<b) != 0 }
 	if bit(alarmsI, c.bits.high) {
 		s.Alarms |= device.AlarmHighTemperature
 	}
@@ -312,8 +319,8 @@ func (c *Controller) snapshot(ctx context.Context, pl *plan, values bool) (Snaps
 	var fault string
 	if pvCh.Invalid != nil && raw[pvI] == *pvCh.Invalid {
 		fault = fmt.Sprintf("process value reads %d, the instrument's invalid value", *pvCh.Invalid)
-	} else if !pvCh.InRange(pv) {
-		fault = fmt.Sprintf("process value %g outside the instrument's range %v", pv, pvCh.Range)
+	} else if !pvCh.InRange(pvDev) {
+		fault = fmt.Sprintf("process value %g %s outside the instrument's range %v", pvDev, pvCh.Unit, pvCh.Range)
 	}
 	if have[pvFloatI] {
 		s.PVFloat = val[pvFloatI]
@@ -364,15 +371,26 @@ func (c *Controller) write(ctx context.Context, role profile.Role, v float64, co
 	return c.writeChannel(ctx, ch, v, confirm)
 }
 
-// writeChannel writes ch; see write.
+// writeChannel writes ch; see write. v is in the canonical unit of the
+// channel's dimension (celsius, °C/min, %): it is converted to the
+// channel's own unit, checked against the device's range in that unit,
+// then encoded (scaled) for the wire.
 func (c *Controller) writeChannel(ctx context.Context, ch profile.Channel, v float64, confirm bool) error {
+	canon := v
+	v = ch.FromCanonical(v)
 	if !device.Finite(v) || !ch.InRange(v) {
+		if v != canon {
+			return fmt.Errorf("%s: %s %v (%v %s) outside %v %s: %w", c.o.Name, ch.Name, canon, v, ch.Unit, ch.Range, ch.Unit, device.ErrOutOfRange)
+		}
 		return fmt.Errorf("%s: %s %v outside %v: %w", c.o.Name, ch.Name, v, ch.Range, device.ErrOutOfRange)
 	}
 	spec := ch.Register()
 	words, err := spec.Encode(v)
 	if err != nil {
 		return fmt.Errorf("%s: %s %v: %w", c.o.Name, ch.Name, v, err)
+	}
+	if ch.NonVolatile && c.holds(ctx, spec, words) {
+		return nil // already there: no write to non-volatile memory
 	}
 	if len(words) == 1 {
 		err = c.bus.WriteSingleRegister(ctx, c.o.Unit, spec.Address, words[0])
@@ -397,15 +415,41 @@ func (c *Controller) writeChannel(ctx context.Context, ch profile.Channel, v flo
 	return nil
 }
 
-// Init turns the heater off, then writes each init channel of the profile
-// to its value, each confirmed by read-back: the mode the other roles
-// assume (automatic control, the comms setpoint selected). The daemon calls
-// it once at start.
+// holds reports whether the unit's register already holds words. A read
+// that fails says no: the write is then sent (toward safe is never held
+// back by a failed read).
+func (c *Controller) holds(ctx context.Context, spec modbus.RegisterSpec, words []uint16) bool {
+	read := c.bus.ReadHoldingRegisters
+	if spec.Table == modbus.Input {
+		return false
+	}
+	got, err := read(ctx, c.o.Unit, spec.Address, spec.Words())
+	if err != nil || len(got) < len(words) {
+		return false
+	}
+	for i := range words {
+		if got[i] != words[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Init turns the heater off, then sets each init channel of the profile
+// to its value — the mode the other roles assume (automatic control, the
+// comms setpoint selected) — writing only a channel that differs (logged
+// either way; confirmed by read-back). The daemon calls it once at start.
 func (c *Controller) Init(ctx context.Context) error {
 	if err := c.Halt(ctx); err != nil {
 		return err
 	}
 	for _, ch := range c.init {
+		spec := ch.Register()
+		if words, err := spec.Encode(*ch.Value); err == nil && c.holds(ctx, spec, words) {
+			c.o.Logger.Info("controller already in the profile's mode", "instrument", c.o.Name, "channel", ch.Name, "value", *ch.Value)
+			continue
+		}
+		c.o.Logger.Info("the agent sets the controller's mode at start", "instrument", c.o.Name, "channel", ch.Name, "value", *ch.Value, "non_volatile", ch.NonVolatile)
 		if err := c.writeChannel(ctx, ch, *ch.Value, true); err != nil {
 			return fmt.Errorf("%s: init: %w", c.o.Name, err)
 		}

@@ -18,6 +18,18 @@
 // refused before anything is sent (device.ErrOutOfRange); every write of an
 // output or a setpoint is confirmed by read-back (device.ErrReadback).
 //
+// Units: a channel's engineering value is in its profile unit (°F, K, °C;
+// per second, minute or hour; Pa..psia; sccm, slpm, lpm); the driver hands
+// out and takes the role's canonical unit (°C, °C/min, %), converting on
+// every read and write, and checks the device's declared range in the
+// channel's own unit. A channel the profile marks non_volatile is read
+// before it is written and written only on a change.
+//
+// Verify (device.Verifier, on Controller and Module) reads the identity and
+// the settings the profile's expect: list names (the Eurotherm's dEC.P and
+// rmP.U, the ADAM's module name) and compares them, writing nothing; the
+// agent refuses to start, and probe fails, on a mismatch.
+//
 // # Caveats
 //
 // A controller whose profile lacks a comms watchdog (profile.NoCommsWatchdog)

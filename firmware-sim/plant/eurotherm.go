@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"maps"
 	"math"
 )
 
@@ -25,6 +26,14 @@ const (
 	EuroStatusInv    = 76  // inverted instrument status
 	EuroAutoManual   = 273 // A-M: 0 auto, 1 manual
 	EuroRemoteSelect = 276 // 0 local (TG.SP), 1 remote (Rm.SP)
+	EuroInstIdent    = 122 // instrument identity (read only)
+	EuroDecimalPoint = 525 // dEC.P, display resolution: 0 nnnn, 1 nnn.n, 2 nn.nn (configuration, read only here)
+	EuroRampUnits    = 531 // rmP.U, ramp units of SP.RAT: 0 per minute, 1 per hour, 2 per second (read only here)
+
+	// EuroIdent is what the simulated 3216 answers at EuroInstIdent: a
+	// constructed value (the manual text available did not give the
+	// 3216's code), so a profile must not require it.
+	EuroIdent = 0x3216
 
 	// EuroFloatBase is the start of the IEEE float region.
 	EuroFloatBase = 0x8000
@@ -51,24 +60,102 @@ const (
 	euroDefaultSPC = AmbientC
 )
 
+// EuroRampUnit is a ramp-units (rmP.U) setting of the 3200: the unit of
+// SP.RAT.
+type EuroRampUnit string
+
+// Ramp units, as rig-sim's --furnace-ramp-units names them, with the raw
+// value the instrument reports at EuroRampUnits.
+const (
+	EuroPerMinute EuroRampUnit = "min"  // 0
+	EuroPerHour   EuroRampUnit = "hour" // 1
+	EuroPerSecond EuroRampUnit = "sec"  // 2
+)
+
+// raw is the value address 531 reports.
+func (u EuroRampUnit) raw() uint16 {
+	switch u {
+	case EuroPerHour:
+		return 1
+	case EuroPerSecond:
+		return 2
+	}
+	return 0
+}
+
+// perMinute is how many °C/min one unit of SP.RAT is.
+func (u EuroRampUnit) perMinute() float64 {
+	switch u {
+	case EuroPerHour:
+		return 1.0 / 60
+	case EuroPerSecond:
+		return 60
+	}
+	return 1
+}
+
+// EurothermConfig is how the simulated 3216 was configured on its front
+// panel before it was connected (rig-sim --furnace-decimals,
+// --furnace-ramp-units).
+type EurothermConfig struct {
+	// Decimals is dEC.P: 0, 1 or 2 decimal places of temperatures in the
+	// 16-bit region (the float region does not depend on it).
+	Decimals int
+	// RampUnits is rmP.U, the unit of SP.RAT ("" is per minute).
+	RampUnits EuroRampUnit
+	// RemoteSP: the unit was left with the remote (comms) setpoint
+	// selected (276 = 1) and in auto (273 = 0); false: the power-on state
+	// of configs/manuals/eurotherm-3200.md, local setpoint and manual.
+	RemoteSP bool
+}
+
+// DefaultEurothermConfig is the configuration rig-sim's eurotherm3200 has
+// by default: one decimal place, ramp per minute.
+func DefaultEurothermConfig() EurothermConfig {
+	return EurothermConfig{Decimals: 1, RampUnits: EuroPerMinute}
+}
+
+// Validate refuses a configuration the instrument cannot have.
+func (c EurothermConfig) Validate() error {
+	if c.Decimals < 0 || c.Decimals > 2 {
+		return fmt.Errorf("plant: eurotherm decimals %d (0, 1 or 2)", c.Decimals)
+	}
+	switch c.RampUnits {
+	case "", EuroPerMinute, EuroPerHour, EuroPerSecond:
+		return nil
+	}
+	return fmt.Errorf("plant: eurotherm ramp units %q (sec, min or hour)", c.RampUnits)
+}
+
+// euroNV are the parameters the 3200 keeps in non-volatile memory that a
+// host may write over comms (the issue's list: TG.SP, OP.HI, A-M, remote
+// select): each accepted write is counted.
+var euroNV = map[int]bool{EuroTargetSP: true, EuroOPHigh: true, EuroAutoManual: true, EuroRemoteSelect: true}
+
 // eurotherm is the state of the Eurotherm 3200 model's controller (its
 // working setpoint is Plant.wsp, its integrator Plant.integ).
 type eurotherm struct {
-	tgSP, rmSP float64 // °C
-	remote     bool    // 276
-	manual     bool    // 273
-	manOP      float64 // %
-	opHi, opLo float64 // %
-	spRate     float64 // °C/min
-	a1         float64 // °C
-	wrkOP      float64 // % the controller asks for (not what the relay lets through)
+	cfg        EurothermConfig
+	nvWrites   map[string]int // accepted writes of each euroNV parameter
+	tgSP, rmSP float64        // °C
+	remote     bool           // 276
+	manual     bool           // 273
+	manOP      float64        // %
+	opHi, opLo float64        // %
+	spRate     float64        // °C/min
+	a1         float64        // °C
+	wrkOP      float64        // % the controller asks for (not what the relay lets through)
 }
 
 // newEurotherm is the power-on state of configs/manuals/eurotherm-3200.md:
 // manual with output 0.
-func newEurotherm() eurotherm {
+func newEurotherm(cfg EurothermConfig) eurotherm {
+	if cfg.RampUnits == "" {
+		cfg.RampUnits = EuroPerMinute
+	}
 	return eurotherm{
-		tgSP: euroDefaultSPC, rmSP: euroDefaultSPC, manual: true,
+		cfg: cfg, nvWrites: map[string]int{},
+		tgSP: euroDefaultSPC, rmSP: euroDefaultSPC, manual: !cfg.RemoteSP, remote: cfg.RemoteSP,
 		opHi: euroOutputMax, a1: 1250,
 	}
 }
@@ -84,7 +171,7 @@ func (e *eurotherm) selectedSP() float64 {
 // the output it drives (before the relay).
 func (p *Plant) stepEurothermLocked(h float64) float64 {
 	e := &p.euro
-	p.rampLocked(e.selectedSP(), e.spRate, h)
+	p.rampLocked(e.selectedSP(), e.spRate*e.cfg.RampUnits.perMinute(), h)
 	tcOpen := p.sensorLocked()
 	switch {
 	case e.manual:
@@ -101,27 +188,33 @@ func (p *Plant) stepEurothermLocked(h float64) float64 {
 // euroParam describes one parameter of the map.
 type euroParam struct {
 	name     string // write-log channel
-	analogue bool   // scaled ×10 in the 16-bit region, a float in the float region
+	analogue bool   // scaled in the 16-bit region, a float in the float region
 	writable bool
+	// temp: a temperature, scaled by 10^dEC.P in the 16-bit region; the
+	// other analogue parameters (outputs, SP.RAT) are always × 10.
+	temp bool
 }
 
 var euroParams = map[int]euroParam{
-	EuroPV:           {"pv", true, false},
-	EuroTargetSP:     {"target_setpoint", true, true},
-	EuroManualOP:     {"manual_output", true, true},
-	EuroWorkingOP:    {"working_output", true, false},
-	EuroWorkingSP:    {"working_setpoint", true, false},
-	EuroRangeLo:      {"range_low", true, false},
-	EuroRangeHi:      {"range_high", true, false},
-	EuroAlarm1:       {"alarm1_threshold", true, true},
-	EuroCommsSP:      {"comms_setpoint", true, true},
-	EuroOPHigh:       {"output_high_limit", true, true},
-	EuroOPLow:        {"output_low_limit", true, true},
-	EuroSPRate:       {"setpoint_rate", true, true},
-	EuroStatus:       {"status", false, false},
-	EuroStatusInv:    {"status_inverted", false, false},
-	EuroAutoManual:   {"auto_manual", false, true},
-	EuroRemoteSelect: {"remote_select", false, true},
+	EuroPV:           {"pv", true, false, true},
+	EuroTargetSP:     {"target_setpoint", true, true, true},
+	EuroManualOP:     {"manual_output", true, true, false},
+	EuroWorkingOP:    {"working_output", true, false, false},
+	EuroWorkingSP:    {"working_setpoint", true, false, true},
+	EuroRangeLo:      {"range_low", true, false, true},
+	EuroRangeHi:      {"range_high", true, false, true},
+	EuroAlarm1:       {"alarm1_threshold", true, true, true},
+	EuroCommsSP:      {"comms_setpoint", true, true, true},
+	EuroOPHigh:       {"output_high_limit", true, true, false},
+	EuroOPLow:        {"output_low_limit", true, true, false},
+	EuroSPRate:       {"setpoint_rate", true, true, false},
+	EuroStatus:       {"status", false, false, false},
+	EuroStatusInv:    {"status_inverted", false, false, false},
+	EuroAutoManual:   {"auto_manual", false, true, false},
+	EuroRemoteSelect: {"remote_select", false, true, false},
+	EuroInstIdent:    {"instrument_ident", false, false, false},
+	EuroDecimalPoint: {"decimal_point", false, false, false},
+	EuroRampUnits:    {"ramp_units", false, false, false},
 }
 
 // EuroChannel is the write-log channel of a 16-bit address of the Eurotherm
@@ -199,12 +292,27 @@ func (p *Plant) euroReg16Locked(addr int) uint16 {
 		return uint16(b2f(p.euro.manual))
 	case EuroRemoteSelect:
 		return uint16(b2f(p.euro.remote))
+	case EuroInstIdent:
+		return EuroIdent
+	case EuroDecimalPoint:
+		return uint16(p.euro.cfg.Decimals)
+	case EuroRampUnits:
+		return p.euro.cfg.RampUnits.raw()
 	}
 	v := p.euroAnalogueLocked(addr)
 	if math.IsNaN(v) {
 		return EuroPVBreak
 	}
-	return uint16(clampInt16(v * 10))
+	return uint16(clampInt16(v * p.euro.scale(addr)))
+}
+
+// scale is the factor of a parameter in the 16-bit region: 10^dEC.P for a
+// temperature, 10 for the others (outputs and SP.RAT keep one decimal).
+func (e *eurotherm) scale(addr int) float64 {
+	if euroParams[addr].temp {
+		return math.Pow10(e.cfg.Decimals)
+	}
+	return 10
 }
 
 // euroFloatParam maps a float-region register to its parameter and half
@@ -267,10 +375,17 @@ type euroWrite struct {
 // recorded in the write log (device furnace, via as given, channel
 // EuroChannel, value in engineering units), accepted or not.
 func (p *Plant) EurothermWrite(via string, addr int, vals []uint16) error {
-	ws, err := euroDecode(addr, vals)
 	p.mu.Lock()
+	ws, err := euroDecode(addr, vals, p.euro.cfg.Decimals)
 	if err == nil {
 		err = p.euroApplyLocked(ws)
+	}
+	if err == nil {
+		for _, w := range ws {
+			if euroNV[w.addr] {
+				p.euro.nvWrites[EuroChannel(w.addr)]++
+			}
+		}
 	}
 	sim := p.sim
 	p.mu.Unlock()
@@ -283,7 +398,7 @@ func (p *Plant) EurothermWrite(via string, addr int, vals []uint16) error {
 // euroDecode turns a write request into parameter writes; it returns them
 // (for the write log) with ErrIllegalAddress when any is not a writable
 // parameter of the map.
-func euroDecode(addr int, vals []uint16) ([]euroWrite, error) {
+func euroDecode(addr int, vals []uint16, decimals int) ([]euroWrite, error) {
 	var ws []euroWrite
 	var err error
 	if addr < EuroFloatBase {
@@ -293,6 +408,9 @@ func euroDecode(addr int, vals []uint16) ([]euroWrite, error) {
 			w := euroWrite{addr: a, value: float64(v)}
 			if ok && prm.analogue {
 				w.value = float64(int16(v)) / 10
+				if prm.temp {
+					w.value = float64(int16(v)) / math.Pow10(decimals)
+				}
 			}
 			if !ok || !prm.writable {
 				err = ErrIllegalAddress
@@ -387,9 +505,15 @@ type EurothermSnapshot struct {
 	WorkingOutputPct float64 `json:"working_output_pct"`
 	OutputHighPct    float64 `json:"output_high_pct"`
 	OutputLowPct     float64 `json:"output_low_pct"`
-	SetpointRate     float64 `json:"setpoint_rate_c_per_min"`
-	Alarm1C          float64 `json:"alarm1_c"`
-	Status           uint16  `json:"status"`
+	SetpointRate     float64 `json:"setpoint_rate"` // in RampUnits
+	RampUnits        string  `json:"ramp_units"`
+	Decimals         int     `json:"decimals"`
+	// NVWrites counts the accepted writes of each parameter kept in
+	// non-volatile memory (target_setpoint, output_high_limit,
+	// auto_manual, remote_select).
+	NVWrites map[string]int `json:"nv_writes,omitempty"`
+	Alarm1C  float64        `json:"alarm1_c"`
+	Status   uint16         `json:"status"`
 }
 
 func (p *Plant) eurothermSnapshotLocked() *EurothermSnapshot {
@@ -399,5 +523,7 @@ func (p *Plant) eurothermSnapshotLocked() *EurothermSnapshot {
 		Manual: e.manual, ManualOutputPct: e.manOP, WorkingOutputPct: e.wrkOP,
 		OutputHighPct: e.opHi, OutputLowPct: e.opLo, SetpointRate: e.spRate,
 		Alarm1C: e.a1, Status: p.euroStatusLocked(),
+		RampUnits: string(e.cfg.RampUnits), Decimals: e.cfg.Decimals,
+		NVWrites: maps.Clone(e.nvWrites),
 	}
 }

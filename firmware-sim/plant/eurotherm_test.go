@@ -3,6 +3,7 @@ package plant
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -321,7 +322,7 @@ func TestEurothermRefusals(t *testing.T) {
 			if err := p.EurothermWrite("tcp", tt.addr, tt.vals); !errors.Is(err, tt.want) {
 				t.Fatalf("err %v, want %v", err, tt.want)
 			}
-			if after := p.Snapshot().Furnace.Eurotherm; *after != *before {
+			if after := p.Snapshot().Furnace.Eurotherm; !reflect.DeepEqual(after, before) {
 				t.Fatalf("a refused write changed the controller: %+v -> %+v", *before, *after)
 			}
 		})

@@ -61,6 +61,9 @@ type Opts struct {
 	DIOModel DIOModel
 	// Rig is the rig simulated ("" is RigMoS2; rigs.go).
 	Rig Rig
+	// Eurotherm is the front-panel configuration of the eurotherm3200
+	// model (nil: DefaultEurothermConfig).
+	Eurotherm *EurothermConfig
 }
 
 // DefaultOpts returns the defaults of configs/rig-protocols.md.
@@ -187,6 +190,13 @@ func New(opts Opts) (*Plant, error) {
 	if _, err := opts.Precursor.Material(); err != nil {
 		return nil, err
 	}
+	euroCfg := DefaultEurothermConfig()
+	if opts.Eurotherm != nil {
+		euroCfg = *opts.Eurotherm
+	}
+	if err := euroCfg.Validate(); err != nil {
+		return nil, err
+	}
 	var err error
 	if opts.FurnaceModel, err = ParseFurnaceModel(string(opts.FurnaceModel)); err != nil {
 		return nil, err
@@ -216,7 +226,7 @@ func New(opts Opts) (*Plant, error) {
 		relayOut:    opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
-		euro:        newEurotherm(),
+		euro:        newEurotherm(euroCfg),
 	}
 	p.start = p.now()
 	p.lastKick = p.start

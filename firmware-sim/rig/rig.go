@@ -63,6 +63,9 @@ type Opts struct {
 	// eurotherm3200 has no comms watchdog: fit RelayWatchdog with it.
 	FurnaceModel plant.FurnaceModel
 	DIOModel     plant.DIOModel
+	// Eurotherm is the eurotherm3200's front-panel configuration (dEC.P,
+	// rmP.U; nil: plant.DefaultEurothermConfig).
+	Eurotherm *plant.EurothermConfig
 	// Rig is the rig simulated ("": plant.RigMoS2; plant.RigGraphene is the
 	// graphene-on-copper rig of configs/graphene.yaml).
 	Rig    plant.Rig
@@ -126,6 +129,7 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 		po.Precursor = opts.Precursor
 	}
 	po.FurnaceModel, po.DIOModel, po.Rig = opts.FurnaceModel, opts.DIOModel, opts.Rig
+	po.Eurotherm = opts.Eurotherm
 	if r.plant, err = plant.New(po); err != nil {
 		return r, err
 	}

@@ -52,7 +52,8 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		return fmt.Sprintf("%s %s %d %s (%s)", at, ch.Table, *ch.Address, ch.Name, fp.ID)
 	}
 	if sp, ok := fp.ByRole(profile.RoleSetpoint); ok && len(sp.Range) == 2 {
-		s.Furnace.SetpointMin, s.Furnace.SetpointMax = device.Celsius(sp.Range[0]), device.Celsius(sp.Range[1])
+		r := sp.CanonicalRange() // the profile's unit (°F, K, °C) in °C: every limit compared in one unit
+		s.Furnace.SetpointMin, s.Furnace.SetpointMax = device.Celsius(r[0]), device.Celsius(r[1])
 		s.Wires[envelope.ChannelSetpoint] = wire(sp)
 	} else {
 		return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: profile %s: the setpoint channel declares no range", fp.ID)
@@ -60,14 +61,14 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	s.Furnace.RampMax = rampDefault
 	if rr, ok := fp.ByRole(profile.RoleRampRate); ok {
 		if len(rr.Range) == 2 {
-			s.Furnace.RampMax = device.KelvinPerMinute(rr.Range[1])
+			s.Furnace.RampMax = device.KelvinPerMinute(rr.CanonicalRange()[1])
 		}
 		s.Wires[envelope.ChannelRampRate] = wire(rr)
 	}
 	pv, _ := fp.ByRole(profile.RoleProcessValue)
 	s.Furnace.ProcessValueMax = device.Celsius(1300)
 	if len(pv.Range) == 2 {
-		s.Furnace.ProcessValueMax = device.Celsius(pv.Range[1])
+		s.Furnace.ProcessValueMax = device.Celsius(pv.CanonicalRange()[1])
 	}
 	he, _ := fp.ByRole(profile.RoleHeaterEnable)
 	s.Wires[envelope.ChannelHeater] = wire(he)
