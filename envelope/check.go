@@ -543,8 +543,11 @@ type TripEvent struct {
 // process value above the furnace.temperature max or thermocouple open
 // (over_temperature), the chamber over-pressurised while in process
 // (over_pressure, see below), the leak input true (gas_leak_detected), the
-// e-stop input true (estop), and any instrument not read within CommsTimeout
-// (comms_loss). It is pure; the monitor calls it at its poll rate.
+// e-stop input true (estop), any instrument not read within CommsTimeout
+// (comms_loss), and a gas in use while an output its interlock requires on
+// reads off or an input it requires at a level reads the other
+// (gas_interlock_lost, see below). It is pure; the monitor calls it at its
+// poll rate.
 //
 // A vented chamber at atmosphere is the rig's idle state, and the gauge reads
 // overrange there, so pressure alone does not trip. over_pressure holds, with
@@ -560,8 +563,19 @@ type TripEvent struct {
 //     the inert gas flows below min_inert_flow (the heater interlock no
 //     longer holds).
 //
-// Readings older than CommsTimeout count as not in use here: they raise
-// comms_loss instead.
+// gas_interlock_lost holds for a gas whose interlock requires outputs on
+// (require_switches_on: the exhaust scrubber) or inputs at a level
+// (require_inputs: exhaust_ok, door_closed) while the gas is in use (its
+// flow at or above flow_on_threshold or its line valve open: what the
+// interlock judges when it refuses to switch such an output off) and one of
+// them reads otherwise: the scrubber's contactor tripped, the exhaust
+// failed, the door opened. The interlock admits the gas only under those
+// conditions; this trip closes the line when one goes by itself. The leak
+// and e-stop inputs, trips of their own, are left to their trips.
+//
+// Readings older than CommsTimeout count as not in use here, and an output
+// or input read that long ago is no evidence of a level: they raise
+// comms_loss instead (whose procedure closes the lines as well).
 func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 	var out []TripEvent
 	add := func(t TripEvent) {
@@ -612,7 +626,50 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 			add(TripEvent{Trip: TripEStop, Channel: "input." + in, Reason: "the e-stop is pressed"})
 		}
 	}
+	for i := range e.held {
+		if t, ok := e.gasInterlockLost(&e.held[i], r, alive); ok {
+			add(t)
+		}
+	}
 	return out
+}
+
+// gasInterlockLost evaluates gas_interlock_lost for one held line: nothing
+// unless the gas is in use on live readings; then the first required output
+// that reads off, or required input at the other level, on a live reading.
+// It allocates nothing unless it trips (it runs at every poll).
+func (e *Envelope) gasInterlockLost(h *heldLine, r Readings, alive func(time.Time) bool) (TripEvent, bool) {
+	f, fok := r.Flows[h.gas]
+	flowing := fok && alive(f.At) && device.Finite(float64(f.Flow)) && f.Flow >= e.flowOn
+	v, vok := r.Switches[h.valve]
+	open := vok && alive(v.At) && v.On
+	if !flowing && !open {
+		return TripEvent{}, false
+	}
+	for _, sw := range h.switches {
+		if l, ok := r.Switches[sw]; ok && alive(l.At) && !l.On {
+			return TripEvent{Trip: TripGasInterlockLost, Channel: SwitchChannel(sw),
+				Reason: fmt.Sprintf("%s in use (%s) while %s, which its interlock requires on, reads off", h.gas, inUseText(flowing, open, h.valve), sw)}, true
+		}
+	}
+	for _, in := range h.inputs {
+		if l, ok := r.Inputs[in]; ok && alive(l.At) && l.On != h.levels[in] {
+			return TripEvent{Trip: TripGasInterlockLost, Channel: "input." + in,
+				Reason: fmt.Sprintf("%s in use (%s) while input %s reads %v, its interlock requires %v", h.gas, inUseText(flowing, open, h.valve), in, l.On, h.levels[in])}, true
+		}
+	}
+	return TripEvent{}, false
+}
+
+// inUseText says how a gas was seen in use, for a trip's reason.
+func inUseText(flowing, open bool, valve string) string {
+	switch {
+	case flowing && open:
+		return "flowing, " + valve + " open"
+	case flowing:
+		return "flowing"
+	}
+	return valve + " open"
 }
 
 // overPressureTrip evaluates the over_pressure rules of EvaluateTrips on a live
