@@ -104,6 +104,7 @@ type gasRule struct {
 // are trips of their own (inputs.leak, inputs.estop).
 type heldLine struct {
 	gas, valve string
+	index      int // in spec.Gases
 	switches   []string
 	inputs     []string
 	levels     map[string]bool
@@ -336,7 +337,14 @@ func (c *compiler) compile() *Envelope {
 	return e
 }
 
+// maxLines bounds the rig's gas lines: EvaluateTrips, which runs at every
+// poll, keeps one bit per line in a word.
+const maxLines = 64
+
 func (c *compiler) checkSpec(e *Envelope) {
+	if len(c.spec.Gases) > maxLines {
+		c.fail("rig.gases", "%d gas lines: at most %d", len(c.spec.Gases), maxLines)
+	}
 	for _, g := range c.spec.Gases {
 		if _, dup := e.gases[g.Gas]; dup || g.Gas == "" {
 			c.fail("rig.gases", "gas %q empty or declared twice", g.Gas)
@@ -688,7 +696,11 @@ func (c *compiler) inputsAndUnrestricted(e *Envelope) {
 func (c *compiler) heldLines(e *Envelope) {
 	for _, gas := range slices.Sorted(maps.Keys(e.gasRules)) {
 		r := e.gasRules[gas]
-		h := heldLine{gas: gas, valve: e.gases[gas].Valve,
+		i := slices.IndexFunc(c.spec.Gases, func(g GasSpec) bool { return g.Gas == gas })
+		if i < 0 {
+			continue // not a gas of the rig: reported by interlocks
+		}
+		h := heldLine{gas: gas, valve: e.gases[gas].Valve, index: i,
 			switches: slices.Clone(r.switches), levels: map[string]bool{}}
 		for _, in := range r.inputs {
 			if in == e.inputs.Leak || in == e.inputs.EStop {

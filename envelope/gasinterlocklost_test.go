@@ -260,3 +260,17 @@ func TestMonitorClosesH2SWhenTheScrubberDrops(t *testing.T) {
 		t.Fatalf("%d trips audited for one onset", n)
 	}
 }
+
+// BenchmarkEvaluateTripsH2SInUse is BenchmarkEvaluateTrips with H2S in use
+// and its interlock held: gas_interlock_lost's whole work at every poll
+// (the idle rig's is two map look-ups per held line).
+func BenchmarkEvaluateTripsH2SInUse(b *testing.B) {
+	env := testEnvelope(b)
+	r := h2sInUse(t0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(env.EvaluateTrips(r)) != 0 {
+			b.Fatal("trip")
+		}
+	}
+}
