@@ -253,7 +253,8 @@ func (s RigSpec) channel(name string) (k kind, lo, hi float64, writable, ok bool
 // (with errors joining one *ConfigError per problem, each naming the channel
 // or field) a limit outside a device's range, a writable channel left without
 // a bounding rule, an unknown channel, unit, gas, switch, input, rule, trip or
-// procedure, a trip without a procedure, a soft limit, and missing timings.
+// procedure, a trip without a procedure (gas_interlock_lost may go without:
+// DefaultGasInterlockLostProcedure), a soft limit, and missing timings.
 func Compile(cfg Config, spec RigSpec) (*Envelope, error) {
 	c := &compiler{cfg: cfg, spec: spec}
 	e := c.compile()
