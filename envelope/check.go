@@ -543,8 +543,11 @@ type TripEvent struct {
 // process value above the furnace.temperature max or thermocouple open
 // (over_temperature), the chamber over-pressurised while in process
 // (over_pressure, see below), the leak input true (gas_leak_detected), the
-// e-stop input true (estop), and any instrument not read within CommsTimeout
-// (comms_loss). It is pure; the monitor calls it at its poll rate.
+// e-stop input true (estop), any instrument not read within CommsTimeout
+// (comms_loss), and a gas in use while an output its interlock requires on
+// reads off or an input it requires at a level reads the other
+// (gas_interlock_lost, see below). It is pure; the monitor calls it at its
+// poll rate.
 //
 // A vented chamber at atmosphere is the rig's idle state, and the gauge reads
 // overrange there, so pressure alone does not trip. over_pressure holds, with
@@ -560,8 +563,19 @@ type TripEvent struct {
 //     the inert gas flows below min_inert_flow (the heater interlock no
 //     longer holds).
 //
-// Readings older than CommsTimeout count as not in use here: they raise
-// comms_loss instead.
+// gas_interlock_lost holds for a gas whose interlock requires outputs on
+// (require_switches_on: the exhaust scrubber) or inputs at a level
+// (require_inputs: exhaust_ok, door_closed) while the gas is in use (its
+// flow at or above flow_on_threshold or its line valve open: what the
+// interlock judges when it refuses to switch such an output off) and one of
+// them reads otherwise: the scrubber's contactor tripped, the exhaust
+// failed, the door opened. The interlock admits the gas only under those
+// conditions; this trip closes the line when one goes by itself. The leak
+// and e-stop inputs, trips of their own, are left to their trips.
+//
+// Readings older than CommsTimeout count as not in use here, and an output
+// or input read that long ago is no evidence of a level: they raise
+// comms_loss instead (whose procedure closes the lines as well).
 func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 	var out []TripEvent
 	add := func(t TripEvent) {
@@ -583,14 +597,31 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 			Value: display(l.kind, float64(r.Furnace.ProcessValue), l.unit), Unit: l.unit, Reason: "process value above the limit"})
 	}
 
+	// One pass over the lines, shared by comms_loss, over_pressure and
+	// gas_interlock_lost: bit i of live and inUse is spec.Gases[i]'s flow
+	// read within the comms timeout, and the gas in use on live readings
+	// (its flow at or above flow_on_threshold, or its line valve open).
+	var live, inUse uint64
+	for i, g := range e.spec.Gases {
+		f, fok := r.Flows[g.Gas]
+		fok = fok && alive(f.At)
+		if fok {
+			live |= 1 << i
+		}
+		v, vok := r.Switches[g.Valve]
+		if (fok && device.Finite(float64(f.Flow)) && f.Flow >= e.flowOn) || (vok && alive(v.At) && v.On) {
+			inUse |= 1 << i
+		}
+	}
+
 	if !alive(r.Pressure.At) {
 		commsLost(ChannelPressure)
-	} else if t, ok := e.overPressureTrip(r, alive); ok {
+	} else if t, ok := e.overPressureTrip(r, alive, inUse); ok {
 		add(t)
 	}
 
-	for _, g := range e.spec.Gases {
-		if f, ok := r.Flows[g.Gas]; !ok || !alive(f.At) {
+	for i, g := range e.spec.Gases {
+		if live&(1<<i) == 0 {
 			commsLost(FlowChannel(g.Gas))
 		}
 	}
@@ -612,12 +643,54 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 			add(TripEvent{Trip: TripEStop, Channel: "input." + in, Reason: "the e-stop is pressed"})
 		}
 	}
+	for i := range e.held {
+		if h := &e.held[i]; inUse&(1<<h.index) != 0 {
+			if t, ok := e.gasInterlockLost(h, r, alive); ok {
+				add(t)
+			}
+		}
+	}
 	return out
 }
 
+// gasInterlockLost evaluates gas_interlock_lost for one held line whose gas
+// is in use on live readings: the first required output that reads off, or
+// required input at the other level, on a live reading. It allocates
+// nothing unless it trips (it runs at every poll while the gas is in use).
+func (e *Envelope) gasInterlockLost(h *heldLine, r Readings, alive func(time.Time) bool) (TripEvent, bool) {
+	for _, sw := range h.switches {
+		if l, ok := r.Switches[sw]; ok && alive(l.At) && !l.On {
+			return TripEvent{Trip: TripGasInterlockLost, Channel: SwitchChannel(sw),
+				Reason: fmt.Sprintf("%s in use (%s) while %s, which its interlock requires on, reads off", h.gas, e.inUseText(h, r, alive), sw)}, true
+		}
+	}
+	for _, in := range h.inputs {
+		if l, ok := r.Inputs[in]; ok && alive(l.At) && l.On != h.levels[in] {
+			return TripEvent{Trip: TripGasInterlockLost, Channel: "input." + in,
+				Reason: fmt.Sprintf("%s in use (%s) while input %s reads %v, its interlock requires %v", h.gas, e.inUseText(h, r, alive), in, l.On, h.levels[in])}, true
+		}
+	}
+	return TripEvent{}, false
+}
+
+// inUseText says how a held line's gas was seen in use, for a trip's reason.
+func (e *Envelope) inUseText(h *heldLine, r Readings, alive func(time.Time) bool) string {
+	f, fok := r.Flows[h.gas]
+	flowing := fok && alive(f.At) && device.Finite(float64(f.Flow)) && f.Flow >= e.flowOn
+	v, vok := r.Switches[h.valve]
+	open := vok && alive(v.At) && v.On
+	switch {
+	case flowing && open:
+		return "flowing, " + h.valve + " open"
+	case flowing:
+		return "flowing"
+	}
+	return h.valve + " open"
+}
+
 // overPressureTrip evaluates the over_pressure rules of EvaluateTrips on a live
-// gauge reading.
-func (e *Envelope) overPressureTrip(r Readings, alive func(time.Time) bool) (TripEvent, bool) {
+// gauge reading; bit i of inUse is spec.Gases[i] in use.
+func (e *Envelope) overPressureTrip(r Readings, alive func(time.Time) bool, inUse uint64) (TripEvent, bool) {
 	p := r.Pressure
 	if (p.Status != device.GaugeOK && p.Status != device.GaugeOverrange) || !device.Finite(float64(p.Pressure)) {
 		return TripEvent{}, false
@@ -635,24 +708,25 @@ func (e *Envelope) overPressureTrip(r Readings, alive func(time.Time) bool) (Tri
 		}
 		return f.Flow, true
 	}
-	var inUse []string
-	for _, g := range e.spec.Gases {
-		f, fok := flowOf(g.Gas)
-		v, vok := r.Switches[g.Valve]
-		if (fok && f >= e.flowOn) || (vok && alive(v.At) && v.On) {
-			inUse = append(inUse, g.Gas)
-		}
-	}
 	heater := alive(r.Furnace.At) && r.Furnace.HeaterEnabled
-	for _, gas := range inUse {
-		if g := e.gasRules[gas]; g != nil && over(g.maxPressure) {
-			return ev(g.maxPressure, g.pUnit, gas+" in use above its interlock pressure")
+	for i, g := range e.spec.Gases {
+		if inUse&(1<<i) == 0 {
+			continue
+		}
+		if rule := e.gasRules[g.Gas]; rule != nil && over(rule.maxPressure) {
+			return ev(rule.maxPressure, rule.pUnit, g.Gas+" in use above its interlock pressure")
 		}
 	}
-	if l := e.overPressure; (len(inUse) > 0 || heater) && over(device.Pressure(l.max)) {
+	if l := e.overPressure; (inUse != 0 || heater) && over(device.Pressure(l.max)) {
 		what := "the heater enabled"
-		if len(inUse) > 0 {
-			what = strings.Join(inUse, ", ") + " in use"
+		if inUse != 0 {
+			var gases []string
+			for i, g := range e.spec.Gases {
+				if inUse&(1<<i) != 0 {
+					gases = append(gases, g.Gas)
+				}
+			}
+			what = strings.Join(gases, ", ") + " in use"
 		}
 		return ev(device.Pressure(l.max), l.unit, "chamber pressure above the limit with "+what)
 	}

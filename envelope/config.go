@@ -40,8 +40,10 @@ type Config struct {
 	// which the chamber may be vented.
 	Vent *Vent `yaml:"vent,omitempty" json:"vent,omitempty"`
 	// EmergencyProcedures maps every trip (over_temperature,
-	// gas_leak_detected, over_pressure, comms_loss, estop) to a procedure
-	// (immediate_shutdown, close_all_valves_and_alert, safe_state).
+	// gas_leak_detected, over_pressure, comms_loss, estop and, optional:
+	// close_all_valves_and_alert when absent, gas_interlock_lost) to a
+	// procedure (immediate_shutdown, close_all_valves_and_alert,
+	// safe_state).
 	EmergencyProcedures map[string]string `yaml:"emergency_procedures" json:"emergency_procedures"`
 	// Inputs names the digital inputs whose true level is a trip.
 	Inputs Inputs `yaml:"inputs" json:"inputs"`

@@ -23,11 +23,34 @@ const (
 	TripOverPressure    Trip = "over_pressure"
 	TripCommsLoss       Trip = "comms_loss"
 	TripEStop           Trip = "estop"
+	// TripGasInterlockLost: a gas line is in use while an output its
+	// interlock requires on (the exhaust scrubber) reads off, or an input it
+	// requires at a level (exhaust_ok, door_closed) reads the other: the
+	// condition the gas was admitted under is gone. Its procedure defaults
+	// to close_all_valves_and_alert (DefaultGasInterlockLostProcedure).
+	TripGasInterlockLost Trip = "gas_interlock_lost"
 )
+
+// DefaultGasInterlockLostProcedure is the procedure of gas_interlock_lost
+// when emergency_procedures does not name one: the gas lines close, the
+// heater and the pumps keep running (the procedure L3 gives the gas leak).
+const DefaultGasInterlockLostProcedure = ProcCloseValvesAndAlert
 
 // Trips lists every trip the envelope knows, in a stable order.
 func Trips() []Trip {
-	return []Trip{TripOverTemperature, TripGasLeak, TripOverPressure, TripCommsLoss, TripEStop}
+	return []Trip{TripOverTemperature, TripGasLeak, TripOverPressure, TripCommsLoss, TripEStop, TripGasInterlockLost}
+}
+
+// optionalProcedure reports whether a trip's procedure may be left out of
+// emergency_procedures, and the one it then runs. gas_interlock_lost came
+// after the other trips: an envelope written before it keeps compiling,
+// and its lines close whichever procedure runs (each of the three closes
+// every gas line).
+func optionalProcedure(t Trip) (Procedure, bool) {
+	if t == TripGasInterlockLost {
+		return DefaultGasInterlockLostProcedure, true
+	}
+	return "", false
 }
 
 // Procedure is an emergency procedure.
@@ -75,6 +98,18 @@ type gasRule struct {
 	tUnit       string
 }
 
+// heldLine is a gas line whose interlock requires outputs on or inputs at a
+// level for as long as the gas is in use (gas_interlock_lost): the gas's
+// line valve, and its rule's switches and inputs but for the inputs that
+// are trips of their own (inputs.leak, inputs.estop).
+type heldLine struct {
+	gas, valve string
+	index      int // in spec.Gases
+	switches   []string
+	inputs     []string
+	levels     map[string]bool
+}
+
 type purgeRule struct {
 	inertGas     string
 	minInertFlow device.Flow
@@ -100,6 +135,7 @@ type Envelope struct {
 	heater       *heaterRule
 	gasRules     map[string]*gasRule
 	requiredBy   map[string][]string // switch → gases whose interlock needs it on
+	held         []heldLine          // lines whose interlock holds while in use (gas_interlock_lost), by gas
 	reactive     []string
 	ventPurged   []string // venting_without_purge: the flammable, toxic and corrosive lines, sorted
 	tracked      []string // the gases State records in use until a purge: reactive ∪ ventPurged, sorted
@@ -217,7 +253,8 @@ func (s RigSpec) channel(name string) (k kind, lo, hi float64, writable, ok bool
 // (with errors joining one *ConfigError per problem, each naming the channel
 // or field) a limit outside a device's range, a writable channel left without
 // a bounding rule, an unknown channel, unit, gas, switch, input, rule, trip or
-// procedure, a trip without a procedure, a soft limit, and missing timings.
+// procedure, a trip without a procedure (gas_interlock_lost may go without:
+// DefaultGasInterlockLostProcedure), a soft limit, and missing timings.
 func Compile(cfg Config, spec RigSpec) (*Envelope, error) {
 	c := &compiler{cfg: cfg, spec: spec}
 	e := c.compile()
@@ -296,11 +333,19 @@ func (c *compiler) compile() *Envelope {
 	c.prohibitedActions(e)
 	c.procedures(e)
 	c.inputsAndUnrestricted(e)
+	c.heldLines(e)
 	c.coverage(e)
 	return e
 }
 
+// maxLines bounds the rig's gas lines: EvaluateTrips, which runs at every
+// poll, keeps one bit per line in a word.
+const maxLines = 64
+
 func (c *compiler) checkSpec(e *Envelope) {
+	if len(c.spec.Gases) > maxLines {
+		c.fail("rig.gases", "%d gas lines: at most %d", len(c.spec.Gases), maxLines)
+	}
 	for _, g := range c.spec.Gases {
 		if _, dup := e.gases[g.Gas]; dup || g.Gas == "" {
 			c.fail("rig.gases", "gas %q empty or declared twice", g.Gas)
@@ -609,6 +654,10 @@ func (c *compiler) procedures(e *Envelope) {
 	}
 	for _, t := range Trips() {
 		if _, ok := c.cfg.EmergencyProcedures[string(t)]; !ok {
+			if p, optional := optionalProcedure(t); optional {
+				e.procedures[t] = p
+				continue
+			}
 			c.fail("emergency_procedures."+string(t), "missing: every trip needs a procedure")
 		}
 	}
@@ -638,6 +687,32 @@ func (c *compiler) inputsAndUnrestricted(e *Envelope) {
 			c.fail("unrestricted."+ch, "give the reason")
 		}
 		e.unrestricted[ch] = why
+	}
+}
+
+// heldLines lists the gas lines gas_interlock_lost watches: each gas whose
+// interlock requires an output on or an input at a level, with those
+// outputs and inputs. An input that is a trip of its own (the leak
+// detector, the e-stop) is left to its trip and its procedure.
+func (c *compiler) heldLines(e *Envelope) {
+	for _, gas := range slices.Sorted(maps.Keys(e.gasRules)) {
+		r := e.gasRules[gas]
+		i := slices.IndexFunc(c.spec.Gases, func(g GasSpec) bool { return g.Gas == gas })
+		if i < 0 {
+			continue // not a gas of the rig: reported by interlocks
+		}
+		h := heldLine{gas: gas, valve: e.gases[gas].Valve, index: i,
+			switches: slices.Clone(r.switches), levels: map[string]bool{}}
+		for _, in := range r.inputs {
+			if in == e.inputs.Leak || in == e.inputs.EStop {
+				continue
+			}
+			h.inputs = append(h.inputs, in)
+			h.levels[in] = r.levels[in]
+		}
+		if len(h.switches)+len(h.inputs) > 0 {
+			e.held = append(e.held, h)
+		}
 	}
 }
 

@@ -50,8 +50,11 @@ func (p *Plant) adamDILocked(n int) bool {
 }
 
 // setCoilLocked sets coil c of the plant (the scrubber's run time starts when
-// it is switched on).
+// it is switched on; a tripped scrubber, FaultScrubberTrip, stays off).
 func (p *Plant) setCoilLocked(c int, v bool) {
+	if c == CoilScrubber && v && p.faultActiveLocked(FaultScrubberTrip, "") {
+		v = false
+	}
 	if c == CoilScrubber && v && !p.coils[c] {
 		p.scrubberFrom = p.sim
 	}

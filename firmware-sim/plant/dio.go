@@ -45,7 +45,7 @@ func (p *Plant) discreteLocked(addr int) bool {
 	case DIDoorClosed:
 		return !p.faultActiveLocked(FaultDoorOpen, "")
 	case DIExhaustOK:
-		return p.coils[CoilScrubber] && p.sim-p.scrubberFrom >= scrubberDelayS
+		return p.coils[CoilScrubber] && p.sim-p.scrubberFrom >= scrubberDelayS && !p.faultActiveLocked(FaultExhaustLost, "")
 	case DIPumpRunning:
 		return p.coils[CoilPump]
 	}

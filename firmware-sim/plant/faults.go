@@ -21,6 +21,15 @@ const (
 	FaultChamberLeak    = "chamber-leak"
 	FaultEstop          = "estop"
 	FaultDoorOpen       = "door-open"
+	// FaultScrubberTrip: the exhaust scrubber stops by itself (its
+	// contactor drops out, its supply fails): its output reads off at
+	// once, exhaust_ok with it, and it will not run again (a write to
+	// switch it on is taken but it stays off) until the fault is cleared
+	// and it is switched on anew.
+	FaultScrubberTrip = "scrubber-trip"
+	// FaultExhaustLost: the exhaust's flow switch opens (fan stopped, duct
+	// blocked): exhaust_ok reads 0 while the scrubber's output stays on.
+	FaultExhaustLost = "exhaust-lost"
 
 	// The spectrum faults: what makes the Raman spectrum realistic rather
 	// than ideal (SpectrumFaults reads them; serialsim renders them).
@@ -34,6 +43,7 @@ const (
 var FaultNames = []string{
 	FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultSilent, FaultCorrupt,
 	FaultMFCStuckOpen, FaultGasLeak, FaultVacuumLoss, FaultChamberLeak, FaultEstop, FaultDoorOpen,
+	FaultScrubberTrip, FaultExhaustLost,
 	FaultRamanFluorescence, FaultRamanSpikes, FaultRamanSaturation, FaultRamanMixed,
 }
 
@@ -103,7 +113,7 @@ func (p *Plant) normalizeFault(name, target string) (string, error) {
 		}
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
 	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
-		FaultRamanMixed:
+		FaultScrubberTrip, FaultExhaustLost, FaultRamanMixed:
 		if target != "" {
 			return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)
 		}
@@ -132,6 +142,9 @@ func (p *Plant) Inject(name, target string) error {
 	}
 	if _, ok := p.faults[k]; !ok {
 		p.faults[k] = p.now()
+	}
+	if name == FaultScrubberTrip {
+		p.coils[CoilScrubber] = false // dropped out: it does not restart by itself when cleared
 	}
 	p.updatePinsLocked()
 	return nil
