@@ -233,6 +233,14 @@ func TestEurothermVariantsMoS2(t *testing.T) {
 			if nv["target_setpoint"] != 0 || nv["output_high_limit"] > 3 || nv["auto_manual"] > 1 || nv["remote_select"] > 1 {
 				t.Errorf("non-volatile writes %v: want TG.SP 0, OP.HI ≤ 3 (start, arm, halt), A-M ≤ 1 and remote select ≤ 1", nv)
 			}
+			// What the agent itself set on the unit at start (auto, the
+			// remote setpoint) is in the audit, each with its channel.
+			al := e.mustCLI("audit", "log", "--kind", "control", "--json")
+			for _, ch := range []string{"auto_manual", "remote_select"} {
+				if nv[ch] > 0 && !strings.Contains(al.stdout, `"channel":"`+ch+`"`) {
+					t.Errorf("the start wrote %s (%d non-volatile writes) and the audit does not say so:\n%s", ch, nv[ch], al.stdout)
+				}
+			}
 			if err := e.stop(); err != nil {
 				t.Fatalf("daemon exit: %v\n%s", err, e.logs)
 			}

@@ -123,7 +123,7 @@ func TestEurothermVariantsDriven(t *testing.T) {
 			if err != nil || device.MismatchError(fs) != nil {
 				t.Fatalf("Verify: %v, %v", fs, err)
 			}
-			if err := c.Init(ctx); err != nil {
+			if _, err := c.Init(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.SetSetpoint(ctx, device.Celsius(600)); err != nil {
@@ -193,7 +193,7 @@ func TestEurothermStartOnAConfiguredUnit(t *testing.T) {
 	}
 	ctx := ctxFor(t)
 	for i := 0; i < 2; i++ {
-		if err := c.Init(ctx); err != nil {
+		if _, err := c.Init(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

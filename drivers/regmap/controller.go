@@ -435,14 +435,25 @@ func (c *Controller) holds(ctx context.Context, spec modbus.RegisterSpec, words 
 	return true
 }
 
+// InitWrite is one setting Init wrote because the unit differed from the
+// profile's mode: what the agent changed on the unit, for the log and the
+// audit.
+type InitWrite struct {
+	Channel     string  `json:"channel"`
+	Value       float64 `json:"value"`
+	NonVolatile bool    `json:"non_volatile"` // the channel lives in memory of limited write endurance
+}
+
 // Init turns the heater off, then sets each init channel of the profile
 // to its value — the mode the other roles assume (automatic control, the
 // comms setpoint selected) — writing only a channel that differs (logged
-// either way; confirmed by read-back). The daemon calls it once at start.
-func (c *Controller) Init(ctx context.Context) error {
+// either way; confirmed by read-back), and returns what it wrote. The
+// daemon calls it once at start and audits every write.
+func (c *Controller) Init(ctx context.Context) ([]InitWrite, error) {
 	if err := c.Halt(ctx); err != nil {
-		return err
+		return nil, err
 	}
+	var wrote []InitWrite
 	for _, ch := range c.init {
 		spec := ch.Register()
 		if words, err := spec.Encode(*ch.Value); err == nil && c.holds(ctx, spec, words) {
@@ -451,10 +462,11 @@ func (c *Controller) Init(ctx context.Context) error {
 		}
 		c.o.Logger.Info("the agent sets the controller's mode at start", "instrument", c.o.Name, "channel", ch.Name, "value", *ch.Value, "non_volatile", ch.NonVolatile)
 		if err := c.writeChannel(ctx, ch, *ch.Value, true); err != nil {
-			return fmt.Errorf("%s: init: %w", c.o.Name, err)
+			return wrote, fmt.Errorf("%s: init: %w", c.o.Name, err)
 		}
+		wrote = append(wrote, InitWrite{Channel: ch.Name, Value: *ch.Value, NonVolatile: ch.NonVolatile})
 	}
-	return nil
+	return wrote, nil
 }
 
 // SetSetpoint writes the setpoint channel and confirms it by read-back.

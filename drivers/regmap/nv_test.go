@@ -31,7 +31,7 @@ func TestNonVolatileWrittenOnlyOnChange(t *testing.T) {
 	}
 	ctx := ctxT(t)
 	writes := func() int { return srv.Requests(6) + srv.Requests(16) }
-	if err := c.Init(ctx); err != nil {
+	if _, err := c.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := writes(); n != 0 {
@@ -56,7 +56,7 @@ func TestNonVolatileWrittenOnlyOnChange(t *testing.T) {
 		t.Fatalf("on, then halt twice: %d writes, want 2", n)
 	}
 	srv.Do(func(u map[byte]*modbustest.Unit) { u[1].Holding[273] = 1 }) // someone left it in manual
-	if err := c.Init(ctx); err != nil {
+	if _, err := c.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := writes(); n != 3 {

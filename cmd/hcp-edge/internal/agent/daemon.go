@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -317,7 +318,19 @@ func (d *daemon) openRig(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := in.Furnace.Init(wctx); err != nil { // heater off, then the mode the profile's roles assume
+	wrote, err := in.Furnace.Init(wctx) // heater off, then the mode the profile's roles assume
+	for _, w := range wrote {           // what the agent itself changed on the unit: audited
+		target := fmt.Sprintf("%s %s=%g", in.Furnace, w.Channel, w.Value)
+		if w.NonVolatile {
+			target += " (non-volatile)"
+		}
+		b, _ := json.Marshal(map[string]any{"op": "init", "outcome": "done", "instrument": in.Furnace.String(),
+			"channel": w.Channel, "value": w.Value, "non_volatile": w.NonVolatile, "target": target})
+		if _, aerr := d.st.Audit().Append(context.WithoutCancel(ctx), audit.Entry{Kind: audit.KindControl, Detail: string(b)}); aerr != nil {
+			return fmt.Errorf("audit the furnace's init: %w", aerr)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("furnace: %w", err)
 	}
 	if in.Furnace.HasWatchdog() { // else the relay watchdog is the dead-agent path (rigconfig refuses a rig with neither)

@@ -248,7 +248,11 @@ func Describe(e audit.Entry) Entry {
 		}
 	case audit.KindControl:
 		r.Decision = join(str("op"), str("outcome"))
-		r.Summary = join(fmt.Sprintf("uid=%v user=%s", d["uid"], str("user")), str("target"), str("error"))
+		who := fmt.Sprintf("uid=%v user=%s", d["uid"], str("user"))
+		if d["uid"] == nil && str("user") == "" { // the agent's own act (the furnace's init at start), no operator's
+			who = "the agent"
+		}
+		r.Summary = join(who, str("target"), str("error"))
 	case audit.KindApproval:
 		r.Decision = str("decision")
 		r.Summary = join(str("approval_id"), str("access_id"), str("meaning"), str("valid_until"), str("reason"))
