@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 )
@@ -21,20 +18,7 @@ func startRigMFCVariants(t *testing.T, variants string) (*rig.Rig, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	r, err := rig.Start(context.Background(), rig.Opts{Dir: dir, ModbusAddr: "127.0.0.1:0", TimeScale: 300, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{MFCVariants: mv})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	cfg := strings.Replace(string(configs.SimYAML), "127.0.0.1:5020", r.ModbusAddr().String(), 1)
-	cfg = strings.Replace(cfg, "sim_dir: /tmp/hcp-rig-sim", "sim_dir: "+dir, 1)
-	path := filepath.Join(dir, "hcp-edge.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HCP_RIG_SIM_DIR", "")
-	return r, path
+	return startRigWith(t, serialsim.Opts{MFCVariants: mv})
 }
 
 // TestProbeRefusesAnAnalogSetpointSource: an Alicat whose setpoint source is

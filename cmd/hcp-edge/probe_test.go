@@ -11,14 +11,22 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 )
 
 // startRig runs the whole simulated rig in-process and writes a configuration
 // file pointing at it (sim.yaml with the rig's actual Modbus port).
 func startRig(t *testing.T) (*rig.Rig, string) {
 	t.Helper()
+	return startRigWith(t, serialsim.Opts{})
+}
+
+// startRigWith is startRig with the serial instruments in the variants of o
+// (the gauge controller's model and output mode, the MFCs' firmware).
+func startRigWith(t *testing.T, o serialsim.Opts) (*rig.Rig, string) {
+	t.Helper()
 	dir := t.TempDir()
-	r, err := rig.Start(context.Background(), rig.Opts{Dir: dir, ModbusAddr: "127.0.0.1:0", TimeScale: 300, StartSerial: rig.SerialInstruments})
+	r, err := rig.Start(context.Background(), rig.Opts{Dir: dir, ModbusAddr: "127.0.0.1:0", TimeScale: 300, StartSerial: rig.SerialInstrumentsWith(o)})
 	if err != nil {
 		t.Fatal(err)
 	}

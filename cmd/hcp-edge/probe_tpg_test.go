@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 )
@@ -18,21 +15,7 @@ import (
 // startRigGauge is startRig with the gauge controller variant v.
 func startRigGauge(t *testing.T, v serialsim.GaugeVariant) (*rig.Rig, string) {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := rig.Start(context.Background(), rig.Opts{Dir: dir, ModbusAddr: "127.0.0.1:0", TimeScale: 300,
-		StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: v})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	cfg := strings.Replace(string(configs.SimYAML), "127.0.0.1:5020", r.ModbusAddr().String(), 1)
-	cfg = strings.Replace(cfg, "sim_dir: /tmp/hcp-rig-sim", "sim_dir: "+dir, 1)
-	path := filepath.Join(dir, "hcp-edge.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HCP_RIG_SIM_DIR", "")
-	return r, path
+	return startRigWith(t, serialsim.Opts{Gauge: v})
 }
 
 type probeSettings struct {
