@@ -189,13 +189,12 @@ func TestStartRefusesAnEurothermAtZeroDecimals(t *testing.T) {
 // non-volatile memory over the run (from the agent's start) is counted.
 func TestEurothermVariantsMoS2(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the MoS2 recipe against the simulator, three times")
+		t.Skip("the MoS2 recipe against the simulator, twice")
 	}
 	t.Parallel() // its own rigs and state: runs beside the other whole-recipe tests
-	for _, cfg := range []plant.EurothermConfig{
-		{Decimals: 0, RampUnits: plant.EuroPerMinute},
-		{Decimals: 2, RampUnits: plant.EuroPerMinute},
-		{Decimals: 1, RampUnits: plant.EuroPerHour},
+	for _, cfg := range []plant.EurothermConfig{ // 0 and 2 decimals, per-hour and per-second ramps, in two runs
+		{Decimals: 0, RampUnits: plant.EuroPerHour},
+		{Decimals: 2, RampUnits: plant.EuroPerSecond},
 	} {
 		t.Run(fmt.Sprintf("dec%d-per-%s", cfg.Decimals, cfg.RampUnits), func(t *testing.T) {
 			e := newEuroEnv(t, cfg, euroVariantProfile(t, cfg.Decimals, cfg.RampUnits))
