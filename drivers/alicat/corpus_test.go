@@ -3,6 +3,7 @@ package alicat
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -263,5 +264,31 @@ func TestUnitForRefuses(t *testing.T) {
 		if u, err := UnitFor(tc.role, tc.label); err != nil || u != tc.want {
 			t.Errorf("UnitFor(%s, %q) = %q, %v; want %q", tc.role, tc.label, u, err, tc.want)
 		}
+	}
+}
+
+// TestCorpusCount checks the count line at the top of testdata/corpus.txt
+// against the entries: an entry whose source begins "constructed" was
+// written here from a manual's grammar, one beginning "synthetic fixture"
+// is another project's invented reply, every other is verbatim.
+func TestCorpusCount(t *testing.T) {
+	b, err := os.ReadFile("testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verbatim, constructed, synthetic int
+	for _, e := range readCorpus(t) {
+		switch {
+		case strings.HasPrefix(e.source, "constructed"):
+			constructed++
+		case strings.HasPrefix(e.source, "synthetic fixture"):
+			synthetic++
+		default:
+			verbatim++
+		}
+	}
+	want := fmt.Sprintf("# Count: %d verbatim entries, %d constructed (and %d synthetic fixture of another project).\n", verbatim, constructed, synthetic)
+	if !strings.HasPrefix(string(b), want) {
+		t.Fatalf("the corpus must open with %q", want)
 	}
 }
