@@ -3,6 +3,7 @@ package tpg_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -162,5 +163,32 @@ func TestCorpusThroughTheDriver(t *testing.T) {
 		if errors.Is(err, device.ErrFrame) || errors.Is(err, device.ErrRejected) || errors.Is(err, device.ErrTimeout) {
 			t.Errorf("frames.tsv:%d %q: %v", f.line, f.reply, err)
 		}
+	}
+}
+
+// TestCorpusCount checks the count line at the top of testdata/frames.tsv
+// against its entries: a source beginning "constructed" was written here
+// from the manual's grammar, one beginning "sibling" is verbatim from a unit
+// of the same protocol that is not a TPG 261/262, every other is verbatim
+// from a TPG 26x source.
+func TestCorpusCount(t *testing.T) {
+	b, err := os.ReadFile("testdata/frames.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verbatim, sibling, constructed int
+	for _, f := range loadCorpus(t) {
+		switch {
+		case strings.HasPrefix(f.source, "constructed"):
+			constructed++
+		case strings.HasPrefix(f.source, "sibling"):
+			sibling++
+		default:
+			verbatim++
+		}
+	}
+	want := fmt.Sprintf("# Count: %d verbatim entries (TPG 261/262 sources), %d verbatim from sibling units, %d constructed.\n", verbatim, sibling, constructed)
+	if !strings.HasPrefix(string(b), want) {
+		t.Fatalf("frames.tsv must open with %q", want)
 	}
 }
