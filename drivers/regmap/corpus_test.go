@@ -1,6 +1,7 @@
 package regmap_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -188,5 +189,29 @@ func TestCorpusThroughTheProfile(t *testing.T) {
 	srv.Do(func(u map[byte]*modbustest.Unit) { got = append(got, u[1].Holding[0x8034:0x8036]...) })
 	if got[0] != 0x4416 || got[1] != 0 {
 		t.Fatalf("600 °C written as %04x, want the float 600.0 (4416 0000)", got)
+	}
+}
+
+// TestCorpusCount checks the count line at the top of
+// testdata/eurotherm3200.yaml against its entries (verbatim: kind
+// documented).
+func TestCorpusCount(t *testing.T) {
+	b, err := os.ReadFile("testdata/eurotherm3200.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	euro, adam := loadCorpus(t)
+	count := func(es []corpusEntry, kind string) (n int) {
+		for _, e := range es {
+			if e.Kind == kind {
+				n++
+			}
+		}
+		return n
+	}
+	want := fmt.Sprintf("# Count: %d verbatim Eurotherm entries, %d verbatim ADAM entries, %d constructed (verbatim = kind: documented).\n",
+		count(euro, "documented"), count(adam, "documented"), count(euro, "constructed")+count(adam, "constructed"))
+	if !strings.HasPrefix(string(b), want) {
+		t.Fatalf("eurotherm3200.yaml must open with %q", want)
 	}
 }
