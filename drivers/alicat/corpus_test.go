@@ -105,6 +105,12 @@ func TestCorpus(t *testing.T) {
 					checkFrameEntry(t, m, e)
 				case "version":
 					fw, err := ParseVersion(e.replies[0], e.unit)
+					if e.want["reject"] == "frame" {
+						if !errors.Is(err, device.ErrFrame) {
+							t.Fatalf("ParseVersion = %+v, %v; want a frame error", fw, err)
+						}
+						return
+					}
 					if err != nil || fw.Raw != e.want["firmware"] || strconv.Itoa(fw.Major) != e.want["major"] || strconv.Itoa(fw.Minor) != e.want["minor"] {
 						t.Fatalf("ParseVersion = %+v, %v; want %v", fw, err, e.want)
 					}

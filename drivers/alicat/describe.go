@@ -31,7 +31,11 @@ func (f Firmware) String() string { return f.Raw }
 
 // ParseVersion parses a VE reply ("A   10v20.0-R24 Jan  9 2025,15:04:07" on
 // 8v17 and 10v20, "A 10v05.0-R24"): the unit id, then the version, then
-// anything (a build date).
+// anything (a build date). The version must read <major>v<minor>: any
+// other answer is an error wrapping device.ErrFrame, never a firmware. A
+// real unit's late LSS answer "A U", read as the reply to VE, must not
+// pass for firmware "U" (0v0), which would skip the checks of 10v05 and
+// later.
 func ParseVersion(b []byte, id byte) (Firmware, error) {
 	f := strings.Fields(string(b))
 	if err := answered(b, id, f); err != nil {
@@ -40,19 +44,23 @@ func ParseVersion(b []byte, id byte) (Firmware, error) {
 	if len(f) < 2 {
 		return Firmware{}, fmt.Errorf("version reply %q: %w", truncate(string(b)), device.ErrFrame)
 	}
-	fw := Firmware{Raw: f[1]}
-	if maj, rest, ok := strings.Cut(f[1], "v"); ok {
-		a, err1 := strconv.Atoi(maj)
-		end := 0
-		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-			end++
-		}
-		b, err2 := strconv.Atoi(rest[:end])
-		if err1 == nil && err2 == nil {
-			fw.Major, fw.Minor = a, b
-		}
+	maj, rest, _ := strings.Cut(f[1], "v")
+	end := leadingDigits(rest)
+	if maj == "" || len(maj) > 3 || leadingDigits(maj) != len(maj) || end == 0 || end > 3 {
+		return Firmware{}, fmt.Errorf("version reply %q: want a firmware version like 10v20.0-R24: %w", truncate(string(b)), device.ErrFrame)
 	}
-	return fw, nil
+	a, _ := strconv.Atoi(maj)
+	minor, _ := strconv.Atoi(rest[:end])
+	return Firmware{Raw: f[1], Major: a, Minor: minor}, nil
+}
+
+// leadingDigits returns how many ASCII digits s begins with.
+func leadingDigits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 // answered checks a reply's unit id and turns "<id> ?" into
