@@ -97,7 +97,7 @@ func budgetFailed(t *testing.T, h *harness, res Result) (*wire.TaskFailed, budge
 		Budget *budget.ExceededError `json:"budget"`
 	}
 	if err := json.Unmarshal(tf.ErrorDetails, &det); err != nil || det.Budget == nil {
-		t.Fatalf("error_details %s: %v", tf.ErrorDetails, err)
+		t.Fatalf("failed with %s (%s), not on a budget: error_details %s: %v", tf.ErrorCode, tf.ErrorMessage, tf.ErrorDetails, err)
 	}
 	if tf.ErrorCode != budget.Code {
 		t.Fatalf("error_code %s (%s), want %s", tf.ErrorCode, tf.ErrorMessage, budget.Code)
