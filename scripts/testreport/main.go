@@ -22,13 +22,15 @@ import (
 	"time"
 )
 
-// event is one line of `go test -json` (cmd/test2json).
+// event is one line of `go test -json` (cmd/test2json), or of the build
+// output go test interleaves with it (Action "build-output", ImportPath).
 type event struct {
-	Action  string
-	Package string
-	Test    string
-	Elapsed float64
-	Output  string
+	Action     string
+	Package    string
+	ImportPath string
+	Test       string
+	Elapsed    float64
+	Output     string
 }
 
 // key names a test in its package.
@@ -60,6 +62,13 @@ func read(r io.Reader, w io.Writer) (*report, error) {
 		var e event
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			fmt.Fprintf(os.Stderr, "%s\n", line) // a build error printed outside the JSON
+			continue
+		}
+		if e.Action == "build-output" { // a compile error: shown as it comes
+			fmt.Fprint(w, e.Output)
+			continue
+		}
+		if e.ImportPath != "" && e.Package == "" { // build-fail and the like
 			continue
 		}
 		var res *result

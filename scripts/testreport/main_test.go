@@ -49,3 +49,24 @@ func TestCleanRunPasses(t *testing.T) {
 		t.Fatalf("exit %d on a clean run:\n%s", code, out.String())
 	}
 }
+
+// TestBuildErrorShown: a compile error's lines reach the report.
+func TestBuildErrorShown(t *testing.T) {
+	in := `{"ImportPath":"p [p.test]","Action":"build-output","Output":"x_test.go:16:2: \"q\" imported and not used\n"}
+{"ImportPath":"p [p.test]","Action":"build-fail"}
+{"Action":"start","Package":"p"}
+{"Action":"output","Package":"p","Output":"FAIL\tp [build failed]\n"}
+{"Action":"fail","Package":"p","Elapsed":0}
+`
+	var live bytes.Buffer
+	rep, err := read(strings.NewReader(in), &live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(live.String(), `x_test.go:16:2: "q" imported and not used`) {
+		t.Fatalf("no build error in %q", live.String())
+	}
+	if code := rep.print(&bytes.Buffer{}, 0, false); code != 1 {
+		t.Fatalf("exit %d on a build failure", code)
+	}
+}
