@@ -197,6 +197,7 @@ func TestEurothermVariantsMoS2(t *testing.T) {
 		{Decimals: 2, RampUnits: plant.EuroPerSecond},
 	} {
 		t.Run(fmt.Sprintf("dec%d-per-%s", cfg.Decimals, cfg.RampUnits), func(t *testing.T) {
+			t.Parallel() // each its own rig and daemon
 			e := newEuroEnv(t, cfg, euroVariantProfile(t, cfg.Decimals, cfg.RampUnits))
 			e.start()
 			e.arm()

@@ -143,28 +143,39 @@ func TestStateFileSealedT3(t *testing.T) {
 		t.Skip("two MoS2 runs against the simulator (~50 s)")
 	}
 	t.Parallel()
-	// T2 first: the values the grep must be able to see.
-	e1, _, tc1 := mos2As(t, "T2")
-	vals1 := outputValues(t, tc1.Outputs)
-	got1 := found(t, filepath.Join(e1.dir, rigconfig.StateFile), vals1)
-	t.Logf("T2: %d of the %d output values in the state file", len(got1), len(vals1))
-	if len(got1) == 0 {
-		t.Fatalf("no output value of the T2 session (%v) in its state file: the grep proves nothing", vals1)
-	}
-
-	e3, sid, tc3 := mos2As(t, "T3")
-	vals3 := outputValues(t, tc3.Outputs)
-	if len(vals3) < len(got1) {
-		t.Fatalf("T3 outputs %s: %d values, the T2 run had %d", tc3.Outputs, len(vals3), len(vals1))
-	}
-	state := filepath.Join(e3.dir, rigconfig.StateFile)
-	if got := found(t, state, vals3); len(got) != 0 {
-		t.Fatalf("the T3 session's state file holds %d of its %d output values in clear: %v", len(got), len(vals3), got)
-	}
-	t.Logf("T3 session %s: none of its %d output values in the state file", sid, len(vals3))
-	// The daemon is down: the CLI opens the state file read-only, without
-	// the key.
-	if r := e3.cli("audit", "verify"); r.code != exitOK || !strings.Contains(r.stdout, "opened read-only") {
-		t.Fatalf("audit verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	// The two runs side by side (each its own rig, daemon and state file);
+	// each subtest checks its own file before its cleanup removes it.
+	var seenT2, valuesT3 int
+	t.Run("runs", func(t *testing.T) {
+		t.Run("T2", func(t *testing.T) { // the values the grep must be able to see
+			t.Parallel()
+			e1, _, tc1 := mos2As(t, "T2")
+			vals1 := outputValues(t, tc1.Outputs)
+			got1 := found(t, filepath.Join(e1.dir, rigconfig.StateFile), vals1)
+			t.Logf("T2: %d of the %d output values in the state file", len(got1), len(vals1))
+			if len(got1) == 0 {
+				t.Fatalf("no output value of the T2 session (%v) in its state file: the grep proves nothing", vals1)
+			}
+			seenT2 = len(got1)
+		})
+		t.Run("T3", func(t *testing.T) {
+			t.Parallel()
+			e3, sid, tc3 := mos2As(t, "T3")
+			vals3 := outputValues(t, tc3.Outputs)
+			state := filepath.Join(e3.dir, rigconfig.StateFile)
+			if got := found(t, state, vals3); len(got) != 0 {
+				t.Fatalf("the T3 session's state file holds %d of its %d output values in clear: %v", len(got), len(vals3), got)
+			}
+			t.Logf("T3 session %s: none of its %d output values in the state file", sid, len(vals3))
+			// The daemon is down: the CLI opens the state file read-only,
+			// without the key.
+			if r := e3.cli("audit", "verify"); r.code != exitOK || !strings.Contains(r.stdout, "opened read-only") {
+				t.Fatalf("audit verify: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			valuesT3 = len(vals3)
+		})
+	})
+	if !t.Failed() && valuesT3 < seenT2 {
+		t.Fatalf("T3 outputs: %d values, the T2 run had %d in its state file", valuesT3, seenT2)
 	}
 }
