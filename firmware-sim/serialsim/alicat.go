@@ -308,11 +308,6 @@ func (v mfcModel) frame(id byte, gas string, fullScale, psia, tempC, massFlow, s
 	return b.String()
 }
 
-// formatMFCFrame builds a data frame of the default variant.
-func formatMFCFrame(id byte, gas string, fullScale, psia, tempC, massFlow, setpoint float64, hold, stuckOpen bool) string {
-	return mfcVariants[MFCDefault].frame(id, gas, fullScale, psia, tempC, massFlow, setpoint, 0, hold, stuckOpen)
-}
-
 // mfcNumber formats v with dec decimals, zero-padded to six characters after
 // its sign (+014.70, +0000.1, +00.025); wider values are printed in full. A
 // value that rounds to zero is positive; a non-finite one prints as zero.

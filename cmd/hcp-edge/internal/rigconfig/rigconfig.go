@@ -538,7 +538,7 @@ func Load(path string) (File, error) {
 var (
 	syntaxErrorRE = regexp.MustCompile(`^yaml: line \d+: `)
 	unknownKeyRE  = regexp.MustCompile(`field (\S+) not found in type \S+`)
-	wrongKindRE   = regexp.MustCompile("cannot unmarshal !!(\\w+)( .*)? into \\S+")
+	wrongKindRE   = regexp.MustCompile(`cannot unmarshal !!(\w+)( .*)? into \S+`)
 )
 
 // inFormatWords rewrites the decoder's messages of a configuration that
