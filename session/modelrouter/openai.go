@@ -44,20 +44,6 @@ type ChatResponse struct {
 // maxBody caps what the client reads of a reply.
 const maxBody = 1 << 20
 
-// NewHTTPClient returns the production HTTP client of the remote tier: the
-// standard library's, with dial, TLS and header timeouts and a small idle
-// pool; the deadline of each attempt comes from its context.
-func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-	}}
-}
-
 // apiKey reads the model's key from its file or environment variable ("" if
 // it names neither).
 func apiKey(m *Model) (string, error) {
@@ -77,7 +63,7 @@ func apiKey(m *Model) (string, error) {
 // complete sends one chat completion to instance and returns the answer,
 // validated against AnswerSchema, and the token usage (the server's, or the
 // router's estimate when it reports none).
-func complete(ctx context.Context, hc *http.Client, m *Model, key, instance, prompt string, estIn int) (Answer, int, int, error) {
+func complete(ctx context.Context, hc Doer, m *Model, key, instance, prompt string, estIn int) (Answer, int, int, error) {
 	fail := func(o Outcome, status int, err error) (Answer, int, int, error) {
 		return Answer{}, 0, 0, &InvokeError{Model: m.ID, Instance: instance, Outcome: o, Status: status, Err: err}
 	}

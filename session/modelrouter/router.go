@@ -82,8 +82,9 @@ type Opts struct {
 	// same instance (10 s); longer, it moves on.
 	MaxRetryAfter time.Duration
 	Breaker       BreakerOpts
-	// HTTPClient is the remote tier's client (NewHTTPClient when nil).
-	HTTPClient *http.Client
+	// HTTPClient is the remote tier's client (NewHTTPClient when nil; an
+	// *http.Client will do).
+	HTTPClient Doer
 	Auditor    Auditor
 	// Tracker records every invocation (a new one when nil).
 	Tracker *Tracker
