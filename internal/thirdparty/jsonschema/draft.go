@@ -133,8 +133,9 @@ var (
 // start-up on a 2-core x86 (ten times that on a Raspberry Pi) whether or not
 // it ever compiles a schema. It now runs on the first call of
 // dialect.getSchema (the only reader of Draft.sch and Draft.vocabSchemas) and
-// on the first after ReleaseMetaSchemas, with the same compiler settings and in the same order, so every compiled
-// schema and every validation result is the same. The vocabulary schemas go
+// on the first after ReleaseMetaSchemas, with the same compiler settings and
+// in the same order, so every compiled schema and every validation result is
+// the same. The vocabulary schemas go
 // to vocabSchemas instead of the values of allVocabs: allVocabs' keys are
 // read without the lock (getVocabs), and writing its values here could race
 // with those reads.
