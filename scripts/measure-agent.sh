@@ -17,6 +17,9 @@ cleanup() {
 trap cleanup EXIT
 export HCP_RIG_SIM_DIR=$dir HCP_STATE_DIR=$dir/state
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# RSS split: anonymous (heap, stacks, runtime) and file-backed (the binary's own pages, clean;
+# on this kernel nearly all of them: docs/FOOTPRINT.md, "issue 41: idle RSS").
+rss_part_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # CPU ns of all the process's threads (what scripts/wake-cost measures its pollers with).
 cpu_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $1} END {printf "%d", s}'; }
@@ -49,13 +52,13 @@ load=$(cut -d' ' -f1 /proc/loadavg)
 w0=$(syscw "$agent_pid"); n0=$(cpu_ns "$agent_pid"); c0=$(cpu_ticks "$agent_pid"); t0=$(date +%s%N)
 sleep "$IDLE_S"
 c1=$(cpu_ticks "$agent_pid"); n1=$(cpu_ns "$agent_pid"); w1=$(syscw "$agent_pid"); t1=$(date +%s%N)
-idle_rss=$(rss_kb "$agent_pid")
+idle_rss=$(rss_kb "$agent_pid"); idle_anon=$(rss_part_kb "$agent_pid" RssAnon); idle_file=$(rss_part_kb "$agent_pid" RssFile)
 idle_cpu=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v s="$IDLE_S" 'BEGIN {printf "%.2f", 100 * t / hz / s}')
 idle_cpu_ns=$(awk -v n=$((n1 - n0)) -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", 100 * n / d}')
 writes=$(awk -v w=$((w1 - w0)) -v d=$((t1 - t0)) 'BEGIN {printf "%.1f", w / (d / 1e9)}')
-echo "idle: RSS $(( idle_rss / 1024 )) MiB, CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz); all threads' schedstat $idle_cpu_ns %; $writes writes/s; load $load"
+echo "idle: RSS $(( idle_rss / 1024 )) MiB (anonymous $idle_anon KiB, file-backed $idle_file KiB), CPU $idle_cpu % of one core over $IDLE_S s (furnace 20 Hz, others 10 Hz); all threads' schedstat $idle_cpu_ns %; $writes writes/s; load $load"
 # One machine-readable line for scripts/bench.sh (and one after the task).
-echo "kv rss_idle_kib=$idle_rss cpu_idle_pct=$idle_cpu cpu_idle_sched_pct=$idle_cpu_ns writes_per_s=$writes load1=$load"
+echo "kv rss_idle_kib=$idle_rss rss_idle_anon_kib=$idle_anon rss_idle_file_kib=$idle_file cpu_idle_pct=$idle_cpu cpu_idle_sched_pct=$idle_cpu_ns writes_per_s=$writes load1=$load"
 [ "${SKIP_TASK:-0}" = 1 ] && exit 0
 
 "$BIN/hcp-edge" arm --operator measure >/dev/null

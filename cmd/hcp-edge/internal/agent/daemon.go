@@ -36,6 +36,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/retention"
 	"github.com/hcp-edge/hcp-edge/session/store"
 	"github.com/hcp-edge/hcp-edge/session/token"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // shutdownTimeout bounds the shutdown policy and the wait for control
@@ -95,6 +96,11 @@ func Run(ctx context.Context, c Config) (err error) {
 			return err
 		}
 	}
+	// Every schema of the start is compiled: the drafts' meta-schemas that
+	// compiling them needed (~0.4 MB of heap) are not needed at rest. A
+	// later compile (a SIGHUP, a session's output check) compiles them again
+	// (docs/FOOTPRINT.md, "issue 41: idle RSS").
+	jsonschema.ReleaseMetaSchemas()
 	d.log.Info("hcp-edge running", "version", d.version, "state_dir", d.f.Agent.StateDir, "control_socket", d.srv.Path(),
 		"watchdog_timeout", d.f.Monitor.WatchdogTimeout, "kick_every", d.f.Monitor.KickEvery, "time_scale", d.f.Agent.TimeScale,
 		"capabilities", len(d.reg.All()), "recovered", d.recovered, "startup", time.Since(d.t0))
@@ -110,6 +116,7 @@ func Run(ctx context.Context, c Config) (err error) {
 			if err := d.reloadRecipes(); err != nil {
 				d.log.Error("recipe reload (SIGHUP) failed: the recipes stay as they were", "err", err)
 			}
+			jsonschema.ReleaseMetaSchemas()
 		}
 	}
 }

@@ -5,11 +5,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/metrics"
+	"strings"
 	"time"
 )
 
@@ -42,6 +45,7 @@ func startDebugPprof(log *slog.Logger) func() {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/memclasses", serveMemClasses)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -58,5 +62,26 @@ func startDebugPprof(log *slog.Logger) func() {
 			_ = srv.Close()
 		}
 		<-done
+	}
+}
+
+// serveMemClasses writes the runtime's memory classes (runtime/metrics
+// /memory/classes/..., bytes), one "name value" line each: where the
+// anonymous part of the daemon's RSS goes (docs/FOOTPRINT.md, "Where the
+// memory goes").
+func serveMemClasses(w http.ResponseWriter, _ *http.Request) {
+	var s []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") || strings.HasPrefix(d.Name, "/gc/heap/goal") ||
+			strings.HasPrefix(d.Name, "/gc/stack/") || strings.HasPrefix(d.Name, "/gc/heap/live") {
+			s = append(s, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(s)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			_, _ = fmt.Fprintf(w, "%s %d\n", x.Name, x.Value.Uint64())
+		}
 	}
 }
