@@ -107,9 +107,13 @@ fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs
 # same; `make test` and `make test-under-load` still run them with the rest.
 TIMED_ALONE := ^TestFloodQuota$$
 
+# make ci's pi-sim takes 5 trips and 5 e-stops a pass instead of 15: every capability and every
+# verdict is the same, the p99s it prints (which assert nothing) rest on fewer samples; make pi-sim
+# alone keeps 15 (issue 40: ci within 20 minutes on a fresh machine).
+ci: export HCP_PI_SIM_N ?= 5
 ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
-	HCP_REQUIRE_PEERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./...
+	HCP_REQUIRE_PEERS=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
 	$(MAKE) --no-print-directory test-bare
 	@echo "make ci: all checks passed"
 
