@@ -191,7 +191,7 @@ func TestEurothermVariantsMoS2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the MoS2 recipe against the simulator, twice")
 	}
-	t.Parallel() // its own rigs and state: runs beside the other whole-recipe tests
+	t.Parallel()                                 // its own rigs and state: runs beside the other whole-recipe tests
 	for _, cfg := range []plant.EurothermConfig{ // 0 and 2 decimals, per-hour and per-second ramps, in two runs
 		{Decimals: 0, RampUnits: plant.EuroPerHour},
 		{Decimals: 2, RampUnits: plant.EuroPerSecond},
@@ -201,18 +201,7 @@ func TestEurothermVariantsMoS2(t *testing.T) {
 			e := newEuroEnv(t, cfg, euroVariantProfile(t, cfg.Decimals, cfg.RampUnits))
 			e.start()
 			e.arm()
-			watch := e.cliAsync("submit", seedTask, "--watch")
-			pending := e.waitSession("pending approval", func(s sessionView) bool { return s.State == "PENDING" && s.ApprovalID != "" })
-			e.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
-			var r result
-			select {
-			case r = <-watch:
-			case <-time.After(3 * time.Minute):
-				t.Fatal("submit --watch did not end")
-			}
-			if r.code != exitOK {
-				t.Fatalf("submit --watch: exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
-			}
+			r := e.submitSeedApproved(3 * time.Minute)
 			fin := decodeFinal(t, r)
 			if _, err := fin.TaskCompleted(); err != nil {
 				t.Fatalf("final %s: %v", fin.Type, err)

@@ -320,3 +320,24 @@ func TestDenyAbortAndSessions(t *testing.T) {
 		t.Fatalf("daemon exit: %v\n%s", err, e.logs)
 	}
 }
+
+// submitSeedApproved submits the seed's MoS2 task over the local CLI
+// (submit --watch), approves it as operator olga once it is pending, and
+// returns the watch's result once the session has ended with exit 0 within
+// limit (the test fails otherwise).
+func (e *env) submitSeedApproved(limit time.Duration) result {
+	e.t.Helper()
+	watch := e.cliAsync("submit", seedTask, "--watch")
+	pending := e.waitSession("pending approval", func(s sessionView) bool { return s.State == "PENDING" && s.ApprovalID != "" })
+	e.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
+	var r result
+	select {
+	case r = <-watch:
+	case <-time.After(limit):
+		e.t.Fatal("submit --watch did not end")
+	}
+	if r.code != exitOK {
+		e.t.Fatalf("submit --watch: exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
+	}
+	return r
+}

@@ -99,18 +99,7 @@ func TestToolsThroughDaemon(t *testing.T) {
 	e := newEnv(t, nil)
 	e.start()
 	e.arm()
-	watch := e.cliAsync("submit", seedTask, "--watch")
-	pending := e.waitSession("pending approval", func(s sessionView) bool { return s.State == "PENDING" && s.ApprovalID != "" })
-	e.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
-	var r result
-	select {
-	case r = <-watch:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("submit --watch did not end")
-	}
-	if r.code != exitOK {
-		t.Fatalf("submit --watch: exit %d\n%s", r.code, r.stderr)
-	}
+	e.submitSeedApproved(2 * time.Minute)
 	var res toolsResult
 	if err := json.Unmarshal([]byte(e.mustCLI("tools", "--json").stdout), &res); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
 )
 
@@ -161,19 +160,7 @@ func TestCorpusThroughTheProfile(t *testing.T) {
 	set(0x8034, 0x4416, 0) // Rm.SP 600.0
 	set(0x803C, 0x42C8, 0) // OP.HI 100.0
 	set(0x8046, 0x4120, 0) // SP.RAT 10.0
-	srv := modbustest.NewServer(map[byte]*modbustest.Unit{1: {Holding: hold}})
-	b, err := modbus.NewInMemory(srv, modbus.DefaultOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := regmaptest.Profile("eurotherm-3200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := eurothermInMemory(t, hold)
 	s, err := c.Snapshot(ctxT(t))
 	if err != nil {
 		t.Fatal(err)

@@ -16,19 +16,7 @@ import (
 func TestNonVolatileWrittenOnlyOnChange(t *testing.T) {
 	hold := make([]uint16, 0x8050)
 	hold[276] = 1 // remote selected; A-M (273) 0 = auto; OP.HI (0x803C) 0.0
-	srv := modbustest.NewServer(map[byte]*modbustest.Unit{1: {Holding: hold}})
-	b, err := modbus.NewInMemory(srv, modbus.DefaultOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := regmaptest.Profile("eurotherm-3200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := eurothermInMemory(t, hold)
 	ctx := ctxT(t)
 	writes := func() int { return srv.Requests(6) + srv.Requests(16) }
 	if _, err := c.Init(ctx); err != nil {
@@ -62,4 +50,24 @@ func TestNonVolatileWrittenOnlyOnChange(t *testing.T) {
 	if n := writes(); n != 3 {
 		t.Fatalf("a start on a unit in manual: %d writes in all, want 3 (A-M set to auto)", n)
 	}
+}
+
+// eurothermInMemory is the shipped eurotherm-3200 profile's controller on
+// an in-memory Modbus server whose unit 1 holds hold.
+func eurothermInMemory(t *testing.T, hold []uint16) (*modbustest.Server, *regmap.Controller) {
+	t.Helper()
+	srv := modbustest.NewServer(map[byte]*modbustest.Unit{1: {Holding: hold}})
+	b, err := modbus.NewInMemory(srv, modbus.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := regmaptest.Profile("eurotherm-3200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := regmap.NewController(b, p, regmap.ControllerOpts{Unit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
 }
