@@ -107,6 +107,11 @@ func TestHeartbeatToggles(t *testing.T) {
 		}
 		want = !want
 	}
+	// The pin records a write before Out returns, and the goroutine counts
+	// it after: once it has armed the next beat's timer, the count is done.
+	if err := clk.BlockUntil(testCtx(t), 1); err != nil {
+		t.Fatal("the heartbeat armed no timer after its sixth beat:", err)
+	}
 	if s := h.Stats(); s.Beats != 7 || s.Failures != 0 || !s.Running || !s.LastBeat.Equal(time.Unix(0, 0).Add(6*250*time.Millisecond)) {
 		t.Fatalf("stats %+v", s)
 	}
