@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/executor"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// A session's risk events (execution_summary.risk_events, L4) are read
+// from the audit log, the durable and hash-chained record every one of
+// them is already written to, in the state file the session lives in: so
+// they survive a restart, and the list is what the audit log says, not a
+// second account of it. Each is one string (L4's type), "TIME CODE:
+// DETAIL", TIME in the wire's timestamp format (docs/PROTOCOL-NOTES.md):
+//
+//   - trip_{trip} — an emergency procedure ran (envelope.DecisionTripped)
+//     while the session existed; rig-wide, so listed for every physical
+//     session of that time;
+//   - safe_state — the e-stop path ran (envelope.DecisionHalted), likewise;
+//   - refused_{rule} — an action of the session the interlock refused;
+//   - action_failed — an action of the session the instrument did not
+//     carry out or whose read-back did not match;
+//   - interlock_hold — the session was held after a restart because the
+//     rig was not ready (the interlock relay de-energised);
+//   - latched — the run ended on a latched interlock whose trip or e-stop
+//     the audit log does not hold yet (its record follows the halts).
+
+// Risk event codes.
+const (
+	riskTripPrefix    = "trip_"
+	riskSafeState     = "safe_state"
+	riskRefusedPrefix = "refused_"
+	riskActionFailed  = "action_failed"
+	riskHold          = "interlock_hold"
+	riskLatched       = "latched"
+)
+
+// holdReason prefixes the PAUSED transition of a session recovery held for
+// a rig that is not ready (Decide).
+const holdReason = "held after restart: "
+
+// interlockDetail is the part of an interlock audit entry's detail
+// (envelope.Entry as JSON) the risk events read.
+type interlockDetail struct {
+	SessionID string            `json:"session_id"`
+	Decision  envelope.Decision `json:"decision"`
+	Rule      string            `json:"rule"`
+	Trip      string            `json:"trip"`
+	Reason    string            `json:"reason"`
+}
+
+// transitionDetail is the part of a transition audit entry's detail the
+// risk events read.
+type transitionDetail struct {
+	To     lifecycle.State `json:"to"`
+	Reason string          `json:"reason"`
+}
+
+// riskEventsLocked lists l's risk events, oldest first (l.mu held). runErr
+// is how the run ended (nil: completed, or not run in this process). A
+// failure to read the audit log is logged and lists what was read: the
+// result is not withheld for it.
+func (e *Engine) riskEventsLocked(l *live, runErr error) []string {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	log := e.cfg.Store.Audit()
+	own, err := log.Query(ctx, audit.Query{SessionID: l.id, Kinds: []audit.Kind{audit.KindInterlock, audit.KindToolCall, audit.KindTransition}})
+	if err != nil {
+		e.log.Error("risk events: the session's audit entries", "session", l.id, "err", err)
+	}
+	var rig []audit.Entry
+	physical := l.capab == nil || l.capab.Safety.InvolvesPhysicalResources
+	if physical && !l.sess.CreatedAt.IsZero() {
+		rig, err = log.Query(ctx, audit.Query{Since: l.sess.CreatedAt, Kinds: []audit.Kind{audit.KindInterlock}})
+		if err != nil {
+			e.log.Error("risk events: the rig's audit entries", "session", l.id, "err", err)
+		}
+	}
+	var out []string
+	var seen []uint64 // an entry found by both queries is listed once
+	tripped := false
+	for _, ent := range mergeBySeq(own, rig) {
+		if len(seen) > 0 && seen[len(seen)-1] == ent.Seq {
+			continue
+		}
+		seen = append(seen, ent.Seq)
+		code, detail := riskOf(ent, l.id)
+		if code == "" {
+			continue
+		}
+		if strings.HasPrefix(code, riskTripPrefix) || code == riskSafeState {
+			tripped = true
+		}
+		out = append(out, riskEvent(wire.FormatTimestamp(ent.At), code, detail))
+	}
+	if !tripped && physical && errors.Is(runErr, executor.ErrLatched) {
+		if latched, why := e.cfg.Rig.Latched(); latched {
+			out = append(out, riskEvent(wire.FormatTimestamp(e.cfg.Now()), riskLatched, "the run stopped on the latched interlock: "+why))
+		}
+	}
+	return out
+}
+
+// riskOf is the code and detail of ent as a risk event of session id ("":
+// not one).
+func riskOf(ent audit.Entry, id string) (code, detail string) {
+	switch ent.Kind {
+	case audit.KindInterlock, audit.KindToolCall:
+		var d interlockDetail
+		if json.Unmarshal([]byte(ent.Detail), &d) != nil {
+			return "", ""
+		}
+		switch {
+		case d.Decision == envelope.DecisionTripped && d.SessionID == "":
+			return riskTripPrefix + d.Trip, d.Reason
+		case d.Decision == envelope.DecisionHalted && d.SessionID == "":
+			return riskSafeState, d.Reason
+		case d.Decision == envelope.DecisionRefused && d.SessionID == id:
+			rule := d.Rule
+			if rule == "" {
+				rule = "action"
+			}
+			return riskRefusedPrefix + rule, d.Reason
+		case d.Decision == envelope.DecisionFailed && d.SessionID == id:
+			return riskActionFailed, d.Reason
+		}
+	case audit.KindTransition:
+		var d transitionDetail
+		if ent.SessionID == id && json.Unmarshal([]byte(ent.Detail), &d) == nil &&
+			d.To == lifecycle.Paused && strings.HasPrefix(d.Reason, holdReason) {
+			return riskHold, strings.TrimPrefix(d.Reason, holdReason)
+		}
+	}
+	return "", ""
+}
+
+// riskEvent is one risk event's string.
+func riskEvent(at, code, detail string) string {
+	if detail == "" {
+		return at + " " + code
+	}
+	return at + " " + code + ": " + detail
+}
+
+// mergeBySeq merges two lists in chain order into one in chain order.
+func mergeBySeq(a, b []audit.Entry) []audit.Entry {
+	out := make([]audit.Entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Seq <= b[0].Seq {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
