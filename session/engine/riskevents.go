@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -159,4 +160,41 @@ func mergeBySeq(a, b []audit.Entry) []audit.Entry {
 		}
 	}
 	return append(append(out, a...), b...)
+}
+
+// latchRecordWait bounds how long a run that ended on a latched interlock
+// waits for the audit record of the trip or e-stop that latched it: the
+// interlock writes it once its halts are done (each within its
+// HaltTimeout, twice when an action was in flight).
+const latchRecordWait = 10 * time.Second
+
+// awaitLatchRecord is called as a run ends with runErr, before its end is
+// recorded: when it ended on a latched interlock whose trip or e-stop the
+// audit log does not hold yet, it waits (latchRecordWait at most, or until
+// the engine stops) for that record, so the session's risk events name
+// the trip rather than the latch alone. It does not hold l.mu.
+func (e *Engine) awaitLatchRecord(l *live, runErr error) {
+	if !errors.Is(runErr, executor.ErrLatched) {
+		return
+	}
+	l.mu.Lock()
+	since := l.sess.CreatedAt
+	l.mu.Unlock()
+	deadline := time.Now().Add(latchRecordWait)
+	for {
+		ctx, cancel := storeCtx()
+		ents, err := e.cfg.Store.Audit().Query(ctx, audit.Query{Since: since, Kinds: []audit.Kind{audit.KindInterlock}})
+		cancel()
+		if err != nil {
+			return
+		}
+		for _, ent := range ents {
+			if code, _ := riskOf(ent, l.id); strings.HasPrefix(code, riskTripPrefix) || code == riskSafeState {
+				return
+			}
+		}
+		if time.Now().After(deadline) || !sleepCtx(e.base, 25*time.Millisecond) {
+			return
+		}
+	}
 }

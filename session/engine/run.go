@@ -548,6 +548,7 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 		res, err = executor.Execute(ctx, pausing{Recipe: rec, e: e, l: l}, env, from)
 		stopBudget()
 	}
+	e.awaitLatchRecord(l, err) // riskevents.go
 	e.finish(ctx, l, rec, env, res, err, e.clock.Now().Sub(start))
 }
 
