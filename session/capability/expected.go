@@ -65,7 +65,7 @@ func (c *Capability) CheckExpectedOutput(requiredFields []string, schema json.Ra
 	}
 	if len(bytes.TrimSpace(schema)) > 0 && !bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
 		if _, err := compile("https://hcp-edge.invalid/expected_output/schema.json", schema); err != nil {
-			add("/expected_output/schema", "does not compile: %v", err)
+			add("/expected_output/schema", "does not compile: %s", strings.Join(strings.Fields(err.Error()), " "))
 		} else {
 			var want any
 			if err := json.Unmarshal(schema, &want); err == nil {
