@@ -3,43 +3,10 @@ package capability
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
-
-// ErrUnmeetable is matched by every *ExpectedOutputError: a caller's
-// expected_output that does not compile, or that asks for what the
-// capability's declared output never holds.
-var ErrUnmeetable = errors.New("expected_output cannot be met")
-
-// ExpectedOutputError lists the problems of an expected_output, each at a
-// JSON Pointer into the task_submit payload's expected_output.
-type ExpectedOutputError struct {
-	Violations []Violation
-}
-
-func (e *ExpectedOutputError) Error() string {
-	parts := make([]string, len(e.Violations))
-	for i, v := range e.Violations {
-		parts[i] = v.Path + ": " + v.Message
-	}
-	return strings.Join(parts, "; ")
-}
-
-// Is matches ErrUnmeetable.
-func (e *ExpectedOutputError) Is(target error) bool { return target == ErrUnmeetable }
-
-// Paths returns the JSON Pointers of the violations (relative to the
-// task_submit payload: "/expected_output/...").
-func (e *ExpectedOutputError) Paths() []string {
-	out := make([]string, len(e.Violations))
-	for i, v := range e.Violations {
-		out[i] = v.Path
-	}
-	return out
-}
 
 // CheckExpectedOutput judges a caller's expected_output (L4) against c's
 // declared output_schema before anything runs: the schema must compile
@@ -47,8 +14,9 @@ func (e *ExpectedOutputError) Paths() []string {
 // every required_fields entry and every property the schema requires must
 // be one the output schema declares (at the top level, and inside a
 // property both declare as an object), and a property both declare must
-// not have types that exclude each other ("integer" is a "number"). It is
-// a static check of what the capability can produce, not a proof: the
+// not have types that exclude each other ("integer" is a "number"). The
+// error is an *InputError whose paths point into the task_submit payload
+// ("/expected_output/..."). It is a static check of what the capability can produce, not a proof: the
 // outputs are validated against both schemas again when the run ends.
 func (c *Capability) CheckExpectedOutput(requiredFields []string, schema json.RawMessage) error {
 	var vs []Violation
@@ -76,7 +44,7 @@ func (c *Capability) CheckExpectedOutput(requiredFields []string, schema json.Ra
 	if len(vs) == 0 {
 		return nil
 	}
-	return &ExpectedOutputError{Violations: vs}
+	return &InputError{Violations: vs}
 }
 
 // compareSchemas walks want (the caller's schema) beside have (the
@@ -170,7 +138,7 @@ func types(s map[string]any) []string {
 func overlap(a, b []string) bool {
 	for _, x := range a {
 		for _, y := range b {
-			if x == y || (x == "integer" && y == "number") || (x == "number" && y == "integer") {
+			if x == y || x+y == "integernumber" || x+y == "numberinteger" {
 				return true
 			}
 		}

@@ -48,9 +48,9 @@ func TestCheckExpectedOutput(t *testing.T) {
 				}
 				return
 			}
-			var ee *ExpectedOutputError
-			if !errors.As(err, &ee) || !errors.Is(err, ErrUnmeetable) {
-				t.Fatalf("err = %v, want an *ExpectedOutputError", err)
+			var ee *InputError
+			if !errors.As(err, &ee) || !errors.Is(err, ErrInvalidInput) {
+				t.Fatalf("err = %v, want an *InputError", err)
 			}
 			if got := ee.Paths(); !slices.Equal(got, tt.paths) {
 				t.Fatalf("paths = %v, want %v (%v)", got, tt.paths, err)

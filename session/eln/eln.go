@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -350,7 +351,7 @@ func callerContext(r Run, rootDS, action obj) []obj {
 		case strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "http://"):
 			id = ref
 		default:
-			id = fmt.Sprintf("#reference-%d", i+1)
+			id = "#reference-" + strconv.Itoa(i+1)
 		}
 		out = append(out, o("@id", id, "@type", "CreativeWork", "name", ref))
 		cites = append(cites, o("@id", id))

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"time"
 
@@ -83,14 +84,14 @@ func (e *Engine) riskEventsLocked(l *live, runErr error) []string {
 			e.log.Error("risk events: the rig's audit entries", "session", l.id, "err", err)
 		}
 	}
+	all := append(own, rig...)
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq }) // chain order
 	var out []string
-	var seen []uint64 // an entry found by both queries is listed once
 	tripped := false
-	for _, ent := range mergeBySeq(own, rig) {
-		if len(seen) > 0 && seen[len(seen)-1] == ent.Seq {
-			continue
+	for i, ent := range all {
+		if i > 0 && all[i-1].Seq == ent.Seq {
+			continue // found by both queries
 		}
-		seen = append(seen, ent.Seq)
 		code, detail := riskOf(ent, l.id)
 		if code == "" {
 			continue
@@ -147,19 +148,6 @@ func riskEvent(at, code, detail string) string {
 		return at + " " + code
 	}
 	return at + " " + code + ": " + detail
-}
-
-// mergeBySeq merges two lists in chain order into one in chain order.
-func mergeBySeq(a, b []audit.Entry) []audit.Entry {
-	out := make([]audit.Entry, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if a[0].Seq <= b[0].Seq {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
-		}
-	}
-	return append(append(out, a...), b...)
 }
 
 // latchRecordWait bounds how long a run that ended on a latched interlock

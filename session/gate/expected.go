@@ -21,7 +21,7 @@ func (g *Gate) checkOutput(a *admission) bool {
 		return false
 	}
 	a.rejectWith(ReasonInvalidInput, err, "expected_output cannot be met by %s %s: %v", a.c.Name, a.c.SemVer, err)
-	var ee *capability.ExpectedOutputError
+	var ee *capability.InputError
 	if errors.As(err, &ee) {
 		a.d.Rejection.Paths = ee.Paths()
 	}

@@ -185,7 +185,7 @@ func TestDecide(t *testing.T) {
 
 		// expected_output the capability can meet (expected.go)
 		{name: "expected_output that does not compile", edits: []edit{func(r *Request) { r.Submit.ExpectedOutput.Schema = json.RawMessage(`{"type":"objekt"}`) }},
-			outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema"}, sentinel: capability.ErrUnmeetable},
+			outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema"}, sentinel: capability.ErrInvalidInput},
 		{name: "expected_output requiring what is never produced", edits: []edit{func(r *Request) {
 			r.Submit.ExpectedOutput.Schema = json.RawMessage(`{"type":"object","required":["peak_distance","bandgap_ev"]}`)
 		}}, outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema/required/1"}, sentinel: ErrInvalidInput},
