@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/configs"
+	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -214,6 +216,7 @@ func TestRecipeKillEditRestart(t *testing.T) {
 	if stages["anneal"] == 0 || stages["soak"] != 0 {
 		t.Fatalf("the session resumed with another recipe: stages %v", stages)
 	}
+	checkTotalsSpanRestart(t, all)
 	out := b.mustCLI("audit", "replay", r.sid, "--operator", "olga").stdout
 	if !strings.Contains(out, "recipe lab-anneal@1.0.0") {
 		t.Fatalf("audit replay does not show the recipe:\n%s", out)
@@ -221,4 +224,64 @@ func TestRecipeKillEditRestart(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
 	}
+}
+
+// checkTotalsSpanRestart: the execution_summary of a run interrupted by a
+// restart counts both parts: every step of the recipe (the progress
+// events' "step i/N"), every checkpoint its caller heard of, a duration
+// of at least the wall time from RUNNING to the last checkpoint before the
+// restart (the process clock runs at time_scale >= 1); and its
+// risk_events list the hold after the restart.
+func checkTotalsSpanRestart(t *testing.T, all []*wire.Envelope) {
+	t.Helper()
+	fin := all[len(all)-1]
+	tc, err := fin.TaskCompleted()
+	if err != nil || tc.ExecutionSummary == nil {
+		t.Fatalf("final %s: %v", fin.Type, err)
+	}
+	sum := tc.ExecutionSummary
+	ckpts := map[uint64]bool{}
+	steps := 0
+	var first, lastCkptBefore time.Time
+	recovered := false
+	for _, m := range all {
+		ev, err := m.Event()
+		if err != nil {
+			continue
+		}
+		if first.IsZero() && ev.EventType == wire.EventStateChanged && strings.Contains(string(ev.Data), `"RUNNING"`) {
+			first = m.Timestamp
+		}
+		recovered = recovered || (ev.EventType == wire.EventStateChanged && strings.Contains(string(ev.Data), "recovered_from_checkpoint"))
+		switch ev.EventType {
+		case wire.EventCheckpointCreated:
+			ckpts[ev.Sequence] = true
+			if !recovered {
+				lastCkptBefore = m.Timestamp
+			}
+		case wire.EventProgress:
+			var p struct {
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(ev.Data, &p)
+			var i, n int
+			if _, err := fmt.Sscanf(p.Message, "step %d/%d", &i, &n); err == nil {
+				steps = n
+			}
+		}
+	}
+	took, err := capability.ParseDuration(sum.Duration)
+	if err != nil || steps == 0 || sum.StepsExecuted != steps || sum.CheckpointsCreated != len(ckpts) ||
+		!recovered || took < lastCkptBefore.Sub(first) {
+		t.Fatalf("summary %+v (%v): want %d steps, %d checkpoints, at least %v before the restart (recovered %t)",
+			sum, err, steps, len(ckpts), lastCkptBefore.Sub(first), recovered)
+	}
+	held := false
+	for _, r := range sum.RiskEvents {
+		held = held || strings.Contains(r, " interlock_hold: ")
+	}
+	if !held {
+		t.Fatalf("risk_events %q: no interlock_hold", sum.RiskEvents)
+	}
+	t.Logf("execution_summary across the restart: %+v", sum)
 }

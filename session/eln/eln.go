@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -66,9 +67,21 @@ type Run struct {
 	Rig         string // the rig's name
 	Recipe      *Recipe
 	Inputs      map[string]any
+	// Intent is the caller's intent (L4 task_submit), as it wrote it.
+	Intent string
+	// Context is the caller's context (L4): why, and what it cites.
+	Context     TaskContext
 	Instruments []Instrument
 	Operators   []Person
 	Files       []File
+}
+
+// TaskContext is the context of a task_submit (L4): its purpose, its
+// references (DOIs, URLs or other identifiers) and free-form notes.
+type TaskContext struct {
+	Purpose    string   `json:"purpose,omitempty"`
+	References []string `json:"references,omitempty"`
+	Notes      string   `json:"notes,omitempty"`
 }
 
 // ErrRun is a Run that cannot be written: no session id, a file path
@@ -281,6 +294,7 @@ func Metadata(r Run) ([]byte, error) {
 	rootDS := o("@id", "./", "@type", "Dataset", "name", r.Title, "description", r.Description,
 		"identifier", r.SessionID, "hasPart", parts, "mentions", ref(runID),
 		"license", ref("https://spdx.org/licenses/CC-BY-4.0"), "keywords", strings.Join(nonEmpty(r.Capability, r.DataClass, r.Rig, "hcp-edge"), ", "))
+	graph = append(graph, callerContext(r, rootDS, action)...)
 	published := r.Exported // RO-Crate requires it: the export, else the run's end, else its start
 	for _, t := range []time.Time{r.End, r.Start} {
 		if published.IsZero() {
@@ -305,6 +319,45 @@ func nonEmpty(ss ...string) []string {
 		if s != "" {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// callerContext records the caller's intent and context: the intent as the
+// run's disambiguatingDescription, the purpose and notes as the crate's
+// abstract, each reference as a cited entity (a DOI by its doi.org URL, a
+// URL as itself, anything else by name). It returns the entities to add.
+func callerContext(r Run, rootDS, action obj) []obj {
+	if r.Intent != "" {
+		action["disambiguatingDescription"] = r.Intent
+	}
+	c := r.Context
+	var abs []string
+	if c.Purpose != "" {
+		abs = append(abs, "Purpose: "+c.Purpose)
+	}
+	if c.Notes != "" {
+		abs = append(abs, "Notes: "+c.Notes)
+	}
+	if len(abs) > 0 {
+		rootDS["abstract"] = strings.Join(abs, "\n")
+	}
+	var out, cites []obj
+	for i, ref := range c.References {
+		var id string
+		switch {
+		case strings.HasPrefix(strings.ToLower(ref), "doi:"):
+			id = "https://doi.org/" + strings.TrimSpace(ref[4:])
+		case strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "http://"):
+			id = ref
+		default:
+			id = "#reference-" + strconv.Itoa(i+1)
+		}
+		out = append(out, o("@id", id, "@type", "CreativeWork", "name", ref))
+		cites = append(cites, o("@id", id))
+	}
+	if len(cites) > 0 {
+		rootDS["citation"] = cites
 	}
 	return out
 }

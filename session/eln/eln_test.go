@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,9 @@ func sampleRun() Run {
 		Operators:   []Person{{Name: "Anna A", OSUser: "anna", UID: &uid, Role: "approved for execution"}},
 		Files: []File{{Path: "recipe/mos2.yaml", Name: "recipe", Type: "application/yaml", Data: []byte("name: mos2\n"), Role: "input"},
 			{Path: "artifacts/raman_spectrum.jdx", Name: "raman_spectrum_jcamp", Type: "chemical/x-jcamp-dx", Data: []byte("##TITLE=x\r\n"), Role: "result"},
-			{Path: "audit/audit.jsonl", Name: "audit", Type: "application/jsonl", Data: []byte("{}\n")}}}
+			{Path: "audit/audit.jsonl", Name: "audit", Type: "application/jsonl", Data: []byte("{}\n")}},
+		Intent: "Synthesize monolayer MoS2", Context: TaskContext{Purpose: "Verify growth parameters",
+			References: []string{"doi:10.1021/nl903868w", "https://example.org/paper", "lab notebook 7"}, Notes: "boat 2"}}
 }
 
 // TestLayout: one root folder, the metadata at its top, every file it
@@ -90,6 +93,20 @@ func TestLayout(t *testing.T) {
 	}
 	if byID["recipe/mos2.yaml"]["softwareVersion"] != "1.0.0" || byID["#instrument-raman"]["serialNumber"] != "SN1" {
 		t.Fatalf("recipe %v instrument %v", byID["recipe/mos2.yaml"], byID["#instrument-raman"])
+	}
+	// The caller's intent and context (L4): kept, the references cited.
+	root := byID["./"]
+	if run["disambiguatingDescription"] != "Synthesize monolayer MoS2" || root["abstract"] != "Purpose: Verify growth parameters\nNotes: boat 2" {
+		t.Fatalf("intent %v, abstract %v", run["disambiguatingDescription"], root["abstract"])
+	}
+	cites := refs(root["citation"])
+	if !slices.Equal(cites, []string{"https://doi.org/10.1021/nl903868w", "https://example.org/paper", "#reference-3"}) {
+		t.Fatalf("citation %v", cites)
+	}
+	for i, id := range cites {
+		if e := byID[id]; e == nil || e["name"] != sampleRun().Context.References[i] {
+			t.Fatalf("%s: %v", id, e)
+		}
 	}
 }
 

@@ -325,6 +325,7 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 			}
 		} else if err := json.Unmarshal(payload, &p); err == nil {
 			l.budgetFrom = p.Budget
+			l.mark.prior = priorTotals(p)
 			state := p.State
 			if p.Journaled {
 				state, err = e.reassemble(ctx, l, p)
@@ -431,7 +432,6 @@ func (e *Engine) apply(ctx context.Context, l *live, d Decision, cp store.Checkp
 	if rec != nil && next < len(rec.Steps()) {
 		f.Step, f.Phase = rec.Steps()[next].Name, rec.Steps()[next].Stage
 	}
-	e.failLocked(l, f, partial, arts,
-		&wire.ExecutionSummary{CheckpointsCreated: 0})
+	e.failLocked(l, f, partial, arts, e.summaryLocked(l, e.totalsLocked(l, next), nil))
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -115,6 +116,18 @@ func TestRecover(t *testing.T) {
 		if msgs[len(msgs)-1].Type != wire.TypeTaskCompleted {
 			t.Fatalf("ended with %s", msgs[len(msgs)-1].Type)
 		}
+		// The totals span the restart: every step once, every checkpoint
+		// of the session, and at least the 20 steps' sleeps (5 ms after
+		// the restart, 10 before).
+		sum := summaryOf(t, h2, res.SessionID)
+		cps, err := h2.st.Checkpoints(ctx, res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took, err := capability.ParseDuration(sum.Duration)
+		if err != nil || sum.StepsExecuted != 20 || sum.CheckpointsCreated != len(cps) || took < 100*time.Millisecond {
+			t.Fatalf("summary %+v (%v), %d checkpoints stored", sum, err, len(cps))
+		}
 	})
 	t.Run("held while an instrument's reading stays old", func(t *testing.T) {
 		h, _ := fakeHarness(t, 20, 10*time.Millisecond, nil)
@@ -148,6 +161,9 @@ func TestRecover(t *testing.T) {
 		}
 		if !paused {
 			t.Fatal("no state_changed to PAUSED with the hold's reason")
+		}
+		if rs := summaryOf(t, h2, res.SessionID).RiskEvents; len(rs) != 1 || !strings.Contains(rs[0], " interlock_hold: ") {
+			t.Fatalf("risk_events %q, want the hold", rs)
 		}
 	})
 	t.Run("outage beyond grace fails", func(t *testing.T) {

@@ -82,6 +82,9 @@ type live struct {
 	resume   chan struct{}
 	ckpts    int
 	lastCkpt string
+	// mark is where the current run started, and the totals before it
+	// (totals.go).
+	mark     runMark
 	warnings []string
 	// extWarnings are the warnings from outside the executor (Warn), since
 	// this start.
@@ -389,8 +392,10 @@ func auditedWarning(w executor.Warning, sealed bool) []byte {
 func (s sink) Checkpoint(_ context.Context, cp executor.Checkpoint) (string, error) {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
+	tot := s.e.totalsLocked(s.l, cp.Step)
+	tot.Checkpoints++ // this one
 	payload, err := json.Marshal(ckptPayload{Step: cp.Step, State: cp.State, Journaled: cp.Journaled,
-		Journal: cp.Journal, JournalFrom: cp.JournalFrom, Budget: budgetStateLocked(s.l)})
+		Journal: cp.Journal, JournalFrom: cp.JournalFrom, Budget: budgetStateLocked(s.l), Totals: &tot})
 	if err != nil {
 		return "", err
 	}
@@ -435,6 +440,9 @@ type ckptPayload struct {
 	// Budget is the session's resource usage when the checkpoint was
 	// taken: a recovered session resumes from it (budget.go).
 	Budget *budget.State `json:"budget,omitempty"`
+	// Totals are the session's running totals for its execution_summary,
+	// this checkpoint included (totals.go).
+	Totals *runTotals `json:"totals,omitempty"`
 }
 
 // pausing wraps a recipe: before each step it honours a pause request,
@@ -519,6 +527,9 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 		env.ArtifactDir = ""
 	}
 	start := e.clock.Now()
+	l.mu.Lock()
+	e.markRunLocked(l, from)
+	l.mu.Unlock()
 	var err error
 	if rec == nil {
 		rec, err = l.exec.Plan(l.task())
@@ -537,6 +548,7 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 		res, err = executor.Execute(ctx, pausing{Recipe: rec, e: e, l: l}, env, from)
 		stopBudget()
 	}
+	e.awaitLatchRecord(l, err) // riskevents.go
 	e.finish(ctx, l, rec, env, res, err, e.clock.Now().Sub(start))
 }
 
@@ -551,7 +563,6 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 		return
 	}
 	defer e.forget(l)
-	summary := &wire.ExecutionSummary{Duration: isoDuration(took), CheckpointsCreated: l.ckpts, Warnings: l.warnings}
 	if l.state == lifecycle.Aborting || errors.Is(cause, errAbort) {
 		reason := "cleanup finished"
 		if runErr == nil {
@@ -562,8 +573,14 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 		}
 		return
 	}
+	reached := l.mark.from // the step the run reached
+	if res != nil {
+		reached += res.Steps
+	}
+	// The totals span restarts (totals.go); the risk events are the audit
+	// log's (riskevents.go).
+	summary := e.summaryLocked(l, e.totalsLocked(l, reached), runErr)
 	if runErr == nil {
-		summary.StepsExecuted = res.Steps
 		// The executor's own list (it survives a resume), then the
 		// engine's warnings from outside it (Warn).
 		summary.Warnings = append(append(summary.Warnings[:0:0], res.Warnings...), l.extWarnings...)
@@ -592,7 +609,7 @@ func (e *Engine) finish(ctx context.Context, l *live, rec executor.Recipe, env *
 	} else if bf := budgetFailure(cause, f); bf != nil {
 		f = bf
 	}
-	summary.StepsExecuted = f.StepIndex
+	summary.StepsExecuted = e.totalsLocked(l, f.StepIndex).Steps
 	var partial map[string]any
 	var arts []executor.Artifact
 	if rec != nil {

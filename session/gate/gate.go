@@ -227,6 +227,7 @@ func (g *Gate) decide(req Request) Decision {
 		(*Gate).resolveCapability, // 2. capability known, version range satisfied
 		(*Gate).authorise,         // 3. caller permitted: capability, floor risk, data classification
 		(*Gate).validateInputs,    // 4. inputs valid against the declared schema
+		(*Gate).checkOutput,       //    and an expected_output the capability can meet (expected.go)
 		(*Gate).checkSemantics,    // 5. what JSON Schema cannot express
 		(*Gate).assessRisk,        // 6. floor, input-driven escalation, context
 		(*Gate).protectData,       // 7. data classification handling

@@ -131,6 +131,7 @@ func TestDecide(t *testing.T) {
 		return func(r *Request) {
 			r.Submit.Capability, r.Submit.CapabilityVersion, r.Submit.Inputs = name, rng, json.RawMessage(in)
 			r.Submit.Constraints = nil
+			r.Submit.ExpectedOutput = nil // the seed's asks for the synthesis' Raman fields
 		}
 	}
 	class := func(c string) edit { return func(r *Request) { r.Submit.Constraints.DataClassification = c } }
@@ -181,6 +182,16 @@ func TestDecide(t *testing.T) {
 					t.Fatal(d.MaxDuration)
 				}
 			}},
+
+		// expected_output the capability can meet (expected.go)
+		{name: "expected_output that does not compile", edits: []edit{func(r *Request) { r.Submit.ExpectedOutput.Schema = json.RawMessage(`{"type":"objekt"}`) }},
+			outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema"}, sentinel: capability.ErrInvalidInput},
+		{name: "expected_output requiring what is never produced", edits: []edit{func(r *Request) {
+			r.Submit.ExpectedOutput.Schema = json.RawMessage(`{"type":"object","required":["peak_distance","bandgap_ev"]}`)
+		}}, outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema/required/1"}, sentinel: ErrInvalidInput},
+		{name: "expected_output of the wrong type", edits: []edit{func(r *Request) {
+			r.Submit.ExpectedOutput.Schema = json.RawMessage(`{"properties":{"layer_count":{"type":"string"}}}`)
+		}}, outcome: Rejected, code: ReasonInvalidInput, paths: []string{"/expected_output/schema/properties/layer_count/type"}},
 
 		// unauthorized
 		{name: "no broker user", edits: []edit{as("", "harness-alpha-001")}, outcome: Rejected, code: ReasonUnauthorized, sentinel: ErrUnauthorized},

@@ -70,11 +70,12 @@ func Build(ctx context.Context, src Source, sid string) ([]byte, error) {
 		run.Start = rec.RunningSince
 	}
 	var submit struct {
-		Intent string         `json:"intent"`
-		Inputs map[string]any `json:"inputs"`
+		Intent  string          `json:"intent"`
+		Inputs  map[string]any  `json:"inputs"`
+		Context eln.TaskContext `json:"context"`
 	}
 	_ = json.Unmarshal(rec.Submit, &submit)
-	run.Inputs = submit.Inputs
+	run.Inputs, run.Intent, run.Context = submit.Inputs, submit.Intent, submit.Context
 	run.Title = fmt.Sprintf("%s, session %s (%s)", sess.Capability, sid, sess.State)
 	run.Description = strings.TrimSpace(submit.Intent + fmt.Sprintf(" — a %s run of %s@%s on the rig by hcp-edge, for caller %s, data classification %s.",
 		strings.ToLower(string(sess.State)), sess.Capability, sess.CapabilityVersion, sess.CallerID, orT1(sess.DataClass)))
