@@ -4,7 +4,7 @@
 // A material, a precursor gas or a recipe's input (processWords, in the
 // test) is a fact of a process, and processes are data: recipes (configs/recipes), capability declarations
 // (configs/capabilities), rig configurations (configs/*.yaml) and the
-// gate's rules (configs/gate-escalations.yaml). Two places may know them in
+// gate's rules (configs/gate/escalations.yaml). Two places may know them in
 // Go: firmware-sim, which simulates the processes, and session/analysis,
 // whose models are of materials (the layers above take the names from
 // analysis.Materials). TestNoProcessNameInGo reads every non-test Go file

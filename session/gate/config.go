@@ -152,7 +152,7 @@ type SharedEquipment struct {
 }
 
 // DefaultConfig returns the policy of the shipped capabilities: the CVD
-// rules of the spec (the input escalations of configs/gate-escalations.yaml,
+// rules of the spec (the input escalations of configs/gate/escalations.yaml,
 // DefaultEscalations; min <= max), R4 outside attended hours (Monday to
 // Friday 08:00–18:00 UTC) and when shared equipment is busy. It has no
 // users and no callers.
@@ -177,7 +177,7 @@ func DefaultConfig() Config {
 }
 
 // DefaultEscalations are the built-in input escalations, read from their
-// data (configs.GateEscalations, configs/gate-escalations.yaml: the
+// data (configs.GateEscalations, configs/gate/escalations.yaml: the
 // process inputs they name are the capabilities' data, not Go), a fresh
 // copy each call. The file ships inside the binary and its test proves it
 // valid: a file that does not decode is a build defect, and panics.
@@ -188,7 +188,7 @@ func DefaultEscalations() []Escalation {
 	d := yaml.NewDecoder(bytes.NewReader(configs.GateEscalations))
 	d.KnownFields(true)
 	if err := d.Decode(&f); err != nil {
-		panic(fmt.Sprintf("gate: configs/gate-escalations.yaml: %v", err))
+		panic(fmt.Sprintf("gate: configs/gate/escalations.yaml: %v", err))
 	}
 	return f.Escalations
 }

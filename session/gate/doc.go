@@ -28,7 +28,7 @@
 //     positive, parseable max_duration) — invalid_input;
 //  6. risk: the static floor, raised by every input-driven Escalation that
 //     fires (temperature_range.max at or above 800 °C → R4; an input
-//     naming a toxic gas line → R4: configs/gate-escalations.yaml) and
+//     naming a toxic gas line → R4: configs/gate/escalations.yaml) and
 //     by the context rules (outside the attended windows of a configurable
 //     clock and schedule; a declared resource type busy in another
 //     session), both for capabilities with physical resources only. Above

@@ -8,7 +8,7 @@ import (
 )
 
 // TestDefaultEscalationsFromData: the built-in escalations, read from
-// configs/gate-escalations.yaml, are the rules the gate has always had
+// configs/gate/escalations.yaml, are the rules the gate has always had
 // (high temperature → R4, a toxic sulfur source → R4), each valid, and the
 // sulfur-source rule fires on a gas the layout calls toxic and on no other.
 func TestDefaultEscalationsFromData(t *testing.T) {
