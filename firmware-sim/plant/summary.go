@@ -12,14 +12,14 @@ import (
 
 // DefaultRig is the rig a plant simulates when none is named (Opts.Rig "",
 // ParseRig("")): the first of Rigs.
-var DefaultRig = Rigs[0]
+const DefaultRig = RigMoS2
 
 // RigUsage is the help of rig-sim's --rig flag: every rig, with the
 // configuration that describes it and what choosing it implies.
 func RigUsage() string {
 	var parts []string
 	for _, r := range Rigs {
-		s := string(r) + " (" + rigConfigs[r]
+		s := string(r) + " (" + r.config()
 		if m, ok := r.Models(); ok {
 			s += fmt.Sprintf("; implies --furnace-model %s --dio-model %s --relay-watchdog %s unless they are given", m.Furnace, m.DIO, m.RelayWatchdog)
 		}
@@ -28,10 +28,12 @@ func RigUsage() string {
 	return "the rig: " + strings.Join(parts, " or ")
 }
 
-// rigConfigs is each rig's shipped configuration, as the help names it.
-var rigConfigs = map[Rig]string{
-	RigMoS2:     "configs/sim.yaml",
-	RigGraphene: "configs/graphene.yaml: Ar, H2, CH4, no scrubber",
+// config is r's shipped configuration, as the help names it.
+func (r Rig) config() string {
+	if r == RigGraphene {
+		return "configs/graphene.yaml: Ar, H2, CH4, no scrubber"
+	}
+	return "configs/sim.yaml"
 }
 
 // PrecursorUsage is the help of rig-sim's --precursor flag: each
