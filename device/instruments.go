@@ -7,7 +7,7 @@ import (
 
 // Instrument is what every device has in common.
 type Instrument interface {
-	// String names the instrument for logs and errors, e.g. "furnace" or "mfc-h2s".
+	// String names the instrument for logs and errors, e.g. "furnace" or "mfc-ar".
 	String() string
 	// Halt drives the instrument to its safe, inert state and returns once the
 	// instrument has confirmed it (or with an error saying why it could not).

@@ -39,7 +39,7 @@ type Activity struct {
 // over_pressure applies.
 func (a Activity) InProcess() bool { return a.Heater || len(a.GasesInUse) > 0 }
 
-// String is "idle" or "in process (H2S, heater)".
+// String is "idle" or "in process (H2, heater)".
 func (a Activity) String() string {
 	if !a.InProcess() {
 		return "idle"

@@ -558,7 +558,7 @@ type TripEvent struct {
 //     the pressure is above the chamber.pressure max (overrange counts as
 //     above);
 //   - a gas whose interlock bounds the pressure is in use above that bound
-//     (e.g. H2S above 10 mbar: vacuum lost while it flows);
+//     (e.g. a toxic line above its 10 mbar bound: vacuum lost while it flows);
 //   - the heater is enabled above the heater interlock's max_pressure while
 //     the inert gas flows below min_inert_flow (the heater interlock no
 //     longer holds).

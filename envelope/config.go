@@ -32,7 +32,7 @@ type Config struct {
 	// venting_without_purge.
 	ProhibitedActions []string `yaml:"prohibited_actions" json:"prohibited_actions"`
 	// ReactiveGases are the gases that must not mix without a purge and must
-	// not flow while venting (e.g. H2, H2S).
+	// not flow while venting (e.g. H2, a toxic precursor).
 	ReactiveGases []string `yaml:"reactive_gases" json:"reactive_gases"`
 	// Purge says what counts as a purge between reactive gases.
 	Purge *Purge `yaml:"purge,omitempty" json:"purge,omitempty"`

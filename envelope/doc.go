@@ -99,9 +99,9 @@
 //   - the chamber is in process (a gas in use: flow at or above
 //     flow_on_threshold or its line valve open; or the heater enabled) and the
 //     pressure is above chamber.pressure's max;
-//   - a gas whose interlock bounds the pressure (H2S 10 mbar, H2 100 mbar in
-//     testdata/envelope.yaml) is in use above that bound: vacuum lost while it
-//     flows;
+//   - a gas whose interlock bounds the pressure (the toxic line's 10 mbar,
+//     H2's 100 mbar in testdata/envelope.yaml) is in use above that bound:
+//     vacuum lost while it flows;
 //   - the heater is enabled above the heater interlock's max_pressure while
 //     the inert gas flows below its min_inert_flow.
 //

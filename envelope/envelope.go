@@ -562,7 +562,7 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 	// The purge definition is compiled whenever it is given, not only for the
 	// mixing rule: the purge history (State.UsedSincePurge) is also what the
 	// recipe check's "purged before a vent" reads, on a rig whose reactive
-	// gases may mix (CH4 in H2) as on one whose may not.
+	// gases may mix (a hydrocarbon in H2) as on one whose may not.
 	for _, r := range []Rule{RuleMixing, RuleVentPurge} {
 		if e.prohibited[r] && c.cfg.Purge == nil {
 			c.fail("purge", "%s needs a purge definition", r)

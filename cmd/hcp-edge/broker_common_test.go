@@ -177,11 +177,11 @@ func checkCompleted(t *testing.T, fin *wire.Envelope, ts *wire.TaskSubmit, grown
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
+	return hilbench.ExposureRatio(snap, hilbench.SeedExposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
+	return hilbench.Overgrown(snap, hilbench.SeedExposure)
 }
 
 // grown is the plant of an env with an in-process rig after its session.

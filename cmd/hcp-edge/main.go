@@ -206,7 +206,7 @@ examples:
   hcp-edge estop --operator alice
   hcp-edge status --json
   hcp-edge reset --operator alice && hcp-edge arm --operator alice
-  hcp-edge submit configs/examples/mos2-task.json --watch
+  hcp-edge submit configs/examples/TASK.json --watch
   hcp-edge sessions
   hcp-edge approve apr-1a2b3c4d --operator alice
   hcp-edge access approve acc-1a2b3c4d --operator alice --for 2h

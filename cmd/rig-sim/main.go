@@ -1,7 +1,7 @@
 // Command rig-sim runs the simulated CVD rig of configs/rig-protocols.md
 // (development and HIL tests; not shipped) and talks to a running one.
 //
-//	rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
+//	rig-sim [run] [--rig RIG] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
 //	        [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
 //	        [--gauge-model tpg261|tpg262] [--gauge-continuous]
 //	rig-sim status [--json]
@@ -21,12 +21,12 @@
 // and stays dropped until relay is written High again while the heartbeat is
 // alive.
 //
-// --rig graphene brings up the graphene-on-copper rig of configs/graphene.yaml
-// (plant.RigGraphene): Ar, H2 and CH4 controllers on mfc-ar, mfc-h2 and
-// mfc-ch4, coil 4 the CH4 line valve, no scrubber, the spectrometer on the
-// graphene window, and, unless the flags say otherwise, the furnace on the
-// Eurotherm 3200, the I/O on the ADAM-6052 and a 2 s relay watchdog (the
-// instruments that configuration names).
+// --rig RIG brings up one of the rigs firmware-sim/plant simulates
+// (plant.Rigs; plant.DefaultRig without it): its gas lines on the
+// mfc-<gas> controllers, its outputs and its spectrometer window, and,
+// unless the flags say otherwise, the instruments its shipped configuration
+// names (plant.Rig.Models: a rig on a Eurotherm 3200, an ADAM-6052 and a
+// relay watchdog gets them). rig-sim run -h lists the rigs.
 package main
 
 import (
@@ -65,7 +65,7 @@ func main() {
 }
 
 const usage = `usage:
-  rig-sim [run] [--rig mos2|graphene] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
+  rig-sim [run] [--rig RIG] [--dir D] [--modbus-addr A] [--time-scale S] [--relay-on] [--relay-watchdog T] [--mfc-variant V]
           [--precursor MoO3|WO3] [--furnace-model sim|eurotherm3200] [--furnace-decimals 0|1|2] [--furnace-ramp-units sec|min|hour] [--furnace-remote-sp on|off] [--dio-model sim|adam6052]
           [--gauge-model tpg261|tpg262] [--gauge-continuous]
   rig-sim status [--json] [--dir D]
@@ -145,16 +145,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scale := fs.Float64("time-scale", d.TimeScale, "sim seconds per wall-clock second")
 	relay := fs.Bool("relay-on", false, "start with the interlock relay energised")
 	watchdog := fs.Duration("relay-watchdog", 0, "relay watchdog timeout: the relay's coil drops when the heartbeat pin shows no level change for this long (wall clock), and is energised again only by writing relay High while the heartbeat toggles; 0 = no watchdog")
-	precursor := fs.String("precursor", string(plant.MoO3), "what the precursor boat holds: MoO3 (grows MoS2) or WO3 (grows WS2)")
+	precursor := fs.String("precursor", string(plant.MoO3), plant.PrecursorUsage())
 	furnaceModel := fs.String("furnace-model", string(plant.FurnaceSim), "controller map on unit 1: sim (configs/rig-protocols.md) or eurotherm3200 (configs/manuals/eurotherm-3200.md; no comms watchdog: use --relay-watchdog)")
 	dioModel := fs.String("dio-model", string(plant.DIOSim), "digital I/O map on unit 2: sim (configs/rig-protocols.md) or adam6052 (configs/manuals/adam-6052.md)")
 	furnaceDecimals := fs.Int("furnace-decimals", 1, "eurotherm3200: decimal places of temperatures in the 16-bit region (dEC.P): 0, 1 or 2")
 	furnaceRamp := fs.String("furnace-ramp-units", string(plant.EuroPerMinute), "eurotherm3200: ramp units of SP.RAT (rmP.U): sec, min or hour")
 	furnaceRemote := fs.String("furnace-remote-sp", "off", "eurotherm3200: on = the unit was left in auto with the remote (comms) setpoint selected (273 = 0, 276 = 1); off = local setpoint, manual (the power-on state)")
-	rigName := fs.String("rig", string(plant.RigMoS2), "the rig: mos2 (configs/sim.yaml) or graphene (configs/graphene.yaml: Ar, H2, CH4, no scrubber; implies --furnace-model eurotherm3200 --dio-model adam6052 --relay-watchdog 2s unless they are given)")
+	rigName := fs.String("rig", string(plant.DefaultRig), plant.RigUsage())
 	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
 	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
-	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2s=pre6v)")
+	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2=pre6v)")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -164,17 +164,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("run: --rig: %w", err)
 	}
-	if rk == plant.RigGraphene {
+	if m, ok := rk.Models(); ok {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["furnace-model"] {
-			*furnaceModel = string(plant.FurnaceEurotherm3200)
+			*furnaceModel = string(m.Furnace)
 		}
 		if !set["dio-model"] {
-			*dioModel = string(plant.DIOADAM6052)
+			*dioModel = string(m.DIO)
 		}
 		if !set["relay-watchdog"] {
-			*watchdog = 2 * time.Second
+			*watchdog = m.RelayWatchdog
 		}
 	}
 	if len(pos) > 0 {
@@ -354,17 +354,7 @@ func printStatus(w io.Writer, s control.Status) {
 		fmt.Fprintf(w, "watchdog    relay: timeout %d ms, heartbeat alive %t (%d edges, last %s), drops %d (last %s)\n",
 			wd.TimeoutMs, wd.Alive, wd.HeartbeatEdges, wd.LastHeartbeatAt.Format("15:04:05.000"), wd.Drops, last)
 	}
-	material := s.Material
-	if material == "" {
-		material = "none"
-	}
-	if s.Rig == plant.RigGraphene {
-		fmt.Fprintf(w, "growth      rig graphene: %.3f layers, material %s (coverage %.3f, bilayer %.3f, domains %.1f µm, D/G %.3f), foil melted %t\n",
-			s.Layers, material, s.Film.Graphene, s.Film.GrapheneBilayer, s.Film.GrapheneDomainUM, s.Film.GrapheneDG, s.FoilMelted)
-	} else {
-		fmt.Fprintf(w, "growth      %.3f layers, material %s (MoS2 %.3f, WS2 %.3f), precursor %s\n",
-			s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor)
-	}
+	fmt.Fprintf(w, "growth      %s\n", s.GrowthSummary())
 	var fl []string
 	for _, f := range s.Faults {
 		if f.Target != "" {

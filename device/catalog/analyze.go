@@ -62,8 +62,9 @@ const analyzeInput = `{
 
 // analyzeOutput is the output of raman.analyze: the deciding model's answer,
 // what the router tried, and the tier-1 fit it read the spectrum with.
-// %[1]s is a material's schema, %[2]s the identified name's, %[3]s the
-// fit's material-named readings (materialSchema, readingProps).
+// %[1]s is a material's schema (also an identified band's), %[2]s the
+// identified name's, %[3]s the fit's material-named readings
+// (materialSchema, readingProps).
 const analyzeOutput = `{
   "type": "object",
   "required": ["routed", "model", "tier", "layer_count", "confidence", "fallback", "cost", "fit"],
@@ -112,7 +113,7 @@ const analyzeOutput = `{
           "items": {
             "type": "object", "required": ["material", "e2g_cm1", "a1g_cm1"], "additionalProperties": false,
             "properties": {
-              "material": {"enum": ["MoS2", "WS2"]},
+              "material": %[1]s,
               "e2g_cm1": {"type": "number"}, "e2g_err_cm1": {"type": "number"},
               "a1g_cm1": {"type": "number"}, "a1g_err_cm1": {"type": "number"},
               "e2g_height": {"type": "number"}, "a1g_height": {"type": "number"},

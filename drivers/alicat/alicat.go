@@ -16,11 +16,11 @@ import (
 
 // Opts configures one controller.
 type Opts struct {
-	// Name names the instrument in logs and errors, e.g. "mfc-h2s".
+	// Name names the instrument in logs and errors, e.g. "mfc-ar".
 	Name string
 	// UnitID is the controller's unit id, one capital letter.
 	UnitID byte
-	// Gas is the gas name the controller must report, e.g. "H2S".
+	// Gas is the gas name the controller must report, e.g. "Ar".
 	Gas string
 	// FullScale is the controller's range; SetFlow refuses anything above it.
 	FullScale device.Flow

@@ -7,9 +7,11 @@
 // monitor and, on request, the tool pipeline (envelope.Invoker).
 //
 // It is test support: only _test.go files import it (TestOnlyTestsImport
-// checks it), and it imports every layer but cmd/, so it lives in the
-// module's top-level internal/ folder, outside every layer that the
-// simulator, the drivers or the envelope import.
+// checks it), and it imports the simulator, the drivers and the envelope,
+// so it lives in the module's top-level internal/ folder, outside every
+// layer that they import. It imports nothing above them (session/,
+// transport/, cmd/: TestImportsPointDown): what a test of the session
+// needs of its own layer it hands down through Opts (Opts.Materials).
 //
 // # Use
 //

@@ -23,7 +23,6 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
 )
 
 // Defaults of Opts.
@@ -66,6 +65,11 @@ type Opts struct {
 	// Invoker, when set, builds Bench.Invoker (the tool pipeline over the
 	// built-in catalog) with these options; nil: no Invoker.
 	Invoker *envelope.InvokerOpts
+	// Materials are the analysis's materials (session/analysis
+	// MaterialNames, which the test hands down as the agent does): the
+	// enums of raman.analyze's schemas in the Invoker's catalog. Without
+	// them a material is any short name (catalog.Builtin).
+	Materials []string
 	// Arm is the operator who arms the interlock once the monitor has read
 	// every instrument; New then waits for the relay feedback to read
 	// energised. "": the bench is left unarmed.
@@ -146,7 +150,7 @@ func New(t testing.TB, o Opts) *Bench {
 		t.Fatal(err)
 	}
 	if o.Invoker != nil {
-		tools, err := catalog.Builtin(o.Envelope.Spec().Lines(), analysis.MaterialNames()...)
+		tools, err := catalog.Builtin(o.Envelope.Spec().Lines(), o.Materials...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,24 +471,26 @@ func (x AllowAll) Authenticate(context.Context, string) (envelope.Grant, error) 
 	return envelope.Grant{SessionID: x.Session}, nil
 }
 
-// MoS2Exposure is the H2S exposure (sccm·s) the shipped MoS2 recipe
-// (configs/recipes/mos2-sulfurization.yaml) plans by default: 3 sccm for
-// 15 min, about 0.9 layer at 725 °C; 1.27 layers still reads as one.
-const MoS2Exposure = 3 * 900.0
+// SeedExposure is the reactive-gas exposure (sccm·s) the seed task's
+// shipped recipe (the capability executor.CVDName, configs/recipes/) plans
+// by default: 3 sccm for 15 min, about 0.9 layer at 725 °C; 1.27 layers
+// still reads as one.
+const SeedExposure = 3 * 900.0
 
-// ExposureRatio is the H2S the plant received over plannedSCCMs, what the
-// recipe plans (MoS2Exposure for the shipped MoS2 recipe's defaults).
+// ExposureRatio is the reactive gas the plant received over plannedSCCMs,
+// what the recipe plans (SeedExposure for the seed task's defaults).
 func ExposureRatio(snap plant.Snapshot, plannedSCCMs float64) float64 {
-	return snap.H2SExposureSCCMs / plannedSCCMs
+	return snap.ReactiveExposureSCCMs() / plannedSCCMs
 }
 
 // Overgrown reports a CVD run that a loaded machine made unfaithful: more
-// than 1.3× the planned H2S and more than 1.3 layers grown. At a simulator
-// time scale of hundreds, a stall of a second between the growth hold's end
-// and the H2S valve closing is minutes of plant time. A run within 1.3× of
-// its plan that does not make a monolayer is not overgrown: its failure is
-// the recipe's, not the machine's. The one rule of the engine's, the
-// executor's and package main's simulated MoS2 tests.
+// than 1.3× the planned reactive gas and more than 1.3 layers grown. At a
+// simulator time scale of hundreds, a stall of a second between the growth
+// hold's end and the reactive line's valve closing is minutes of plant
+// time. A run within 1.3× of its plan that does not make a monolayer is
+// not overgrown: its failure is the recipe's, not the machine's. The one
+// rule of the engine's, the executor's and package main's simulated seed
+// task tests.
 func Overgrown(snap plant.Snapshot, plannedSCCMs float64) bool {
 	return ExposureRatio(snap, plannedSCCMs) > 1.3 && snap.Layers > 1.3
 }

@@ -139,3 +139,38 @@ func TestArmAsAfterCommsLoss(t *testing.T) {
 		t.Fatalf("%d armed entries, want 2", n)
 	}
 }
+
+// TestImportsPointDown: the bench's own code imports no package of the
+// layers above internal/ (session/, transport/, cmd/): a test that needs
+// one hands its part down through Opts (Opts.Materials, the analysis's
+// material names), so that internal/ is below every layer that uses it.
+func TestImportsPointDown(t *testing.T) {
+	const mod = "github.com/hcp-edge/hcp-edge/"
+	fset := token.NewFileSet()
+	pkgs, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, p := range pkgs {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			for _, up := range []string{"session", "transport", "cmd"} {
+				if strings.HasPrefix(path, mod+up+"/") {
+					t.Errorf("%s imports %s: internal/ is below %s/", fset.Position(imp.Pos()), path, up)
+				}
+			}
+		}
+	}
+	if files == 0 {
+		t.Fatal("no non-test file read")
+	}
+}

@@ -21,6 +21,12 @@ const (
 	Auto Material = "auto"
 )
 
+// Unnamed is the material a Result that names none (Result.Material "")
+// was analysed as: Analyze and AnalyzeWith, which predate
+// Result.Material, fit its bands. Layers above that print a result's
+// material take this name rather than naming a material themselves.
+const Unnamed = MoS2
+
 // ErrUnknownMaterial: a material the analysis does not know.
 var ErrUnknownMaterial = errors.New("analysis: unknown material")
 

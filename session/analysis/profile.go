@@ -13,6 +13,7 @@ type profile struct {
 	a1gLo, a1gHi       float64 // detection region of A1g
 	bands              []Band
 	e2gBand, a1gBand   [2]float64 // published position ranges, with a margin
+	reference          string     // the source of the layer bands, as a result cites it
 }
 
 // mos2Profile is the analysis as it has always been (package doc).
@@ -23,6 +24,7 @@ var mos2Profile = profile{
 	bands: bands[:],
 	// Published: E2g ≈ 383–385, A1g ≈ 403–408 cm⁻¹ (Lee et al. 2010).
 	e2gBand: [2]float64{381.5, 386.5}, a1gBand: [2]float64{401.5, 409.5},
+	reference: "Lee et al. 2010",
 }
 
 // ws2Bands is the WS2 distance-to-layer mapping (package doc, WS2).
@@ -42,10 +44,22 @@ var ws2Profile = profile{
 	e2gLo: 348, e2gHi: 364, a1gLo: 410, a1gHi: 428,
 	bands:   ws2Bands[:],
 	e2gBand: [2]float64{353.5, 358.5}, a1gBand: [2]float64{415.5, 422.5},
+	reference: "Berkdemir et al. 2013",
 }
 
 // profiles are the materials AnalyzeFor tells apart, in the order it tries them.
 var profiles = []*profile{&mos2Profile, &ws2Profile}
+
+// BandsReference cites the source of the layer bands m's analysis maps the
+// peak distance by (a result's method names it). A material without a
+// two-band profile of its own, and Unnamed's "", cite the bands Analyze
+// uses.
+func BandsReference(m Material) string {
+	if p := profileOf(m); p != nil {
+		return p.reference
+	}
+	return mos2Profile.reference
+}
 
 // profileOf returns m's profile, or nil.
 func profileOf(m Material) *profile {

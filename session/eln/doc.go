@@ -27,7 +27,7 @@
 //
 //	{root}/ro-crate-metadata.json
 //	{root}/{each File's Path}       e.g. artifacts/raman_spectrum.jdx,
-//	                                recipe/mos2-sulfurization.yaml,
+//	                                recipe/<recipe file>.yaml,
 //	                                audit/audit.jsonl, session.json
 //
 // # Caveats

@@ -53,7 +53,7 @@ type Recipe struct {
 // Run is one session's record.
 type Run struct {
 	SessionID   string
-	Title       string // "MoS2 synthesis, session ..."
+	Title       string // "cvd-material-synthesis, session ..."
 	Description string
 	Capability  string
 	Version     string // the capability version

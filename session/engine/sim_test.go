@@ -15,6 +15,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/budget"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -89,7 +90,7 @@ func simHarnessClock(t *testing.T, pc *wallclock.Clock, mods ...func(*Config)) (
 	acts := budget.NewActionCounter()
 	rates, _ := executor.NewScaledClock(simScale) // the tools' rate limits run on the plant's time
 	b := &simBench{acts: acts, Bench: hilbench.New(t, hilbench.Opts{TimeScale: simScale, Authorizer: authz,
-		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
+		Audit: acts.Auditor, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Materials: analysis.MaterialNames(), Arm: "e2e-operator"})}
 	if err := executor.RegisterAnalysis(b.Invoker, nil); err != nil { // the tier-1 fit, as an agent without models
 		t.Fatal(err)
 	}
@@ -272,11 +273,11 @@ func (h *harness) waitTerminal(t testing.TB, id string) lifecycle.State {
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
+	return hilbench.ExposureRatio(snap, hilbench.SeedExposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
+	return hilbench.Overgrown(snap, hilbench.SeedExposure)
 }
 
 // checkRecipeIdentity: the session's task_accepted names the recipe x runs

@@ -87,9 +87,9 @@
 // reactive gases off, purges with the carrier for the plan's cleanup
 // purge, and closes the carrier.
 //
-// The shipped MoS2 recipe (CVDName, configs/recipes/mos2-sulfurization.yaml)
-// is calibrated on the simulated rig: 3 sccm of H2S for 15 min at 725 °C
-// grow about 0.9 layer.
+// The first shipped recipe (CVDName, configs/recipes/) is calibrated on the
+// simulated rig: 3 sccm of its reactive gas for 15 min at 725 °C grow about
+// 0.9 layer.
 //
 // # Caveats
 //
@@ -97,5 +97,6 @@
 // does not change the recipe. A confidence below the caller's
 // confidence_threshold fails the task (execution_error) with the analysis in
 // the partial outputs; a result of material none has no layer count for it
-// to judge. The analysis knows MoS2 and WS2.
+// to judge. The analysis knows the materials session/analysis has a model
+// for (analysis.Materials).
 package executor

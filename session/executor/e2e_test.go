@@ -178,11 +178,11 @@ func baseName(p string) string {
 // exposureRatio and overgrown judge a run by the plant against the default
 // recipe's plan (hilbench.Overgrown).
 func exposureRatio(snap plant.Snapshot) float64 {
-	return hilbench.ExposureRatio(snap, hilbench.MoS2Exposure)
+	return hilbench.ExposureRatio(snap, hilbench.SeedExposure)
 }
 
 func overgrown(snap plant.Snapshot) bool {
-	return hilbench.Overgrown(snap, hilbench.MoS2Exposure)
+	return hilbench.Overgrown(snap, hilbench.SeedExposure)
 }
 
 func logOvergrowth(t *testing.T, snap plant.Snapshot) {

@@ -39,7 +39,7 @@ var (
 	// ramp, cooling). Maps to execution_error.
 	ErrCondition = errors.New("executor: condition not reached")
 	// ErrResult: the result is unusable or below what the caller accepts (no
-	// MoS2 found, confidence below the threshold, output invalid against a
+	// material found, confidence below the threshold, output invalid against a
 	// schema). Maps to execution_error.
 	ErrResult = errors.New("executor: result not acceptable")
 	// ErrOutputSchema: the outputs do not validate against a schema. Maps to

@@ -20,7 +20,8 @@ const CodeMaterialMismatch = "material_mismatch"
 // positions and their uncertainties against each material's published
 // ranges) against what the recipe grows (its analyse phase's material).
 type MaterialFinding struct {
-	// Name is "MoS2", "WS2", "mixture" or "none".
+	// Name is one of the analysis's materials (analysis.Materials),
+	// "mixture" or "none".
 	Name       string  `json:"name"`
 	Confidence float64 `json:"confidence"`
 	// Fractions: a mixture's share of the band signal per material.

@@ -31,7 +31,8 @@ const (
 // LayerVerdict is the one-line verdict of a Raman analysis that the Raman
 // plot prints: found or not, the layer count (or bulk), the distance.
 //
-// The material is the analysis's (Result.Material), MoS2 when it names none.
+// The material is the analysis's (Result.Material), analysis.Unnamed when it
+// names none.
 func LayerVerdict(a analysis.Result) string { return layerVerdict(a, "") }
 
 // layerVerdict is LayerVerdict naming expected (the analyse phase's
@@ -55,8 +56,8 @@ func layerVerdict(a analysis.Result, expected string) string {
 	return fmt.Sprintf("%d-layer %s (%d layers), confidence %.2f", a.LayerCount, m, a.LayerCount, a.Confidence)
 }
 
-// materialName is the analysis's material, else expected, else MoS2 (the
-// analyses that predate Result.Material).
+// materialName is the analysis's material, else expected, else what an
+// analysis that names none was made as (analysis.Unnamed).
 func materialName(a analysis.Result, expected string) string {
 	switch {
 	case a.Material != "":
@@ -64,7 +65,7 @@ func materialName(a analysis.Result, expected string) string {
 	case expected != "" && expected != string(analysis.Auto):
 		return expected
 	}
-	return "MoS2"
+	return string(analysis.Unnamed)
 }
 
 // ramanWindow is the shift range the Raman plot shows: the analysis window
@@ -98,11 +99,11 @@ func ramanWindow(sp device.Spectrum, a analysis.Result, expected string) (lo, hi
 }
 
 // ramanSVG draws the spectrum and what the analysis read from it, with the
-// verdict. A two-peak analysis (MoS2, WS2) draws its fitted model and both
-// peaks with their distance; an analysis that reads its own bands
-// (Result.Bands: a graphene film's D, G and 2D) draws each band it found
-// as read, on its local baseline, named as the analysis names it. expected
-// is the analyse phase's material ("" outside a recipe).
+// verdict. A two-peak analysis draws its fitted model and both peaks with
+// their distance; an analysis that reads its own bands (Result.Bands: a
+// carbon film's D, G and 2D) draws each band it found as read, on its local
+// baseline, named as the analysis names it. expected is the analyse phase's
+// material ("" outside a recipe).
 func ramanSVG(sp device.Spectrum, a analysis.Result, expected string) []byte {
 	lo, hi := ramanWindow(sp, a, expected)
 	var xs, ys []float64

@@ -36,7 +36,7 @@ type readBandsOut struct {
 // describes its bands in its JSON (session/analysis owns the names), and
 // the plot draws every band it found, in shift order, named by its key in
 // capitals ("g" → G, "2d" → 2D). A band whose "<key>_found" is false was
-// not found and is not drawn. Empty for a two-peak analysis (MoS2, WS2).
+// not found and is not drawn. Empty for a two-peak analysis.
 func readBands(a analysis.Result) readBandsOut {
 	var out readBandsOut
 	b := a.Bands()

@@ -349,7 +349,7 @@ func (r *recipeRun) ramanOutput() map[string]any {
 		"e2g_err_cm1": a.E2g.PositionErr, "a1g_err_cm1": a.A1g.PositionErr,
 		"peak_distance": a.Distance, "peak_distance_err": a.DistanceErr, "layer_count": a.LayerCount, "bulk": a.Bulk,
 		"confidence": a.Confidence, "fit_residual": a.FitResidual, "r_squared": a.RSquared, "snr": a.SNR,
-		"method":     "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + bandsOf(a.Material),
+		"method":     "two Lorentzians on a linear baseline, Levenberg–Marquardt; layer bands after " + analysis.BandsReference(a.Material),
 		"provenance": r.provenance(),
 		"material":   r.material(),
 	}
@@ -361,14 +361,6 @@ func (r *recipeRun) ramanNone() map[string]any {
 	a := r.st.Analysis
 	return map[string]any{"found": false, "reason": a.Reason, "layer_count": 0, "confidence": round3(r.material().Confidence),
 		"provenance": r.provenance(), "material": r.material()}
-}
-
-// bandsOf cites the layer bands of a material's analysis.
-func bandsOf(m analysis.Material) string {
-	if m == "WS2" {
-		return "Berkdemir et al. 2013"
-	}
-	return "Lee et al. 2010"
 }
 
 func (r *recipeRun) artifacts(env *Env, partial bool) ([]Artifact, error) {
@@ -457,9 +449,9 @@ func (r *recipeRun) Cleanup(ctx context.Context, env *Env) error {
 // defaultCleanupPurge is the cleanup's purge when the plan has none.
 const defaultCleanupPurge = 5 * time.Minute
 
-// CVDName is the capability of the shipped MoS2 recipe
-// (configs/recipes/mos2-sulfurization.yaml): today's MoS2 synthesis, by the
-// name callers have always used.
+// CVDName is the capability of the first shipped recipe
+// (configs/recipes/, the seed task's synthesis), by the name callers have
+// always used.
 const CVDName = "cvd-material-synthesis"
 
 // RecipeExecutors groups rs (recipes that passed recipe.CheckAll) by name

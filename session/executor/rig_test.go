@@ -7,6 +7,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 )
 
 // allowAll is the test Authorizer (tokens are session/token's business): it
@@ -33,7 +34,7 @@ func newSimBench(t *testing.T, scale float64) *simBench {
 	t.Helper()
 	rates, _ := NewScaledClock(scale) // the tools' rate limits run on the plant's time
 	b := &simBench{hilbench.New(t, hilbench.Opts{TimeScale: scale, Authorizer: allowAll{hilbench.AllowAll{Session: "e2e"}},
-		Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "e2e-operator"})}
+		Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Materials: analysis.MaterialNames(), Arm: "e2e-operator"})}
 	if err := RegisterAnalysis(b.Invoker, nil); err != nil { // the tier-1 fit, as an agent without models
 		t.Fatal(err)
 	}

@@ -1,12 +1,16 @@
 package gate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
@@ -148,11 +152,11 @@ type SharedEquipment struct {
 }
 
 // DefaultConfig returns the policy of the shipped capabilities: the CVD
-// rules of the spec (above 800 °C → R4, a toxic sulfur source → R4, min <= max), R4 outside
-// attended hours (Monday to Friday 08:00–18:00 UTC) and when shared
-// equipment is busy. It has no users and no callers.
+// rules of the spec (the input escalations of configs/gate/escalations.yaml,
+// DefaultEscalations; min <= max), R4 outside attended hours (Monday to
+// Friday 08:00–18:00 UTC) and when shared equipment is busy. It has no
+// users and no callers.
 func DefaultConfig() Config {
-	eight := 800.0
 	all := []catalog.Permission{catalog.PermissionRead, catalog.PermissionMeasure, catalog.PermissionOperate, catalog.PermissionGas}
 	return Config{
 		BrokerUsers: map[string]string{},
@@ -162,19 +166,31 @@ func DefaultConfig() Config {
 			"leak-check":             {RiskFloor: capability.R2, Permissions: []catalog.Permission{catalog.PermissionRead, catalog.PermissionOperate}},
 			"rig-status":             {RiskFloor: capability.R1, Permissions: []catalog.Permission{catalog.PermissionRead}},
 		},
-		Escalations: []Escalation{
-			{Name: "high_temperature", Capability: "cvd-material-synthesis", Path: "temperature_range.max",
-				AtOrAbove: &eight, Unit: "celsius", Level: capability.R4},
-			{Name: "h2s_precursor", Capability: "cvd-material-synthesis", Path: "sulfur_source",
-				Hazards: []string{"toxic"}, Level: capability.R4},
-		},
-		Ranges: []RangeCheck{{Capability: "cvd-material-synthesis", Path: "temperature_range", Temperature: true}},
+		Escalations: DefaultEscalations(),
+		Ranges:      []RangeCheck{{Capability: "cvd-material-synthesis", Path: "temperature_range", Temperature: true}},
 		Unattended: &Unattended{Level: capability.R4, Timezone: "UTC", Attended: []Window{
 			{Days: []string{"mon", "tue", "wed", "thu", "fri"}, Start: "08:00", End: "18:00"}}},
 		SharedEquipment:           &SharedEquipment{Level: capability.R4},
 		DefaultDataClassification: T1,
 		DefaultMaxDuration:        time.Hour,
 	}
+}
+
+// DefaultEscalations are the built-in input escalations, read from their
+// data (configs.GateEscalations, configs/gate/escalations.yaml: the
+// process inputs they name are the capabilities' data, not Go), a fresh
+// copy each call. The file ships inside the binary and its test proves it
+// valid: a file that does not decode is a build defect, and panics.
+func DefaultEscalations() []Escalation {
+	var f struct {
+		Escalations []Escalation `yaml:"escalations"`
+	}
+	d := yaml.NewDecoder(bytes.NewReader(configs.GateEscalations))
+	d.KnownFields(true)
+	if err := d.Decode(&f); err != nil {
+		panic(fmt.Sprintf("gate: configs/gate/escalations.yaml: %v", err))
+	}
+	return f.Escalations
 }
 
 // kinds counts the conditions an escalation gives (one is valid).

@@ -27,7 +27,8 @@
 //     max, a known temperature unit, nothing below absolute zero; a
 //     positive, parseable max_duration) — invalid_input;
 //  6. risk: the static floor, raised by every input-driven Escalation that
-//     fires (temperature_range.max at or above 800 °C → R4; H2S → R4) and
+//     fires (temperature_range.max at or above 800 °C → R4; an input
+//     naming a toxic gas line → R4: configs/gate/escalations.yaml) and
 //     by the context rules (outside the attended windows of a configurable
 //     clock and schedule; a declared resource type busy in another
 //     session), both for capabilities with physical resources only. Above

@@ -47,7 +47,7 @@ type Request struct {
 	// the session id, so every invocation is audited under its session.
 	Task     string
 	Spectrum device.Spectrum
-	// Material is analysis.MoS2, analysis.WS2 or analysis.Auto ("").
+	// Material is one of analysis.Materials or analysis.Auto ("").
 	Material analysis.Material
 	// ConfidenceThreshold is the task's confidence_threshold (0: 0.8).
 	ConfidenceThreshold float64

@@ -14,7 +14,7 @@ import (
 // example is an empty object).
 type SafetyEnvelope struct {
 	// Parameters are the hard limits per channel ("furnace.setpoint",
-	// "flow.H2S", …).
+	// "flow.Ar", …).
 	Parameters map[string]EnvelopeParameter `json:"parameters,omitempty"`
 	// ProhibitedActions name the prohibited-action rules in force.
 	ProhibitedActions []string `json:"prohibited_actions,omitempty"`

@@ -47,8 +47,8 @@ exit codes: 0 written; 1 refused or failed (unknown or running session, no relea
 or is not writable, an artifact missing or damaged); 2 usage.
 
 examples:
-  hcp-edge export 0b6f...e1 --out mos2-run.eln
-  unzip -l mos2-run.eln
+  hcp-edge export 0b6f...e1 --out run.eln
+  unzip -l run.eln
 
 flags:
 `)

@@ -49,7 +49,7 @@ Checks process recipes before any caller sees them, without touching hardware: t
 (unknown keys and phases, types, semantic version, input declarations, references to declared
 inputs of the parameter's unit, a cleanup, at most 1 MiB), then the recipe against the rig's
 compiled envelope at every extreme of every input its parameters reference (hard limits, rates of
-change, the interlocks such as H2S only below 10 mbar, venting only below 80 °C), the gas lines
+change, the interlocks such as a toxic gas only below 10 mbar, venting only below 80 °C), the gas lines
 and instruments of this rig, every hold and wait bounded, heating followed by cooling before a
 vent, reactive gases closed and purged before a vent; and no two files with the same name and
 version but different content. Every problem is printed as FILE:LINE: KEY: MESSAGE

@@ -85,7 +85,7 @@ exit codes: 0 accepted or pending (with --watch: task_completed); 1 rejected, fa
 or the daemon (or broker) is down; 2 usage.
 
 examples:
-  hcp-edge submit configs/examples/mos2-task.json --watch
+  hcp-edge submit configs/examples/TASK.json --watch
   hcp-edge submit task.json | jq -r .approval_id
   hcp-edge submit --watch - < task.json > result.json
   hcp-edge submit task.json --broker amqp://harness-alpha-001:PASS@broker:5672/hcp --watch
@@ -432,7 +432,7 @@ flags:
 }
 
 // budgetCell is the sessions column of a session's budgets: the budget
-// nearest its limit and the share used ("gas_volume.H2S 12%"); "-" without
+// nearest its limit and the share used ("gas_volume.H2 12%"); "-" without
 // a live report or a limit.
 func budgetCell(r *budget.Report) string {
 	if r == nil {

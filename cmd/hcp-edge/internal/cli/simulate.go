@@ -37,8 +37,8 @@ firmware-sim's physics, and the preview prints the predicted duration of each st
 gas used on each line, the heater's energy, the smallest margin to each envelope limit and when
 it occurs, every action the interlock would refuse, every trip, and the product (layers grown,
 and the layer count the Raman analysis would report of them). The simulated boat holds the
-precursor of the material the recipe grows (WS2: WO3, MoS2: MoO3; the default MoO3 when it names
-none), and the preview says so; a material the simulator cannot grow is refused (exit 2). The
+precursor of the material the recipe grows (the simulator's default precursor when it names
+none; rig-sim run -h lists them), and the preview says so; a material the simulator cannot grow is refused (exit 2). The
 simulated rig is the one whose gas lines are the configuration's (the rig-sim --rig of that
 layout, docs/RIGS.md); a film counted by coverage is given as its covered and bilayer shares.
 It touches no hardware: it opens nothing the configuration names and needs no daemon.
@@ -50,9 +50,9 @@ exit codes: 0 the run would complete; 1 it would fail (a refusal, a trip, a fail
 2 usage, configuration, inputs the capability refuses, or a material the simulator cannot grow.
 
 examples:
-  hcp-edge recipe simulate cvd-material-synthesis --inputs @configs/examples/mos2-task.json
+  hcp-edge recipe simulate cvd-material-synthesis --inputs @configs/examples/TASK.json
   hcp-edge recipe simulate leak-check --json
-  hcp-edge recipe simulate cvd-material-synthesis --inputs '{"target_material":"MoS2","substrate":"SiO2/Si"}' --out /tmp/preview
+  hcp-edge recipe simulate configs/recipes/RECIPE.yaml --inputs @task.json --out /tmp/preview
 
 flags:
 `)

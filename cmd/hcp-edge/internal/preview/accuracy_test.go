@@ -13,6 +13,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/session/analysis"
 	"github.com/hcp-edge/hcp-edge/session/executor"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
@@ -109,7 +110,7 @@ func previewAccuracy(t *testing.T, name, inputs string) {
 
 	rates, _ := executor.NewScaledClock(accuracyScale)
 	b := hilbench.New(t, hilbench.Opts{TimeScale: accuracyScale, Authorizer: benchAuthorizer{hilbench.AllowAll{Session: "accuracy"}},
-		Envelope: env, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Arm: "accuracy-operator"})
+		Envelope: env, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Materials: analysis.MaterialNames(), Arm: "accuracy-operator"})
 	if err := b.Plant.SetPrecursor(plant.Precursor(pred.Product.Precursor)); err != nil { // the boat the preview assumed
 		t.Fatal(err)
 	}

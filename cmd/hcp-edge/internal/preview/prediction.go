@@ -133,7 +133,9 @@ type Trip struct {
 // Product is the film on the sample at the end, and what the preview
 // assumed of the boat.
 type Product struct {
-	// Material is what grew ("MoS2", "WS2", "MoS2+WS2"; "" none).
+	// Material is what grew, as the simulator names it
+	// (plant.Snapshot.Material: one material, or two joined by "+"; ""
+	// none).
 	Material string `json:"material,omitempty"`
 	// Layers is the film's mean thickness in layers, a real number
 	// (fractional: partial coverage of the next layer).

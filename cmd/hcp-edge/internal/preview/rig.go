@@ -33,7 +33,8 @@ func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Ri
 	}
 	for addr := range plant.NumCoils {
 		// The plant's rig names its coils; a coil the layout does not
-		// declare is wired to nothing (the graphene rig's coil 6).
+		// declare is wired to nothing (coil 6 on a rig without a
+		// scrubber).
 		name := strings.TrimPrefix(p.CoilName(addr), "coil:")
 		if !declared[name] {
 			continue

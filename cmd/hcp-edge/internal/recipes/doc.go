@@ -12,7 +12,7 @@
 // (executor.RecipeExecutor, one per recipe name), and every refusal.
 // Capabilities merges the recipes' capabilities into the other
 // declarations; a recipe replaces a JSON declaration of the same name and
-// version (the shipped MoS2 recipe is cvd-material-synthesis 1.0.0).
+// version (the seed task's shipped recipe is cvd-material-synthesis 1.0.0).
 //
 // # Caveats
 //

@@ -50,8 +50,9 @@ type Set struct {
 	// NotForRig are the shipped recipes made for another rig: refused by the
 	// check because they need a gas line or instrument this rig does not
 	// have (a problem of rule recipe.RuleRig). They are not offered, and not
-	// an error: every rig gets every shipped recipe, and a graphene recipe
-	// on a rig without CH4 is expected. Their problems are not in Problems.
+	// an error: every rig gets every shipped recipe, and a recipe needing a
+	// gas line this rig lacks is expected. Their problems are not in
+	// Problems.
 	// A lab's own recipe (recipes_dir) is never here: on its own rig, a
 	// missing line is a mistake.
 	NotForRig []NotForRig
