@@ -10,6 +10,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs/simrig"
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
@@ -42,7 +43,7 @@ func SimRigSpec() envelope.RigSpec {
 		},
 	}
 	for _, g := range l.Lines {
-		s.Gases = append(s.Gases, envelope.GasSpec{Gas: g.Gas, FullScale: device.SCCM(g.FullScaleSCCM), Valve: g.Valve, Hazard: g.Hazard})
+		s.Gases = append(s.Gases, envelope.GasSpec{Gas: g.Gas, FullScale: device.SCCM(g.FullScaleSCCM), Valve: g.Valve, Hazard: rig.Hazard(g.Hazard)})
 		s.Wires[envelope.FlowChannel(g.Gas)] = g.MFC + " serial `" + g.UnitID + "S<value>`"
 	}
 	for _, o := range l.Outputs {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
@@ -45,7 +47,7 @@ type Config struct {
 	// GasHazards are the hazard classes of the rig's gas lines, by gas:
 	// the layout's (set by the agent from its configuration, never
 	// written in the gate section), which Hazards rules read.
-	GasHazards map[string]string `yaml:"-" json:"-"`
+	GasHazards map[string]rig.Hazard `yaml:"-" json:"-"`
 	// Ranges are the semantic checks of {min, max, unit} objects.
 	Ranges []RangeCheck `yaml:"ranges,omitempty" json:"ranges,omitempty"`
 	// Unattended raises the risk of physical tasks outside attended hours.
@@ -110,7 +112,7 @@ type Escalation struct {
 	// Hazards fires the rule when the string at Path names a gas whose
 	// hazard class, in the rig's layout, is one of these (toxic,
 	// flammable, oxidising, corrosive).
-	Hazards []string `yaml:"hazards,omitempty" json:"hazards,omitempty"`
+	Hazards []rig.Hazard `yaml:"hazards,omitempty" json:"hazards,omitempty"`
 	// Level is the risk the task has at least when the rule fires.
 	Level capability.RiskLevel `yaml:"level" json:"level"`
 }
@@ -166,7 +168,7 @@ func DefaultConfig() Config {
 			{Name: "high_temperature", Capability: "cvd-material-synthesis", Path: "temperature_range.max",
 				AtOrAbove: &eight, Unit: "celsius", Level: capability.R4},
 			{Name: "h2s_precursor", Capability: "cvd-material-synthesis", Path: "sulfur_source",
-				Hazards: []string{"toxic"}, Level: capability.R4},
+				Hazards: []rig.Hazard{rig.Toxic}, Level: capability.R4},
 		},
 		Ranges: []RangeCheck{{Capability: "cvd-material-synthesis", Path: "temperature_range", Temperature: true}},
 		Unattended: &Unattended{Level: capability.R4, Timezone: "UTC", Attended: []Window{
@@ -250,6 +252,11 @@ func (c *Config) check() ([]window, *time.Location, error) {
 			bad("%s: give exactly one of at_or_above, equals and hazards", where)
 		case e.Unit != "" && !knownUnit(e.Unit), e.DefaultUnit != "" && !knownUnit(e.DefaultUnit):
 			bad("%s: unit %q / default_unit %q: want celsius, kelvin or fahrenheit", where, e.Unit, e.DefaultUnit)
+		}
+		for j, h := range e.Hazards {
+			if !h.Valid() {
+				bad("escalations[%d].hazards[%d]: %q is not a hazard class (%s)", i, j, h, rig.HazardWords)
+			}
 		}
 	}
 	for i, r := range c.Ranges {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
@@ -84,8 +86,8 @@ func TestRecipeCapabilities(t *testing.T) {
 }
 
 // simHazards are the hazard classes of configs/sim.yaml's gas lines.
-func simHazards() map[string]string {
-	out := map[string]string{}
+func simHazards() map[string]rig.Hazard {
+	out := map[string]rig.Hazard{}
 	for _, g := range envelopetest.SimRigSpec().Gases {
 		out[g.Gas] = g.Hazard
 	}

@@ -3,24 +3,14 @@ package rigconfig
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/envelope"
-)
-
-// Hazard classes of a gas line.
-var hazards = map[string]bool{"inert": true, "toxic": true, "flammable": true, "oxidising": true, "corrosive": true}
-
-// outputRoles and inputRoles are the roles a layout may give.
-var (
-	outputRoles = map[string]bool{RolePump: true, RoleGate: true, RoleVent: true, RoleScrubber: true}
-	inputRoles  = map[string]bool{RoleDoor: true}
 )
 
 // loadProfiles reads the profiles the rig names (once; Parse calls it).
@@ -56,9 +46,10 @@ func (r *Rig) Profiles() (Profiles, error) {
 }
 
 // layoutErrors checks the layout against the profiles: every device names a
-// profile of its kind, every output and input a channel of the I/O module's
-// profile with that role, every gas line a hazard class and an output for
-// its valve, every role at most once.
+// profile of its kind and family, every output and input a channel of the
+// I/O module's profile with that role, every full scale one the flow
+// controller's model is made in, and a heater without a comms watchdog a
+// relay watchdog. (The structure is device/rig's Config.Check.)
 func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 	ps := r.profiles
 	if ps == nil {
@@ -77,74 +68,22 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 	if err != nil {
 		r.badProfile(bad, "dio.profile", r.DIO.Profile, err)
 	}
-	roles := map[string]string{}
-	channels := map[string]string{}
 	for _, name := range sortedKeys(r.Outputs) {
-		o := r.Outputs[name]
-		key := "outputs." + name
-		if o.Safe != "on" && o.Safe != "off" {
-			bad(key+".safe", "%q: the level Halt drives it to, on or off", o.Safe)
-		}
-		if o.Role != "" {
-			if !outputRoles[o.Role] {
-				bad(key+".role", "unknown role %q (pump, gate, vent or exhaust_scrubber)", o.Role)
-			} else if prev, dup := roles[o.Role]; dup {
-				bad(key+".role", "role %s is also output %s's", o.Role, prev)
-			}
-			roles[o.Role] = name
-		}
-		if name == SwitchRelay {
-			bad(key, "%q is the interlock relay's name", name)
-		}
-		if dp != nil {
+		if o := r.Outputs[name]; dp != nil {
 			if c, ok := dp.Channel(o.Channel); !ok || c.Role != profile.RoleOutput {
-				bad(key+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
+				bad("outputs."+name+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
 			}
 		}
-		if prev, dup := channels[o.Channel]; dup {
-			bad(key+".channel", "channel %s is also %s", o.Channel, prev)
-		}
-		channels[o.Channel] = name
 	}
 	for _, name := range sortedKeys(r.Inputs) {
-		in := r.Inputs[name]
-		key := "inputs." + name
-		if in.Role != "" {
-			if !inputRoles[in.Role] {
-				bad(key+".role", "unknown role %q (door)", in.Role)
-			} else if prev, dup := roles[in.Role]; dup {
-				bad(key+".role", "role %s is also input %s's", in.Role, prev)
-			}
-			roles[in.Role] = name
-		}
-		if _, clash := r.Outputs[name]; clash || name == InputEStop || name == InputLeak || name == InputRelayFB {
-			bad(key, "%q is already the name of an output or a GPIO input", name)
-		}
-		if dp != nil {
+		if in := r.Inputs[name]; dp != nil {
 			if c, ok := dp.Channel(in.Channel); !ok || c.Role != profile.RoleInput {
-				bad(key+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
+				bad("inputs."+name+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
 			}
 		}
-		if prev, dup := channels[in.Channel]; dup {
-			bad(key+".channel", "channel %s is also %s", in.Channel, prev)
-		}
-		channels[in.Channel] = name
 	}
-	valves := map[string]string{}
 	for i, m := range r.MFCs {
 		key := fmt.Sprintf("mfcs[%d]", i)
-		if !hazards[m.Hazard] {
-			bad(key+".hazard", "%q: every gas line names its hazard class (inert, toxic, flammable, oxidising or corrosive)", m.Hazard)
-		}
-		if _, ok := r.Outputs[m.Valve]; !ok {
-			bad(key+".valve", "%q is not an output of the layout (rig.outputs)", m.Valve)
-		} else if o := r.Outputs[m.Valve]; o.Role != "" {
-			bad(key+".valve", "%q is the %s output, not a line valve", m.Valve, o.Role)
-		}
-		if prev, dup := valves[m.Valve]; dup {
-			bad(key+".valve", "%q already opens the %s line", m.Valve, prev)
-		}
-		valves[m.Valve] = m.Gas
 		if mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat); err != nil {
 			r.badProfile(bad, key+".profile", m.Profile, err)
 		} else if fs, err := ParseFlow(m.FullScale); err == nil && (fs.SCCM() < mp.FullScale[0] || fs.SCCM() > mp.FullScale[1]) {
@@ -156,15 +95,6 @@ func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
 	} else if _, ok := gp.Channel(r.Gauge.Channel); r.Gauge.Channel != "" && !ok {
 		bad("gauge.channel", "profile %s has no gauge %q", gp.ID, r.Gauge.Channel)
 	}
-	if toxic := r.toxicLines(); len(toxic) > 0 && r.role(RoleScrubber) == "" {
-		for _, i := range toxic {
-			bad(fmt.Sprintf("mfcs[%d].hazard", i), "%s is toxic, and no output of the layout is the exhaust scrubber: "+
-				"give the scrubber's output role %s (rig.outputs), and require it on in envelope.interlocks.gases.%s.require_switches_on",
-				r.MFCs[i].Gas, RoleScrubber, r.MFCs[i].Gas)
-		}
-	}
-	r.nameErrors(bad)
-	r.addressErrors(bad)
 	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
 		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
 			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
@@ -180,79 +110,17 @@ func (r Rig) badProfile(bad func(key, format string, a ...any), key, id string, 
 	}
 }
 
-// toxicLines are the indexes of the toxic gas lines.
-func (r Rig) toxicLines() []int {
-	var out []int
-	for i, m := range r.MFCs {
-		if m.Hazard == envelope.HazardToxic {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// nameErrors refuses two instruments of one name (compared without case):
-// the furnace controller and the I/O module (named furnace and dio), the
-// mass-flow controllers, the gauge and the spectrometer. Their readings,
-// faults, audit entries and probe rows are keyed by it.
-func (r Rig) nameErrors(bad func(key, format string, a ...any)) {
-	seen := map[string]string{"furnace": "the furnace controller", "dio": "the digital I/O module"}
-	check := func(key, name, what string) {
-		if name == "" {
-			return // reported as missing
-		}
-		if prev, dup := seen[strings.ToLower(name)]; dup {
-			bad(key, "%q is also the name of %s: every instrument has its own name", name, prev)
-			return
-		}
-		seen[strings.ToLower(name)] = what
-	}
-	for i, m := range r.MFCs {
-		check(fmt.Sprintf("mfcs[%d].name", i), m.Name, fmt.Sprintf("mfcs[%d] (the %s controller)", i, m.Gas))
-	}
-	check("gauge.name", gaugeName(r.Gauge), "the gauge")
-	check("raman.name", ramanName(r.Raman), "the spectrometer")
-}
-
-// addressErrors refuses two instruments at one address: the furnace
-// controller and the I/O module at one unit id of one Modbus bus, and two
-// serial instruments on one port (the agent opens each instrument's port
-// for it alone, with exclusive access: the second would be unreachable at
-// every start).
-func (r Rig) addressErrors(bad func(key, format string, a ...any)) {
-	if r.Furnace.Bus == r.DIO.Bus && r.Furnace.Unit == r.DIO.Unit && r.Furnace.Unit != 0 {
-		bad("dio.unit", "%d is also the furnace controller's unit id on bus %s: every instrument on a bus has its own", r.DIO.Unit, r.DIO.Bus)
-	}
-	ports := map[string]string{}
-	check := func(key, port, what string) {
-		if port == "" {
-			return // reported as missing
-		}
-		port = filepath.Clean(port)
-		if prev, dup := ports[port]; dup {
-			bad(key, "%s is also the port of %s: the agent opens each instrument's port for it alone", port, prev)
-			return
-		}
-		ports[port] = what
-	}
-	for i, m := range r.MFCs {
-		check(fmt.Sprintf("mfcs[%d].port", i), m.Port, fmt.Sprintf("mfcs[%d] (%s)", i, m.Name))
-	}
-	check("gauge.port", r.Gauge.Port, "the gauge")
-	check("raman.port", r.Raman.Port, "the spectrometer")
-}
-
 // toxicInterlockErrors refuses a toxic gas line whose envelope interlock
 // does not require the exhaust scrubber on: with it, the interlock holds
 // the line closed while the scrubber is off and refuses to switch the
 // scrubber off while the gas is in use (envelope.GasInterlock).
 func (f File) toxicInterlockErrors() []error {
-	scrubber := f.Rig.role(RoleScrubber)
+	scrubber := f.Rig.Role(RoleScrubber)
 	if scrubber == "" {
 		return nil // reported by the layout, at the toxic line
 	}
 	var errs []error
-	for _, i := range f.Rig.toxicLines() {
+	for _, i := range f.Rig.ToxicLines() {
 		gas := f.Rig.MFCs[i].Gas
 		if g, ok := f.Envelope.Interlocks.Gases[gas]; !ok || !slices.Contains(g.RequireSwitchesOn, scrubber) {
 			errs = append(errs, fmt.Errorf("envelope.interlocks.gases.%s.require_switches_on: %s is toxic (rig.mfcs[%d]): its interlock requires the exhaust scrubber, output %s, on, "+
@@ -262,29 +130,8 @@ func (f File) toxicInterlockErrors() []error {
 	return errs
 }
 
-// role returns the output or input of a role, or "".
-func (r Rig) role(role string) string {
-	for _, name := range sortedKeys(r.Outputs) {
-		if r.Outputs[name].Role == role {
-			return name
-		}
-	}
-	for _, name := range sortedKeys(r.Inputs) {
-		if r.Inputs[name].Role == role {
-			return name
-		}
-	}
-	return ""
-}
-
 // HazardOf returns the hazard class of each gas.
-func (r Rig) HazardOf() map[string]string {
-	out := map[string]string{}
-	for _, m := range r.MFCs {
-		out[m.Gas] = m.Hazard
-	}
-	return out
-}
+func (r Rig) HazardOf() map[string]rig.Hazard { return r.Layout().HazardOf() }
 
 // moduleOpts is the I/O module's layout for the generic driver.
 func (r Rig) moduleOpts() regmap.ModuleOpts {
@@ -298,11 +145,6 @@ func (r Rig) moduleOpts() regmap.ModuleOpts {
 		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
 	}
 	return o
-}
-
-// expandProfilesDir expands the environment and ${sim_dir} in profiles_dir.
-func (r *Rig) expandProfilesDir() {
-	r.ProfilesDir = os.ExpandEnv(strings.ReplaceAll(r.ProfilesDir, "${sim_dir}", r.SimDir))
 }
 
 // ProfileProblems returns the *profile.Problem values in err (each at its

@@ -45,8 +45,8 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	}
 	s := envelope.RigSpec{Gauge: envelope.GaugeSpec{Min: device.Pressure(gc.Range[0]) * gu, Max: device.Pressure(gc.Range[1]) * gu},
 		Spectrometer: &ramanRange, Wires: map[string]string{},
-		Roles: envelope.Roles{Pump: r.role(RolePump), Gate: r.role(RoleGate), Vent: r.role(RoleVent),
-			Scrubber: r.role(RoleScrubber), Door: r.role(RoleDoor)}}
+		Roles: envelope.Roles{Pump: r.Role(RolePump), Gate: r.Role(RoleGate), Vent: r.Role(RoleVent),
+			Scrubber: r.Role(RoleScrubber), Door: r.Role(RoleDoor)}}
 	at := fmt.Sprintf("modbus %s unit %d", r.Furnace.Bus, r.Furnace.Unit)
 	wire := func(ch profile.Channel) string {
 		return fmt.Sprintf("%s %s %d %s (%s)", at, ch.Table, *ch.Address, ch.Name, fp.ID)
