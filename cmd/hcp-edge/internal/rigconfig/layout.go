@@ -1,36 +1,34 @@
 package rigconfig
 
 import (
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
 )
+
+// Profiles are instrument profiles by ID (drivers/rigbuild's).
+type Profiles = rigbuild.Profiles
+
+// LoadProfiles reads the shipped profiles and the lab's own in dir
+// (rigbuild.LoadProfiles).
+func LoadProfiles(dir string) (Profiles, error) { return rigbuild.LoadProfiles(dir) }
+
+// ProfileProblems returns the *profile.Problem values in err
+// (rigbuild.ProfileProblems).
+func ProfileProblems(err error) []*profile.Problem { return rigbuild.ProfileProblems(err) }
 
 // loadProfiles reads the profiles the rig names (once; Parse calls it).
 func (r *Rig) loadProfiles() error {
 	if r.profiles != nil {
 		return nil
 	}
-	ps, err := LoadProfiles(r.ProfilesDir)
+	ps, err := rigbuild.LoadProfiles(r.ProfilesDir)
 	r.profiles = ps
-	r.refused = refusedIDs(err)
+	r.refused = rigbuild.RefusedIDs(err)
 	return err
-}
-
-// refusedIDs are the IDs of the profiles whose files err refuses.
-func refusedIDs(err error) map[string]bool {
-	out := map[string]bool{}
-	for _, p := range ProfileProblems(err) {
-		out[strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))] = true
-	}
-	return out
 }
 
 // ProfileRefused reports whether the profile id was refused when the rig
@@ -43,71 +41,6 @@ func (r Rig) ProfileRefused(id string) bool { return r.refused[id] }
 func (r *Rig) Profiles() (Profiles, error) {
 	err := r.loadProfiles()
 	return r.profiles, err
-}
-
-// layoutErrors checks the layout against the profiles: every device names a
-// profile of its kind and family, every output and input a channel of the
-// I/O module's profile with that role, every full scale one the flow
-// controller's model is made in, and a heater without a comms watchdog a
-// relay watchdog. (The structure is device/rig's Config.Check.)
-func (r Rig) layoutErrors(bad func(key, format string, a ...any)) {
-	ps := r.profiles
-	if ps == nil {
-		var err error
-		if ps, err = LoadProfiles(r.ProfilesDir); err != nil {
-			bad("profiles_dir", "%v", err)
-		}
-	}
-	fp, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
-	if err != nil {
-		r.badProfile(bad, "furnace.profile", r.Furnace.Profile, err)
-	} else if fp.Family != profile.Modbus {
-		bad("furnace.profile", "profile %q is of the %s family; the furnace is on a Modbus bus", fp.ID, fp.Family)
-	}
-	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
-	if err != nil {
-		r.badProfile(bad, "dio.profile", r.DIO.Profile, err)
-	}
-	for _, name := range sortedKeys(r.Outputs) {
-		if o := r.Outputs[name]; dp != nil {
-			if c, ok := dp.Channel(o.Channel); !ok || c.Role != profile.RoleOutput {
-				bad("outputs."+name+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
-			}
-		}
-	}
-	for _, name := range sortedKeys(r.Inputs) {
-		if in := r.Inputs[name]; dp != nil {
-			if c, ok := dp.Channel(in.Channel); !ok || c.Role != profile.RoleInput {
-				bad("inputs."+name+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
-			}
-		}
-	}
-	for i, m := range r.MFCs {
-		key := fmt.Sprintf("mfcs[%d]", i)
-		if mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat); err != nil {
-			r.badProfile(bad, key+".profile", m.Profile, err)
-		} else if fs, err := ParseFlow(m.FullScale); err == nil && (fs.SCCM() < mp.FullScale[0] || fs.SCCM() > mp.FullScale[1]) {
-			bad(key+".full_scale", "%v is outside the full scales profile %s's model is made in (%g..%g sccm)", fs, mp.ID, mp.FullScale[0], mp.FullScale[1])
-		}
-	}
-	if gp, err := ps.serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG); err != nil {
-		r.badProfile(bad, "gauge.profile", r.Gauge.Profile, err)
-	} else if _, ok := gp.Channel(r.Gauge.Channel); r.Gauge.Channel != "" && !ok {
-		bad("gauge.channel", "profile %s has no gauge %q", gp.ID, r.Gauge.Channel)
-	}
-	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
-		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
-			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
-	}
-}
-
-// badProfile reports a device's profile that cannot be used, unless the
-// profile's own file was refused: its problems are then reported there, at
-// their lines, and the reference is no second problem.
-func (r Rig) badProfile(bad func(key, format string, a ...any), key, id string, err error) {
-	if !r.refused[id] {
-		bad(key, "%v", err)
-	}
 }
 
 // toxicInterlockErrors refuses a toxic gas line whose envelope interlock
@@ -133,46 +66,6 @@ func (f File) toxicInterlockErrors() []error {
 // HazardOf returns the hazard class of each gas.
 func (r Rig) HazardOf() map[string]rig.Hazard { return r.Layout().HazardOf() }
 
-// moduleOpts is the I/O module's layout for the generic driver.
-func (r Rig) moduleOpts() regmap.ModuleOpts {
-	o := regmap.ModuleOpts{Name: "dio", Unit: r.DIO.Unit}
-	for _, name := range sortedKeys(r.Outputs) {
-		out := r.Outputs[name]
-		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: name, Channel: out.Channel, Safe: out.Safe == "on"})
-	}
-	for _, name := range sortedKeys(r.Inputs) {
-		in := r.Inputs[name]
-		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
-	}
-	return o
-}
-
-// ProfileProblems returns the *profile.Problem values in err (each at its
-// own FILE:LINE), for reports that place them in the profile's file.
-func ProfileProblems(err error) []*profile.Problem {
-	var out []*profile.Problem
-	var walk func(error)
-	walk = func(e error) {
-		var p *profile.Problem
-		if errors.As(e, &p) && p == e {
-			out = append(out, p)
-			return
-		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
-			}
-		} else if u := errors.Unwrap(e); u != nil {
-			walk(u)
-		}
-	}
-	if err != nil {
-		walk(err)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].File < out[j].File })
-	return out
-}
-
 // InputAddresses are the layout's inputs with the address of their channel
 // in the I/O module's profile.
 func (r Rig) InputAddresses() (map[string]int, error) {
@@ -180,17 +73,5 @@ func (r Rig) InputAddresses() (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
-	if err != nil {
-		return nil, fmt.Errorf("rigconfig: dio: %w", err)
-	}
-	out := map[string]int{}
-	for name, in := range r.Inputs {
-		ch, ok := dp.Channel(in.Channel)
-		if !ok || ch.Address == nil {
-			return nil, fmt.Errorf("rigconfig: input %s: profile %s has no channel %q", name, dp.ID, in.Channel)
-		}
-		out[name] = *ch.Address
-	}
-	return out, nil
+	return rigbuild.InputAddresses(r.Config, ps)
 }

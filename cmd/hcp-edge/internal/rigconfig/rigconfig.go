@@ -22,7 +22,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -514,14 +514,7 @@ func (r Rig) Validate() error {
 		errs = append(errs, fmt.Errorf("rig.%s: "+format, append([]any{key}, a...)...))
 	}
 	r.Check(bad)
-	for name, b := range r.ModbusBuses {
-		if b.Mode != "" {
-			if _, err := serialline.ParseMode(b.Mode); err != nil {
-				bad("modbus_buses."+name+".mode", "%v", err)
-			}
-		}
-	}
-	r.layoutErrors(bad)
+	rigbuild.Check(r.Config, r.profiles, r.refused, bad)
 	return errors.Join(errs...)
 }
 

@@ -27,11 +27,11 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	if err != nil {
 		return envelope.RigSpec{}, err
 	}
-	fp, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
+	fp, err := ps.Lookup(r.Furnace.Profile, profile.TemperatureController)
 	if err != nil {
 		return envelope.RigSpec{}, fmt.Errorf("rigconfig: furnace: %w", err)
 	}
-	gp, err := ps.serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG)
+	gp, err := ps.Serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG)
 	if err != nil {
 		return envelope.RigSpec{}, fmt.Errorf("rigconfig: gauge: %w", err)
 	}
@@ -72,7 +72,7 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	}
 	he, _ := fp.ByRole(profile.RoleHeaterEnable)
 	s.Wires[envelope.ChannelHeater] = wire(he)
-	s.Wires[envelope.ChannelIntegration] = fmt.Sprintf("%s serial `ACQ <ms>`", ramanName(r.Raman))
+	s.Wires[envelope.ChannelIntegration] = fmt.Sprintf("%s serial `ACQ <ms>`", r.RamanName())
 	for _, role := range []profile.Role{profile.RoleWatchdogTimeout, profile.RoleWatchdogKick, profile.RoleAlarmLimit} {
 		if ch, ok := fp.ByRole(role); ok {
 			s.Internal = append(s.Internal, envelope.InternalWrite{Channel: "furnace." + string(role), Wire: wire(ch), Reason: internalReason[role]})
@@ -88,9 +88,9 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		}
 	}
 	s.Internal = append(s.Internal,
-		envelope.InternalWrite{Channel: "gauge.unit", Wire: fmt.Sprintf("%s serial `%s,n` (%s)", gaugeName(r.Gauge), gp.Commands["unit"], gp.ID), Reason: "display unit of the gauge; the driver converts"},
+		envelope.InternalWrite{Channel: "gauge.unit", Wire: fmt.Sprintf("%s serial `%s,n` (%s)", r.GaugeName(), gp.Commands["unit"], gp.ID), Reason: "display unit of the gauge; the driver converts"},
 		envelope.InternalWrite{Channel: "spectrometer.stop", Wire: "raman serial `STOP`", Reason: "aborts an acquisition: used by Halt only"})
-	dp, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+	dp, err := ps.Lookup(r.DIO.Profile, profile.IOModule)
 	if err != nil {
 		return envelope.RigSpec{}, fmt.Errorf("rigconfig: dio: %w", err)
 	}
@@ -113,7 +113,7 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 		if _, ok := r.Outputs[m.Valve]; !ok {
 			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: valve %q is not an output of the layout", m.Name, m.Valve)
 		}
-		mp, err := ps.serial(m.Profile, profile.FlowController, profile.Alicat)
+		mp, err := ps.Serial(m.Profile, profile.FlowController, profile.Alicat)
 		if err != nil {
 			return envelope.RigSpec{}, fmt.Errorf("rigconfig: %s: %w", m.Name, err)
 		}
