@@ -3,10 +3,9 @@ package envelope
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 )
 
 // Channel names. A writable channel is something an Action sets; the
