@@ -14,6 +14,17 @@ import (
 // (Expand) and checks the structure (Validate); the returned Config is
 // usable only when err is nil.
 func Parse(data []byte) (Config, error) {
+	c, err := Decode(data)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Expand()
+	return c, c.Validate()
+}
+
+// Decode decodes the rig section of a configuration document strictly, and
+// nothing more: no path is expanded, nothing is checked.
+func Decode(data []byte) (Config, error) {
 	var doc struct {
 		Rig  Config               `yaml:"rig"`
 		Rest map[string]yaml.Node `yaml:",inline"` // the agent's sections
@@ -23,8 +34,7 @@ func Parse(data []byte) (Config, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return Config{}, err
 	}
-	doc.Rig.Expand()
-	return doc.Rig, doc.Rig.Validate()
+	return doc.Rig, nil
 }
 
 // Load reads a configuration file's rig section (Parse); every problem is

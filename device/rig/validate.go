@@ -20,10 +20,17 @@ var (
 // Expand expands ${sim_dir} (HCP_RIG_SIM_DIR overrides sim_dir) and the
 // environment in every path of c.
 func (c *Config) Expand() {
-	c.SimDir = os.ExpandEnv(c.SimDir)
+	dir := os.ExpandEnv(c.SimDir)
 	if d := os.Getenv("HCP_RIG_SIM_DIR"); d != "" {
-		c.SimDir = d
+		dir = d
 	}
+	c.ExpandAt(dir)
+}
+
+// ExpandAt expands ${sim_dir} as dir, and the environment, in every path
+// of c (an unexpanded Config: Decode's).
+func (c *Config) ExpandAt(dir string) {
+	c.SimDir = dir
 	x := func(s string) string {
 		s = strings.ReplaceAll(s, "${sim_dir}", c.SimDir)
 		return os.ExpandEnv(s)

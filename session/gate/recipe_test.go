@@ -9,7 +9,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -88,7 +88,7 @@ func TestRecipeCapabilities(t *testing.T) {
 // simHazards are the hazard classes of configs/sim.yaml's gas lines.
 func simHazards() map[string]rig.Hazard {
 	out := map[string]rig.Hazard{}
-	for _, g := range envelopetest.SimRigSpec().Gases {
+	for _, g := range simrig.Spec().Gases {
 		out[g.Gas] = g.Hazard
 	}
 	return out

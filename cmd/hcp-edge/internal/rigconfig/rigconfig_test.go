@@ -11,7 +11,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 )
 
@@ -111,7 +111,7 @@ func TestEmbeddedEnvelopeCompilesAgainstTheDerivedSpec(t *testing.T) {
 		}
 	}
 	// The derived spec agrees with the simulator's.
-	sim := envelopetest.SimRigSpec()
+	sim := simrig.Spec()
 	if len(spec.Gases) != len(sim.Gases) || len(spec.Switches) != len(sim.Switches) || len(spec.Inputs) != len(sim.Inputs) {
 		t.Errorf("derived spec %+v differs from SimRigSpec %+v", spec, sim)
 	}
