@@ -172,3 +172,12 @@ func (c Config) RamanName() string {
 	}
 	return RamanName
 }
+
+// OutputNames are the names of the outputs, sorted.
+func (c Config) OutputNames() []string { return sortedKeys(c.Outputs) }
+
+// InputNames are the names of the inputs, sorted.
+func (c Config) InputNames() []string { return sortedKeys(c.Inputs) }
+
+// BusNames are the names of the Modbus buses, sorted.
+func (c Config) BusNames() []string { return sortedKeys(c.ModbusBuses) }

@@ -30,7 +30,13 @@ const HazardWords = "inert, toxic, flammable, oxidising or corrosive"
 func Hazards() []Hazard { return slices.Clone(hazards) }
 
 // Valid reports whether h is one of the hazard classes.
-func (h Hazard) Valid() bool { return slices.Contains(hazards, h) }
+func (h Hazard) Valid() bool {
+	switch h {
+	case Inert, Toxic, Flammable, Oxidising, Corrosive:
+		return true
+	}
+	return false
+}
 
 // ParseHazard returns the hazard class s names, or an error listing the
 // vocabulary.

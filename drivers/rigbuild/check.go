@@ -26,7 +26,7 @@ import (
 // ps nil: Check loads the profiles (LoadProfiles) and reports their error
 // at profiles_dir.
 func Check(r rig.Config, ps Profiles, refused map[string]bool, bad rig.Bad) {
-	for _, name := range sortedKeys(r.ModbusBuses) {
+	for _, name := range r.BusNames() {
 		if b := r.ModbusBuses[name]; b.Mode != "" {
 			if _, err := serialline.ParseMode(b.Mode); err != nil {
 				bad("modbus_buses."+name+".mode", "%v", err)
@@ -54,14 +54,14 @@ func Check(r rig.Config, ps Profiles, refused map[string]bool, bad rig.Bad) {
 	if err != nil {
 		badProfile("dio.profile", r.DIO.Profile, err)
 	}
-	for _, name := range sortedKeys(r.Outputs) {
+	for _, name := range r.OutputNames() {
 		if o := r.Outputs[name]; dp != nil {
 			if c, ok := dp.Channel(o.Channel); !ok || c.Role != profile.RoleOutput {
 				bad("outputs."+name+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
 			}
 		}
 	}
-	for _, name := range sortedKeys(r.Inputs) {
+	for _, name := range r.InputNames() {
 		if in := r.Inputs[name]; dp != nil {
 			if c, ok := dp.Channel(in.Channel); !ok || c.Role != profile.RoleInput {
 				bad("inputs."+name+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
@@ -126,11 +126,11 @@ func ProfileProblems(err error) []*profile.Problem {
 // ModuleOpts is the I/O module's layout for the generic driver.
 func ModuleOpts(r rig.Config) regmap.ModuleOpts {
 	o := regmap.ModuleOpts{Name: rig.DIOName, Unit: r.DIO.Unit}
-	for _, name := range sortedKeys(r.Outputs) {
+	for _, name := range r.OutputNames() {
 		out := r.Outputs[name]
 		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: name, Channel: out.Channel, Safe: out.Safe == "on"})
 	}
-	for _, name := range sortedKeys(r.Inputs) {
+	for _, name := range r.InputNames() {
 		in := r.Inputs[name]
 		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
 	}

@@ -98,7 +98,7 @@ func FactsOf(r rig.Config, ps Profiles) (rig.Facts, error) {
 	if err != nil {
 		return rig.Facts{}, fmt.Errorf("rigconfig: dio: %w", err)
 	}
-	for _, name := range sortedKeys(r.Outputs) {
+	for _, name := range r.OutputNames() {
 		o := r.Outputs[name]
 		ch, ok := dp.Channel(o.Channel)
 		if !ok {

@@ -2,7 +2,6 @@ package rigconfig
 
 import (
 	"errors"
-	"sort"
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/rig"
@@ -67,7 +66,7 @@ func InterlockRig(in *Instruments) (envelope.Rig, error) {
 	for _, sw := range in.DIO.Switches() {
 		r.Switches[sw.String()] = sw
 	}
-	for _, name := range sortedKeys(c.Inputs) {
+	for _, name := range c.InputNames() {
 		i, err := in.DIO.Input(name)
 		if err != nil {
 			return envelope.Rig{}, err
@@ -75,13 +74,4 @@ func InterlockRig(in *Instruments) (envelope.Rig, error) {
 		r.Inputs[name] = i
 	}
 	return r, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
