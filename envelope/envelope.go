@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/device"
 )
 
@@ -473,7 +475,7 @@ func (c *compiler) interlocks(e *Envelope) {
 			}
 		}
 		if c.gasKnown("interlocks.heater.inert_gas", h.InertGas) {
-			if hz := e.gases[h.InertGas].Hazard; hz != "" && hz != HazardInert {
+			if hz := e.gases[h.InertGas].Hazard; hz != "" && hz != rig.Inert {
 				c.fail("interlocks.heater.inert_gas", "%s is %s in the rig's layout (its hazard class), not inert", h.InertGas, hz)
 			}
 			if v, ok := c.quantity("interlocks.heater.min_inert_flow", h.MinInertFlow, kindFlow, true); ok {
@@ -575,7 +577,7 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 	if e.prohibited[RuleVentPurge] {
 		for _, g := range c.spec.Gases {
 			switch g.Hazard {
-			case HazardFlammable, HazardToxic, HazardCorrosive:
+			case rig.Flammable, rig.Toxic, rig.Corrosive:
 				e.ventPurged = append(e.ventPurged, g.Gas)
 				if !slices.Contains(e.tracked, g.Gas) {
 					e.tracked = append(e.tracked, g.Gas)
@@ -590,7 +592,7 @@ func (c *compiler) prohibitedActions(e *Envelope) {
 		if p != nil {
 			r := &purgeRule{inertGas: p.InertGas, minDuration: time.Duration(p.MinDuration)}
 			if c.gasKnown("purge.inert_gas", p.InertGas) {
-				if h := e.gases[p.InertGas].Hazard; h != "" && h != HazardInert {
+				if h := e.gases[p.InertGas].Hazard; h != "" && h != rig.Inert {
 					c.fail("purge.inert_gas", "%s is %s in the rig's layout (its hazard class): a purge uses an inert gas", p.InertGas, h)
 				} else if slices.Contains(e.reactive, p.InertGas) {
 					c.fail("purge.inert_gas", "%s is listed as reactive", p.InertGas)

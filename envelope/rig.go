@@ -5,6 +5,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 )
 
 // Channel names. A writable channel is something an Action sets; the
@@ -61,18 +62,9 @@ type GasSpec struct {
 	Gas       string      // the gas's formula; the FlowControllers key of the Rig
 	FullScale device.Flow // the controller's range
 	Valve     string      // the Switch that opens the line
-	// Hazard is the gas's hazard class (HazardInert, HazardToxic, ...).
-	Hazard string
+	// Hazard is the gas's hazard class (the layout's, device/rig).
+	Hazard rig.Hazard
 }
-
-// Hazard classes of a gas line.
-const (
-	HazardInert     = "inert"
-	HazardToxic     = "toxic"
-	HazardFlammable = "flammable"
-	HazardOxidising = "oxidising"
-	HazardCorrosive = "corrosive"
-)
 
 // Roles are the outputs (and the input) the rules and the recipes' phases
 // drive by what they do. An empty role is one the rig does not have.
@@ -96,7 +88,7 @@ func (s RigSpec) Lines() catalog.Lines {
 }
 
 // Hazard returns the hazard class of gas ("" when the rig has no such line).
-func (s RigSpec) Hazard(gas string) string {
+func (s RigSpec) Hazard(gas string) rig.Hazard {
 	for _, g := range s.Gases {
 		if g.Gas == gas {
 			return g.Hazard

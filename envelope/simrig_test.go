@@ -3,21 +3,24 @@ package envelope
 import (
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/device"
 )
 
 // SimRigSpec is the rig of configs/sim.yaml (configs/rig-protocols.md), as
 // firmware-sim simulates it, for this package's tests; other packages'
-// tests take envelopetest.SimRigSpec, the same data.
+// tests take internal/simrig's Spec, derived from configs/sim.yaml and its
+// profiles (this package's tests cannot import it: it imports envelope).
 func SimRigSpec() RigSpec {
 	return RigSpec{
 		Furnace: FurnaceSpec{SetpointMin: device.Celsius(0), SetpointMax: device.Celsius(1200),
 			RampMax: device.KelvinPerMinute(100), ProcessValueMax: device.Celsius(1300)},
 		Gauge: GaugeSpec{Min: 5e-9 * device.Millibar, Max: 1e3 * device.Millibar},
 		Gases: []GasSpec{
-			{Gas: "Ar", FullScale: device.SCCM(500), Valve: "ar_valve", Hazard: HazardInert},
-			{Gas: "H2", FullScale: device.SCCM(200), Valve: "h2_valve", Hazard: HazardFlammable},
-			{Gas: "H2S", FullScale: device.SCCM(50), Valve: "h2s_valve", Hazard: HazardToxic},
+			{Gas: "Ar", FullScale: device.SCCM(500), Valve: "ar_valve", Hazard: rig.Inert},
+			{Gas: "H2", FullScale: device.SCCM(200), Valve: "h2_valve", Hazard: rig.Flammable},
+			{Gas: "H2S", FullScale: device.SCCM(50), Valve: "h2s_valve", Hazard: rig.Toxic},
 		},
 		Switches: []SwitchSpec{
 			{Name: "pump", SafeState: false},

@@ -40,6 +40,12 @@ for p in github.com/hcp-edge/hcp-edge/drivers/profile github.com/hcp-edge/hcp-ed
   github.com/hcp-edge/hcp-edge/drivers/regmap; do
   echo "-gcflags=$p=-l"
 done
+# Issue 42: the rig model's loader and checks (device/rig) and the building of drivers from it
+# (drivers/rigbuild) run once at start, in config check and in probe: cold code, off as it was
+# in cmd/hcp-edge/internal/rigconfig, where it lived before (~12 KB of the armv7 binary).
+for p in github.com/hcp-edge/hcp-edge/device/rig github.com/hcp-edge/hcp-edge/drivers/rigbuild; do
+  echo "-gcflags=$p=-l"
+done
 # Sixth round (issues 33 and 36: the serial families' profiles, the graphene rig's analysis,
 # plots and dashboard; FOOTPRINT): off in the standard library's packages whose own bodies are
 # thin wrappers around a system call or a copy (time, net, os, syscall, io, bufio, bytes,

@@ -26,10 +26,10 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 )
 
 // hangGuard bounds a whole sequence; a guard against hangs, not a
@@ -165,7 +165,7 @@ func newBench(t testing.TB, ctx context.Context, yamlBytes []byte) *bench {
 
 	cfg, err := envelope.LoadYAML(bytes.NewReader(yamlBytes))
 	fatal("envelope config", err)
-	env, err := envelope.Compile(cfg, envelopetest.SimRigSpec())
+	env, err := envelope.Compile(cfg, simrig.Spec())
 	fatal("envelope", err)
 	io := envelope.DefaultInterlockOpts()
 	io.ReadTimeout, io.WriteTimeout, io.HaltTimeout = readTimeout, time.Second, time.Second

@@ -20,9 +20,9 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 )
 
 // Defaults of Opts.
@@ -355,7 +355,7 @@ func (b *Bench) openDrivers(t testing.TB, ctx context.Context, scale float64) en
 }
 
 // Envelope returns envelope/testdata/envelope.yaml compiled against
-// envelopetest.SimRigSpec(), found from the test's working directory (a package
+// simrig.Spec(), found from the test's working directory (a package
 // directory of this module) upward.
 func Envelope(t testing.TB) *envelope.Envelope {
 	t.Helper()
@@ -372,7 +372,7 @@ func Envelope(t testing.TB) *envelope.Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.Compile(cfg, envelopetest.SimRigSpec())
+	env, err := envelope.Compile(cfg, simrig.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestOnlyTestsImport(t *testing.T) {
 	support := map[string]bool{}
 	for _, p := range []string{"internal/hilbench", "cmd/hcp-edge/internal/agent/notifytest",
 		"transport/amqp/amqptest", "device/devicetest", "drivers/modbus/modbustest", "drivers/serialline/serialtest",
-		"session/modelrouter/modeltest"} {
+		"session/modelrouter/modeltest", "internal/simrig"} {
 		support[mod+p] = true
 	}
 	fset := token.NewFileSet()

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
 
@@ -30,7 +30,7 @@ func shippedEnvelope(t *testing.T) *envelope.Envelope {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.Compile(doc.Envelope, envelopetest.SimRigSpec())
+	env, err := envelope.Compile(doc.Envelope, simrig.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

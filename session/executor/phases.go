@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/lifecycle"
@@ -118,7 +120,7 @@ func (r *recipeRun) preflight(ctx context.Context) error {
 	var acts []envelope.Action
 	var reactive []string // every line that is not inert, and those the envelope names
 	for _, g := range env.Spec().Gases {
-		if g.Hazard != envelope.HazardInert {
+		if g.Hazard != rig.Inert {
 			reactive = append(reactive, g.Gas)
 		}
 	}

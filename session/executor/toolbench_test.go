@@ -10,10 +10,10 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
 	"github.com/hcp-edge/hcp-edge/internal/hilbench"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 )
 
 // simSpectrometer acquires rig-sim spectra of film (serialsim.SpectrumWith:
@@ -80,7 +80,7 @@ func newToolBench(t *testing.T, an Analyzer, film plant.Film) *toolBench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := catalog.Builtin(envelopetest.SimRigSpec().Lines())
+	tools, err := catalog.Builtin(simrig.Spec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

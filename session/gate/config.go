@@ -12,6 +12,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
 
@@ -49,7 +50,7 @@ type Config struct {
 	// GasHazards are the hazard classes of the rig's gas lines, by gas:
 	// the layout's (set by the agent from its configuration, never
 	// written in the gate section), which Hazards rules read.
-	GasHazards map[string]string `yaml:"-" json:"-"`
+	GasHazards map[string]rig.Hazard `yaml:"-" json:"-"`
 	// Ranges are the semantic checks of {min, max, unit} objects.
 	Ranges []RangeCheck `yaml:"ranges,omitempty" json:"ranges,omitempty"`
 	// Unattended raises the risk of physical tasks outside attended hours.
@@ -114,7 +115,7 @@ type Escalation struct {
 	// Hazards fires the rule when the string at Path names a gas whose
 	// hazard class, in the rig's layout, is one of these (toxic,
 	// flammable, oxidising, corrosive).
-	Hazards []string `yaml:"hazards,omitempty" json:"hazards,omitempty"`
+	Hazards []rig.Hazard `yaml:"hazards,omitempty" json:"hazards,omitempty"`
 	// Level is the risk the task has at least when the rule fires.
 	Level capability.RiskLevel `yaml:"level" json:"level"`
 }
@@ -266,6 +267,11 @@ func (c *Config) check() ([]window, *time.Location, error) {
 			bad("%s: give exactly one of at_or_above, equals and hazards", where)
 		case e.Unit != "" && !knownUnit(e.Unit), e.DefaultUnit != "" && !knownUnit(e.DefaultUnit):
 			bad("%s: unit %q / default_unit %q: want celsius, kelvin or fahrenheit", where, e.Unit, e.DefaultUnit)
+		}
+		for j, h := range e.Hazards {
+			if !h.Valid() {
+				bad("escalations[%d].hazards[%d]: %q is not a hazard class (%s)", i, j, h, rig.HazardWords)
+			}
 		}
 	}
 	for i, r := range c.Ranges {

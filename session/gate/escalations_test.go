@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
 
@@ -17,7 +18,7 @@ func TestDefaultEscalationsFromData(t *testing.T) {
 		{Name: "high_temperature", Capability: "cvd-material-synthesis", Path: "temperature_range.max",
 			AtOrAbove: &eight, Unit: "celsius", Level: capability.R4},
 		{Name: "h2s_precursor", Capability: "cvd-material-synthesis", Path: "sulfur_source",
-			Hazards: []string{"toxic"}, Level: capability.R4},
+			Hazards: []rig.Hazard{rig.Toxic}, Level: capability.R4},
 	}
 	got := DefaultConfig().Escalations
 	if !reflect.DeepEqual(got, want) {
@@ -27,7 +28,7 @@ func TestDefaultEscalationsFromData(t *testing.T) {
 	if _, _, err := cfg.check(); err != nil {
 		t.Fatal(err)
 	}
-	hazards := map[string]string{"H2S": "toxic", "H2": "flammable", "Ar": "inert"}
+	hazards := map[string]rig.Hazard{"H2S": rig.Toxic, "H2": rig.Flammable, "Ar": rig.Inert}
 	fired := escalate(got, "cvd-material-synthesis", map[string]any{"sulfur_source": "H2S"}, hazards)
 	if len(fired) != 1 || fired[0].Rule != "h2s_precursor" || fired[0].Level != capability.R4 {
 		t.Fatalf("a toxic sulfur source: fired %+v, want h2s_precursor R4", fired)

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -411,6 +412,9 @@ func TestConfigRefused(t *testing.T) {
 		{"window day", func(c *Config) { c.Unattended.Attended[0].Days = []string{"someday"} }},
 		{"timezone", func(c *Config) { c.Unattended.Timezone = "Mars/Olympus" }},
 		{"shared level", func(c *Config) { c.SharedEquipment.Level = "" }},
+		{"rule hazard outside the vocabulary", func(c *Config) {
+			c.Escalations = append(c.Escalations, Escalation{Name: "r", Path: "a", Hazards: []rig.Hazard{"spicy"}, Level: "R4"})
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

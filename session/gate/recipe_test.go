@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/recipe"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -84,9 +86,9 @@ func TestRecipeCapabilities(t *testing.T) {
 }
 
 // simHazards are the hazard classes of configs/sim.yaml's gas lines.
-func simHazards() map[string]string {
-	out := map[string]string{}
-	for _, g := range envelopetest.SimRigSpec().Gases {
+func simHazards() map[string]rig.Hazard {
+	out := map[string]rig.Hazard{}
+	for _, g := range simrig.Spec().Gases {
 		out[g.Gas] = g.Hazard
 	}
 	return out

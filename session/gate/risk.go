@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
@@ -157,7 +159,7 @@ func semantic(checks []RangeCheck, name string, doc map[string]any) (paths, msgs
 
 // escalate evaluates the input-driven rules for capability name; hazards
 // are the rig's gas hazard classes, by gas (Config.GasHazards).
-func escalate(rules []Escalation, name string, doc map[string]any, hazards map[string]string) []Fired {
+func escalate(rules []Escalation, name string, doc map[string]any, hazards map[string]rig.Hazard) []Fired {
 	var out []Fired
 	for _, r := range rules {
 		if r.Capability != "" && r.Capability != name {

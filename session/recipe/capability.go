@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/session/capability"
 )
 
@@ -160,7 +161,7 @@ func (r *Recipe) corners() ([]values, int) {
 }
 
 // derive computes the policy from the plans at every corner.
-func (r *Recipe) derive(hazards map[string]string) Problems {
+func (r *Recipe) derive(hazards map[string]rig.Hazard) Problems {
 	cs, n := r.corners()
 	r.derived.corners = n
 	if cs == nil {
@@ -214,14 +215,14 @@ func (r *Recipe) derive(hazards map[string]string) Problems {
 	}
 	for _, g := range p.Gases { // the hazard classes are the rig's layout's
 		switch h := hazards[g]; h {
-		case envelope.HazardInert:
-		case envelope.HazardToxic:
+		case rig.Inert:
+		case rig.Toxic:
 			hz = appendOnce(hz, "toxic_gas")
 			raise(capability.R3, "opens "+g+" (toxic)")
 			class = highClass
-		case envelope.HazardFlammable, envelope.HazardOxidising, envelope.HazardCorrosive:
-			hz = appendOnce(hz, h+"_gas")
-			raise(capability.R3, "opens "+g+" ("+h+")")
+		case rig.Flammable, rig.Oxidising, rig.Corrosive:
+			hz = appendOnce(hz, string(h)+"_gas")
+			raise(capability.R3, "opens "+g+" ("+string(h)+")")
 		default:
 			hz = appendOnce(hz, "unclassified_gas") // taken as toxic could be
 			raise(capability.R3, "opens "+g+" (hazard class unknown: not a gas line of the rig it was loaded for)")

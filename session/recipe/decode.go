@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
 
@@ -36,7 +38,7 @@ func Load(name string, data []byte) (*Recipe, error) { return LoadFor(name, data
 // LoadFor is Load with the hazard class of each gas line of the rig (the
 // layout's: inert, toxic, flammable, oxidising, corrosive), from which the
 // risk policy is derived.
-func LoadFor(name string, data []byte, hazards map[string]string) (*Recipe, error) {
+func LoadFor(name string, data []byte, hazards map[string]rig.Hazard) (*Recipe, error) {
 	d := &decoder{file: name}
 	if len(data) > MaxSize {
 		d.probs = append(d.probs, Problem{File: name, Rule: RuleTooLarge,

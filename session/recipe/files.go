@@ -3,6 +3,8 @@ package recipe
 import (
 	"fmt"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
@@ -51,8 +53,8 @@ func CheckAll(env *envelope.Envelope, srcs ...Source) ([]*Recipe, Problems) {
 }
 
 // Hazards are the hazard classes of env's gas lines, by gas, for LoadFor.
-func Hazards(env *envelope.Envelope) map[string]string {
-	out := map[string]string{}
+func Hazards(env *envelope.Envelope) map[string]rig.Hazard {
+	out := map[string]rig.Hazard{}
 	for _, g := range env.Spec().Gases {
 		out[g.Gas] = g.Hazard
 	}

@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 )
 
 // simEnvelope compiles the envelope of the shipped configs/sim.yaml
@@ -24,7 +24,7 @@ func simEnvelope(t testing.TB) *envelope.Envelope {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.Compile(doc.Envelope, envelopetest.SimRigSpec())
+	env, err := envelope.Compile(doc.Envelope, simrig.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

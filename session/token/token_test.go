@@ -20,7 +20,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
@@ -40,7 +40,7 @@ func testEnvelope(t testing.TB, edit func(*envelope.Config)) *envelope.Envelope 
 	if edit != nil {
 		edit(&cfg)
 	}
-	env, err := envelope.Compile(cfg, envelopetest.SimRigSpec())
+	env, err := envelope.Compile(cfg, simrig.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestAuthorizeTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := catalog.Builtin(envelopetest.SimRigSpec().Lines())
+	reg, err := catalog.Builtin(simrig.Spec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 )
 
@@ -44,7 +44,7 @@ func (a *entries) of(channel string) []envelope.Entry {
 // fakeRig is the simulated rig's spec on devicetest fakes: chamber pumped,
 // door closed, exhaust ok, scrubber on, every gas off.
 func fakeRig() (envelope.Rig, map[string]*devicetest.FakeFlow) {
-	spec := envelopetest.SimRigSpec()
+	spec := simrig.Spec()
 	rig := envelope.Rig{Furnace: devicetest.NewFakeFurnace("furnace"), Flows: map[string]device.FlowController{},
 		Switches: map[string]device.Switch{}, Inputs: map[string]device.DigitalInput{},
 		Spectrometer: devicetest.NewFakeSpectrometer("raman")}
@@ -92,7 +92,7 @@ func TestTowardSafeNeedsNoScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := catalog.Builtin(envelopetest.SimRigSpec().Lines())
+	tools, err := catalog.Builtin(simrig.Spec().Lines())
 	if err != nil {
 		t.Fatal(err)
 	}

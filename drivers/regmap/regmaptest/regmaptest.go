@@ -2,13 +2,15 @@
 // simulated rig through the generic Modbus driver: the shipped profiles of
 // the simulator's furnace controller and I/O module, and the layout of
 // configs/sim.yaml (which output and input is on which channel, read by
-// configs/simrig).
+// device/rig's loader).
 package regmaptest
 
 import (
 	"fmt"
+	"sort"
+
 	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/configs/simrig"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
 	"github.com/hcp-edge/hcp-edge/drivers/regmap"
 )
@@ -41,10 +43,14 @@ func MustProfile(id string) *profile.Profile {
 	return p
 }
 
-// SimModuleOpts is configs/sim.yaml's layout of the I/O module (unit 2).
+// SimModuleOpts is configs/sim.yaml's layout of the I/O module (unit 2),
+// its outputs and inputs in channel order. It panics if the embedded
+// configuration does not load.
 func SimModuleOpts() regmap.ModuleOpts {
 	o := regmap.ModuleOpts{Name: "dio", Unit: 2}
-	l := simrig.Sim()
+	l := simLayout()
+	sort.SliceStable(l.Outputs, func(i, j int) bool { return l.Outputs[i].Channel < l.Outputs[j].Channel })
+	sort.SliceStable(l.Inputs, func(i, j int) bool { return l.Inputs[i].Channel < l.Inputs[j].Channel })
 	for _, out := range l.Outputs {
 		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: out.Name, Channel: out.Channel, Safe: out.Safe})
 	}
@@ -101,8 +107,18 @@ type SimMFC struct {
 // SimMFCs are configs/sim.yaml's gas lines' controllers.
 func SimMFCs() []SimMFC {
 	var out []SimMFC
-	for _, l := range simrig.Sim().Lines {
-		out = append(out, SimMFC{Gas: l.Gas, Name: l.MFC, UnitID: l.UnitID[0], FullScale: l.FullScaleSCCM})
+	for _, l := range simLayout().Lines {
+		out = append(out, SimMFC{Gas: l.Gas, Name: l.Controller, UnitID: l.UnitID[0], FullScale: l.FullScale.SCCM()})
 	}
 	return out
+}
+
+// simLayout is configs/sim.yaml's rig model. It panics if the embedded
+// configuration does not load.
+func simLayout() rig.Layout {
+	c, err := rig.Parse(configs.SimYAML)
+	if err != nil {
+		panic(fmt.Sprintf("regmaptest: configs/sim.yaml: %v", err))
+	}
+	return c.Layout()
 }

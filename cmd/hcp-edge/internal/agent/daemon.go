@@ -305,7 +305,7 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if err := in.StartInputs(ctx); err != nil {
 		return err
 	}
-	rig, err := in.Rig()
+	rig, err := rigconfig.InterlockRig(in)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func DashboardLayout(f rigconfig.File) dashboard.Layout {
 	var l dashboard.Layout
 	gasOf := map[string]string{}
 	for _, m := range f.Rig.MFCs {
-		l.Gases = append(l.Gases, dashboard.GasLine{Gas: m.Gas, Hazard: m.Hazard, Controller: m.Name, FullScale: m.FullScale, Valve: m.ValveName()})
+		l.Gases = append(l.Gases, dashboard.GasLine{Gas: m.Gas, Hazard: string(m.Hazard), Controller: m.Name, FullScale: m.FullScale, Valve: m.ValveName()})
 		gasOf[m.ValveName()] = m.Gas
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Rig.Outputs)) {

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/executor"
@@ -111,7 +113,7 @@ flags:
 
 // simulated finds what to preview: a recipe FILE when arg names a file,
 // else a capability with a built-in executor.
-func simulated(arg, cfgPath, capDir string, hazards map[string]string) (executor.Executor, *capability.Capability, error) {
+func simulated(arg, cfgPath, capDir string, hazards map[string]rig.Hazard) (executor.Executor, *capability.Capability, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		data, err := readCapped(arg, recipe.MaxSize+1)
 		if err != nil {

@@ -17,9 +17,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
-	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
 // ErrPrecondition: the rig is not in a state the check may write in;
@@ -49,10 +50,10 @@ type Report struct {
 
 // Opts are a write check's inputs.
 type Opts struct {
-	Operator      string            // who is at the rig (required)
-	ControlSocket string            // the daemon's: it must not answer
-	Hazards       map[string]string // by gas: the layout's hazard classes
-	Timeout       time.Duration     // per output
+	Operator      string                // who is at the rig (required)
+	ControlSocket string                // the daemon's: it must not answer
+	Hazards       map[string]rig.Hazard // by gas: the layout's hazard classes
+	Timeout       time.Duration         // per output
 }
 
 // WriteCheck checks the preconditions, then each output of the layout in
@@ -140,7 +141,7 @@ func prepare(ctx context.Context, in *rigconfig.Instruments, o Opts) ([]string, 
 		}
 	}
 	for _, m := range in.MFCs {
-		if fs, err := m.ReadFlow(ctx); err == nil && o.Hazards[fs.Gas] == envelope.HazardInert {
+		if fs, err := m.ReadFlow(ctx); err == nil && o.Hazards[fs.Gas] == rig.Inert {
 			continue
 		}
 		if err := m.Halt(ctx); err != nil {
@@ -179,7 +180,7 @@ func preconditions(ctx context.Context, in *rigconfig.Instruments, o Opts) error
 			errs = append(errs, fmt.Errorf("%s: %w", m, err))
 			continue
 		}
-		if o.Hazards[fs.Gas] != envelope.HazardInert && fs.Setpoint != 0 {
+		if o.Hazards[fs.Gas] != rig.Inert && fs.Setpoint != 0 {
 			errs = append(errs, fmt.Errorf("%s: %s (%s) setpoint %s: set it to zero first", m, fs.Gas, o.Hazards[fs.Gas], fs.Setpoint))
 		}
 	}

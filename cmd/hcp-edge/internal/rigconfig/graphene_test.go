@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
@@ -26,11 +28,11 @@ func TestGrapheneRigIsConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hazards := map[string]string{}
+	hazards := map[string]rig.Hazard{}
 	for _, g := range spec.Gases {
 		hazards[g.Gas] = g.Hazard
 	}
-	want := map[string]string{"Ar": envelope.HazardInert, "H2": envelope.HazardFlammable, "CH4": envelope.HazardFlammable}
+	want := map[string]rig.Hazard{"Ar": rig.Inert, "H2": rig.Flammable, "CH4": rig.Flammable}
 	if len(hazards) != len(want) {
 		t.Fatalf("gas lines %v, want %v", hazards, want)
 	}

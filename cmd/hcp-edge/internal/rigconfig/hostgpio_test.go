@@ -18,6 +18,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 )
 
@@ -69,13 +70,13 @@ func TestHostGPIOUnknownPin(t *testing.T) {
 	f := hostYAML(t, "estop_pin: HCPNOPE17, leak_pin: HCPNOPE27, relay_pin: HCPNOPE22, relay_feedback_pin: HCPNOPE23")
 	in := BuildPartial(f.Rig)
 	defer in.Close()
-	if in.GPIO != nil || in.host != nil {
+	if in.GPIO != nil || in.HostGPIO() {
 		t.Fatal("gpio lines built from pins that do not exist")
 	}
 	err := in.Unreachable["gpio"]
-	var pe *PinError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrNoSuchPin) {
-		t.Fatalf("Unreachable[gpio] = %v, want a *PinError wrapping ErrNoSuchPin", err)
+	var pe *rigbuild.PinError
+	if !errors.As(err, &pe) || !errors.Is(err, rigbuild.ErrNoSuchPin) {
+		t.Fatalf("Unreachable[gpio] = %v, want a *rigbuild.PinError wrapping rigbuild.ErrNoSuchPin", err)
 	}
 	msg := err.Error()
 	t.Logf("%s", msg)
@@ -86,17 +87,17 @@ func TestHostGPIOUnknownPin(t *testing.T) {
 			t.Errorf("the error does not say %s: %s: no such pin on this host (periph found N pins...):\n%s", key, pin, msg)
 		}
 	}
-	if err := in.StartInputs(context.Background()); !errors.Is(err, ErrNoSuchPin) || !strings.Contains(err.Error(), "gpio.estop_pin") {
+	if err := in.StartInputs(context.Background()); !errors.Is(err, rigbuild.ErrNoSuchPin) || !strings.Contains(err.Error(), "gpio.estop_pin") {
 		t.Fatalf("StartInputs: %v", err)
 	}
-	if _, err := in.Relay(); !errors.Is(err, ErrNoSuchPin) || !strings.Contains(err.Error(), "gpio.relay_pin") {
+	if _, err := in.Relay(); !errors.Is(err, rigbuild.ErrNoSuchPin) || !strings.Contains(err.Error(), "gpio.relay_pin") {
 		t.Fatalf("Relay: %v", err)
 	}
-	if _, err := in.Rig(); err == nil {
+	if _, err := InterlockRig(in); err == nil {
 		t.Fatal("Rig without gpio lines")
 	}
-	if _, err := Build(f.Rig); !errors.Is(err, ErrNoSuchPin) {
-		t.Fatalf("Build: %v, want ErrNoSuchPin among its errors", err)
+	if _, err := Build(f.Rig); !errors.Is(err, rigbuild.ErrNoSuchPin) {
+		t.Fatalf("Build: %v, want rigbuild.ErrNoSuchPin among its errors", err)
 	}
 }
 
@@ -108,14 +109,14 @@ func TestPinErrorMessage(t *testing.T) {
 		many = append(many, fmt.Sprintf("GPIO%d", i))
 	}
 	for _, tt := range []struct {
-		e    PinError
+		e    rigbuild.PinError
 		want string
 	}{
-		{PinError{Key: "gpio.leak_pin", Pin: "GPIO99", Found: many},
+		{rigbuild.PinError{Key: "gpio.leak_pin", Pin: "GPIO99", Found: many},
 			"gpio.leak_pin: GPIO99: no such pin on this host (periph found 12 pins: GPIO0, GPIO1, GPIO2, GPIO3, GPIO4, GPIO5, GPIO6, GPIO7, …)"},
-		{PinError{Key: "gpio.estop_pin", Pin: "GPIO17", Drivers: []string{"ioctl-gpio: no GPIO chips found"}},
+		{rigbuild.PinError{Key: "gpio.estop_pin", Pin: "GPIO17", Drivers: []string{"ioctl-gpio: no GPIO chips found"}},
 			"gpio.estop_pin: GPIO17: no such pin on this host (periph found 0 pins; GPIO drivers not loaded: ioctl-gpio: no GPIO chips found)"},
-		{PinError{Key: "gpio.relay_pin", Pin: "GPIO5", Found: many[:2]},
+		{rigbuild.PinError{Key: "gpio.relay_pin", Pin: "GPIO5", Found: many[:2]},
 			"gpio.relay_pin: GPIO5: no such pin on this host (periph found 2 pins: GPIO0, GPIO1)"},
 	} {
 		if got := tt.e.Error(); got != tt.want {
@@ -199,7 +200,7 @@ func TestHostGPIOLines(t *testing.T) {
 			_ = pins[simgpio.Relay].Out(pgpio.High) // energised before the agent starts
 			in := BuildPartial(hostYAML(t, pinsYAML(pins)).Rig)
 			defer in.Close()
-			if err := in.Unreachable["gpio"]; err != nil || in.host == nil || in.GPIO != nil {
+			if err := in.Unreachable["gpio"]; err != nil || !in.HostGPIO() || in.GPIO != nil {
 				t.Fatalf("host gpio: %v", err)
 			}
 			relay := func() {
@@ -270,7 +271,7 @@ func TestHostGPIOLines(t *testing.T) {
 			if l := pins[simgpio.Relay].Read(); l != pgpio.High {
 				t.Fatalf("relay pin %s after Set(true)", l)
 			}
-			if _, err := in.Rig(); err == nil {
+			if _, err := InterlockRig(in); err == nil {
 				t.Fatal("Rig without the serial instruments") // the rest of the rig is not here
 			}
 		})
@@ -287,13 +288,13 @@ func TestSimGPIOSourceUnchanged(t *testing.T) {
 	}
 	in := BuildPartial(f.Rig)
 	defer in.Close()
-	if in.host != nil {
+	if in.HostGPIO() {
 		t.Fatal("host gpio built for source sim")
 	}
 	if err := in.Unreachable["gpio"]; err != nil || in.GPIO == nil {
 		t.Fatalf("sim gpio: %v", err)
 	}
-	p, err := in.gpioPin(simgpio.RelayFB)
+	p, err := in.GPIOPin(simgpio.RelayFB)
 	if err != nil || p.Name() != simgpio.RelayFB {
 		t.Fatalf("sim relay_fb pin: %v %v", p, err)
 	}

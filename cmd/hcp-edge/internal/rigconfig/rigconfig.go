@@ -20,9 +20,9 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
 	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/capability"
@@ -390,137 +390,36 @@ func (f File) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Rig describes the instruments and the wires they are on.
+// Rig is the rig section (device/rig's Config, the one model every layer
+// reads) with the instrument profiles it names, loaded once by Parse.
 type Rig struct {
-	// SimDir, when set, is substituted for ${sim_dir} in every path below.
-	SimDir      string         `yaml:"sim_dir"`
-	ModbusBuses map[string]Bus `yaml:"modbus_buses"`
-	// ProfilesDir holds the lab's own instrument profiles (profile.yaml
-	// files), beside and over the shipped ones (configs/profiles).
-	ProfilesDir string       `yaml:"profiles_dir"`
-	Furnace     ModbusDevice `yaml:"furnace"`
-	DIO         ModbusDevice `yaml:"dio"`
-	// Outputs is the layout of the rig's on/off outputs: each name (a
-	// valve, the pump, the scrubber) on a channel of the I/O module, with
-	// its safe level and its role.
-	Outputs map[string]Output `yaml:"outputs"`
-	// Inputs is the layout of the I/O module's binary inputs.
-	Inputs map[string]Input `yaml:"inputs"`
-	// MFCs are the gas lines: each gas's mass-flow controller, hazard
-	// class and line valve.
-	MFCs  []MFC `yaml:"mfcs"`
-	Gauge Gauge `yaml:"gauge"`
-	Raman Raman `yaml:"raman"`
-	GPIO  GPIO  `yaml:"gpio"`
+	rig.Config `yaml:",inline"`
 
 	profiles Profiles        // loaded by Parse (layout.go)
 	refused  map[string]bool // IDs of the profiles whose files were refused
 }
 
-// Bus is one Modbus line: a TCP gateway or an RS-485 line.
-type Bus struct {
-	Transport string        `yaml:"transport"` // tcp or rtu
-	Address   string        `yaml:"address"`   // host:port, or the serial device
-	Mode      string        `yaml:"mode"`      // rtu only, e.g. "19200 8E1"
-	Timeout   time.Duration `yaml:"timeout"`
-	Retries   *int          `yaml:"retries"`
-}
-
-// ModbusDevice is an instrument on a named bus, described by a profile.
-type ModbusDevice struct {
-	Bus     string `yaml:"bus"`
-	Unit    byte   `yaml:"unit"`
-	Profile string `yaml:"profile"` // the instrument profile's ID (configs/profiles)
-}
-
-// Output roles: the outputs the recipes' phases and the envelope's
-// interlocks drive by what they do, whatever the rig calls them.
-const (
-	RolePump     = "pump"             // the roughing pump
-	RoleGate     = "gate"             // the gate valve between chamber and pump
-	RoleVent     = "vent"             // the vent valve (admits air)
-	RoleScrubber = "exhaust_scrubber" // the exhaust scrubber
-	RoleDoor     = "door"             // input: the door is closed
+// The rig section's parts, device/rig's types.
+type (
+	Bus          = rig.Bus          // one Modbus line
+	ModbusDevice = rig.ModbusDevice // an instrument on a named bus
+	Output       = rig.Output       // one on/off output of the layout
+	Input        = rig.Input        // one binary input of the layout
+	Serial       = rig.Serial       // an instrument on its own serial port
+	Gauge        = rig.Gauge        // the pressure gauge controller
+	MFC          = rig.MFC          // one mass-flow controller and its gas line
+	Raman        = rig.Raman        // the spectrometer
+	GPIO         = rig.GPIO         // the e-stop, leak and relay lines
 )
 
-// Output is one on/off output of the layout.
-type Output struct {
-	Channel string `yaml:"channel"` // the I/O module profile's channel
-	// Safe is the level Halt drives it to: on or off.
-	Safe string `yaml:"safe"`
-	Role string `yaml:"role"` // pump, gate, vent, scrubber, or none
-}
-
-// Input is one binary input of the layout.
-type Input struct {
-	Channel string `yaml:"channel"`
-	Invert  bool   `yaml:"invert"`
-	Role    string `yaml:"role"` // door, or none
-}
-
-// Serial is an instrument on its own serial port.
-type Serial struct {
-	Name    string        `yaml:"name"`
-	Port    string        `yaml:"port"`
-	Mode    string        `yaml:"mode"` // e.g. "9600 8N1"
-	Timeout time.Duration `yaml:"timeout"`
-}
-
-// Gauge is the pressure gauge controller, described by a profile.
-type Gauge struct {
-	Serial  `yaml:",inline"`
-	Profile string `yaml:"profile"` // the instrument profile's ID (family tpg)
-	// Channel is the profile's gauge the envelope reads ("": its first).
-	Channel string `yaml:"channel"`
-}
-
-// MFC is one mass-flow controller, described by a profile.
-type MFC struct {
-	Serial    `yaml:",inline"`
-	Profile   string `yaml:"profile"` // the instrument profile's ID (family alicat)
-	Gas       string `yaml:"gas"`
-	UnitID    string `yaml:"unit_id"`
-	FullScale string `yaml:"full_scale"` // e.g. "500 sccm"
-	// Hazard is the gas's hazard class: inert, toxic, flammable,
-	// oxidising or corrosive. The envelope's interlocks, the recipe check
-	// and the derived risk policy read it.
-	Hazard string `yaml:"hazard"`
-	// Valve is the output (rig.outputs) that opens this gas's line.
-	Valve string `yaml:"valve"`
-}
-
-// ValveName returns the output of the gas line valve.
-func (m MFC) ValveName() string { return m.Valve }
-
-// Raman is the spectrometer; TimeScale is the simulator's (1 on real hardware).
-type Raman struct {
-	Serial    `yaml:",inline"`
-	TimeScale float64 `yaml:"time_scale"`
-}
-
-// GPIO says where the e-stop, leak and relay lines come from.
-type GPIO struct {
-	// Source is "sim" (the simulator's control socket) or "host" (the
-	// host's GPIO lines through periph.io/x/host, e.g. a Raspberry Pi).
-	Source string `yaml:"source"`
-	// Socket is the simulator's control socket (source: sim).
-	Socket string `yaml:"socket"`
-	// Pin names as periph's gpioreg knows them, e.g. "GPIO17" (source:
-	// host; all four required): the e-stop input, the leak detector input,
-	// the interlock relay output and the relay's read-back input.
-	EStopPin         string `yaml:"estop_pin"`
-	LeakPin          string `yaml:"leak_pin"`
-	RelayPin         string `yaml:"relay_pin"`
-	RelayFeedbackPin string `yaml:"relay_feedback_pin"`
-	// RelayWatchdog is the hold time of a watchdog relay in front of the
-	// interlock relay's coil: the relay drops unless the agent's heartbeat
-	// pin toggles within it (0: none). It is the dead-agent path of a heater
-	// whose controller has no comms watchdog; the agent toggles the
-	// heartbeat at a third of it.
-	RelayWatchdog time.Duration `yaml:"relay_watchdog"`
-	// HeartbeatPin is the heartbeat output of source host.
-	HeartbeatPin string `yaml:"heartbeat_pin"`
-}
+// Output roles (device/rig's).
+const (
+	RolePump     = rig.RolePump
+	RoleGate     = rig.RoleGate
+	RoleVent     = rig.RoleVent
+	RoleScrubber = rig.RoleScrubber
+	RoleDoor     = rig.RoleDoor
+)
 
 // Load reads a configuration file strictly: unknown keys are errors.
 func Load(path string) (File, error) {
@@ -600,124 +499,28 @@ func Parse(r io.Reader) (File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return File{}, err
 	}
-	f.Rig.expand()
+	f.Rig.Expand()
 	f.Defaults()
 	f.Gate.GasHazards = f.Rig.HazardOf() // the gate's hazards rules read the layout
 	perr := f.Rig.loadProfiles()
 	return f, errors.Join(perr, f.Rig.Validate(), f.Validate(), errors.Join(f.toxicInterlockErrors()...))
 }
 
-func (r *Rig) expand() {
-	r.SimDir = os.ExpandEnv(r.SimDir)
-	if d := os.Getenv("HCP_RIG_SIM_DIR"); d != "" {
-		r.SimDir = d
-	}
-	x := func(s string) string {
-		s = strings.ReplaceAll(s, "${sim_dir}", r.SimDir)
-		return os.ExpandEnv(s)
-	}
-	for k, b := range r.ModbusBuses {
-		b.Address = x(b.Address)
-		r.ModbusBuses[k] = b
-	}
-	for i := range r.MFCs {
-		r.MFCs[i].Port = x(r.MFCs[i].Port)
-	}
-	r.Gauge.Port = x(r.Gauge.Port)
-	r.Raman.Port = x(r.Raman.Port)
-	r.GPIO.Socket = x(r.GPIO.Socket)
-	r.expandProfilesDir()
-}
-
-// Validate checks references and values without touching hardware.
+// Validate checks references and values without touching hardware: the
+// layout's structure (device/rig) and what the profiles decide.
 func (r Rig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("rig.%s: "+format, append([]any{key}, a...)...))
 	}
-	for name, b := range r.ModbusBuses {
-		if b.Transport != modbus.TransportTCP && b.Transport != modbus.TransportRTU {
-			bad("modbus_buses."+name+".transport", "%q is neither tcp nor rtu", b.Transport)
-		}
-		if b.Address == "" {
-			bad("modbus_buses."+name+".address", "missing")
-		}
-		if b.Mode != "" {
-			if _, err := serialline.ParseMode(b.Mode); err != nil {
-				bad("modbus_buses."+name+".mode", "%v", err)
-			}
-		}
-	}
-	for key, d := range map[string]ModbusDevice{"furnace": r.Furnace, "dio": r.DIO} {
-		if _, ok := r.ModbusBuses[d.Bus]; !ok {
-			bad(key+".bus", "no modbus bus named %q", d.Bus)
-		}
-		if d.Unit == 0 || d.Unit > 247 {
-			bad(key+".unit", "%d is not a Modbus unit id (1..247)", d.Unit)
-		}
-	}
-	r.layoutErrors(bad)
-	seen := map[string]bool{}
-	for i, m := range r.MFCs {
-		key := fmt.Sprintf("mfcs[%d]", i)
-		if m.Name == "" || m.Port == "" || m.Gas == "" {
-			bad(key, "name, port and gas are required")
-		}
-		if seen[strings.ToLower(m.Gas)] {
-			bad(key+".gas", "%s configured twice", m.Gas)
-		}
-		seen[strings.ToLower(m.Gas)] = true
-		if len(m.UnitID) != 1 || m.UnitID[0] < 'A' || m.UnitID[0] > 'Z' {
-			bad(key+".unit_id", "%q is not one capital letter", m.UnitID)
-		}
-		if _, err := ParseFlow(m.FullScale); err != nil {
-			bad(key+".full_scale", "%v", err)
-		}
-	}
-	if r.Gauge.Port == "" {
-		bad("gauge.port", "missing")
-	}
-	if r.Raman.Port == "" {
-		bad("raman.port", "missing")
-	}
-	switch r.GPIO.Source {
-	case "sim":
-		if r.GPIO.Socket == "" {
-			bad("gpio.socket", "missing (source: sim)")
-		}
-	case "host":
-		pins := map[string]string{"gpio.estop_pin": r.GPIO.EStopPin, "gpio.leak_pin": r.GPIO.LeakPin,
-			"gpio.relay_pin": r.GPIO.RelayPin, "gpio.relay_feedback_pin": r.GPIO.RelayFeedbackPin}
-		used := map[string]string{}
-		for _, k := range []string{"gpio.estop_pin", "gpio.leak_pin", "gpio.relay_pin", "gpio.relay_feedback_pin"} {
-			v := pins[k]
-			if v == "" {
-				bad(k, "missing (source: host)")
-				continue
-			}
-			if o, dup := used[v]; dup {
-				bad(k, "%s is already %s", v, o)
-			}
-			used[v] = k
-		}
-	default:
-		bad("gpio.source", "%q is neither \"sim\" nor \"host\"", r.GPIO.Source)
-	}
+	r.Check(bad)
+	rigbuild.Check(r.Config, r.profiles, r.refused, bad)
 	return errors.Join(errs...)
 }
 
-// ParseFlow reads a flow written as "<value> <unit>", e.g. "500 sccm" or "0.5 slm".
-func ParseFlow(s string) (device.Flow, error) {
-	fields := strings.Fields(s)
-	if len(fields) != 2 {
-		return 0, fmt.Errorf("%q: want \"<value> <unit>\", e.g. \"500 sccm\"", s)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil || !device.Finite(v) || v <= 0 {
-		return 0, fmt.Errorf("%q: not a positive number", s)
-	}
-	return device.FlowIn(v, fields[1])
-}
+// ParseFlow reads a flow written as "<value> <unit>", e.g. "500 sccm" or
+// "0.5 slm" (rig.ParseFlow).
+func ParseFlow(s string) (device.Flow, error) { return rig.ParseFlow(s) }
 
 // CheckLoopback reports whether addr is a host:port on the loopback
 // interface ("127.0.0.1:9464", "[::1]:9464", "localhost:9464"): the metrics

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 )
 
@@ -111,7 +111,7 @@ func TestEmbeddedEnvelopeCompilesAgainstTheDerivedSpec(t *testing.T) {
 		}
 	}
 	// The derived spec agrees with the simulator's.
-	sim := envelopetest.SimRigSpec()
+	sim := simrig.Spec()
 	if len(spec.Gases) != len(sim.Gases) || len(spec.Switches) != len(sim.Switches) || len(spec.Inputs) != len(sim.Inputs) {
 		t.Errorf("derived spec %+v differs from SimRigSpec %+v", spec, sim)
 	}
@@ -297,4 +297,26 @@ func TestLoadNamesNoGoType(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	t.Log(err)
+}
+
+// TestGateHazardsVocabulary: the gate's hazards escalation speaks the
+// layout's vocabulary (rig.Hazard); a class outside it is refused at its
+// key, which config check places at its line.
+func TestGateHazardsVocabulary(t *testing.T) {
+	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
+	const from = "gate:\n"
+	base := string(configs.SimYAML)
+	if !strings.Contains(base, from) {
+		t.Fatalf("fixture: %q not in sim.yaml", from)
+	}
+	rule := func(class string) string {
+		return strings.Replace(base, from, from+"  escalations:\n    - {name: gases, path: gas, hazards: ["+class+"], level: R4}\n", 1)
+	}
+	if _, err := Parse(strings.NewReader(rule("flammable"))); err != nil {
+		t.Fatalf("a known class refused: %v", err)
+	}
+	_, err := Parse(strings.NewReader(rule("spicy")))
+	if want := `gate.escalations[0].hazards[0]: "spicy" is not a hazard class (inert, toxic, flammable, oxidising or corrosive)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to mention %q", err, want)
+	}
 }

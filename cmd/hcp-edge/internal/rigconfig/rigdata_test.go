@@ -12,8 +12,7 @@ import (
 	"testing"
 
 	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/envelopetest"
+	"github.com/hcp-edge/hcp-edge/internal/simrig"
 )
 
 // repoRoot is the repository from this package.
@@ -25,8 +24,7 @@ const repoRoot = "../../../.."
 // string in non-test Go (the pump's and the scrubber's names are also role
 // names, the words the layout's roles are given by: a role constant is
 // not a rig's name) outside firmware-sim and cmd/rig-sim (the
-// simulator) and the test-support packages (envelope/envelopetest,
-// drivers/regmap/regmaptest: the same data for other packages' tests).
+// simulator) and the test-support package drivers/regmap/regmaptest.
 func TestNoRigNameInGo(t *testing.T) {
 	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "*.go").Output()
 	if err != nil {
@@ -44,7 +42,7 @@ func TestNoRigNameInGo(t *testing.T) {
 	for _, f := range strings.Fields(string(out)) {
 		switch {
 		case strings.HasSuffix(f, "_test.go"), strings.HasPrefix(f, "firmware-sim/"), strings.HasPrefix(f, "cmd/rig-sim/"),
-			strings.HasPrefix(f, "envelope/envelopetest/"), strings.HasPrefix(f, "drivers/regmap/regmaptest/"),
+			strings.HasPrefix(f, "drivers/regmap/regmaptest/"),
 			strings.HasPrefix(f, "internal/thirdparty/"):
 			continue
 		}
@@ -83,10 +81,9 @@ func isTagOrComment(line []byte, col int) bool {
 	return strings.Contains(s, "`yaml:")
 }
 
-// TestSimSpecIsTheTestSupportSpec: envelopetest.SimRigSpec, which other
-// packages' tests use, is what configs/sim.yaml and its profiles derive
-// (but for the coverage report's wires, which name the configuration's
-// ports).
+// TestSimSpecIsTheTestSupportSpec: simrig.Spec, which other packages'
+// tests use, is what the agent derives from configs/sim.yaml and its
+// profiles, wires and internal writes included.
 func TestSimSpecIsTheTestSupportSpec(t *testing.T) {
 	f, err := Parse(bytes.NewReader(configs.SimYAML))
 	if err != nil {
@@ -96,32 +93,7 @@ func TestSimSpecIsTheTestSupportSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := envelopetest.SimRigSpec()
-	got.Wires, want.Wires = nil, nil
-	got.Internal, want.Internal = nil, nil
-	byName := func(s []string) map[string]bool {
-		m := map[string]bool{}
-		for _, x := range s {
-			m[x] = true
-		}
-		return m
-	}
-	if !reflect.DeepEqual(byName(got.Inputs), byName(want.Inputs)) {
-		t.Errorf("inputs %v, want %v", got.Inputs, want.Inputs)
-	}
-	got.Inputs, want.Inputs = nil, nil
-	sw := func(s []envelope.SwitchSpec) map[string]envelope.SwitchSpec {
-		m := map[string]envelope.SwitchSpec{}
-		for _, x := range s {
-			m[x.Name] = x
-		}
-		return m
-	}
-	if !reflect.DeepEqual(sw(got.Switches), sw(want.Switches)) {
-		t.Errorf("switches %+v, want %+v", got.Switches, want.Switches)
-	}
-	got.Switches, want.Switches = nil, nil
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("spec from configs/sim.yaml:\n%+v\nenvelopetest.SimRigSpec:\n%+v", got, want)
+	if want := simrig.Spec(); !reflect.DeepEqual(got, want) {
+		t.Errorf("spec from configs/sim.yaml:\n%+v\nsimrig.Spec:\n%+v", got, want)
 	}
 }

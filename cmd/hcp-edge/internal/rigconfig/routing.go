@@ -2,9 +2,10 @@ package rigconfig
 
 import (
 	"fmt"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"math"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/device/catalog"
 
 	"github.com/hcp-edge/hcp-edge/session/modelrouter"
 )

@@ -1,6 +1,6 @@
 //go:build linux && gpio_legacy && (arm || arm64)
 
-package rigconfig
+package rigbuild
 
 // With the build tag gpio_legacy on arm and arm64: the Raspberry Pi's
 // drivers as host.Init registers them, the BCM283x GPIO (pulls set in its

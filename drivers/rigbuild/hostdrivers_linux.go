@@ -1,4 +1,4 @@
-package rigconfig
+package rigbuild
 
 // periph's host driver that gpio.source: host needs, registered for
 // openHostGPIO's driverreg.Init: the kernel's GPIO character device

@@ -1,10 +1,12 @@
-package rigconfig
+package rigbuild
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/hcp-edge/hcp-edge/device/rig"
 
 	"periph.io/x/conn/v3/driver/driverreg"
 	pgpio "periph.io/x/conn/v3/gpio"
@@ -74,7 +76,7 @@ type hostGPIO struct {
 // hostdrivers_linux.go, and of hostdrivers_legacy*.go with the tag
 // gpio_legacy) and looks up the pins of g. It configures nothing:
 // StartInputs and Relay do.
-func openHostGPIO(g GPIO) (*hostGPIO, error) {
+func openHostGPIO(g rig.GPIO) (*hostGPIO, error) {
 	state, err := driverreg.Init()
 	if err != nil {
 		return nil, fmt.Errorf("rigconfig: gpio: periph host drivers: %w", err)

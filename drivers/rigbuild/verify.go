@@ -1,4 +1,4 @@
-package rigconfig
+package rigbuild
 
 import (
 	"context"

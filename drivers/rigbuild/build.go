@@ -1,4 +1,4 @@
-package rigconfig
+package rigbuild
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/device/rig"
+
 	"go.bug.st/serial"
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/device"
 	"github.com/hcp-edge/hcp-edge/drivers/alicat"
 	"github.com/hcp-edge/hcp-edge/drivers/gpio"
 	"github.com/hcp-edge/hcp-edge/drivers/modbus"
@@ -21,11 +22,11 @@ import (
 	"github.com/hcp-edge/hcp-edge/drivers/serialline"
 	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
 	"github.com/hcp-edge/hcp-edge/drivers/tpg"
-	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// Instruments are the rig's drivers, built from a Rig. Close closes every
-// line. A field is nil when BuildPartial could not open its instrument.
+// Instruments are the rig's drivers, built from a rig.Config. Close closes
+// every line. A field is nil when BuildPartial could not open its
+// instrument.
 type Instruments struct {
 	Furnace *regmap.Controller
 	DIO     *regmap.Module
@@ -47,14 +48,16 @@ type Instruments struct {
 	// Unreachable names what BuildPartial could not open, and why.
 	Unreachable map[string]error
 
-	rig     Rig
+	cfg     rig.Config
 	closers []func() error
 }
 
-// Build constructs every driver of r; any failure fails it. It performs no
-// write on the hardware.
-func Build(r Rig) (*Instruments, error) {
-	in := BuildPartial(r)
+// Build constructs every driver of r, each described by its profile in ps;
+// any failure fails it. It performs no write on the hardware. perr is the
+// error of loading ps (LoadProfiles), added to a furnace that cannot be
+// built.
+func Build(r rig.Config, ps Profiles, perr error) (*Instruments, error) {
+	in := BuildPartial(r, ps, perr)
 	if len(in.Unreachable) > 0 {
 		var errs []error
 		for _, name := range sortedKeys(in.Unreachable) {
@@ -68,8 +71,8 @@ func Build(r Rig) (*Instruments, error) {
 
 // BuildPartial constructs every driver of r that it can and records the
 // others in Unreachable (keyed by instrument name). It performs no write.
-func BuildPartial(r Rig) *Instruments {
-	in := &Instruments{rig: r, Unreachable: map[string]error{}}
+func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
+	in := &Instruments{cfg: r, Unreachable: map[string]error{}}
 	buses := map[string]*modbus.Bus{}
 	for name, bc := range r.ModbusBuses {
 		o := modbus.DefaultOpts()
@@ -97,10 +100,9 @@ func BuildPartial(r Rig) *Instruments {
 		buses[name] = b
 		in.closers = append(in.closers, b.Close)
 	}
-	ps, perr := r.Profiles()
 	if b, ok := buses[r.Furnace.Bus]; ok {
 		var c *regmap.Controller
-		p, err := ps.lookup(r.Furnace.Profile, profile.TemperatureController)
+		p, err := ps.Lookup(r.Furnace.Profile, profile.TemperatureController)
 		if err == nil {
 			c, err = regmap.NewController(b, p, regmap.ControllerOpts{Name: "furnace", Unit: r.Furnace.Unit})
 		}
@@ -116,9 +118,9 @@ func BuildPartial(r Rig) *Instruments {
 	}
 	if b, ok := buses[r.DIO.Bus]; ok {
 		var m *regmap.Module
-		p, err := ps.lookup(r.DIO.Profile, profile.IOModule)
+		p, err := ps.Lookup(r.DIO.Profile, profile.IOModule)
 		if err == nil {
-			m, err = regmap.NewModule(b, p, r.moduleOpts())
+			m, err = regmap.NewModule(b, p, ModuleOpts(r))
 		}
 		if err != nil {
 			in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: %w", err)
@@ -138,13 +140,13 @@ func BuildPartial(r Rig) *Instruments {
 		in.closers = append(in.closers, m.Close)
 	}
 	if g, err := openGauge(r.Gauge, ps); err != nil {
-		in.Unreachable[gaugeName(r.Gauge)] = fmt.Errorf("rigconfig: gauge: %w", err)
+		in.Unreachable[r.GaugeName()] = fmt.Errorf("rigconfig: gauge: %w", err)
 	} else {
 		in.Gauge = g
 		in.closers = append(in.closers, g.Close)
 	}
 	if sp, err := openRaman(r.Raman); err != nil {
-		in.Unreachable[ramanName(r.Raman)] = fmt.Errorf("rigconfig: raman: %w", err)
+		in.Unreachable[r.RamanName()] = fmt.Errorf("rigconfig: raman: %w", err)
 	} else {
 		in.Raman = sp
 		in.closers = append(in.closers, sp.Close)
@@ -169,12 +171,18 @@ func BuildPartial(r Rig) *Instruments {
 	return in
 }
 
-// gpioOK reports whether the GPIO lines are available, from either source.
-func (in *Instruments) gpioOK() bool { return in.GPIO != nil || in.host != nil }
+// Config returns the rig section the instruments were built from.
+func (in *Instruments) Config() rig.Config { return in.cfg }
 
-// gpioPin returns the pin of line (simgpio.EStop, Leak, Relay, RelayFB)
+// GPIOOK reports whether the GPIO lines are available, from either source.
+func (in *Instruments) GPIOOK() bool { return in.GPIO != nil || in.host != nil }
+
+// HostGPIO reports whether the GPIO lines are the host's (gpio.source host).
+func (in *Instruments) HostGPIO() bool { return in.host != nil }
+
+// GPIOPin returns the pin of line (simgpio.EStop, Leak, Relay, RelayFB)
 // from the configured source.
-func (in *Instruments) gpioPin(line string) (pgpio.PinIO, error) {
+func (in *Instruments) GPIOPin(line string) (pgpio.PinIO, error) {
 	switch {
 	case in.GPIO != nil:
 		return in.GPIO.Pin(line), nil
@@ -184,14 +192,14 @@ func (in *Instruments) gpioPin(line string) (pgpio.PinIO, error) {
 	return nil, fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
 }
 
-func openMFC(mc MFC, ps Profiles) (*alicat.MFC, error) {
+func openMFC(mc rig.MFC, ps Profiles) (*alicat.MFC, error) {
 	o := alicat.DefaultOpts()
 	o.Name, o.Gas, o.UnitID = mc.Name, mc.Gas, mc.UnitID[0]
 	var err error
-	if o.Profile, err = ps.serial(mc.Profile, profile.FlowController, profile.Alicat); err != nil {
+	if o.Profile, err = ps.Serial(mc.Profile, profile.FlowController, profile.Alicat); err != nil {
 		return nil, err
 	}
-	if o.FullScale, err = ParseFlow(mc.FullScale); err != nil {
+	if o.FullScale, err = rig.ParseFlow(mc.FullScale); err != nil {
 		return nil, err
 	}
 	if err := serialOpts(&o.Line, o.Profile.Mode, mc.Serial, &o.Timeout); err != nil {
@@ -200,18 +208,11 @@ func openMFC(mc MFC, ps Profiles) (*alicat.MFC, error) {
 	return alicat.Open(mc.Port, o)
 }
 
-func gaugeName(g Gauge) string {
-	if g.Name != "" {
-		return g.Name
-	}
-	return tpg.DefaultOpts().Name
-}
-
-func openGauge(g Gauge, ps Profiles) (*tpg.Gauge, error) {
+func openGauge(g rig.Gauge, ps Profiles) (*tpg.Gauge, error) {
 	o := tpg.DefaultOpts()
-	o.Name, o.Channel = gaugeName(g), g.Channel
+	o.Name, o.Channel = rig.Config{Gauge: g}.GaugeName(), g.Channel
 	var err error
-	if o.Profile, err = ps.serial(g.Profile, profile.PressureGauge, profile.TPG); err != nil {
+	if o.Profile, err = ps.Serial(g.Profile, profile.PressureGauge, profile.TPG); err != nil {
 		return nil, err
 	}
 	if err := serialOpts(&o.Line, o.Profile.Mode, g.Serial, &o.Timeout); err != nil {
@@ -220,16 +221,9 @@ func openGauge(g Gauge, ps Profiles) (*tpg.Gauge, error) {
 	return tpg.Open(g.Port, o)
 }
 
-func ramanName(r Raman) string {
-	if r.Name != "" {
-		return r.Name
-	}
-	return raman.DefaultOpts().Name
-}
-
-func openRaman(r Raman) (*raman.Spectrometer, error) {
+func openRaman(r rig.Raman) (*raman.Spectrometer, error) {
 	o := raman.DefaultOpts()
-	o.Name = ramanName(r)
+	o.Name = rig.Config{Raman: r}.RamanName()
 	if r.TimeScale > 0 {
 		o.TimeScale = r.TimeScale
 	}
@@ -239,19 +233,11 @@ func openRaman(r Raman) (*raman.Spectrometer, error) {
 	return raman.Open(r.Port, o)
 }
 
-// Input names of the GPIO lines, as the envelope knows them.
-const (
-	InputEStop   = "estop_pressed" // true: e-stop pressed (pin low)
-	InputLeak    = "leak_detected" // true: gas leak (pin low)
-	InputRelayFB = "relay_fb"      // true: relay energised (read-back contact high)
-	SwitchRelay  = "relay"         // the interlock relay output
-)
-
 // StartInputs builds the e-stop and leak inputs (active low) and the relay
 // read-back input on the GPIO lines (the simulator's or the host's), and
 // starts their watchers. Close stops them.
 func (in *Instruments) StartInputs(ctx context.Context) error {
-	if !in.gpioOK() {
+	if !in.GPIOOK() {
 		return fmt.Errorf("rigconfig: gpio unavailable: %w", in.Unreachable["gpio"])
 	}
 	mk := func(line, name string, activeLow bool) (*gpio.Input, error) {
@@ -259,7 +245,7 @@ func (in *Instruments) StartInputs(ctx context.Context) error {
 		o.ActiveLow = activeLow
 		o.Wait = 200 * time.Millisecond
 		o.ReadTimeout = time.Second
-		pin, err := in.gpioPin(line)
+		pin, err := in.GPIOPin(line)
 		if err != nil {
 			return nil, err
 		}
@@ -275,13 +261,13 @@ func (in *Instruments) StartInputs(ctx context.Context) error {
 		return i, nil
 	}
 	var err error
-	if in.EStop, err = mk(simgpio.EStop, InputEStop, true); err != nil {
+	if in.EStop, err = mk(simgpio.EStop, rig.InputEStop, true); err != nil {
 		return err
 	}
-	if in.Leak, err = mk(simgpio.Leak, InputLeak, true); err != nil {
+	if in.Leak, err = mk(simgpio.Leak, rig.InputLeak, true); err != nil {
 		return err
 	}
-	in.RelayFB, err = mk(simgpio.RelayFB, InputRelayFB, false)
+	in.RelayFB, err = mk(simgpio.RelayFB, rig.InputRelayFB, false)
 	return err
 }
 
@@ -292,18 +278,18 @@ func (in *Instruments) Relay() (*gpio.Output, error) {
 	if in.RelayOut != nil {
 		return in.RelayOut, nil
 	}
-	if !in.gpioOK() {
+	if !in.GPIOOK() {
 		return nil, fmt.Errorf("rigconfig: relay: gpio unavailable: %w", in.Unreachable["gpio"])
 	}
-	pin, err := in.gpioPin(simgpio.Relay)
+	pin, err := in.GPIOPin(simgpio.Relay)
 	if err != nil {
 		return nil, fmt.Errorf("rigconfig: relay: %w", err)
 	}
-	fb, err := in.gpioPin(simgpio.RelayFB)
+	fb, err := in.GPIOPin(simgpio.RelayFB)
 	if err != nil {
 		return nil, fmt.Errorf("rigconfig: relay: %w", err)
 	}
-	o := gpio.DefaultOutputOpts(SwitchRelay)
+	o := gpio.DefaultOutputOpts(rig.SwitchRelay)
 	o.IOTimeout = time.Second
 	out, err := gpio.NewOutput(pin, fb, o)
 	if err != nil {
@@ -319,11 +305,11 @@ func (in *Instruments) Relay() (*gpio.Output, error) {
 // dead agent drops it (and with it heater power and the gas valves) within
 // relay_watchdog. It does nothing without a relay watchdog. Close stops it.
 func (in *Instruments) StartHeartbeat(ctx context.Context, log *slog.Logger) error {
-	hold := in.rig.GPIO.RelayWatchdog
+	hold := in.cfg.GPIO.RelayWatchdog
 	if hold <= 0 || in.Heartbeat != nil {
 		return nil
 	}
-	pin, err := in.gpioPin(simgpio.Heartbeat)
+	pin, err := in.GPIOPin(simgpio.Heartbeat)
 	if err != nil {
 		return fmt.Errorf("rigconfig: heartbeat: %w", err)
 	}
@@ -341,43 +327,6 @@ func (in *Instruments) StartHeartbeat(ctx context.Context, log *slog.Logger) err
 	return nil
 }
 
-// Rig hands the writable rig to the interlock: it needs StartInputs and
-// Relay first.
-func (in *Instruments) Rig() (envelope.Rig, error) {
-	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || !in.gpioOK() || len(in.MFCs) != len(in.rig.MFCs) {
-		return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
-	}
-	if in.EStop == nil || in.RelayOut == nil {
-		return envelope.Rig{}, errors.New("rigconfig: StartInputs and Relay must run before Rig")
-	}
-	r := envelope.Rig{
-		Furnace:  in.Furnace,
-		Flows:    map[string]device.FlowController{},
-		Gauge:    in.Gauge,
-		Switches: map[string]device.Switch{SwitchRelay: in.RelayOut},
-		Inputs: map[string]device.DigitalInput{
-			InputEStop: in.EStop, InputLeak: in.Leak, InputRelayFB: in.RelayFB,
-		},
-	}
-	if in.Raman != nil {
-		r.Spectrometer = in.Raman
-	}
-	for i, m := range in.MFCs {
-		r.Flows[in.rig.MFCs[i].Gas] = m
-	}
-	for _, sw := range in.DIO.Switches() {
-		r.Switches[sw.String()] = sw
-	}
-	for _, name := range sortedKeys(in.rig.Inputs) {
-		i, err := in.DIO.Input(name)
-		if err != nil {
-			return envelope.Rig{}, err
-		}
-		r.Inputs[name] = i
-	}
-	return r, nil
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -389,7 +338,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // serialOpts sets the line's mode (the configuration's, else the profile's
 // mode, else the driver's default) and the exchange timeout.
-func serialOpts(lo *serialline.Opts, mode string, s Serial, timeout *time.Duration) error {
+func serialOpts(lo *serialline.Opts, mode string, s rig.Serial, timeout *time.Duration) error {
 	if s.Mode != "" {
 		mode = s.Mode
 	}
@@ -439,7 +388,7 @@ func (in *Instruments) GPIOLevel(ctx context.Context, line string) (pgpio.Level,
 	if in.GPIO != nil {
 		return in.GPIO.Level(ctx, line)
 	}
-	p, err := in.gpioPin(line)
+	p, err := in.GPIOPin(line)
 	if err != nil {
 		return pgpio.Low, err
 	}

@@ -1,6 +1,6 @@
 //go:build linux && gpio_legacy
 
-package rigconfig
+package rigbuild
 
 // With the build tag gpio_legacy: the sysfs GPIO driver, for kernels older
 // than 5.10 that have no v2 character device (hostdrivers_linux.go).

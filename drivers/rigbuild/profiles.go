@@ -1,4 +1,4 @@
-package rigconfig
+package rigbuild
 
 import (
 	"errors"
@@ -70,8 +70,9 @@ func (ps Profiles) IDs() []string {
 	return out
 }
 
-// lookup returns the profile of a device, or an error naming the known ones.
-func (ps Profiles) lookup(id string, want profile.Kind) (*profile.Profile, error) {
+// Lookup returns the profile of a device of kind want, or an error naming
+// the known ones.
+func (ps Profiles) Lookup(id string, want profile.Kind) (*profile.Profile, error) {
 	if id == "" {
 		return nil, fmt.Errorf("no profile named (known: %s)", strings.Join(ps.IDs(), ", "))
 	}
@@ -85,10 +86,10 @@ func (ps Profiles) lookup(id string, want profile.Kind) (*profile.Profile, error
 	return p, nil
 }
 
-// serial returns the profile of a serial instrument: of kind want and
+// Serial returns the profile of a serial instrument: of kind want and
 // family fam.
-func (ps Profiles) serial(id string, want profile.Kind, fam profile.Family) (*profile.Profile, error) {
-	p, err := ps.lookup(id, want)
+func (ps Profiles) Serial(id string, want profile.Kind, fam profile.Family) (*profile.Profile, error) {
+	p, err := ps.Lookup(id, want)
 	if err == nil && p.Family != fam {
 		err = fmt.Errorf("profile %q is of the %s family; this instrument is driven by the %s family's driver", id, p.Family, fam)
 	}

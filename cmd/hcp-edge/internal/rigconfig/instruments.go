@@ -1,0 +1,77 @@
+package rigconfig
+
+import (
+	"errors"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/rig"
+	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// Instruments are the rig's drivers (drivers/rigbuild's).
+type Instruments = rigbuild.Instruments
+
+// Names of the GPIO lines and the interlock relay (device/rig's).
+const (
+	InputEStop   = rig.InputEStop
+	InputLeak    = rig.InputLeak
+	InputRelayFB = rig.InputRelayFB
+	SwitchRelay  = rig.SwitchRelay
+)
+
+// VerifyTimeout is what each instrument is allowed for Verify
+// (rigbuild.VerifyTimeout).
+const VerifyTimeout = rigbuild.VerifyTimeout
+
+// Build constructs every driver of r (rigbuild.Build); it performs no
+// write on the hardware.
+func Build(r Rig) (*Instruments, error) {
+	ps, perr := r.Profiles()
+	return rigbuild.Build(r.Config, ps, perr)
+}
+
+// BuildPartial constructs every driver of r that it can and records the
+// others in Unreachable (rigbuild.BuildPartial).
+func BuildPartial(r Rig) *Instruments {
+	ps, perr := r.Profiles()
+	return rigbuild.BuildPartial(r.Config, ps, perr)
+}
+
+// InterlockRig hands the writable rig to the interlock: it needs
+// StartInputs and Relay first.
+func InterlockRig(in *Instruments) (envelope.Rig, error) {
+	c := in.Config()
+	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || !in.GPIOOK() || len(in.MFCs) != len(c.MFCs) {
+		return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
+	}
+	if in.EStop == nil || in.RelayOut == nil {
+		return envelope.Rig{}, errors.New("rigconfig: StartInputs and Relay must run before Rig")
+	}
+	r := envelope.Rig{
+		Furnace:  in.Furnace,
+		Flows:    map[string]device.FlowController{},
+		Gauge:    in.Gauge,
+		Switches: map[string]device.Switch{SwitchRelay: in.RelayOut},
+		Inputs: map[string]device.DigitalInput{
+			InputEStop: in.EStop, InputLeak: in.Leak, InputRelayFB: in.RelayFB,
+		},
+	}
+	if in.Raman != nil {
+		r.Spectrometer = in.Raman
+	}
+	for i, m := range in.MFCs {
+		r.Flows[c.MFCs[i].Gas] = m
+	}
+	for _, sw := range in.DIO.Switches() {
+		r.Switches[sw.String()] = sw
+	}
+	for _, name := range c.InputNames() {
+		i, err := in.DIO.Input(name)
+		if err != nil {
+			return envelope.Rig{}, err
+		}
+		r.Inputs[name] = i
+	}
+	return r, nil
+}

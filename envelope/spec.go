@@ -1,0 +1,81 @@
+package envelope
+
+import (
+	"fmt"
+
+	"github.com/hcp-edge/hcp-edge/device/rig"
+)
+
+// SpecOf derives the RigSpec of a rig from its layout (device/rig) and what
+// its instruments' profiles say (rig.Facts, which drivers/rigbuild's
+// FactsOf reads from them): the one place the spec is made, for the agent,
+// its configuration check and the tests alike. The furnace is the
+// layout's zone and the gauge its process head; the gas lines, in the
+// layout's order, with their full scales, hazard classes and line valves;
+// the outputs with their safe levels and roles plus the interlock relay;
+// the inputs plus the GPIO lines; the wire of every writable channel and
+// the drivers' own writes for the coverage report.
+//
+// The envelope knows one heated zone and one process head today: a layout
+// with another number of either is refused here until the envelope holds
+// per-zone limits (issue 42, item 2).
+func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
+	if len(l.Zones) != 1 {
+		return RigSpec{}, fmt.Errorf("envelope: the rig has %d heated zones; the envelope knows exactly one", len(l.Zones))
+	}
+	var head *rig.Head
+	for i, h := range l.Heads {
+		if h.Role == rig.HeadProcess {
+			if head != nil {
+				return RigSpec{}, fmt.Errorf("envelope: gauge heads %s and %s both read the process pressure", head.Name, h.Name)
+			}
+			head = &l.Heads[i]
+		}
+	}
+	if head == nil {
+		return RigSpec{}, fmt.Errorf("envelope: no gauge head reads the process pressure")
+	}
+	z, ok := f.Zones[l.Zones[0].Name]
+	if !ok {
+		return RigSpec{}, fmt.Errorf("envelope: zone %s: no ranges", l.Zones[0].Name)
+	}
+	g, ok := f.Heads[head.Name]
+	if !ok {
+		return RigSpec{}, fmt.Errorf("envelope: gauge %s: no measuring range", head.Name)
+	}
+	s := RigSpec{
+		Furnace: FurnaceSpec{SetpointMin: z.SetpointMin, SetpointMax: z.SetpointMax, RampMax: z.RampMax, ProcessValueMax: z.ProcessValueMax},
+		Gauge:   GaugeSpec{Min: g.Min, Max: g.Max},
+		Wires:   map[string]string{ChannelSetpoint: z.SetpointWire, ChannelHeater: z.HeaterWire},
+		Roles: Roles{Pump: l.Role(rig.RolePump), Gate: l.Role(rig.RoleGate), Vent: l.Role(rig.RoleVent),
+			Scrubber: l.Role(rig.RoleScrubber), Door: l.Role(rig.RoleDoor)},
+	}
+	if z.RampRateWire != "" {
+		s.Wires[ChannelRampRate] = z.RampRateWire
+	}
+	if sp := f.Spectrometer; sp != nil {
+		s.Spectrometer = &SpectrometerSpec{MinIntegration: sp.MinIntegration, MaxIntegration: sp.MaxIntegration}
+		s.Wires[ChannelIntegration] = sp.Wire
+	}
+	for _, w := range f.Internal {
+		s.Internal = append(s.Internal, InternalWrite{Channel: w.Channel, Wire: w.Wire, Reason: w.Reason})
+	}
+	for _, o := range l.Outputs {
+		s.Switches = append(s.Switches, SwitchSpec{Name: o.Name, SafeState: o.Safe})
+		s.Wires[SwitchChannel(o.Name)] = f.Outputs[o.Name]
+	}
+	s.Switches = append(s.Switches, SwitchSpec{Name: rig.SwitchRelay, SafeState: false, InterlockOwned: true})
+	s.Wires[SwitchChannel(rig.SwitchRelay)] = "gpio relay (read back on relay_fb)"
+	for _, ln := range l.Lines {
+		if _, ok := l.Output(ln.Valve); !ok {
+			return RigSpec{}, fmt.Errorf("envelope: %s: valve %q is not an output of the layout", ln.Controller, ln.Valve)
+		}
+		s.Gases = append(s.Gases, GasSpec{Gas: ln.Gas, FullScale: ln.FullScale, Valve: ln.Valve, Hazard: ln.Hazard})
+		s.Wires[FlowChannel(ln.Gas)] = f.Lines[ln.Gas]
+	}
+	for _, in := range l.Inputs {
+		s.Inputs = append(s.Inputs, in.Name)
+	}
+	s.Inputs = append(s.Inputs, rig.InputEStop, rig.InputLeak, rig.InputRelayFB)
+	return s, nil
+}
