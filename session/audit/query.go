@@ -163,6 +163,9 @@ func QueryTx(tx *bolt.Tx, q Query) ([]Entry, error) {
 		return nil
 	}
 	if indexed {
+		if len(seqs) > 0 {
+			out = make([]Entry, 0, len(seqs)) // a week's window is some 10⁵ entries: grown, it is copied a dozen times
+		}
 		for _, s := range seqs {
 			k := seqKey(s)
 			v := entries.Get(k)
