@@ -187,9 +187,6 @@ func TestReportPerDay(t *testing.T) {
 	if tue.Other[0] != (Count{Name: "frobnicate", Count: 1}) {
 		t.Fatalf("other %+v", tue.Other)
 	}
-	if a := r.Approvers(); len(a) != 2 || a[0].Count != 1 {
-		t.Fatalf("approvers %+v", a)
-	}
 }
 
 func TestReportPerWeekAndWindow(t *testing.T) {

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/audit"
+	"github.com/hcp-edge/hcp-edge/session/store"
+)
+
+// reportState writes a state file whose audit log holds a Monday of the
+// rig: a T1 and a T4 session each refused a setpoint above the limit, an
+// over-temperature trip, an e-stop and an approval.
+func reportState(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, rigconfig.StateFile), store.DefaultOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	add := func(at time.Duration, sid string, k audit.Kind, d any) {
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Audit().Append(context.Background(), audit.Entry{At: day.Add(at), SessionID: sid, Kind: k, Detail: string(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit := 1100.0
+	a := envelope.SetpointAction(device.Celsius(1150))
+	for _, s := range []struct{ id, class string }{{"s-t1", "T1"}, {"s-t4", "T4"}} {
+		add(8*time.Hour, s.id, audit.KindGate, map[string]any{"outcome": "accepted", "capability": "cvd-material-synthesis", "data_classification": s.class})
+		add(9*time.Hour, s.id, audit.KindInterlock, envelope.Entry{SessionID: s.id, Action: &a, Decision: envelope.DecisionRefused,
+			Rule: envelope.RuleMax, Reason: "envelope: furnace.setpoint: max (value 1150 celsius, limit 1100 celsius)", Envelope: "sha256:00112233aabbccdd",
+			Readings: []envelope.Reading{{Channel: "furnace.setpoint", Value: 1150, Limit: &limit, Unit: "celsius"}}})
+	}
+	add(8*time.Hour+time.Minute, "s-t1", audit.KindApproval, map[string]any{"decision": "approval_signed", "operator": "olga", "uid": 1001,
+		"user": "olga", "signature": 1, "required": 1})
+	read := day.Add(10 * time.Hour)
+	add(10*time.Hour+30*time.Millisecond, "", audit.KindInterlock, envelope.Entry{Decision: envelope.DecisionTripped, Trip: envelope.TripOverTemperature,
+		Rule: "immediate_shutdown", Reason: "over_temperature on furnace.temperature", Envelope: "sha256:00112233aabbccdd",
+		Readings: []envelope.Reading{{Channel: "furnace.temperature", Value: 1105, Limit: &limit, Unit: "celsius", At: read}}})
+	add(11*time.Hour, "", audit.KindControl, map[string]any{"op": "estop", "outcome": "done", "operator": "ben", "uid": 1002, "user": "ben"})
+	return dir
+}
+
+func TestAuditReportFormats(t *testing.T) {
+	dir := reportState(t)
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Audit(context.Background(), append([]string{"report", "--state-dir", dir, "--since", "2026-11-30T00:00:00Z",
+			"--until", "2026-12-01T00:00:00Z"}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := run()
+	if code != ExitOK {
+		t.Fatalf("text: exit %d\n%s%s", code, out, errs)
+	}
+	for _, s := range []string{"1 trip, 1 e-stop, 2 refusals, 1 approval", "over_temperature", "furnace.temperature 1105 celsius (limit 1100)",
+		"30.0 ms", "control socket", "ben", "olga", "sha256:00112233aabbccdd"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("text lacks %q:\n%s", s, out)
+		}
+	}
+
+	code, out, errs = run("--format", "json")
+	if code != ExitOK {
+		t.Fatalf("json: exit %d\n%s%s", code, out, errs)
+	}
+	var r audit.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if r.Totals.Trips != 1 || r.Totals.EStops != 1 || r.Totals.Refusals != 2 || r.Totals.Approvals != 1 || len(r.Periods) != 1 {
+		t.Fatalf("json totals %+v, %d periods", r.Totals, len(r.Periods))
+	}
+	// The T4 session's refusal is the newest of rule max: counted, its
+	// reason and readings withheld.
+	if c := r.Periods[0].Refusals[0]; c.Rule != "max" || c.Count != 2 || !c.Withheld || c.Reason != "" || c.Readings != nil {
+		t.Fatalf("refusals %+v", r.Periods[0].Refusals)
+	}
+	if code, out2, _ := run("--json"); code != ExitOK || out2 != out {
+		t.Fatalf("--json is not --format json: exit %d", code)
+	}
+
+	code, out, errs = run("--format", "html", "--period", "week")
+	if code != ExitOK || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "week of") || !strings.Contains(out, "over_temperature") {
+		t.Fatalf("html: exit %d\n%s%s", code, out, errs)
+	}
+
+	for _, bad := range [][]string{{"--format", "pdf"}, {"--period", "month"}, {"--since", "soonish"}, {"--until", "2026-11-29"}, {"extra"}} {
+		if code, _, errs := run(bad...); code != ExitUsage || !strings.Contains(errs, "hcp-edge audit report") {
+			t.Errorf("%v: exit %d, %s", bad, code, errs)
+		}
+	}
+}
