@@ -45,7 +45,7 @@ type Report struct {
 	Since  time.Time `json:"since"`
 	Until  time.Time `json:"until"`
 	Period Period    `json:"period"`
-	Zone   string    `json:"zone"` // where periods start at midnight
+	Zone   string    `json:"zone"` // where periods start at midnight: a location's name, or its zone's at Since
 	// Entries is the number of entries read, FirstSeq and LastSeq their
 	// chain positions (0 when none).
 	Entries  int    `json:"entries"`
@@ -266,6 +266,9 @@ func Build(entries []Entry, opts ReportOpts) Report {
 	}
 	r := Report{Since: opts.Since, Until: opts.Until, Period: opts.Period, Zone: loc.String(), Envelopes: []string{},
 		Periods: []PeriodSummary{}, loc: loc}
+	if loc == time.Local && !opts.Since.IsZero() { // "Local" says nothing: the zone's name at the start (CET, UTC)
+		r.Zone, _ = opts.Since.In(loc).Zone()
+	}
 	inWindow := func(e *Entry) bool {
 		return (opts.Since.IsZero() || !e.At.Before(opts.Since)) && (opts.Until.IsZero() || e.At.Before(opts.Until))
 	}

@@ -12,16 +12,10 @@ import (
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
-// UseZone makes the renderers print times in the report's Zone, the
-// location its periods were cut in (UTC when it does not load): a Report
-// decoded from JSON needs it.
-func (r *Report) UseZone() {
-	loc, err := time.LoadLocation(r.Zone)
-	if err != nil {
-		loc = time.UTC
-	}
-	r.loc = loc
-}
+// SetLocation makes the renderers print times in loc, the location the
+// periods were cut in (ReportOpts.Location): a Report decoded from JSON
+// prints in UTC until told.
+func (r *Report) SetLocation(loc *time.Location) { r.loc = loc }
 
 // WriteJSON prints r as one indented JSON object.
 func (r Report) WriteJSON(w io.Writer) error {

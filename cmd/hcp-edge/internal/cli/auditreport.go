@@ -97,7 +97,7 @@ flags:
 		return ExitFailure
 	}
 	rep := r.Report
-	rep.UseZone()
+	rep.SetLocation(time.Local) // auditaccess.Report cut the periods in the daemon's (this host's) local time
 	switch *format {
 	case "json":
 		err = rep.WriteJSON(stdout)
