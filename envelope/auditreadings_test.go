@@ -52,6 +52,17 @@ func TestAuditCarriesVersionAndReadings(t *testing.T) {
 	if r := e.Readings[0]; r.Channel != "furnace.temperature" || r.Value != 1105 || r.Limit == nil || *r.Limit != 1100 || !r.At.Equal(at) {
 		t.Fatalf("trip reading %+v", r)
 	}
+
+	// A reset refused while the condition holds names the reading too.
+	f.p.furnace.ProcessValue = device.Celsius(2000)
+	if err := f.il.Reset(context.Background(), "alice"); !errors.Is(err, ErrViolation) {
+		t.Fatalf("reset while over temperature: %v", err)
+	}
+	e = f.audit.last()
+	if e.Decision != DecisionRefused || e.Rule != RuleLatched || e.Envelope != v || len(e.Readings) != 1 ||
+		e.Readings[0].Channel != "furnace.temperature" || e.Readings[0].Limit == nil {
+		t.Fatalf("refused reset %+v", e)
+	}
 }
 
 // TestVersionFollowsTheConfiguration: the same configuration names the

@@ -82,8 +82,9 @@ type Entry struct {
 	TowardSafe bool `json:"toward_safe,omitempty"`
 	// Envelope is the version of the envelope that decided (Envelope.Version).
 	Envelope string `json:"envelope,omitempty"`
-	// Readings are what the decision was based on: for a trip, the reading
-	// that crossed its limit; for a refusal by the envelope's check, the
+	// Readings are what the decision was based on: for a trip (and a reset
+	// refused while its condition holds), the reading that crossed its
+	// limit; for a refusal by the envelope's check, the
 	// value the rule compared with its limit (under the refused action's
 	// channel: vent_valve refused at 300 celsius) and then the snapshot it
 	// was judged on. Empty for the other decisions.
@@ -729,7 +730,7 @@ func (il *Interlock) Reset(ctx context.Context, operator string) error {
 	if trips := il.env.EvaluateTrips(il.poll(ctx)); len(trips) > 0 {
 		v := violation(RuleLatched, trips[0].Channel, "trip condition %s holds: %s", trips[0].Trip, trips[0].Reason)
 		if aerr := il.record(ctx, Entry{Decision: DecisionRefused, Operator: operator, Rule: RuleLatched, Trip: trips[0].Trip,
-			Reason: "reset refused: " + v.Reason}); aerr != nil {
+			Reason: "reset refused: " + v.Reason, Readings: trips[0].readings()}); aerr != nil {
 			return errors.Join(v, aerr)
 		}
 		return v
