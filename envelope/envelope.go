@@ -154,6 +154,7 @@ type Envelope struct {
 	gasOfValve   map[string]string
 	switches     map[string]SwitchSpec
 	inputSet     map[string]bool
+	version      string
 }
 
 // Config returns the configuration the envelope was compiled from.
@@ -263,6 +264,7 @@ func Compile(cfg Config, spec RigSpec) (*Envelope, error) {
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
+	e.version = version(cfg, spec) // auditreadings.go
 	return e, nil
 }
 

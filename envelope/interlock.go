@@ -80,6 +80,27 @@ type Entry struct {
 	// TowardSafe marks an action the interlock judged toward the safe state
 	// (Envelope.IsSafe): it was authenticated, not held to the token's scope.
 	TowardSafe bool `json:"toward_safe,omitempty"`
+	// Envelope is the version of the envelope that decided (Envelope.Version).
+	Envelope string `json:"envelope,omitempty"`
+	// Readings are what the decision was based on: for a trip (and a reset
+	// refused while its condition holds), the reading that crossed its
+	// limit; for a refusal by the envelope's check, the
+	// value the rule compared with its limit (under the refused action's
+	// channel: vent_valve refused at 300 celsius) and then the snapshot it
+	// was judged on. Empty for the other decisions.
+	Readings []Reading `json:"readings,omitempty"`
+}
+
+// Reading is one channel's value a decision was based on: in the units of
+// the envelope's configuration when Limit is set (a violation's or a
+// trip's), in device units otherwise (kelvin, pascal, sccm; 1 or 0 for a
+// switch or an input).
+type Reading struct {
+	Channel string    `json:"channel"`
+	Value   float64   `json:"value"`
+	Limit   *float64  `json:"limit,omitempty"`
+	Unit    string    `json:"unit,omitempty"`
+	At      time.Time `json:"at,omitzero"` // when it was read (the snapshot's instant for a trip)
 }
 
 // Interlock owns the writable rig. Its apply, reached only through an
@@ -262,6 +283,7 @@ type Result struct {
 
 func (il *Interlock) record(ctx context.Context, e Entry) error {
 	e.At = il.opts.Clock()
+	e.Envelope = il.env.Version()
 	if err := il.audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		il.log.Error("audit record failed", "decision", e.Decision, "reason", e.Reason, "err", err)
 		return fmt.Errorf("%w: %w", ErrAudit, err)
@@ -344,13 +366,18 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 	il.mu.Unlock()
 	var waited time.Duration
 	if v != nil && v.Rule == RuleStale { // late is not stale: wait, within a bound, for a fresh reading
-		_, v, waited = il.awaitFresh(ctx, a, r, v)
+		r, v, waited = il.awaitFresh(ctx, a, r, v)
 	}
 	if v != nil && v.Rule == RuleStale && ctx.Err() != nil {
 		return Result{}, il.waitEnded(ctx, grant.SessionID, a, v, waited, safe)
 	}
 	if v != nil {
-		return Result{}, il.refuse(ctx, grant.SessionID, a, v.Rule, v)
+		e := Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionRefused, Rule: v.Rule, Reason: v.Error(),
+			Readings: append(v.readings(r.At), snapshotReadings(r)...)}
+		if aerr := il.record(ctx, e); aerr != nil {
+			return Result{}, errors.Join(v, aerr)
+		}
+		return Result{}, v
 	}
 	if err := il.record(ctx, Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionAccepted, TowardSafe: safe}); err != nil {
 		return Result{}, err
@@ -666,7 +693,8 @@ func (il *Interlock) Trip(ctx context.Context, ev TripEvent) error {
 	proc := il.env.Procedure(ev.Trip)
 	done := il.latch(string(ev.Trip))
 	err := il.haltTwice(ctx, done, procedureRoles(proc)...)
-	e := Entry{Decision: DecisionTripped, Trip: ev.Trip, Rule: Rule(proc), Reason: fmt.Sprintf("%s on %s: %s", ev.Trip, ev.Channel, ev.Reason)}
+	e := Entry{Decision: DecisionTripped, Trip: ev.Trip, Rule: Rule(proc), Reason: fmt.Sprintf("%s on %s: %s", ev.Trip, ev.Channel, ev.Reason),
+		Readings: ev.readings()}
 	if err != nil {
 		e.Reason += "; halt failures: " + err.Error()
 	}
@@ -702,7 +730,7 @@ func (il *Interlock) Reset(ctx context.Context, operator string) error {
 	if trips := il.env.EvaluateTrips(il.poll(ctx)); len(trips) > 0 {
 		v := violation(RuleLatched, trips[0].Channel, "trip condition %s holds: %s", trips[0].Trip, trips[0].Reason)
 		if aerr := il.record(ctx, Entry{Decision: DecisionRefused, Operator: operator, Rule: RuleLatched, Trip: trips[0].Trip,
-			Reason: "reset refused: " + v.Reason}); aerr != nil {
+			Reason: "reset refused: " + v.Reason, Readings: trips[0].readings()}); aerr != nil {
 			return errors.Join(v, aerr)
 		}
 		return v

@@ -98,6 +98,19 @@ func TestAuditThroughCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.mustCLI("audit", "verify", "--json").stdout), &v); err != nil || !v.Intact || v.Via != viaDaemon || v.Checked == 0 || v.Checked != v.HeadSeq {
 		t.Fatalf("audit verify --json: %+v %v", v, err)
 	}
+	// The safety report, through the daemon: olga's approval, the operator's
+	// arming, and the envelope version the interlock's entries name.
+	r = e.mustCLI("audit", "report", "--since", "1h", "--json")
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Totals.Approvals < 1 || rep.Totals.Overrides < 1 ||
+		len(rep.Envelopes) != 1 || !strings.HasPrefix(rep.Envelopes[0], "sha256:") {
+		t.Fatalf("audit report --json: %v\n%s", err, r.stdout)
+	}
+	r = e.mustCLI("audit", "report", "--since", "1h")
+	t.Logf("audit report:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "olga") {
+		t.Fatalf("audit report lacks the approver:\n%s", r.stdout)
+	}
 	// --state-dir naming the daemon's own (locked) file is served by it.
 	r = e.mustCLI("audit", "verify", "--state-dir", e.dir)
 	if !strings.Contains(r.stdout, "running daemon") {

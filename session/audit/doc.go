@@ -48,6 +48,21 @@
 // (refusals, halts, trips, resets, arming) an interlock decision. The
 // detail is the envelope.Entry as JSON.
 //
+// # Report
+//
+// Build summarises entries over a window, per day or week: the trips (the
+// reading that crossed its limit, the procedure, the reaction time from
+// that reading's snapshot to the procedure's entry), e-stops and who,
+// refusals by rule (with the newest one's reason and readings), approvals
+// and approvers, questions and answers, operator overrides, leak checks,
+// and the agent's own writes to non-volatile registers. It is a pure
+// function; a kind it does not know is counted under Other. Report's
+// WriteText, WriteJSON and WriteHTML (one self-contained, printable page)
+// print it. Entries carry the envelope's version and the readings their
+// decision used in their detail (envelope.Entry's JSON, new fields left
+// out when empty), so entries written before them hash and verify as they
+// did.
+//
 // # Caveats
 //
 // A hash chain detects edits by someone who does not recompute every later

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -163,10 +164,20 @@ func QueryTx(tx *bolt.Tx, q Query) ([]Entry, error) {
 		return nil
 	}
 	if indexed {
+		if len(seqs) > 0 {
+			out = make([]Entry, 0, len(seqs)) // a week's window is some 10⁵ entries: grown, it is copied a dozen times
+		}
+		c := entries.Cursor() // the candidates are sorted: mostly the next key, a Seek only past a gap
+		var k, v []byte
 		for _, s := range seqs {
-			k := seqKey(s)
-			v := entries.Get(k)
-			if v == nil {
+			want := seqKey(s)
+			if k != nil {
+				k, v = c.Next()
+			}
+			if k == nil || !bytes.Equal(k, want) {
+				k, v = c.Seek(want)
+			}
+			if k == nil || !bytes.Equal(k, want) || v == nil {
 				return nil, &ChainError{Seq: s, Reason: "indexed entry missing"}
 			}
 			if err := add(k, v); err != nil {

@@ -32,6 +32,12 @@ func (s *sessions) auditOp(ctx context.Context, req control.Request) (any, error
 			}
 		}
 		return auditaccess.Log(ctx, s.st, q, auditaccess.ViaDaemon, path)
+	case control.OpAuditReport:
+		var q auditaccess.ReportQuery
+		if err := json.Unmarshal(req.Query, &q); err != nil {
+			return nil, fmt.Errorf("audit_report: query: %w", err)
+		}
+		return auditaccess.Report(ctx, s.st, q, auditaccess.ViaDaemon, path)
 	case control.OpAuditReplay:
 		if req.ID == "" {
 			return nil, errors.New("audit_replay needs a session id")

@@ -80,7 +80,7 @@ func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error
 	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
 		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return h.sess.handle(ctx, req, nil)
-	case control.OpAuditVerify, control.OpAuditReplay, control.OpAuditLog:
+	case control.OpAuditVerify, control.OpAuditReplay, control.OpAuditLog, control.OpAuditReport:
 		return h.sess.auditOp(ctx, req)
 	case control.OpExport:
 		return h.sess.exportOp(ctx, req) // export.go

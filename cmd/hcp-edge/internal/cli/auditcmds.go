@@ -88,11 +88,14 @@ func Audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "log" {
 		return auditLog(ctx, args[1:], stdout, stderr) // auditlog.go
 	}
+	if len(args) > 0 && args[0] == "report" {
+		return auditReport(ctx, args[1:], stdout, stderr) // auditreport.go
+	}
 	if len(args) > 0 && args[0] == "archive" {
 		return auditArchive(ctx, args[1:], stdout, stderr) // auditarchive.go
 	}
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "replay") {
-		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n       hcp-edge audit archive --before DATE --out FILE\n       hcp-edge audit log [--since T] [--until T] [--kind K] [--session ID] [--uid N] [--outcome refused|done|failed] [--json] [--follow]\n\nRun \"hcp-edge audit verify -h\", \"hcp-edge audit replay -h\" or \"hcp-edge audit log -h\" for the flags.\n", stdout, stderr)
+		return groupUsage(args, "usage: hcp-edge audit verify [--json] [--state-dir DIR]\n       hcp-edge audit replay SESSION_ID [--json] [--operator NAME]\n       hcp-edge audit archive --before DATE --out FILE\n       hcp-edge audit log [--since T] [--until T] [--kind K] [--session ID] [--uid N] [--outcome refused|done|failed] [--json] [--follow]\n       hcp-edge audit report [--since 7d] [--until T] [--period day|week] [--format text|json|html]\n\nRun \"hcp-edge audit verify -h\", \"hcp-edge audit replay -h\", \"hcp-edge audit log -h\" or \"hcp-edge audit report -h\" for the flags.\n", stdout, stderr)
 	}
 	fs := flag.NewFlagSet("audit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -50,6 +50,7 @@ const (
 	OpAuditVerify = "audit_verify" // {}: check the audit log's hash chain
 	OpAuditReplay = "audit_replay" // {id, operator}: one session's audit entries
 	OpAuditLog    = "audit_log"    // {query}: audit entries by time, kind, session, uid, outcome (no role)
+	OpAuditReport = "audit_report" // {query}: the safety report over a window, per day or week (no role)
 	OpExport      = "export"       // {id, operator}: a session's .eln archive (as an artifact fetch: T4 needs a release; audited T2+)
 
 	OpTakeover   = "takeover"    // {id, operator, reason}: the technician becomes the session's owner
@@ -61,7 +62,7 @@ const (
 )
 
 // ops is every operation the server accepts.
-var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay, OpAuditLog, OpExport,
+var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay, OpAuditLog, OpAuditReport, OpExport,
 	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami, OpStateUsage}
 
 // Stages of a reply line.
