@@ -46,7 +46,7 @@ var pkcs8Ed25519Prefix = [...]byte{0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x0
 
 // marshalPKCS8 is x509.MarshalPKCS8PrivateKey for an Ed25519 key: the same
 // DER (TestMarshalPKCS8AsX509), without linking x509's encoders of RSA, ECDSA
-// and ECDH keys and encoding/asn1's marshalling (8,192 bytes of the armv7
+// and ECDH keys and encoding/asn1's marshalling (12,288 bytes of the armv7
 // binary; docs/FOOTPRINT.md, eighth round).
 func marshalPKCS8(priv ed25519.PrivateKey) []byte {
 	return append(pkcs8Ed25519Prefix[:], priv.Seed()...)
