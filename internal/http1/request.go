@@ -3,9 +3,10 @@
 // clients: the simulator's GPIO over its unix socket (drivers/simgpio) and
 // the model router's remote tier (session/modelrouter). Request.Write
 // converts a host name beyond ASCII to punycode, which links x/net's IDNA
-// code and tables and its own transfer machinery: 32,768 bytes of the armv7
-// binary (docs/FOOTPRINT.md, eighth round). WriteRequest refuses the
-// requests it would have to write differently (ErrUnsupported) instead.
+// code and tables, and runs its own transfer machinery: 32,768 bytes of the
+// armv7 binary, 24,576 net of this package (docs/FOOTPRINT.md, eighth
+// round). WriteRequest refuses the requests it would have to write
+// differently (ErrUnsupported) instead.
 package http1
 
 import (
