@@ -43,3 +43,13 @@ tool github.com/tinylib/msgp
 // command's start-up): internal/thirdparty/jsonschema/README.hcp-edge.md says why, what changed
 // and how to drop it.
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./internal/thirdparty/jsonschema
+
+// v1.6.5 with its MessagePack-to-JSON converters' tables built by a switch instead of in init()
+// (the tables linked ~57 kB of converters nobody calls into the armv7 binary):
+// internal/thirdparty/msgp/README.hcp-edge.md says why, what changed and how to drop it.
+replace github.com/tinylib/msgp => ./internal/thirdparty/msgp
+
+// v1.16.0 with DialConfig refusing Config.Recovery instead of installing the experimental
+// automatic recovery (which linked ~53 kB of recovery code hcp-edge never runs: its own
+// supervisor reconnects): internal/thirdparty/amqp091/README.hcp-edge.md.
+replace github.com/rabbitmq/amqp091-go => ./internal/thirdparty/amqp091

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/drivers/nbio"
+	"github.com/hcp-edge/hcp-edge/internal/http1"
 )
 
 // The client side of HTTP/1.1 over the simulator's unix socket, without
@@ -19,6 +20,8 @@ import (
 // an idle connection or dials one, writes the request with Request.Write,
 // reads the reply with http.ReadResponse, and keeps the connection for the
 // next call when the reply was read whole and the server keeps it open.
+// The request is written by http1.WriteRequest: Request.Write's bytes
+// without linking Request.Write (docs/FOOTPRINT.md, eighth round).
 // The context's deadline reaches the socket, and its cancellation (or
 // Close) interrupts the I/O in progress.
 
@@ -115,9 +118,9 @@ func (p *conns) roundTrip(req *http.Request) (status int, statusText string, bod
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	// Given a *bufio.Writer, Request.Write writes into it and leaves the
-	// flush to the caller.
-	if err := req.Write(c.bw); err != nil {
+	// As Request.Write given a *bufio.Writer, WriteRequest writes into it and
+	// leaves the flush to the caller.
+	if err := http1.WriteRequest(c.bw, req); err != nil {
 		c.bw.Reset(c.fd)
 		return 0, "", nil, fmt.Errorf("write request: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/internal/http1"
 )
 
 // Doer sends one HTTP request and returns its response; *http.Client is
@@ -30,8 +32,11 @@ const (
 
 // NewHTTPClient returns the production client of the remote tier: HTTP/1.1
 // over one new connection a request (TCP, or TLS for https with the
-// system's roots), written with net/http's Request.Write and read with its
-// http.ReadResponse, without net/http's Transport and Client. The remote
+// system's roots), written as net/http's Request.Write writes it
+// (http1.WriteRequest: the same bytes, without linking Request.Write; a host
+// name beyond ASCII, which Request.Write would write as punycode, is
+// refused) and read with net/http's http.ReadResponse, without its
+// Transport and Client. The remote
 // tier makes a chat completion once a session and a health check every few
 // seconds, so a pool of idle connections buys nothing, and the Transport
 // with its pool, proxies and transparent gzip is ~0.2 MB of the armv7
@@ -74,7 +79,7 @@ func (o oneShot) Do(req *http.Request) (*http.Response, error) {
 	}
 	req.Close = true // one request a connection: the server closes it after the reply
 	bw := bufio.NewWriterSize(conn, 4096)
-	if err := req.Write(bw); err != nil {
+	if err := http1.WriteRequest(bw, req); err != nil {
 		return fail(fmt.Errorf("write request: %w", err))
 	}
 	if err := bw.Flush(); err != nil {

@@ -29,11 +29,7 @@ func LoadOrCreateKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("token: generate key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, fmt.Errorf("token: encode key: %w", err)
-	}
-	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	data := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: marshalPKCS8(priv)})
 	if err := writeNew(path, data); err != nil {
 		if errors.Is(err, fs.ErrExist) { // another process won the race
 			return LoadKey(path)
@@ -41,6 +37,19 @@ func LoadOrCreateKey(path string) (ed25519.PrivateKey, error) {
 		return nil, err
 	}
 	return priv, nil
+}
+
+// pkcs8Ed25519Prefix is the DER of an Ed25519 PrivateKeyInfo (RFC 8410,
+// section 7) up to its 32-byte seed: SEQUENCE { INTEGER 0, SEQUENCE { OID
+// 1.3.101.112 }, OCTET STRING { OCTET STRING (32 bytes) } }.
+var pkcs8Ed25519Prefix = [...]byte{0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20}
+
+// marshalPKCS8 is x509.MarshalPKCS8PrivateKey for an Ed25519 key: the same
+// DER (TestMarshalPKCS8AsX509), without linking x509's encoders of RSA, ECDSA
+// and ECDH keys and encoding/asn1's marshalling (12,288 bytes of the armv7
+// binary; docs/FOOTPRINT.md, eighth round).
+func marshalPKCS8(priv ed25519.PrivateKey) []byte {
+	return append(pkcs8Ed25519Prefix[:], priv.Seed()...)
 }
 
 // writeNew writes data to a temporary file of mode 0600 beside path, syncs

@@ -1,0 +1,3 @@
+module github.com/rabbitmq/amqp091-go
+
+go 1.20
