@@ -150,17 +150,19 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 	r.rtu = modbussim.ServeRTU(r.plant, r.line, modbussim.RTUOpts{Logger: opts.Logger})
 	r.closers = append(r.closers, r.rtu.Close)
 
-	if r.ctl, err = control.Listen(r.plant, filepath.Join(opts.Dir, ControlName), control.Opts{Logger: opts.Logger}); err != nil {
-		return r, err
-	}
-	r.closers = append(r.closers, r.ctl.Close)
-
 	if opts.StartSerial != nil {
 		if r.serial, err = opts.StartSerial(ctx, r.plant, opts.Dir); err != nil {
 			return r, fmt.Errorf("rig: serial instruments: %w", err)
 		}
 		r.closers = append(r.closers, r.serial.Close)
 	}
+
+	// The control socket comes last: callers wait for it as the sign that
+	// every instrument's port is in place.
+	if r.ctl, err = control.Listen(r.plant, filepath.Join(opts.Dir, ControlName), control.Opts{Logger: opts.Logger}); err != nil {
+		return r, err
+	}
+	r.closers = append(r.closers, r.ctl.Close)
 	return r, nil
 }
 
