@@ -88,12 +88,12 @@ func (p *Plant) normalizeFault(name, target string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %s needs a device (%s), got %q", ErrBadTarget, name, strings.Join(devices, ", "), target)
 	case FaultMFCStuckOpen:
-		for _, g := range p.gasKeys {
+		for _, g := range p.Gases() {
 			if g == target {
 				return target, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s needs a gas (%s), got %q", ErrBadTarget, name, strings.Join(p.gasKeys[:], ", "), target)
+		return "", fmt.Errorf("%w: %s needs a gas (%s), got %q", ErrBadTarget, name, strings.Join(p.Gases(), ", "), target)
 	case FaultChamberLeak:
 		v, err := strconv.ParseFloat(target, 64)
 		if err != nil || !(v > 0) || v > ChamberLeakMaxPaPerMin {
