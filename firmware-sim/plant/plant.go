@@ -238,8 +238,11 @@ func New(opts Opts) (*Plant, error) {
 		p.mfcs[i].MFCState = m
 		p.gasKeys[i] = strings.ToLower(m.Gas)
 	}
-	if opts.Rig == RigGraphene {
+	switch opts.Rig {
+	case RigGraphene:
 		p.coilNames[CoilH2SValve] = "ch4_valve"
+	case RigMoS2TwoZone: // one gas line: the second and third valves' outputs are wired to nothing
+		p.coilNames[CoilH2Valve], p.coilNames[CoilH2SValve] = "spare3", "spare4"
 	}
 	for i := range p.mfcs {
 		p.mfcs[i].PressurePSIA = 14.70
