@@ -28,11 +28,11 @@
 // names (plant.Rig.Models: a rig on a Eurotherm 3200, an ADAM-6052 and a
 // relay watchdog gets them). rig-sim run -h lists the rigs.
 //
-// --rig mos2-two-zone is the two-zone furnace of MoS2 from solid precursors
-// (firmware-sim/plant/twozone.go): <dir>/modbus-rtu is then its RS-485 line
-// with the sulfur zone's Eurotherm 3200 at unit 1 and the growth zone's at
-// unit 2 (Modbus TCP keeps the I/O module at unit 2 and has no unit 1),
-// one MFC (mfc-ar, the carrier) and a TPG 262 with two gauges.
+// A rig with several heated zones (plant.Plant.Zones; the two-zone furnace
+// of firmware-sim/plant/twozone.go) has <dir>/modbus-rtu as its zones'
+// RS-485 line, zone i's Eurotherm 3200 at unit i + 1 (Modbus TCP keeps the
+// I/O module at unit 2 and has no unit 1); the banner and status name each
+// zone.
 package main
 
 import (
