@@ -161,3 +161,18 @@ func TestPeerMbpollZoneLine(t *testing.T) {
 		t.Errorf("zones after mbpoll: %+v", s.Zones)
 	}
 }
+
+// TestHandleZoneAllocs: a zone's read allocates nothing, as the other
+// units' (TestHandlerAllocs).
+func TestHandleZoneAllocs(t *testing.T) {
+	p := newTwoZonePlant(t)
+	h := NewHandler(p)
+	req := pdu(FCReadHolding, plant.EuroPV, 5)
+	buf := make([]byte, 0, 300)
+	if n := testing.AllocsPerRun(100, func() { buf = h.HandleZone("rtu", 1, req, buf[:0]) }); n != 0 {
+		t.Fatalf("%v allocations per read", n)
+	}
+	if buf[0] != FCReadHolding || buf[1] != 10 {
+		t.Fatalf("reply % x", buf)
+	}
+}
