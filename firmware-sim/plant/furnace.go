@@ -70,7 +70,8 @@ func (p *Plant) heaterPermittedLocked() bool {
 // sensor on it and the loop of the controller on it (the sim model's
 // working setpoint and integrator, or the eurotherm3200 model's state).
 type thermalZone struct {
-	dev    string  // the controller's device name (write log, faults)
+	dev    string  // the controller's device name (write log, silent and corrupt)
+	fault  string  // the target of its thermal faults: "" for the furnace, else the zone's name
 	tempC  float64 // true work-zone temperature
 	elemC  float64 // heater element (lagged power), expressed as °C equivalent
 	pvC    float64 // last sensor value (frozen when tc-frozen)
@@ -131,17 +132,17 @@ func (z *thermalZone) ramp(target, ratePerMin, h float64) {
 	}
 }
 
-// tcOpenLocked: the thermocouple of z is open (the tc-open fault acts on
-// the furnace zone of unit 1 only).
+// tcOpenLocked: the thermocouple of z is open (tc-open with z's target:
+// "" for the furnace, the zone's name for another zone).
 func (p *Plant) tcOpenLocked(z *thermalZone) bool {
-	return z == &p.thermalZone && p.faultActiveLocked(FaultTCOpen, "")
+	return p.faultActiveLocked(FaultTCOpen, z.fault)
 }
 
 // sensorLocked updates the thermocouple reading of z and reports whether
-// it is open (tc-open and tc-frozen act on the zone of unit 1 only).
+// it is open (tc-open and tc-frozen with z's target).
 func (p *Plant) sensorLocked(z *thermalZone) (tcOpen bool) {
 	tcOpen = p.tcOpenLocked(z)
-	if z != &p.thermalZone || !p.faultActiveLocked(FaultTCFrozen, "") {
+	if !p.faultActiveLocked(FaultTCFrozen, z.fault) {
 		z.pvC = z.tempC + 0.03*p.rng.NormFloat64()
 	}
 	return tcOpen

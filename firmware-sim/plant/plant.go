@@ -228,6 +228,7 @@ func New(opts Opts) (*Plant, error) {
 	if opts.Rig == RigMoS2TwoZone {
 		p.thermalZone.dev = "furnace-growth"
 		p.sulfur = newThermalZone("furnace-sulfur", euroCfg)
+		p.sulfur.fault = zoneNames[0]
 	}
 	p.start = p.now()
 	p.lastKick = p.start

@@ -57,6 +57,10 @@ import (
 //     it is why the recipe brings the sulfur zone up only once the growth
 //     zone is at temperature.
 //
+// The thermal faults (thermal-runaway, tc-open, tc-frozen) act on the growth
+// zone without a target (or with target "growth") and on the sulfur zone
+// with target "sulfur" (normalizeFault).
+//
 // Not simulated: the sulfur load running out, sulfur condensing downstream,
 // the substrate's position in the growth zone's gradient.
 const (
@@ -190,6 +194,9 @@ func (p *Plant) SulfurSupply() float64 {
 func (p *Plant) stepSulfurZoneLocked(h float64) {
 	z := &p.sulfur
 	u := p.stepEurothermLocked(z, h)
+	if p.relay && p.faultActiveLocked(FaultThermalRunaway, z.fault) {
+		u = 100
+	}
 	if !p.relay {
 		u = 0
 	}

@@ -269,3 +269,41 @@ func TestTwoZoneNeedsEurotherm(t *testing.T) {
 		t.Errorf("grows %s %v", pr, ok)
 	}
 }
+
+// TestTwoZoneThermalFaults: thermal-runaway, tc-open and tc-frozen take a
+// zone: "sulfur" acts on the sulfur zone alone, "growth" (or none) on the
+// growth zone, the furnace; the relay still cuts a runaway.
+func TestTwoZoneThermalFaults(t *testing.T) {
+	p := newTwoZone(t, 100)
+	if err := p.Inject(FaultThermalRunaway, "sulfur"); err != nil {
+		t.Fatal(err)
+	}
+	p.Step(20 * time.Minute)
+	if s, g := zoneT(t, p, zSulfur), zoneT(t, p, zGrowth); s < 300 || math.Abs(g-AmbientC) > 1 {
+		t.Fatalf("runaway on the sulfur zone: sulfur %.1f °C, growth %.1f °C", s, g)
+	}
+	if err := p.Inject(FaultTCOpen, "sulfur"); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]uint16, 1)
+	if err := p.ZoneRead(zSulfur, EuroPV, v); err != nil || v[0] != EuroPVBreak {
+		t.Errorf("sulfur PV %#x %v during its sensor break", v[0], err)
+	}
+	if err := p.ZoneRead(zGrowth, EuroPV, v); err != nil || v[0] == EuroPVBreak {
+		t.Errorf("growth PV %#x %v during the sulfur zone's sensor break", v[0], err)
+	}
+	if err := p.Inject(FaultTCFrozen, "growth"); err != nil || !p.FaultActive(FaultTCFrozen, "") {
+		t.Errorf("tc-frozen growth: %v, active on the furnace %t", err, p.FaultActive(FaultTCFrozen, ""))
+	}
+	if err := p.Inject(FaultTCOpen, "middle"); !errors.Is(err, ErrBadTarget) {
+		t.Errorf("tc-open middle: %v", err)
+	}
+	q, err := New(Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Inject(FaultThermalRunaway, "sulfur"); !errors.Is(err, ErrBadTarget) {
+		t.Errorf("a zone's fault on the one-furnace rig: %v", err)
+	}
+}
