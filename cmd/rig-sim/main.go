@@ -27,6 +27,12 @@
 // unless the flags say otherwise, the instruments its shipped configuration
 // names (plant.Rig.Models: a rig on a Eurotherm 3200, an ADAM-6052 and a
 // relay watchdog gets them). rig-sim run -h lists the rigs.
+//
+// A rig with several heated zones (plant.Plant.Zones; the two-zone furnace
+// of firmware-sim/plant/twozone.go) has <dir>/modbus-rtu as its zones'
+// RS-485 line, zone i's Eurotherm 3200 at unit i + 1 (Modbus TCP keeps the
+// I/O module at unit 2 and has no unit 1); the banner and status name each
+// zone.
 package main
 
 import (
@@ -176,6 +182,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if !set["relay-watchdog"] {
 			*watchdog = m.RelayWatchdog
 		}
+		if !set["gauge-model"] && m.Gauge != "" {
+			*gaugeModel = m.Gauge
+		}
 	}
 	if len(pos) > 0 {
 		return fmt.Errorf("run: unexpected arguments %q", pos)
@@ -238,8 +247,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *watchdog > 0 {
 		fmt.Fprintf(stdout, "  relay watchdog %v: the relay drops without a heartbeat edge for that long\n", *watchdog)
 	}
-	fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
-	fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
+	if zones := r.Plant().Zones(); len(zones) > 0 {
+		var units []string
+		for i, z := range zones {
+			units = append(units, fmt.Sprintf("unit %d %s zone (%s)", i+1, z, r.Plant().ZoneDevice(i)))
+		}
+		fmt.Fprintf(stdout, "  modbus tcp   %s (unit 2 dio)\n", r.ModbusAddr())
+		fmt.Fprintf(stdout, "  modbus rtu   %s (RS-485, %s %s; 19200 8E1)\n", r.RTUPath(), fm, strings.Join(units, ", "))
+	} else {
+		fmt.Fprintf(stdout, "  modbus tcp   %s (unit 1 furnace, unit 2 dio)\n", r.ModbusAddr())
+		fmt.Fprintf(stdout, "  modbus rtu   %s (units 1, 2; 19200 8E1)\n", r.RTUPath())
+	}
 	var links []string
 	for _, g := range r.Plant().Gases() {
 		links = append(links, "mfc-"+g)
@@ -336,6 +354,25 @@ func printStatus(w io.Writer, s control.Status) {
 		fmt.Fprintf(w, "eurotherm   %s, man.op %.1f %%, wrk.op %.1f %%, tg.sp %.1f °C, rm.sp %.1f °C (remote %t), sp.rat %.1f °C/%s, op.hi %.1f %%, status 0x%04x, nv writes %v\n",
 			mode, e.ManualOutputPct, e.WorkingOutputPct, e.TargetSetpointC, e.CommsSetpointC, e.RemoteSelected, e.SetpointRate, e.RampUnits, e.OutputHighPct, e.Status, e.NVWrites)
 	}
+	for _, n := range zoneOrder(s.Zones) {
+		z := s.Zones[n]
+		pv := "OPEN"
+		if z.PVC != nil {
+			pv = fmt.Sprintf("%.1f °C", *z.PVC)
+		}
+		mode, sp := "auto", 0.0
+		if e := z.Eurotherm; e != nil {
+			if e.Manual {
+				mode = "manual"
+			}
+			sp = e.TargetSetpointC
+			if e.RemoteSelected {
+				sp = e.CommsSetpointC
+			}
+		}
+		fmt.Fprintf(w, "zone %-6s  unit %d %s: T %.1f °C, PV %s, wsp %.1f °C, sp %.1f °C, out %.1f %%, %s\n",
+			n, z.Unit, z.Device, z.TemperatureC, pv, z.WorkingSetpointC, sp, z.OutputPct, mode)
+	}
 	fmt.Fprintf(w, "models      furnace %s, dio %s\n", s.FurnaceModel, s.DIOModel)
 	fmt.Fprintf(w, "chamber     %.4g Pa (pumping %t)\n", s.ChamberPa, s.Pumping)
 	for _, g := range gasOrder(s.MFCs) {
@@ -369,6 +406,16 @@ func printStatus(w io.Writer, s control.Status) {
 	for _, e := range s.Writes[start:] {
 		fmt.Fprintf(w, "  #%d %s %-8s %-4s %-22s %g accepted=%t\n", e.Seq, e.At.Format("15:04:05.000"), e.Device, e.Via, e.Channel, e.Value, e.Accepted)
 	}
+}
+
+// zoneOrder is the zones' names in their order on the line.
+func zoneOrder(m map[string]plant.ZoneSnapshot) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]].Unit < m[keys[j]].Unit })
+	return keys
 }
 
 func boolMap(m map[string]bool) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hcp-edge/hcp-edge/firmware-sim/modbussim"
+	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
 )
 
@@ -228,5 +231,92 @@ func TestRunGrapheneRig(t *testing.T) {
 	var e2 bytes.Buffer
 	if err := run(context.Background(), []string{"run", "--rig", "sapphire", "--dir", t.TempDir()}, &bytes.Buffer{}, &e2); err == nil || !strings.Contains(err.Error(), "unknown rig") {
 		t.Fatalf("--rig sapphire: %v", err)
+	}
+}
+
+// TestRunTwoZoneRig: --rig mos2-two-zone alone brings up the two-zone
+// furnace: its RS-485 line on <dir>/modbus-rtu with the sulfur zone's 3200
+// at unit 1 and the growth zone's at unit 2, one MFC (Ar), a TPG 262, and
+// status shows both zones.
+func TestRunTwoZoneRig(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncbuf.Buffer // run writes them from its goroutine while the test reads
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--rig", "mos2-two-zone", "--dir", dir, "--modbus-addr", "127.0.0.1:0"}, &out, &errOut)
+	}()
+	stop := sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			return errors.New("run did not stop")
+		}
+	})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	sock := filepath.Join(dir, "control.sock")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control socket; stderr %s", errOut.String())
+		}
+	}
+	// write the sulfur zone's TG.SP (180.0 °C) at unit 1 over the line
+	f, err := os.OpenFile(filepath.Join(dir, "modbus-rtu"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	req := []byte{1, modbussim.FCWriteSingleReg, 0, plant.EuroTargetSP, 0x07, 0x08}
+	crc := modbussim.CRC16(req)
+	req = append(req, byte(crc), byte(crc>>8))
+	if _, err := f.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	echo := make([]byte, len(req))
+	_ = f.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(f, echo); err != nil || !bytes.Equal(echo, req) {
+		t.Fatalf("unit 1's echo % x %v, want % x", echo, err, req)
+	}
+	var o, e bytes.Buffer
+	if err := run(context.Background(), []string{"status", "--dir", dir}, &o, &e); err != nil {
+		t.Fatalf("status: %v %s", err, e.String())
+	}
+	st := o.String()
+	for _, want := range []string{"zone sulfur  unit 1 furnace-sulfur:", "sp 180.0 °C", "zone growth  unit 2 furnace-growth:", "mfc ar ", "sulfur zone ", "MoO3 supply 1.000"} {
+		if !strings.Contains(st, want) {
+			t.Fatalf("status lacks %q:\n%s", want, st)
+		}
+	}
+	for _, l := range []string{"mfc-ar", "gauge", "raman", "modbus-rtu"} {
+		if _, err := os.Lstat(filepath.Join(dir, l)); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+	}
+	for _, l := range []string{"mfc-h2", "mfc-h2s"} {
+		if _, err := os.Lstat(filepath.Join(dir, l)); !os.IsNotExist(err) {
+			t.Fatalf("%s on the two-zone rig: %v", l, err)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rig mos2-two-zone", "gauge tpg262", "unit 1 sulfur zone (furnace-sulfur), unit 2 growth zone (furnace-growth)", "modbus tcp", "(unit 2 dio)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("banner lacks %q: %s", want, out.String())
+		}
+	}
+	var e2 bytes.Buffer
+	if err := run(context.Background(), []string{"run", "--rig", "mos2-two-zone", "--furnace-model", "sim", "--dir", t.TempDir(), "--modbus-addr", "127.0.0.1:0"}, &bytes.Buffer{}, &e2); err == nil || !strings.Contains(err.Error(), "Eurotherm 3200") {
+		t.Fatalf("--rig mos2-two-zone --furnace-model sim: %v", err)
 	}
 }

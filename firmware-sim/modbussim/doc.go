@@ -16,6 +16,13 @@
 // its function code and byte count, or from a silence, checks the CRC-16/MODBUS
 // and answers only its own units; broadcasts (unit 0) are executed unanswered.
 //
+// On a rig with several heated zones (plant.Zones: the two-zone rig) the RTU
+// line is the zones' RS-485 line instead: zone i's Eurotherm 3200 at unit
+// i + 1 (the sulfur zone's at 1, the growth zone's at 2), each answering only
+// its address, a broadcast register write executed by all of them
+// (Handler.HandleZone); on TCP unit 1 then answers exception 0x0B and unit 2
+// is the I/O module as before.
+//
 // # Models
 //
 // Unit 1 serves the plant's furnace model, unit 2 its DIO model

@@ -16,6 +16,9 @@ const (
 	adamRegs                   // ADAM-6052 registers
 	adamCoils                  // ADAM-6052 bits, FC 01 / 05 / 15
 	adamInputs                 // ADAM-6052 bits, FC 02
+	// zoneRegs + i: the Eurotherm 3200 of zone i of plant.Zones, on
+	// the zones' RTU line.
+	zoneRegs
 )
 
 func (h *Handler) readRegsFrom(t target, addr int, dst []uint16) error {
@@ -29,6 +32,9 @@ func (h *Handler) readRegsFrom(t target, addr int, dst []uint16) error {
 	case adamRegs:
 		return h.p.ADAMReadRegisters(addr, dst)
 	}
+	if t >= zoneRegs {
+		return h.p.ZoneRead(int(t-zoneRegs), addr, dst)
+	}
 	return plant.ErrIllegalAddress
 }
 
@@ -40,6 +46,9 @@ func (h *Handler) writeRegsTo(t target, via string, addr int, vals []uint16) err
 		return h.p.EurothermWrite(via, addr, vals)
 	case adamRegs:
 		return h.p.ADAMWriteRegisters(via, addr, vals)
+	}
+	if t >= zoneRegs {
+		return h.p.ZoneWrite(int(t-zoneRegs), via, addr, vals)
 	}
 	return plant.ErrIllegalAddress
 }
@@ -73,15 +82,31 @@ func (h *Handler) writeBitsTo(t target, via string, addr int, vals []bool) error
 // (16-bit region and float region alike), 06 and 16 write it; any other
 // function code → exception 01.
 func (h *Handler) eurotherm(via string, fc byte, data, resp []byte) []byte {
+	return h.euroOn(euroRegs, via, fc, data, resp)
+}
+
+// euroOn serves the Eurotherm 3200 parameters of t (euroRegs, or zoneRegs
+// + i).
+func (h *Handler) euroOn(t target, via string, fc byte, data, resp []byte) []byte {
 	switch fc {
 	case FCReadHolding, FCReadInput:
-		return h.readRegs(fc, data, resp, euroRegs)
+		return h.readRegs(fc, data, resp, t)
 	case FCWriteSingleReg:
-		return h.writeReg(via, data, resp, euroRegs)
+		return h.writeReg(via, data, resp, t)
 	case FCWriteMultipleRegs:
-		return h.writeRegs(via, data, resp, euroRegs)
+		return h.writeRegs(via, data, resp, t)
 	}
 	return exception(resp, fc, ExIllegalFunction)
+}
+
+// HandleZone executes request PDU req for the Eurotherm 3200 of zone i of
+// the plant's Zones (unit i + 1 on the zones' RTU line), recording writes
+// with via, and appends the response PDU to resp, as Handle does.
+func (h *Handler) HandleZone(via string, i int, req, resp []byte) []byte {
+	if len(req) == 0 {
+		return exception(resp, 0, ExIllegalValue)
+	}
+	return h.euroOn(zoneRegs+target(i), via, req[0], req[1:], resp)
 }
 
 // adam serves unit 2 as the Advantech ADAM-6052 of

@@ -69,7 +69,9 @@ func exceptionFor(err error) byte {
 // Handle executes request PDU req (function code and data) for unit (1 or 2),
 // recording writes with via ("tcp" or "rtu"), and appends the response PDU
 // (normal or exception) to resp. A unit without a device answers exception
-// 0x0B. req is not retained.
+// 0x0B; so does unit 1 on a rig whose heated zones are on their RTU line
+// (plant.Zones: RTUSlave serves them, through HandleZone). req is not
+// retained.
 func (h *Handler) Handle(via string, unit byte, req, resp []byte) []byte {
 	if len(req) == 0 {
 		return exception(resp, 0, ExIllegalValue)
@@ -78,6 +80,9 @@ func (h *Handler) Handle(via string, unit byte, req, resp []byte) []byte {
 	data := req[1:]
 	switch unit {
 	case UnitFurnace:
+		if len(h.p.Zones()) > 0 {
+			return exception(resp, fc, ExGatewayTargetFailed)
+		}
 		if h.p.FurnaceModel() == plant.FurnaceEurotherm3200 {
 			return h.eurotherm(via, fc, data, resp)
 		}

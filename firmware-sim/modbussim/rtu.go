@@ -85,7 +85,10 @@ type RTUOpts struct {
 	Logger *slog.Logger
 }
 
-// RTUSlave serves units 1 and 2 on one RTU line.
+// RTUSlave serves units 1 and 2 on one RTU line: the furnace and the I/O
+// module, or on a rig with several heated zones (plant.Zones) the zones'
+// controllers, zone i at unit i + 1, as that many slaves sharing an RS-485
+// line: one frame at a time, each answered only by its address.
 type RTUSlave struct {
 	p    *plant.Plant
 	h    *Handler
@@ -219,6 +222,9 @@ func (s *RTUSlave) frame(f []byte, resp []byte) bool {
 		s.opts.Logger.Debug("modbus rtu: dropping frame", "err", err, "len", len(f))
 		return false
 	}
+	if zones := s.p.Zones(); len(zones) > 0 {
+		return s.zoneFrame(len(zones), unit, pdu, resp)
+	}
 	if unit == 0 { // broadcast: writes only, no reply
 		switch pdu[0] {
 		case FCWriteSingleReg, FCWriteMultipleRegs:
@@ -233,9 +239,36 @@ func (s *RTUSlave) frame(f []byte, resp []byte) bool {
 		return true // another unit on the bus
 	}
 	out := append(resp, unit)
-	out = s.h.Handle("rtu", unit, pdu, out)
-	if s.p.FaultActive(plant.FaultSilent, dev) {
+	s.reply(dev, s.h.Handle("rtu", unit, pdu, out))
+	return true
+}
+
+// zoneFrame executes a good frame on the zones' line of n zones: unit
+// 1..n is zone unit − 1's controller; a broadcast register write is
+// executed by every controller, unanswered; a frame for any other address
+// is another slave's and gets nothing.
+func (s *RTUSlave) zoneFrame(n int, unit byte, pdu, resp []byte) bool {
+	if unit == 0 {
+		if pdu[0] == FCWriteSingleReg || pdu[0] == FCWriteMultipleRegs {
+			for i := 0; i < n; i++ {
+				s.h.HandleZone("rtu", i, pdu, resp)
+			}
+		}
 		return true
+	}
+	i := int(unit) - 1
+	if i >= n {
+		return true // another unit on the bus
+	}
+	s.reply(s.p.ZoneDevice(i), s.h.HandleZone("rtu", i, pdu, append(resp, unit)))
+	return true
+}
+
+// reply sends response out (unit and PDU) from device dev with its CRC,
+// unless dev is silent; a corrupt dev's CRC is wrong.
+func (s *RTUSlave) reply(dev string, out []byte) {
+	if s.p.FaultActive(plant.FaultSilent, dev) {
+		return
 	}
 	crc := CRC16(out)
 	if s.p.FaultActive(plant.FaultCorrupt, dev) {
@@ -245,5 +278,4 @@ func (s *RTUSlave) frame(f []byte, resp []byte) bool {
 	if _, err := s.line.Write(out); err != nil {
 		s.opts.Logger.Warn("modbus rtu: write", "err", err)
 	}
-	return true
 }

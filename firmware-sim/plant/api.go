@@ -27,7 +27,7 @@ type MFCState struct {
 func (p *Plant) gasIndex(gas string) (int, bool) {
 	g := strings.ToLower(gas)
 	for i, k := range p.gasKeys {
-		if k == g {
+		if k != "" && k == g {
 			return i, true
 		}
 	}

@@ -37,6 +37,10 @@
 //     relay to be written High again (relaywatchdog.go has the exact rule).
 //   - Growth: layers of MoS2 or WS2, by the precursor in the boat, at a rate
 //     ∝ H2S flow into the chamber × an Arrhenius factor (see Growth).
+//   - Two zones (RigMoS2TwoZone, twozone.go): the furnace is the growth
+//     zone; an upstream sulfur zone on its own 3200 sets the sulfur vapour
+//     (CRC table, Clausius–Clapeyron) the Ar carries to the growth zone,
+//     where it takes the place of the H2S of the same kinetics.
 //
 // # Real controller models
 //

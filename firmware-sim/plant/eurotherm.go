@@ -133,7 +133,7 @@ func (c EurothermConfig) Validate() error {
 var euroNV = map[int]bool{EuroTargetSP: true, EuroOPHigh: true, EuroAutoManual: true, EuroRemoteSelect: true}
 
 // eurotherm is the state of the Eurotherm 3200 model's controller (its
-// working setpoint is Plant.wsp, its integrator Plant.integ).
+// working setpoint is its thermalZone's wsp, its integrator the zone's integ).
 type eurotherm struct {
 	cfg        EurothermConfig
 	nvWrites   map[string]int // accepted writes of each euroNV parameter
@@ -167,20 +167,20 @@ func (e *eurotherm) selectedSP() float64 {
 	return e.tgSP
 }
 
-// stepEurothermLocked runs the 3200's loop for h s of sim time and returns
-// the output it drives (before the relay).
-func (p *Plant) stepEurothermLocked(h float64) float64 {
-	e := &p.euro
-	p.rampLocked(e.selectedSP(), e.spRate*e.cfg.RampUnits.perMinute(), h)
-	tcOpen := p.sensorLocked()
+// stepEurothermLocked runs the loop of the 3200 on zone z for h s of sim
+// time and returns the output it drives (before the relay).
+func (p *Plant) stepEurothermLocked(z *thermalZone, h float64) float64 {
+	e := &z.euro
+	z.ramp(e.selectedSP(), e.spRate*e.cfg.RampUnits.perMinute(), h)
+	tcOpen := p.sensorLocked(z)
 	switch {
 	case e.manual:
 		e.wrkOP = math.Max(e.opLo, math.Min(e.opHi, e.manOP))
 	case tcOpen:
 		e.wrkOP = 0 // the sensor-break output value
-		p.integ = 0
+		z.integ = 0
 	default:
-		e.wrkOP = p.piLocked(h, e.opLo, e.opHi)
+		e.wrkOP = z.pi(h, e.opLo, e.opHi)
 	}
 	return e.wrkOP
 }
@@ -228,14 +228,14 @@ func EuroChannel(addr int) string {
 
 // euroAnalogueLocked is an analogue parameter in engineering units (NaN for
 // PV during sensor break).
-func (p *Plant) euroAnalogueLocked(addr int) float64 {
-	e := &p.euro
+func (p *Plant) euroAnalogueLocked(z *thermalZone, addr int) float64 {
+	e := &z.euro
 	switch addr {
 	case EuroPV:
-		if p.faultActiveLocked(FaultTCOpen, "") {
+		if p.tcOpenLocked(z) {
 			return math.NaN()
 		}
-		return p.pvC
+		return z.pvC
 	case EuroTargetSP:
 		return e.tgSP
 	case EuroManualOP:
@@ -243,7 +243,7 @@ func (p *Plant) euroAnalogueLocked(addr int) float64 {
 	case EuroWorkingOP:
 		return e.wrkOP
 	case EuroWorkingSP:
-		return p.wsp
+		return z.wsp
 	case EuroRangeLo:
 		return euroRangeLoC
 	case EuroRangeHi:
@@ -262,11 +262,11 @@ func (p *Plant) euroAnalogueLocked(addr int) float64 {
 	return 0
 }
 
-func (p *Plant) euroStatusLocked() uint16 {
-	e := &p.euro
-	tcOpen := p.faultActiveLocked(FaultTCOpen, "")
+func (p *Plant) euroStatusLocked(z *thermalZone) uint16 {
+	e := &z.euro
+	tcOpen := p.tcOpenLocked(z)
 	var s uint16
-	if !tcOpen && p.pvC > e.a1 {
+	if !tcOpen && z.pvC > e.a1 {
 		s |= EuroStAlarm1
 	}
 	if e.manual {
@@ -275,35 +275,35 @@ func (p *Plant) euroStatusLocked() uint16 {
 	if tcOpen {
 		s |= EuroStSensorBreak
 	}
-	if e.spRate != 0 && math.Abs(p.wsp-e.selectedSP()) > 1e-9 {
+	if e.spRate != 0 && math.Abs(z.wsp-e.selectedSP()) > 1e-9 {
 		s |= EuroStRampRunning
 	}
 	return s
 }
 
 // euroReg16Locked is the 16-bit register at addr (a mapped address).
-func (p *Plant) euroReg16Locked(addr int) uint16 {
+func (p *Plant) euroReg16Locked(z *thermalZone, addr int) uint16 {
 	switch addr {
 	case EuroStatus:
-		return p.euroStatusLocked()
+		return p.euroStatusLocked(z)
 	case EuroStatusInv:
-		return ^p.euroStatusLocked()
+		return ^p.euroStatusLocked(z)
 	case EuroAutoManual:
-		return uint16(b2f(p.euro.manual))
+		return uint16(b2f(z.euro.manual))
 	case EuroRemoteSelect:
-		return uint16(b2f(p.euro.remote))
+		return uint16(b2f(z.euro.remote))
 	case EuroInstIdent:
 		return EuroIdent
 	case EuroDecimalPoint:
-		return uint16(p.euro.cfg.Decimals)
+		return uint16(z.euro.cfg.Decimals)
 	case EuroRampUnits:
-		return p.euro.cfg.RampUnits.raw()
+		return z.euro.cfg.RampUnits.raw()
 	}
-	v := p.euroAnalogueLocked(addr)
+	v := p.euroAnalogueLocked(z, addr)
 	if math.IsNaN(v) {
 		return EuroPVBreak
 	}
-	return uint16(clampInt16(v * p.euro.scale(addr)))
+	return uint16(clampInt16(v * z.euro.scale(addr)))
 }
 
 // scale is the factor of a parameter in the 16-bit region: 10^dEC.P for a
@@ -331,6 +331,10 @@ func euroFloatParam(reg int) (addr, half int, ok bool) {
 // or the float region (FC 03 / 04). ErrIllegalAddress when any address is not
 // in the map, or a float request does not cover whole parameters.
 func (p *Plant) EurothermRead(addr int, dst []uint16) error {
+	return p.eurothermRead(&p.thermalZone, addr, dst)
+}
+
+func (p *Plant) eurothermRead(z *thermalZone, addr int, dst []uint16) error {
 	float := addr >= EuroFloatBase
 	if float && ((addr-EuroFloatBase)%2 != 0 || len(dst)%2 != 0) {
 		return ErrIllegalAddress
@@ -348,11 +352,11 @@ func (p *Plant) EurothermRead(addr int, dst []uint16) error {
 	defer p.mu.Unlock()
 	for i := range dst {
 		if !float {
-			dst[i] = p.euroReg16Locked(addr + i)
+			dst[i] = p.euroReg16Locked(z, addr+i)
 			continue
 		}
 		a, half, _ := euroFloatParam(addr + i)
-		b := math.Float32bits(float32(p.euroAnalogueLocked(a)))
+		b := math.Float32bits(float32(p.euroAnalogueLocked(z, a)))
 		if half == 0 {
 			dst[i] = uint16(b >> 16)
 		} else {
@@ -375,22 +379,26 @@ type euroWrite struct {
 // recorded in the write log (device furnace, via as given, channel
 // EuroChannel, value in engineering units), accepted or not.
 func (p *Plant) EurothermWrite(via string, addr int, vals []uint16) error {
+	return p.eurothermWrite(&p.thermalZone, via, addr, vals)
+}
+
+func (p *Plant) eurothermWrite(z *thermalZone, via string, addr int, vals []uint16) error {
 	p.mu.Lock()
-	ws, err := euroDecode(addr, vals, p.euro.cfg.Decimals)
+	ws, err := euroDecode(addr, vals, z.euro.cfg.Decimals)
 	if err == nil {
-		err = p.euroApplyLocked(ws)
+		err = euroApply(z, ws)
 	}
 	if err == nil {
 		for _, w := range ws {
 			if euroNV[w.addr] {
-				p.euro.nvWrites[EuroChannel(w.addr)]++
+				z.euro.nvWrites[EuroChannel(w.addr)]++
 			}
 		}
 	}
 	sim := p.sim
 	p.mu.Unlock()
 	for _, w := range ws {
-		p.recordWrite("furnace", via, EuroChannel(w.addr), w.value, err == nil, sim)
+		p.recordWrite(z.dev, via, EuroChannel(w.addr), w.value, err == nil, sim)
 	}
 	return err
 }
@@ -440,10 +448,10 @@ func euroDecode(addr int, vals []uint16, decimals int) ([]euroWrite, error) {
 	return ws, err
 }
 
-// euroApplyLocked applies the writes to a copy of the controller, checks
-// every range, then commits (with the bumpless transfers of a mode change).
-func (p *Plant) euroApplyLocked(ws []euroWrite) error {
-	old := p.euro
+// euroApply applies the writes to a copy of z's controller, checks every
+// range, then commits (with the bumpless transfers of a mode change).
+func euroApply(z *thermalZone, ws []euroWrite) error {
+	old := z.euro
 	c := old
 	for _, w := range ws {
 		v := w.value
@@ -489,9 +497,9 @@ func (p *Plant) euroApplyLocked(ws []euroWrite) error {
 		c.manOP = math.Max(0, math.Min(euroOutputMax, old.wrkOP))
 	case !c.manual && old.manual:
 		// bumpless: the loop starts from the present output
-		p.integ = old.wrkOP - pidKp*(p.wsp-p.pvC)
+		z.integ = old.wrkOP - pidKp*(z.wsp-z.pvC)
 	}
-	p.euro = c
+	z.euro = c
 	return nil
 }
 
@@ -516,13 +524,13 @@ type EurothermSnapshot struct {
 	Status   uint16         `json:"status"`
 }
 
-func (p *Plant) eurothermSnapshotLocked() *EurothermSnapshot {
-	e := &p.euro
+func (p *Plant) eurothermSnapshotLocked(z *thermalZone) *EurothermSnapshot {
+	e := &z.euro
 	return &EurothermSnapshot{
 		TargetSetpointC: e.tgSP, CommsSetpointC: e.rmSP, RemoteSelected: e.remote,
 		Manual: e.manual, ManualOutputPct: e.manOP, WorkingOutputPct: e.wrkOP,
 		OutputHighPct: e.opHi, OutputLowPct: e.opLo, SetpointRate: e.spRate,
-		Alarm1C: e.a1, Status: p.euroStatusLocked(),
+		Alarm1C: e.a1, Status: p.euroStatusLocked(z),
 		RampUnits: string(e.cfg.RampUnits), Decimals: e.cfg.Decimals,
 		NVWrites: maps.Clone(e.nvWrites),
 	}

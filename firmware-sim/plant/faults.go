@@ -88,12 +88,12 @@ func (p *Plant) normalizeFault(name, target string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %s needs a device (%s), got %q", ErrBadTarget, name, strings.Join(devices, ", "), target)
 	case FaultMFCStuckOpen:
-		for _, g := range p.gasKeys {
+		for _, g := range p.Gases() {
 			if g == target {
 				return target, nil
 			}
 		}
-		return "", fmt.Errorf("%w: %s needs a gas (%s), got %q", ErrBadTarget, name, strings.Join(p.gasKeys[:], ", "), target)
+		return "", fmt.Errorf("%w: %s needs a gas (%s), got %q", ErrBadTarget, name, strings.Join(p.Gases(), ", "), target)
 	case FaultChamberLeak:
 		v, err := strconv.ParseFloat(target, 64)
 		if err != nil || !(v > 0) || v > ChamberLeakMaxPaPerMin {
@@ -112,7 +112,22 @@ func (p *Plant) normalizeFault(name, target string) (string, error) {
 				ErrBadTarget, name, a.what, a.lo, a.hi, a.def, target)
 		}
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
-	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen, FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
+	case FaultThermalRunaway, FaultTCOpen, FaultTCFrozen:
+		// the furnace ("", or its zone's name), or another heated zone by name
+		zs := p.Zones()
+		for i, z := range zs {
+			if target == z {
+				return p.zone(i).fault, nil
+			}
+		}
+		if target != "" {
+			if len(zs) == 0 {
+				return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)
+			}
+			return "", fmt.Errorf("%w: %s takes a zone (%s) or none (the %s zone), got %q", ErrBadTarget, name, strings.Join(zs, ", "), zs[len(zs)-1], target)
+		}
+		return "", nil
+	case FaultGasLeak, FaultVacuumLoss, FaultEstop, FaultDoorOpen,
 		FaultScrubberTrip, FaultExhaustLost, FaultRamanMixed:
 		if target != "" {
 			return "", fmt.Errorf("%w: %s takes no target, got %q", ErrBadTarget, name, target)

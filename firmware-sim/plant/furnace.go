@@ -66,10 +66,40 @@ func (p *Plant) heaterPermittedLocked() bool {
 	return p.heaterOn && !p.wdExpired && p.relay
 }
 
+// thermalZone is one heated zone of the tube: its two thermal lags, the
+// sensor on it and the loop of the controller on it (the sim model's
+// working setpoint and integrator, or the eurotherm3200 model's state).
+type thermalZone struct {
+	dev    string  // the controller's device name (write log, silent and corrupt)
+	fault  string  // the target of its thermal faults: "" for the furnace, else the zone's name
+	tempC  float64 // true work-zone temperature
+	elemC  float64 // heater element (lagged power), expressed as °C equivalent
+	pvC    float64 // last sensor value (frozen when tc-frozen)
+	wsp    float64 // working setpoint, °C
+	outPct float64 // output the element gets, %
+	integ  float64 // PI integrator, %
+	euro   eurotherm
+}
+
+// newThermalZone is a cold zone whose controller dev is a 3200 configured
+// as cfg when the model is eurotherm3200.
+func newThermalZone(dev string, cfg EurothermConfig) thermalZone {
+	return thermalZone{dev: dev, tempC: AmbientC, elemC: AmbientC, pvC: AmbientC, wsp: AmbientC, euro: newEurotherm(cfg)}
+}
+
+// heat drives the zone's element at u % for h s: the element relaxes to
+// ambientC + u × gainC / 100 with time constant elemTau, the work zone to
+// the element with tau.
+func (z *thermalZone) heat(u, gainC, ambientC, elemTau, tau, h float64) {
+	z.outPct = u
+	z.elemC = relaxExact(z.elemC, ambientC+u/100*gainC, elemTau, h)
+	z.tempC = relaxExact(z.tempC, z.elemC, tau, h)
+}
+
 func (p *Plant) stepFurnaceLocked(h float64) {
 	var u float64
 	if p.opts.FurnaceModel == FurnaceEurotherm3200 {
-		u = p.stepEurothermLocked(h)
+		u = p.stepEurothermLocked(&p.thermalZone, h)
 	} else {
 		u = p.stepSimControllerLocked(h)
 	}
@@ -79,58 +109,65 @@ func (p *Plant) stepFurnaceLocked(h float64) {
 	if !p.relay {
 		u = 0
 	}
-	p.outPct = u
 	// plant: element lag, then work zone
-	p.elemC = relaxExact(p.elemC, AmbientC+u/100*furnaceGainC, elementTauS, h)
-	p.tempC = relaxExact(p.tempC, p.elemC, furnaceTauS, h)
+	p.heat(u, furnaceGainC, AmbientC, elementTauS, furnaceTauS, h)
+	if p.opts.Rig == RigMoS2TwoZone {
+		p.stepSulfurZoneLocked(h)
+	}
 }
 
-// rampLocked moves the working setpoint towards target (°C) at rate °C/min
+// ramp moves the working setpoint towards target (°C) at rate °C/min
 // (0: a step) over h s of sim time.
-func (p *Plant) rampLocked(target, ratePerMin, h float64) {
+func (z *thermalZone) ramp(target, ratePerMin, h float64) {
 	if ratePerMin == 0 {
-		p.wsp = target
+		z.wsp = target
 		return
 	}
 	step := ratePerMin / 60 * h
 	switch {
-	case p.wsp < target:
-		p.wsp = math.Min(target, p.wsp+step)
-	case p.wsp > target:
-		p.wsp = math.Max(target, p.wsp-step)
+	case z.wsp < target:
+		z.wsp = math.Min(target, z.wsp+step)
+	case z.wsp > target:
+		z.wsp = math.Max(target, z.wsp-step)
 	}
 }
 
-// sensorLocked updates the thermocouple reading and reports whether it is
-// open.
-func (p *Plant) sensorLocked() (tcOpen bool) {
-	tcOpen = p.faultActiveLocked(FaultTCOpen, "")
-	if !p.faultActiveLocked(FaultTCFrozen, "") {
-		p.pvC = p.tempC + 0.03*p.rng.NormFloat64()
+// tcOpenLocked: the thermocouple of z is open (tc-open with z's target:
+// "" for the furnace, the zone's name for another zone).
+func (p *Plant) tcOpenLocked(z *thermalZone) bool {
+	return p.faultActiveLocked(FaultTCOpen, z.fault)
+}
+
+// sensorLocked updates the thermocouple reading of z and reports whether
+// it is open (tc-open and tc-frozen with z's target).
+func (p *Plant) sensorLocked(z *thermalZone) (tcOpen bool) {
+	tcOpen = p.tcOpenLocked(z)
+	if !p.faultActiveLocked(FaultTCFrozen, z.fault) {
+		z.pvC = z.tempC + 0.03*p.rng.NormFloat64()
 	}
 	return tcOpen
 }
 
-// piLocked is one step of the PI loop with conditional integration
+// pi is one step of the PI loop with conditional integration
 // (anti-windup) between lo and hi %; it returns the output in %.
-func (p *Plant) piLocked(h, lo, hi float64) float64 {
-	e := p.wsp - p.pvC
-	raw := pidKp*e + p.integ
+func (z *thermalZone) pi(h, lo, hi float64) float64 {
+	e := z.wsp - z.pvC
+	raw := pidKp*e + z.integ
 	di := pidKp / pidTi * e * h
 	if (raw < hi || di < 0) && (raw > lo || di > 0) {
-		p.integ += di
+		z.integ += di
 	}
-	p.integ = math.Max(lo, math.Min(hi, p.integ))
-	return math.Max(lo, math.Min(hi, pidKp*e+p.integ))
+	z.integ = math.Max(lo, math.Min(hi, z.integ))
+	return math.Max(lo, math.Min(hi, pidKp*e+z.integ))
 }
 
 // stepSimControllerLocked is the sim model's controller: the output the PI
 // loop asks for while heater power is permitted, else 0.
 func (p *Plant) stepSimControllerLocked(h float64) float64 {
-	p.rampLocked(float64(p.setpoint)/10, float64(p.rampRate)/10, h)
-	tcOpen := p.sensorLocked()
+	p.ramp(float64(p.setpoint)/10, float64(p.rampRate)/10, h)
+	tcOpen := p.sensorLocked(&p.thermalZone)
 	if p.heaterPermittedLocked() && !tcOpen {
-		return p.piLocked(h, 0, 100)
+		return p.pi(h, 0, 100)
 	}
 	p.integ = 0
 	return 0

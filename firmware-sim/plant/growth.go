@@ -81,8 +81,12 @@ func MaterialGrowthRate(m Material, tempC, h2sSCCM float64) float64 {
 
 // stepGrowthLocked grows the material of the boat's precursor for h seconds.
 func (p *Plant) stepGrowthLocked(h float64) {
-	if p.opts.Rig == RigGraphene {
+	switch p.opts.Rig {
+	case RigGraphene:
 		p.stepGrapheneLocked(h)
+		return
+	case RigMoS2TwoZone:
+		p.stepSolidLocked(h)
 		return
 	}
 	f := p.chamberInflowSCCMLocked(gasH2S)

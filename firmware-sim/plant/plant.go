@@ -99,19 +99,15 @@ type Plant struct {
 	rng *rand.Rand
 	sim float64 // sim seconds since start
 
-	// furnace
-	tempC       float64 // true work-zone temperature
-	elemC       float64 // heater element (lagged power), expressed as °C equivalent
-	pvC         float64 // last sensor value (frozen when tc-frozen)
-	setpoint    int16   // 0.1 °C
-	rampRate    uint16  // 0.1 °C/min
-	heaterOn    bool    // HR 2
+	// furnace: the thermal zone of unit 1 (the growth zone of a two-zone
+	// rig); its controller's state of the eurotherm3200 model is its euro
+	thermalZone
+	setpoint    int16  // 0.1 °C
+	rampRate    uint16 // 0.1 °C/min
+	heaterOn    bool   // HR 2
 	wdTimeoutMs uint16
 	wdKick      uint16
 	alarmLimit  int16 // 0.1 °C
-	wsp         float64
-	outPct      float64
-	integ       float64
 	lastKick    time.Time
 	wdChecked   time.Time    // the last watchdog check that found it within its timeout
 	wdTrip      WatchdogTrip // the last expiry
@@ -133,8 +129,9 @@ type Plant struct {
 	film       Film           // layers grown per material
 	h2sExposed float64        // sccm·s of H2S into the chamber, for the status
 
-	// furnace controller of the eurotherm3200 model
-	euro eurotherm
+	// the two-zone rig's sulfur zone and its sources (twozone.go)
+	sulfur thermalZone
+	solid  solidSources
 
 	// digital output 7 of the adam6052 model (not wired to the plant)
 	adamDO7 bool
@@ -207,6 +204,10 @@ func New(opts Opts) (*Plant, error) {
 	if opts.Rig, err = ParseRig(string(opts.Rig)); err != nil {
 		return nil, err
 	}
+	if opts.Rig == RigMoS2TwoZone && opts.FurnaceModel != FurnaceEurotherm3200 {
+		return nil, fmt.Errorf("%w: the %s rig's zones are on Eurotherm 3200s (furnace model %s), not %s",
+			ErrUnknownModel, opts.Rig, FurnaceEurotherm3200, opts.FurnaceModel)
+	}
 	if opts.RelayWatchdog < 0 {
 		return nil, fmt.Errorf("%w: relay watchdog %v < 0", ErrIllegalValue, opts.RelayWatchdog)
 	}
@@ -214,19 +215,20 @@ func New(opts Opts) (*Plant, error) {
 		opts:        opts,
 		now:         opts.Now,
 		rng:         rand.New(rand.NewPCG(opts.Seed, 0x6863702d726967)),
-		tempC:       AmbientC,
-		elemC:       AmbientC,
-		pvC:         AmbientC,
+		thermalZone: newThermalZone("furnace", euroCfg),
 		setpoint:    250,
 		wdTimeoutMs: 5000,
 		alarmLimit:  12500,
-		wsp:         AmbientC,
 		pressurePa:  AtmospherePa,
 		relay:       opts.RelayEnergised,
 		relayOut:    opts.RelayEnergised,
 		precursor:   opts.Precursor,
 		faults:      map[faultKey]time.Time{},
-		euro:        newEurotherm(euroCfg),
+	}
+	if opts.Rig == RigMoS2TwoZone {
+		p.thermalZone.dev = "furnace-growth"
+		p.sulfur = newThermalZone("furnace-sulfur", euroCfg)
+		p.sulfur.fault = zoneNames[0]
 	}
 	p.start = p.now()
 	p.lastKick = p.start
@@ -237,8 +239,11 @@ func New(opts Opts) (*Plant, error) {
 		p.mfcs[i].MFCState = m
 		p.gasKeys[i] = strings.ToLower(m.Gas)
 	}
-	if opts.Rig == RigGraphene {
+	switch opts.Rig {
+	case RigGraphene:
 		p.coilNames[CoilH2SValve] = "ch4_valve"
+	case RigMoS2TwoZone: // one gas line: the second and third valves' outputs are wired to nothing
+		p.coilNames[CoilH2Valve], p.coilNames[CoilH2SValve] = "spare3", "spare4"
 	}
 	for i := range p.mfcs {
 		p.mfcs[i].PressurePSIA = 14.70

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Rig is which rig the plant is: the gases on its three mass-flow
-// controllers, the names of its outputs and what grows on the sample. The
-// furnace, the chamber, the pump and the I/O module are the same on both.
+// Rig is which rig the plant is: the gases on its mass-flow controllers,
+// the names of its outputs, its heated zones and what grows on the sample.
+// The furnace, the chamber, the pump and the I/O module are the same on all.
 type Rig string
 
 // The rigs the plant simulates.
@@ -22,10 +22,17 @@ const (
 	// valve, coil 4), no scrubber (coil 6 is wired to nothing), and
 	// low-pressure CVD of graphene from CH4 on copper foil (graphene.go).
 	RigGraphene Rig = "graphene"
+	// RigMoS2TwoZone is MoS2 from solid precursors in a two-zone furnace
+	// (twozone.go): sulfur powder in an upstream zone, MoO3 and the
+	// substrate in the growth zone, each zone on its own Eurotherm 3200,
+	// both on one RS-485 line (the sulfur zone's at unit 1, the growth
+	// zone's at 2); one gas line, the Ar carrier (the first controller;
+	// the second and third are not fitted), no H2S.
+	RigMoS2TwoZone Rig = "mos2-two-zone"
 )
 
 // Rigs lists the rigs, the default first.
-var Rigs = []Rig{RigMoS2, RigGraphene}
+var Rigs = []Rig{RigMoS2, RigGraphene, RigMoS2TwoZone}
 
 // ErrUnknownRig: not a rig the plant simulates.
 var ErrUnknownRig = errors.New("plant: unknown rig")
@@ -57,21 +64,37 @@ var rigGases = map[Rig][numGases]MFCState{
 		{Gas: "H2", UnitID: 'B', FullScaleSCCM: 200},
 		{Gas: "CH4", UnitID: 'C', FullScaleSCCM: 100},
 	},
+	RigMoS2TwoZone: {
+		{Gas: "Ar", UnitID: 'A', FullScaleSCCM: 500},
+	},
 }
 
 // Rig is the rig the plant simulates (fixed at New).
 func (p *Plant) Rig() Rig { return p.opts.Rig }
 
 // Gases are the plant's gas keys in controller order ("ar", "h2", then
-// "h2s" or "ch4"): MFC, SetMFCSetpoint and the mfc-stuck-open fault take
-// them, and each controller's serial link is mfc-<key>.
-func (p *Plant) Gases() []string { return p.gasKeys[:] }
+// "h2s" or "ch4"; "ar" alone on the two-zone rig): MFC, SetMFCSetpoint and
+// the mfc-stuck-open fault take them, and each controller's serial link is
+// mfc-<key>.
+func (p *Plant) Gases() []string {
+	n := 0
+	for n < numGases && p.gasKeys[n] != "" {
+		n++
+	}
+	return p.gasKeys[:n]
+}
 
 // Devices lists the device names a silent or corrupt fault may target on
 // this plant: Devices with this rig's controllers.
 func (p *Plant) Devices() []string {
 	out := []string{"furnace", "dio"}
-	for _, g := range p.gasKeys {
+	if zs := p.Zones(); len(zs) > 0 {
+		out = out[1:]
+		for i := range zs {
+			out = append(out, p.ZoneDevice(i))
+		}
+	}
+	for _, g := range p.Gases() {
 		out = append(out, "mfc-"+g)
 	}
 	return append(out, "gauge", "raman")
@@ -94,26 +117,34 @@ func (p *Plant) ADAMChannel(addr int) string {
 	return ADAMChannel(addr)
 }
 
-// RigFor returns the rig whose three controllers carry gases (a
-// configuration's gas lines, any case and order): the layout chooses the
-// simulated rig, no rig is named by its user. An error wraps ErrUnknownRig
-// when no rig has those lines.
+// RigFor returns the rig whose controllers carry gases (a configuration's
+// gas lines, any case and order): the layout chooses the simulated rig, no
+// rig is named by its user. A rig with exactly those lines wins; else the
+// first (in Rigs) that has them all. An error wraps ErrUnknownRig when no
+// rig has those lines.
 func RigFor(gases []string) (Rig, error) {
 	want := map[string]bool{}
 	for _, g := range gases {
 		want[strings.ToLower(strings.TrimSpace(g))] = true
 	}
-	for _, r := range Rigs {
-		ok := len(want) > 0
-		for g := range want {
-			found := false
+	for _, exact := range []bool{true, false} {
+		for _, r := range Rigs {
+			ok, n := len(want) > 0, 0
 			for _, m := range rigGases[r] {
-				found = found || strings.ToLower(m.Gas) == g
+				if m.Gas != "" {
+					n++
+				}
 			}
-			ok = ok && found
-		}
-		if ok {
-			return r, nil
+			for g := range want {
+				found := false
+				for _, m := range rigGases[r] {
+					found = found || (m.Gas != "" && strings.ToLower(m.Gas) == g)
+				}
+				ok = ok && found
+			}
+			if ok && (!exact || n == len(want)) {
+				return r, nil
+			}
 		}
 	}
 	return "", fmt.Errorf("%w: no simulated rig has the gas lines %v", ErrUnknownRig, gases)
@@ -126,7 +157,7 @@ func (r Rig) Grows(m string) (Precursor, bool) {
 	switch r {
 	case RigGraphene:
 		return "", strings.EqualFold(m, string(GrapheneMaterial))
-	case RigMoS2:
+	case RigMoS2, RigMoS2TwoZone:
 		for _, pr := range Precursors {
 			if g, err := pr.Material(); err == nil && strings.EqualFold(m, string(g)) {
 				return pr, true

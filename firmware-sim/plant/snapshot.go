@@ -78,6 +78,11 @@ type Snapshot struct {
 	Rig Rig `json:"rig"`
 	// FoilMelted: the graphene rig's copper foil went above 1084.6 °C.
 	FoilMelted bool `json:"foil_melted,omitempty"`
+	// Zones are the heated zones of a rig with several (Plant.Zones), by
+	// name; Furnace is then the growth zone. Solid is the two-zone rig's
+	// sources. Both absent on a rig with one furnace.
+	Zones map[string]ZoneSnapshot `json:"zones,omitempty"`
+	Solid *SolidSnapshot          `json:"solid,omitempty"`
 	// FurnaceModel and DIOModel are the maps units 1 and 2 serve.
 	FurnaceModel FurnaceModel `json:"furnace_model"`
 	DIOModel     DIOModel     `json:"dio_model"`
@@ -135,7 +140,7 @@ func (p *Plant) Snapshot() Snapshot {
 	f.AlarmLimitC = float64(p.alarmLimit) / 10
 	if p.opts.FurnaceModel == FurnaceEurotherm3200 {
 		e := &p.euro
-		f.Eurotherm = p.eurothermSnapshotLocked()
+		f.Eurotherm = p.eurothermSnapshotLocked(&p.thermalZone)
 		f.SetpointC = e.selectedSP()
 		f.RampRateCPerMin = e.spRate
 		f.HeaterEnable = (!e.manual || e.manOP > 0) && e.opHi > 0
@@ -147,7 +152,7 @@ func (p *Plant) Snapshot() Snapshot {
 	for i := 0; i < NumHoldingRegs; i++ {
 		f.HoldingRegisters = append(f.HoldingRegisters, p.holdingRegLocked(i))
 	}
-	for i, k := range p.gasKeys {
+	for i, k := range p.Gases() {
 		m := p.mfcReadLocked(i)
 		s.MFCs[k] = MFCSnapshot{
 			Gas: m.Gas, UnitID: string(m.UnitID), FullScaleSCCM: m.FullScaleSCCM,
@@ -167,6 +172,7 @@ func (p *Plant) Snapshot() Snapshot {
 	for _, pin := range p.pins {
 		s.GPIO[pin.name] = bool(pin.level)
 	}
+	p.zonesSnapshotLocked(&s)
 	if w, ok := p.relayWatchdogStateLocked(); ok {
 		s.RelayWatchdog = &w
 	}

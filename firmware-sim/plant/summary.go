@@ -21,7 +21,11 @@ func RigUsage() string {
 	for _, r := range Rigs {
 		s := string(r) + " (" + r.config()
 		if m, ok := r.Models(); ok {
-			s += fmt.Sprintf("; implies --furnace-model %s --dio-model %s --relay-watchdog %s unless they are given", m.Furnace, m.DIO, m.RelayWatchdog)
+			s += fmt.Sprintf("; implies --furnace-model %s --dio-model %s --relay-watchdog %s", m.Furnace, m.DIO, m.RelayWatchdog)
+			if m.Gauge != "" {
+				s += " --gauge-model " + m.Gauge
+			}
+			s += " unless they are given"
 		}
 		parts = append(parts, s+")")
 	}
@@ -30,8 +34,11 @@ func RigUsage() string {
 
 // config is r's shipped configuration, as the help names it.
 func (r Rig) config() string {
-	if r == RigGraphene {
+	switch r {
+	case RigGraphene:
 		return "configs/graphene.yaml: Ar, H2, CH4, no scrubber"
+	case RigMoS2TwoZone:
+		return "configs/mos2-two-zone.yaml: sulfur and growth zones on one RS-485 line at units 1 and 2, Ar carrier"
 	}
 	return "configs/sim.yaml"
 }
@@ -54,13 +61,19 @@ type RigModels struct {
 	Furnace       FurnaceModel
 	DIO           DIOModel
 	RelayWatchdog time.Duration
+	// Gauge is the gauge controller's model, as rig-sim's --gauge-model
+	// names it ("": the flag's default).
+	Gauge string
 }
 
 // Models returns the instruments r's configuration names; ok is false for
 // a rig on the simulator's own maps (the flags' defaults).
 func (r Rig) Models() (RigModels, bool) {
-	if r == RigGraphene {
+	switch r {
+	case RigGraphene:
 		return RigModels{Furnace: FurnaceEurotherm3200, DIO: DIOADAM6052, RelayWatchdog: 2 * time.Second}, true
+	case RigMoS2TwoZone:
+		return RigModels{Furnace: FurnaceEurotherm3200, DIO: DIOADAM6052, RelayWatchdog: 2 * time.Second, Gauge: "tpg262"}, true
 	}
 	return RigModels{}, false
 }
@@ -77,10 +90,15 @@ func (s Snapshot) GrowthSummary() string {
 			s.Layers, material, s.Film.Graphene, s.Film.GrapheneBilayer, s.Film.GrapheneDomainUM, s.Film.GrapheneDG, s.FoilMelted)
 	}
 	return fmt.Sprintf("%.3f layers, material %s (MoS2 %.3f, WS2 %.3f), precursor %s",
-		s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor)
+		s.Layers, material, s.Film.MoS2, s.Film.WS2, s.Precursor) + s.zonesSummary()
 }
 
 // ReactiveExposureSCCMs is what the growth received: the sccm·s of the
 // reactive gas (the third line) that flowed into the chamber on the
 // default rig, which a recipe plans as flow × hold time.
-func (s Snapshot) ReactiveExposureSCCMs() float64 { return s.H2SExposureSCCMs }
+func (s Snapshot) ReactiveExposureSCCMs() float64 {
+	if s.Solid != nil {
+		return s.Solid.DeliveredSCCMs // the sulfur atoms the carrier brought
+	}
+	return s.H2SExposureSCCMs
+}

@@ -67,7 +67,10 @@ type Opts struct {
 	// rmP.U; nil: plant.DefaultEurothermConfig).
 	Eurotherm *plant.EurothermConfig
 	// Rig is the rig simulated ("": plant.RigMoS2; plant.RigGraphene is the
-	// graphene-on-copper rig of configs/graphene.yaml).
+	// graphene-on-copper rig of configs/graphene.yaml; plant.RigMoS2TwoZone
+	// the two-zone furnace, whose <dir>/modbus-rtu is its zones' RS-485
+	// line, the sulfur zone's 3200 at unit 1 and the growth zone's at 2:
+	// it needs FurnaceModel plant.FurnaceEurotherm3200).
 	Rig    plant.Rig
 	Logger *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
