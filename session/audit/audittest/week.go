@@ -18,7 +18,7 @@ const EnvelopeVersion = "sha256:0123456789abcdef"
 
 // Week is seven days from start of the kill test's traffic
 // (TestKillAgentAtRandom), around the clock: per day, sessionsPerDay
-// sessions alternating leak-check and MoS2 synthesis, each a gate
+// sessions alternating leak-check and material synthesis, each a gate
 // decision, an approval, its transitions and, per action, the accepted
 // and executed tool calls (actionsPerSession actions, one in 97 refused
 // for its rate, with readings); every third session after a SIGKILL and
