@@ -1,0 +1,57 @@
+package alert
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// receiver delivers one alert somewhere.
+type receiver interface {
+	// name names the receiver (never a secret).
+	name() string
+	// send delivers a; the context's deadline reaches the socket.
+	send(ctx context.Context, a Alert) error
+}
+
+// newReceiver parses rc's URL into its receiver, checking what can be
+// checked without sending (the credential file included).
+func newReceiver(rc ReceiverConfig) (receiver, error) {
+	u, err := url.Parse(rc.URL)
+	if err != nil {
+		// url.Parse's error quotes the URL, which may hold a secret.
+		return nil, fmt.Errorf("%w: does not parse", ErrBadURL)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("%w: no host in %s", ErrBadURL, u.Redacted())
+	}
+	name := rc.Name
+	if name == "" {
+		name = u.Scheme + "://" + u.Host
+	}
+	switch u.Scheme {
+	case "smtp":
+		return newSMTP(name, u)
+	case "http", "https":
+		return newWebhook(name, u)
+	}
+	return nil, fmt.Errorf("%w: scheme %q in %s is not smtp, http or https", ErrBadURL, u.Scheme, u.Redacted())
+}
+
+// isLoopback reports whether host (a name or an address) is the loopback
+// interface: "localhost" or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// dialContext dials addr over TCP within ctx.
+func dialContext(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
