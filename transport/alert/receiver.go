@@ -24,6 +24,9 @@ func newReceiver(rc ReceiverConfig) (receiver, error) {
 		// url.Parse's error quotes the URL, which may hold a secret.
 		return nil, fmt.Errorf("%w: does not parse", ErrBadURL)
 	}
+	if u.Scheme != "smtp" && u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%w: scheme %q is not smtp, http or https", ErrBadURL, u.Scheme)
+	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("%w: no host in %s", ErrBadURL, u.Redacted())
 	}
@@ -31,13 +34,10 @@ func newReceiver(rc ReceiverConfig) (receiver, error) {
 	if name == "" {
 		name = u.Scheme + "://" + u.Host
 	}
-	switch u.Scheme {
-	case "smtp":
+	if u.Scheme == "smtp" {
 		return newSMTP(name, u)
-	case "http", "https":
-		return newWebhook(name, u)
 	}
-	return nil, fmt.Errorf("%w: scheme %q in %s is not smtp, http or https", ErrBadURL, u.Scheme, u.Redacted())
+	return newWebhook(name, u)
 }
 
 // isLoopback reports whether host (a name or an address) is the loopback
