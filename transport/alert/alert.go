@@ -96,7 +96,7 @@ func newID() string {
 func (a Alert) subject() string {
 	s := fmt.Sprintf("[hcp-edge %s] %s: %s", a.Severity, a.Class, a.Title)
 	if a.Count > 1 {
-		s += fmt.Sprintf(" (×%d)", a.Count)
+		s += fmt.Sprintf(" (%d times)", a.Count)
 	}
 	return s
 }

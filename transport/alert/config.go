@@ -24,6 +24,9 @@ type Config struct {
 	// GiveUpAfter: a delivery still failing this long after the alert
 	// was raised is given up, audited as such (default 72h).
 	GiveUpAfter time.Duration `yaml:"give_up_after"`
+	// BrokerUnreachableAfter: the agent raises broker_unreachable once its
+	// broker connection has been down this long (default 5m).
+	BrokerUnreachableAfter time.Duration `yaml:"broker_unreachable_after"`
 }
 
 // ReceiverConfig is one receiver and its route.
@@ -49,6 +52,8 @@ const (
 	DefaultRetryMin    = 5 * time.Second
 	DefaultRetryMax    = 10 * time.Minute
 	DefaultGiveUpAfter = 72 * time.Hour
+	// DefaultBrokerUnreachableAfter is BrokerUnreachableAfter's default.
+	DefaultBrokerUnreachableAfter = 5 * time.Minute
 )
 
 // Defaults fills the zero fields.
@@ -67,6 +72,9 @@ func (c *Config) Defaults() {
 	}
 	if c.GiveUpAfter == 0 {
 		c.GiveUpAfter = DefaultGiveUpAfter
+	}
+	if c.BrokerUnreachableAfter == 0 {
+		c.BrokerUnreachableAfter = DefaultBrokerUnreachableAfter
 	}
 	for i := range c.Receivers {
 		if c.Receivers[i].MinSeverity == "" {
@@ -95,6 +103,9 @@ func (c Config) Check() []error {
 	}
 	if c.GiveUpAfter < time.Minute {
 		bad("give_up_after", "%v is shorter than 1m", c.GiveUpAfter)
+	}
+	if c.BrokerUnreachableAfter < 10*time.Second {
+		bad("broker_unreachable_after", "%v is shorter than 10s", c.BrokerUnreachableAfter)
 	}
 	names := map[string]int{}
 	for i, rc := range c.Receivers {
