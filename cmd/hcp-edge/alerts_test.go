@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"github.com/hcp-edge/hcp-edge/configs"
 	"github.com/hcp-edge/hcp-edge/device/devicetest"
 	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 )
@@ -70,7 +72,8 @@ func loopbackPort(t *testing.T) int {
 // aiosmtpd) both down at first, a pending approval and a gas-leak trip
 // raise their alerts; once the receivers come up, each gets them, once;
 // then a flapping leak input sends nothing more until the group window
-// ends: its trips wait, counted, as one grouped alert in the state file.
+// ends: its trips wait, counted, as one grouped alert in the state file;
+// an e-stop alerts at once.
 // Every delivery and failure is in the audit log.
 func TestAlertsDelivered(t *testing.T) {
 	py := devicetest.PythonImport(t, "aiosmtpd", "python3-aiosmtpd")
@@ -162,6 +165,13 @@ alerts:
 		}
 		e.waitTrips(2 + i)
 	}
+	// An e-stop: its alert goes to the webhook (the mail receiver does not
+	// take the class).
+	e.mustCLI("estop", "--operator", "alice")
+	waitUntil(t, "the e-stop alert", func() bool { return len(h.of("estop")) == 1 })
+	if es := h.of("estop")[0]; es["severity"] != "critical" || !strings.Contains(es["text"].(string), "estop by alice") {
+		t.Errorf("e-stop alert: %v", es)
+	}
 	e.waitAudit("the deliveries audited", func(es []auditLine) bool {
 		n := 0
 		for _, a := range es {
@@ -169,7 +179,7 @@ alerts:
 				n++
 			}
 		}
-		return n == 4 // two alerts, two receivers
+		return n == 5 // two alerts to two receivers, the e-stop to one
 	})
 	e.mustCLI("deny", pending.ID, "--operator", "olga", "--reason", "alerts test")
 	<-watch
@@ -288,3 +298,67 @@ func maildirMails(dir string) []string {
 	}
 	return out
 }
+
+// TestAlertTestCommand: hcp-edge alert test sends a test alert to each
+// receiver and prints each one's result (exit 1 when one failed); a
+// configuration whose receiver has a missing or world-readable password
+// file, or a URL that does not parse, is refused (exit 2) naming the key,
+// and nothing is sent.
+func TestAlertTestCommand(t *testing.T) {
+	h := &alertHook{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open-password")
+	if err := os.WriteFile(open, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := func(name, receivers string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, append(append([]byte{}, cfgSim()...), "\nalerts:\n  receivers:\n"+receivers...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run1 := func(args ...string) (int, string, string) {
+		var out, errb strings.Builder
+		code := run(t.Context(), args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+
+	ok := config("ok.yaml", fmt.Sprintf("    - {name: hook, url: \"http://%s/a\"}\n    - {name: down, url: \"http://127.0.0.1:%d/a\"}\n", l.Addr(), loopbackPort(t)))
+	code, out, errs := run1("alert", "test", "--config", ok, "--timeout", "5s")
+	if code != exitFailure || !regexpMatch(`(?m)^hook +ok$`, out) || !regexpMatch(`(?m)^down +FAILED .*connection refused`, out) {
+		t.Errorf("alert test: exit %d\n%s%s", code, out, errs)
+	}
+	if got := h.of("test"); len(got) != 1 || got[0]["severity"] != "info" {
+		t.Errorf("the webhook got %v", got)
+	}
+	mail := "smtp://rig@mail.example.org:587/?from=rig@example.org&to=oncall@example.org&password_file="
+	for _, tc := range []struct{ name, receivers, want string }{
+		{"missing", "    - url: \"" + mail + filepath.Join(dir, "nope") + "\"\n", "alerts.receivers[0].url: alert: bad credential file"},
+		{"open", "    - url: \"" + mail + open + "\"\n", "readable by its group or others"},
+		{"parse", "    - url: \"https://%zz\"\n", "alerts.receivers[0].url: alert: bad receiver URL: does not parse"},
+	} {
+		code, out, errs := run1("alert", "test", "--config", config(tc.name+".yaml", tc.receivers))
+		if code != exitUsage || !strings.Contains(errs, tc.want) || strings.Contains(errs, "secret") {
+			t.Errorf("%s: exit %d, want 2 and %q\n%s%s", tc.name, code, tc.want, out, errs)
+		}
+	}
+	if n := len(h.of("test")); n != 1 {
+		t.Errorf("%d test alerts after the refused configurations, want still 1", n)
+	}
+}
+
+// cfgSim is the embedded simulator configuration.
+func cfgSim() []byte { return configs.SimYAML }
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
