@@ -362,3 +362,27 @@ func TestAlertTestCommand(t *testing.T) {
 func cfgSim() []byte { return configs.SimYAML }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// alertsToWebhook adds an alerts section to e's configuration whose one
+// receiver, taking every class, is a webhook served by the test; it
+// returns the receiver.
+func alertsToWebhook(t *testing.T, e *env) *alertHook {
+	t.Helper()
+	h := &alertHook{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	f, err := os.OpenFile(e.cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "\nalerts:\n  receivers:\n    - {name: hook, url: \"http://%s/alerts\", min_severity: info}\n", l.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/transport/alert"
+	"github.com/hcp-edge/hcp-edge/transport/wire"
+)
+
+// TestInterlockAlert: which interlock decisions alert, in which class and
+// severity; close_all_valves_and_alert says the heater runs on.
+func TestInterlockAlert(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		e        envelope.Entry
+		class    alert.Class
+		severity alert.Severity
+		title    string // a part of the title
+	}{
+		{"leak", envelope.Entry{Decision: envelope.DecisionTripped, Trip: envelope.TripGasLeak, Rule: envelope.Rule(envelope.ProcCloseValvesAndAlert), Reason: "gas_leak_detected on leak_detected"},
+			alert.ClassLeak, alert.SeverityCritical, "heater and pumps left running"},
+		{"over temperature", envelope.Entry{Decision: envelope.DecisionTripped, Trip: envelope.TripOverTemperature, Rule: envelope.Rule(envelope.ProcImmediateShutdown)},
+			alert.ClassTrip, alert.SeverityCritical, "over_temperature: immediate_shutdown ran"},
+		{"gas interlock lost", envelope.Entry{Decision: envelope.DecisionTripped, Trip: envelope.TripGasInterlockLost, Rule: envelope.Rule(envelope.ProcCloseValvesAndAlert)},
+			alert.ClassTrip, alert.SeverityCritical, "gas lines closed"},
+		{"e-stop input", envelope.Entry{Decision: envelope.DecisionTripped, Trip: envelope.TripEStop, Rule: envelope.Rule(envelope.ProcSafeState)},
+			alert.ClassEStop, alert.SeverityCritical, "trip estop"},
+		{"e-stop", envelope.Entry{Decision: envelope.DecisionHalted, Reason: "estop by alice (control socket)"},
+			alert.ClassEStop, alert.SeverityCritical, "e-stop"},
+		{"recovery safe state", envelope.Entry{Decision: envelope.DecisionHalted, Reason: "recovery of session s: checkpoint lost"},
+			alert.ClassEStop, alert.SeverityWarning, "safe state"},
+		{"shutdown policy", envelope.Entry{Decision: envelope.DecisionHalted, Reason: "agent shutdown (policy safe_state)"}, "", "", ""},
+		{"refusal", envelope.Entry{Decision: envelope.DecisionRefused, Rule: "max_temperature"}, "", "", ""},
+		{"executed", envelope.Entry{Decision: envelope.DecisionExecuted}, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			al, ok := interlockAlert(tc.e)
+			if ok != (tc.class != "") {
+				t.Fatalf("alerts: %v, want %v", ok, tc.class != "")
+			}
+			if ok && (al.Class != tc.class || al.Severity != tc.severity || !strings.Contains(al.Title, tc.title)) {
+				t.Errorf("alert %+v, want class %s severity %s title with %q", al, tc.class, tc.severity, tc.title)
+			}
+		})
+	}
+}
+
+// TestSessionAlert: task_failed and approval_pending alert with ids made
+// from the session (and the approval), so that a repeat is one alert;
+// other messages do not.
+func TestSessionAlert(t *testing.T) {
+	sid := uuid.New()
+	env := func(p wire.Payload) *wire.Envelope {
+		e, err := wire.NewEnvelope(&sid, p, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	failed := env(&wire.TaskFailed{ErrorCode: "budget_exceeded", ErrorMessage: "actions budget"})
+	al, ok := sessionAlert(failed)
+	if !ok || al.Class != alert.ClassSessionFailed || al.ID != "session_failed/"+sid.String() || al.Fields["error_code"] != "budget_exceeded" {
+		t.Errorf("task_failed: %v %+v", ok, al)
+	}
+	data, _ := json.Marshal(map[string]any{"code": engine.EventApprovalPending, "message": "R3 needs a human",
+		"details": map[string]string{"approval_id": "apr-1", "risk_level": "R3", "expires_at": "2026-12-07T08:00:00Z"}})
+	al, ok = sessionAlert(env(&wire.Event{EventType: engine.EventApprovalPending, Sequence: 2, Data: data}))
+	if !ok || al.Class != alert.ClassApprovalPending || al.ID != "approval_pending/"+sid.String()+"/apr-1" ||
+		al.Fields["risk_level"] != "R3" || !strings.Contains(al.Title, "hcp-edge approve apr-1") {
+		t.Errorf("approval_pending: %v %+v", ok, al)
+	}
+	if _, ok := sessionAlert(env(&wire.Event{EventType: "progress", Sequence: 3, Data: json.RawMessage(`{}`)})); ok {
+		t.Error("a progress event alerted")
+	}
+}
+
+// TestAlertingOff: without receivers every hook is a no-op.
+func TestAlertingOff(t *testing.T) {
+	var a alerting
+	a.notify(alert.Alert{Class: alert.ClassTrip})
+	a.recovered(engine.Recovery{SessionID: "s", Decision: engine.Decision{Action: engine.ActHold}}, time.Now())
+	a.watchBroker(nil, time.Minute)
+	a.close()
+}
