@@ -68,7 +68,7 @@ type Alert struct {
 	Class    Class    `json:"class"`
 	Severity Severity `json:"severity"`
 	// Key is what, within its class, the alert is about (a channel, a
-	// session id): alerts of one class and key are grouped.
+	// session id): alerts of one class, key and severity are grouped.
 	Key    string            `json:"key,omitempty"`
 	Title  string            `json:"title"`
 	Text   string            `json:"text,omitempty"`
@@ -82,8 +82,11 @@ type Alert struct {
 	Last time.Time `json:"last"`
 }
 
-// groupKey is the key alerts are grouped by.
-func (a Alert) groupKey() string { return string(a.Class) + "\x00" + a.Key }
+// groupKey is the key alerts are grouped by: class, key and severity (an
+// alarm and the info that it cleared are not one group).
+func (a Alert) groupKey() string {
+	return string(a.Class) + "\x00" + a.Key + "\x00" + string(a.Severity)
+}
 
 // newID is a random alert id.
 func newID() string {

@@ -19,7 +19,8 @@
 //     from PATH at each send, and PATH must exist and not be readable by
 //     its group or others. No password in the URL.
 //   - http(s)://... POSTs the alert as one JSON object (Body), its id in
-//     the body and in the Idempotency-Key header.
+//     the body and in the Idempotency-Key header; user:password in the URL
+//     is sent as basic authentication.
 //
 // Each receiver takes the classes it lists (all when none) at or above its
 // min_severity; test and alert_overflow alerts go to every receiver.
@@ -40,10 +41,10 @@
 //
 // # Grouping and rate limits
 //
-// Of the alerts of one class and key (a channel, a session), the first goes
-// out at once; those in the group_window after it become one alert, sent
-// at the window's end with their count (Alert.Count) and the time of the
-// last (Alert.Last); then the next window. A flapping input thus sends at
+// Of the alerts of one class, key (a channel, a session) and severity,
+// the first goes out at once; those in the group_window after it become
+// one alert, sent at the window's end with their count (Alert.Count) and
+// the time of the last (Alert.Last); then the next window. A flapping input thus sends at
 // most one alert a window, whatever its rate. max_per_hour bounds what
 // one receiver is sent: past it alerts wait, they are not dropped.
 //

@@ -61,11 +61,15 @@ func (r *webhookReceiver) send(ctx context.Context, a Alert) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.u.String(), bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %s", ErrBadURL, r.u.Redacted())
+		return fmt.Errorf("%w: %s: %w", ErrBadURL, r.nm, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", a.ID)
 	req.Header.Set("User-Agent", "hcp-edge-alert/1")
+	if u := r.u.User; u != nil { // https://user:token@host/...: basic authentication
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+	}
 	req.Close = true
 	conn, err := dialContext(ctx, r.addr)
 	if err != nil {
