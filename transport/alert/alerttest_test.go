@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -187,4 +188,8 @@ func netListen(port int) (net.Listener, error) {
 func startSMTPCheck(t *testing.T) {
 	t.Helper()
 	devicetest.PythonImport(t, "aiosmtpd", "python3-aiosmtpd")
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
 }
