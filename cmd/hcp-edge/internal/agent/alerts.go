@@ -13,7 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/audit"
@@ -236,19 +236,18 @@ func (a *alerting) disk(s diskspace.State) {
 	a.notify(al)
 }
 
-// watchBroker raises broker_unreachable once the uplink has been
-// disconnected for longer than after (once an outage, and an info alert
-// when it reconnects); it checks every after/10 (at least 1 s). No uplink:
-// nothing to watch.
-func (a *alerting) watchBroker(up *uplink.Uplink, after time.Duration) {
-	if up == nil || a.p.Load() == nil || after <= 0 {
+// watchBroker raises broker_unreachable once the uplink (its status:
+// nil without one) has been disconnected for longer than after (once an
+// outage, and an info alert when it reconnects), checking every every.
+func (a *alerting) watchBroker(status func() *reply.Uplink, after, every time.Duration) {
+	if a.p.Load() == nil || after <= 0 || status() == nil {
 		return
 	}
 	a.stop = make(chan struct{})
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		t := time.NewTicker(max(after/10, time.Second))
+		t := time.NewTicker(every)
 		defer t.Stop()
 		var down time.Time
 		alerted := false
@@ -257,7 +256,7 @@ func (a *alerting) watchBroker(up *uplink.Uplink, after time.Duration) {
 			case <-a.stop:
 				return
 			case now := <-t.C:
-				s := up.Status()
+				s := status()
 				switch {
 				case s.Connected:
 					if alerted {

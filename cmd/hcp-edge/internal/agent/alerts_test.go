@@ -2,12 +2,18 @@ package agent
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/transport/alert"
@@ -86,6 +92,92 @@ func TestAlertingOff(t *testing.T) {
 	var a alerting
 	a.notify(alert.Alert{Class: alert.ClassTrip})
 	a.recovered(engine.Recovery{SessionID: "s", Decision: engine.Decision{Action: engine.ActHold}}, time.Now())
-	a.watchBroker(nil, time.Minute)
+	a.watchBroker(func() *reply.Uplink { return nil }, time.Minute, time.Second)
 	a.close()
+}
+
+// TestWatchBroker: a broker down past the limit raises one critical
+// broker_unreachable, and its return one info alert.
+func TestWatchBroker(t *testing.T) {
+	h := &hookServer{}
+	a := startTestAlerting(t, h)
+	var mu sync.Mutex
+	st := &reply.Uplink{Broker: "amqps://broker:5671/hcp", Connected: true}
+	set := func(c bool) { mu.Lock(); st.Connected = c; mu.Unlock() }
+	status := func() *reply.Uplink { mu.Lock(); defer mu.Unlock(); c := *st; return &c }
+	a.watchBroker(status, 200*time.Millisecond, 10*time.Millisecond)
+	set(false)
+	waitAlerts(t, h, "broker_unreachable", 1)
+	set(true)
+	waitAlerts(t, h, "broker_unreachable", 2)
+	a.close()
+	got := h.all()
+	if got[0]["severity"] != "critical" || got[1]["severity"] != "info" || len(got) != 2 {
+		t.Errorf("alerts: %v", got)
+	}
+}
+
+// hookServer is a webhook receiver keeping the alerts it was sent.
+type hookServer struct {
+	mu  sync.Mutex
+	got []map[string]any
+}
+
+func (h *hookServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var m map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	h.got = append(h.got, m)
+	h.mu.Unlock()
+}
+
+func (h *hookServer) all() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.got...)
+}
+
+// startTestAlerting is an alerting whose Alerter (a bbolt file of its own)
+// sends every class to h.
+func startTestAlerting(t *testing.T, h *hookServer) *alerting {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	cfg := alert.Config{Receivers: []alert.ReceiverConfig{{URL: srv.URL, MinSeverity: alert.SeverityInfo}}, RetryMin: 10 * time.Millisecond}
+	cfg.Defaults()
+	x, err := alert.New(db, cfg, alert.Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &alerting{}
+	a.p.Store(x)
+	t.Cleanup(a.close)
+	return a
+}
+
+// waitAlerts waits until h got n alerts of class (hang guard).
+func waitAlerts(t *testing.T, h *hookServer, class string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(10 * time.Millisecond) {
+		c := 0
+		for _, m := range h.all() {
+			if m["class"] == class {
+				c++
+			}
+		}
+		if c >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s alerts, want %d", c, class, n)
+		}
+	}
 }

@@ -465,7 +465,7 @@ func (d *daemon) serve(context.Context) error {
 		return err
 	}
 	d.srv = srv
-	d.alerts.watchBroker(d.up, f.Alerts.BrokerUnreachableAfter) // alerts.go
+	d.alerts.watchBroker(d.up.Status, f.Alerts.BrokerUnreachableAfter, max(f.Alerts.BrokerUnreachableAfter/10, time.Second)) // alerts.go
 	return nil
 }
 
