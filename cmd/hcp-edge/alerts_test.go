@@ -386,3 +386,44 @@ func alertsToWebhook(t *testing.T, e *env) *alertHook {
 	}
 	return h
 }
+
+// TestAlertRecovery: a running MoS2 session whose agent is SIGKILLed is
+// taken up by the restart's recovery, held (PAUSED until an operator arms
+// and resumes) or failed, as Decide says for what the rig shows then: the
+// decision raises its alert (session_held or session_failed), and the
+// approval alert of the first run is not sent again.
+func TestAlertRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a MoS2 run killed and recovered (~25 s)")
+	}
+	t.Parallel()
+	e := newEnv(t, nil)
+	h := alertsToWebhook(t, e)
+	e.start()
+	e.arm()
+	watch := e.cliAsync("submit", seedTask, "--watch")
+	pending := e.waitSession("pending approval", func(s sessionView) bool { return s.State == "PENDING" && s.ApprovalID != "" })
+	waitUntil(t, "the approval alert", func() bool { return len(h.of("approval_pending")) == 1 })
+	e.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
+	e.waitSession("running", func(s sessionView) bool { return s.ID == pending.ID && s.State == "RUNNING" && s.Progress != nil })
+	if err := e.daemon.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-e.exited
+	e.stopped = true
+	<-watch
+	e.start()
+	after := e.waitSession("held or failed after the restart", func(s sessionView) bool {
+		return s.ID == pending.ID && (s.State == "PAUSED" || s.State == "FAILED")
+	})
+	class := map[string]string{"PAUSED": "session_held", "FAILED": "session_failed"}[after.State]
+	t.Logf("recovery: %s", after.State)
+	waitUntil(t, "the "+class+" alert", func() bool { return len(h.of(class)) == 1 })
+	got := h.of(class)[0]
+	if f, _ := got["fields"].(map[string]any); f["session"] != pending.ID || got["severity"] != "warning" {
+		t.Errorf("%s alert: %v", class, got)
+	}
+	if n := len(h.of("approval_pending")); n != 1 {
+		t.Errorf("%d approval alerts after the restart, want 1 (de-duplicated by id)", n)
+	}
+}
