@@ -28,7 +28,7 @@ func newReceiver(rc ReceiverConfig) (receiver, error) {
 		return nil, fmt.Errorf("%w: scheme %q is not smtp, http or https", ErrBadURL, u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%w: no host in %s", ErrBadURL, u.Redacted())
+		return nil, fmt.Errorf("%w: no host in %s", ErrBadURL, redact(u))
 	}
 	name := rc.Name
 	if name == "" {
@@ -38,6 +38,17 @@ func newReceiver(rc ReceiverConfig) (receiver, error) {
 		return newSMTP(name, u)
 	}
 	return newWebhook(name, u)
+}
+
+// redact is u for an error message: its scheme and host only. Its user
+// info, path, query and fragment may hold a secret (a password, a
+// webhook's token), and the configuration check names the key and line
+// anyway.
+func redact(u *url.URL) string {
+	if u.Host == "" {
+		return u.Scheme + ":…"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // isLoopback reports whether host (a name or an address) is the loopback

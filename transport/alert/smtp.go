@@ -42,34 +42,34 @@ func newSMTP(name string, u *url.URL) (*smtpReceiver, error) {
 	if u.User != nil {
 		r.user = u.User.Username()
 		if _, set := u.User.Password(); set {
-			return nil, fmt.Errorf("%w: %s: a password in the URL; put it in a file named by password_file", ErrBadURL, u.Redacted())
+			return nil, fmt.Errorf("%w: %s: a password in the URL; put it in a file named by password_file", ErrBadURL, redact(u))
 		}
 	}
 	if !validAddr(r.from) {
-		return nil, fmt.Errorf("%w: %s: from=%q is not an address (user@domain)", ErrBadURL, u.Redacted(), r.from)
+		return nil, fmt.Errorf("%w: %s: from=%q is not an address (user@domain)", ErrBadURL, redact(u), r.from)
 	}
 	for _, t := range strings.Split(q.Get("to"), ",") {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
 		}
 		if !validAddr(t) {
-			return nil, fmt.Errorf("%w: %s: to=%q is not an address (user@domain)", ErrBadURL, u.Redacted(), t)
+			return nil, fmt.Errorf("%w: %s: to=%q is not an address (user@domain)", ErrBadURL, redact(u), t)
 		}
 		r.to = append(r.to, t)
 	}
 	if len(r.to) == 0 {
-		return nil, fmt.Errorf("%w: %s: no to= address", ErrBadURL, u.Redacted())
+		return nil, fmt.Errorf("%w: %s: no to= address", ErrBadURL, redact(u))
 	}
 	for k := range q {
 		if !slices.Contains([]string{"from", "to", "password_file"}, k) {
-			return nil, fmt.Errorf("%w: %s: unknown parameter %q (from, to, password_file)", ErrBadURL, u.Redacted(), k)
+			return nil, fmt.Errorf("%w: %s: unknown parameter %q (from, to, password_file)", ErrBadURL, redact(u), k)
 		}
 	}
 	switch {
 	case r.user != "" && r.passFile == "":
-		return nil, fmt.Errorf("%w: %s: user %q without password_file", ErrBadURL, u.Redacted(), r.user)
+		return nil, fmt.Errorf("%w: %s: user %q without password_file", ErrBadURL, redact(u), r.user)
 	case r.user == "" && r.passFile != "":
-		return nil, fmt.Errorf("%w: %s: password_file without a user (smtp://USER@HOST)", ErrBadURL, u.Redacted())
+		return nil, fmt.Errorf("%w: %s: password_file without a user (smtp://USER@HOST)", ErrBadURL, redact(u))
 	case r.passFile != "":
 		if _, err := readPassword(r.passFile); err != nil {
 			return nil, err
