@@ -116,6 +116,9 @@ func (x alertAuditor) Record(ctx context.Context, e envelope.Entry) error {
 // its own class, the e-stop input the e-stop's), an e-stop or another
 // safe state; not the shutdown policy's safe state, nor anything else.
 func interlockAlert(e envelope.Entry) (alert.Alert, bool) {
+	if e.Decision != envelope.DecisionTripped && e.Decision != envelope.DecisionHalted {
+		return alert.Alert{}, false // every tool call passes here: nothing allocated for it
+	}
 	al := alert.Alert{Severity: alert.SeverityCritical, At: e.At, Text: e.Reason, Fields: map[string]string{}}
 	if e.SessionID != "" {
 		al.Fields["session"] = e.SessionID
