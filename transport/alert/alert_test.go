@@ -305,3 +305,60 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyNeverBlocks: with the disk stalled (a write transaction held
+// open, so the writer goroutine waits for bbolt's lock), Notify still
+// returns at once: past the intake it drops and counts, and the counts go
+// out as alert_overflow alerts once the disk moves again, adding up to
+// what was dropped.
+func TestNotifyNeverBlocks(t *testing.T) {
+	h := &hook{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	db := openDB(t)
+	c := testConfig(srv.URL)
+	c.GroupWindow = 0   // each overflow report its own alert
+	c.MaxPerHour = 3600 // the writer may have taken a batch of up to 256 before the stall
+	a, err := New(db, c, Opts{Intake: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	tx, err := db.Begin(true) // the disk stalls
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, dropped := 0, 0
+	for i := range 1000 {
+		al := leak()
+		al.Key = strconv.Itoa(i) // no grouping: each its own alert
+		if a.Notify(al) {
+			taken++
+		} else {
+			dropped++
+		}
+	}
+	if dropped == 0 || taken > 4+256 {
+		t.Fatalf("taken %d, dropped %d: the intake is 4 (and the writer holds one batch)", taken, dropped)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	counted := func() (leaks, lost int) {
+		for _, b := range h.bodies() {
+			switch b.Class {
+			case ClassLeak:
+				leaks++
+			case ClassOverflow:
+				n, _, _ := strings.Cut(b.Title, " ")
+				k, _ := strconv.Atoi(n)
+				lost += k
+			}
+		}
+		return leaks, lost
+	}
+	waitFor(t, "every alert taken delivered, and the losses reported", func() bool {
+		leaks, lost := counted()
+		return leaks == taken && lost == dropped
+	})
+}
