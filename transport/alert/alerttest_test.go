@@ -20,7 +20,7 @@ import (
 )
 
 // openDB opens a fresh bbolt file in t's temp directory.
-func openDB(t *testing.T) *bolt.DB {
+func openDB(t testing.TB) *bolt.DB {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
