@@ -28,8 +28,7 @@ import (
 // before that (the disk watcher starts first) and without receivers
 // (alerts off) the hooks do nothing.
 type alerting struct {
-	p   atomic.Pointer[alert.Alerter]
-	log *slog.Logger
+	p atomic.Pointer[alert.Alerter]
 
 	// the broker watcher (watchBroker), stopped by close
 	stop chan struct{}
@@ -40,11 +39,10 @@ type alerting struct {
 // (nil without receivers); every delivery and every failed attempt is
 // audited in log.
 func (a *alerting) start(cfg alert.Config, db *bolt.DB, log *audit.Log, clock func() time.Time, lg *slog.Logger) error {
-	a.log = lg
 	x, err := alert.New(db, cfg, alert.Opts{Now: clock, Logger: lg.With("component", "alerts"),
 		OnDelivery: func(d alert.Delivery) { auditDelivery(log, d, lg) }})
 	if err != nil {
-		return fmt.Errorf("alerts: %w", err)
+		return err // each problem at its alerts.KEY, as config check says it
 	}
 	if x != nil {
 		lg.Info("alerts on", "receivers", len(cfg.Receivers), "queued", x.Queued(), "group_window", cfg.GroupWindow)
