@@ -15,6 +15,7 @@ import (
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/transport/alert"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
@@ -179,5 +180,19 @@ func waitAlerts(t *testing.T, h *hookServer, class string, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d %s alerts, want %d", c, class, n)
 		}
+	}
+}
+
+// TestDiskAlarm: the disk alarm alerts critical, its clearing info: two
+// alerts (not one group), both delivered at once.
+func TestDiskAlarm(t *testing.T) {
+	h := &hookServer{}
+	a := startTestAlerting(t, h)
+	a.disk(diskspace.State{Low: true, Free: 1 << 20, Watermark: 64 << 20, Reason: "free 1 MiB below the watermark 64 MiB"})
+	a.disk(diskspace.State{Low: false, Free: 512 << 20, Watermark: 64 << 20})
+	waitAlerts(t, h, "disk_alarm", 2)
+	got := h.all()
+	if got[0]["severity"] != "critical" || got[1]["severity"] != "info" || !strings.Contains(got[0]["text"].(string), "below the watermark") {
+		t.Errorf("disk alerts: %v", got)
 	}
 }
