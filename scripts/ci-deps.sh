@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs with apt the peer programs the tests need: programs nobody here wrote, to prove
-# interoperability (mbpoll, pymodbus, pika), pty plumbing (socat), and qemu-user for the
+# interoperability (mbpoll, pymodbus, pika, aiosmtpd: the alerts' SMTP server), pty plumbing (socat), and qemu-user for the
 # cross-built binaries; and with npm, @dwmkerr/mock-llm (an OpenAI-compatible server), ro-crate and
 # jcampconverter (the .eln export's readers) into ~/.cache/hcp-edge/npm. Idempotent: installs only what is missing.
 #
@@ -16,7 +16,7 @@
 # python3-pymodbus 3.0 (Debian 12) needs python3-serial-asyncio (and with it python3-serial) for
 # `import pymodbus.server`; it is only a Recommends of the package, so it is listed explicitly.
 set -euo pipefail
-pkgs=(mbpoll python3-pymodbus python3-serial python3-serial-asyncio socat qemu-user-static python3-pika chromium fonts-dejavu-core)
+pkgs=(mbpoll python3-pymodbus python3-serial python3-serial-asyncio socat qemu-user-static python3-pika python3-aiosmtpd chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,6 +52,7 @@ probe python3-pymodbus         "python3: import pymodbus.server"   "$py" -c 'imp
 probe python3-pymodbus         "python3: import pymodbus.client"   "$py" -c 'import pymodbus.client'
 probe python3-serial-asyncio   "python3: import serial_asyncio"    "$py" -c 'import serial_asyncio'
 probe python3-pika             "python3: import pika"              "$py" -c 'import pika'
+probe python3-aiosmtpd         "python3: import aiosmtpd"          "$py" -c 'import aiosmtpd'
 probe mbpoll                   "mbpoll -h"                         mbpoll -h
 probe socat                    "socat -V"                          socat -V
 probe qemu-user-static         "qemu-arm-static --version"         qemu-arm-static --version

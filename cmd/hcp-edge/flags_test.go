@@ -17,7 +17,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"access", "withdraw"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
 		{"broker"}, {"broker", "provision"}, {"takeover"}, {"handback"}, {"owner"},
-		{"recipe", "simulate"}, {"whoami"},
+		{"recipe", "simulate"}, {"whoami"}, {"alert"}, {"alert", "test"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -38,6 +38,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"whoami", "extra"}, {"whoami", "--no-such-flag"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
 		{"takeover"}, {"takeover", "s1"}, {"handback", "s1"}, {"owner"}, {"owner", "a", "b"}, {"owner", "s1", "--operator", "x"},
 		{"recipe", "simulate"}, {"recipe", "simulate", "a", "b"}, {"recipe", "simulate", "--inputs", "{", "rig-status"},
+		{"alert"}, {"alert", "send"}, {"alert", "test", "extra"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage || errb.Len() == 0 {

@@ -42,6 +42,7 @@ func TestEStopLatency(t *testing.T) {
 		}
 	}
 	e := newEnv(t, nil)
+	alertsToWebhook(t, e) // measured with alerts configured: each e-stop raises one (docs/ALERTS.md)
 	e.start()
 	for _, way := range []struct {
 		name string

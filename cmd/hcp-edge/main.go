@@ -148,6 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Models(ctx, args[1:], stdout, stderr)
 	case "broker":
 		return cli.Broker(ctx, args[1:], stdout, stderr)
+	case "alert":
+		return cli.Alert(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -195,6 +197,7 @@ commands:
   recipe    recipe check FILE...: check process recipes against the rig's envelope, every problem with its line;
             recipe simulate FILE|CAPABILITY --inputs JSON: preview a run on a simulated rig (no hardware)
   models    the analysis models of the configuration (model router registry); --check: ask every remote instance
+  alert     alert test: send a test alert to every receiver of the alerts section, each one's result
 
 Run "hcp-edge COMMAND -h" for a command's flags and exit codes.
 

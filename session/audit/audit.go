@@ -30,12 +30,17 @@ const (
 	KindModel      Kind = "model"              // the model router: an invocation, a refusal, a fallback, a circuit change
 	KindRetention  Kind = "retention"          // a closed session's data removed by retention (session/retention)
 	KindAnalysis   Kind = "analysis"           // a finding a session's analysis warned of: a material other than the recipe's
+	// KindAlert: an alert to people delivered to a receiver, or an attempt
+	// that failed (transport/alert; docs/ALERTS.md).
+	KindAlert Kind = "alert"
 )
 
 // Valid reports whether k is one of the package's kinds.
 func (k Kind) Valid() bool {
 	switch k {
 	case KindGate, KindTransition, KindToolCall, KindInterlock, KindApproval, KindDataAccess, KindOwnership, KindDiscovery, KindControl, KindRecipe, KindModel, KindRetention, KindAnalysis:
+		return true
+	case KindAlert:
 		return true
 	}
 	return false

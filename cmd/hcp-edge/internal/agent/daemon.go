@@ -141,6 +141,7 @@ type daemon struct {
 	disk    *diskspace.Watcher // the state directory's free space (disk.go)
 	hold    *clocksync.Hold    // new sessions held until the clock is synchronised
 	st      *store.Store
+	alerts  alerting      // alerts to people (alerts.go); their queue is in st
 	mx      *agentMetrics // nil without agent.metrics_listen
 	key     *atrest.Key   // nil without agent.at_rest_key_file
 	tokens  *token.Authority
@@ -210,7 +211,7 @@ func (d *daemon) openState(ctx context.Context) error {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	var err error
-	if d.disk, err = openDisk(f, f.Agent.ControlSocket, d.log); err != nil {
+	if d.disk, err = openDisk(f, f.Agent.ControlSocket, d.log, d.alerts.disk); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	path := filepath.Join(f.Agent.StateDir, rigconfig.StateFile)
@@ -222,6 +223,9 @@ func (d *daemon) openState(ctx context.Context) error {
 		return fmt.Errorf("state file %s (another daemon running?): %w", path, err)
 	}
 	d.st = st
+	if err := d.alerts.start(f.Alerts, st.DB(), st.Audit(), d.clock.Now, d.log); err != nil { // alerts.go
+		return err
+	}
 	d.mx = newAgentMetrics(f, st, d.log) // nil without agent.metrics_listen (metrics.go)
 	if d.key, err = loadAtRestKey(f.Agent.AtRestKeyFile, d.log); err != nil {
 		return err
@@ -317,7 +321,7 @@ func (d *daemon) openRig(ctx context.Context) error {
 	iopts.Logger = d.log
 	iopts.TimeScale = f.Agent.TimeScale // rates of change and purges on the rig's time, as the recipe check judges them
 	d.acts = budget.NewActionCounter()  // the actions budget counts what the interlock executed (session/budget)
-	if d.il, err = envelope.NewInterlock(d.env, rig, authz, d.acts.Auditor(d.mx.auditor(audit.Interlock{Log: d.st.Audit()})), iopts); err != nil {
+	if d.il, err = envelope.NewInterlock(d.env, rig, authz, d.acts.Auditor(d.alerts.auditor(d.mx.auditor(audit.Interlock{Log: d.st.Audit()}))), iopts); err != nil {
 		return err
 	}
 	if d.iv, err = newInvoker(d.il, f.Agent.TimeScale); err != nil { // the only caller of the interlock (engine.go)
@@ -389,7 +393,7 @@ func (d *daemon) startSessions(context.Context) error {
 		return err
 	}
 	d.eng, err = newEngine(f, d.st, d.st.Audit(), d.mx.gateRecorder, d.key, d.reg, d.tokens, d.revoked, d.il, d.iv, d.mon,
-		d.acts, d.hub, d.up, d.clock, d.hold.Reason, d.xs, d.models, d.log)
+		d.acts, d.alerts.outbound(d.hub), d.up, d.clock, d.hold.Reason, d.xs, d.models, d.log)
 	return err
 }
 
@@ -413,6 +417,7 @@ func (d *daemon) recoverSessions(ctx context.Context) error {
 	}
 	for _, r := range recs {
 		d.log.Warn("session recovered", "session", r.SessionID, "from", r.From, "decision", r.Decision, "err", r.Err)
+		d.alerts.recovered(r, d.t0)
 	}
 	d.recovered = len(recs)
 	return nil
@@ -460,6 +465,7 @@ func (d *daemon) serve(context.Context) error {
 		return err
 	}
 	d.srv = srv
+	d.alerts.watchBroker(d.up.Status, f.Alerts.BrokerUnreachableAfter, max(f.Alerts.BrokerUnreachableAfter/10, time.Second)) // alerts.go
 	return nil
 }
 
@@ -523,6 +529,7 @@ func (d *daemon) release() (err error) {
 		err = errors.Join(err, d.in.Close())
 	}
 	_ = d.mx.close(context.Background()) // a nil *agentMetrics does nothing
+	d.alerts.close()                     // before the state file it queues in
 	if d.st != nil {
 		err = errors.Join(err, d.st.Close())
 	}

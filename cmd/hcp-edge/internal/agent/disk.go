@@ -12,15 +12,16 @@ import (
 // openDisk starts the state directory's free-space watcher (agent.disk):
 // below the watermark the uplink stops taking commands, status, the
 // dashboard, the metrics and sd_notify's STATUS say so, and the reserve is
-// released when a write of the state file fails for want of space.
-func openDisk(f rigconfig.File, socket string, log *slog.Logger) (*diskspace.Watcher, error) {
+// released when a write of the state file fails for want of space; alarm
+// gets every change (the disk alarm's alert).
+func openDisk(f rigconfig.File, socket string, log *slog.Logger, alarm func(diskspace.State)) (*diskspace.Watcher, error) {
 	w, err := diskspace.New(diskspace.Opts{
 		Dir:       f.Agent.StateDir,
 		Watermark: f.Agent.Disk.Watermark(),
 		Reserve:   f.Agent.Disk.Reserve(),
 		Every:     f.Agent.Disk.PollEvery,
 		Logger:    log.With("component", "disk"),
-		OnChange:  func(s diskspace.State) { notifyDisk(s, socket, log) },
+		OnChange:  func(s diskspace.State) { notifyDisk(s, socket, log); alarm(s) },
 	})
 	if err != nil {
 		return nil, err

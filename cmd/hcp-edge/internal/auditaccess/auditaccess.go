@@ -278,6 +278,9 @@ func Describe(e audit.Entry) Entry {
 	case audit.KindAnalysis:
 		r.Decision = str("code")
 		r.Summary = join("expected "+str("expected"), "found "+str("found"), str("message"))
+	case audit.KindAlert:
+		r.Decision = join("alert "+str("outcome"), str("receiver"))
+		r.Summary = join(str("class"), str("severity"), str("title"), str("alert_id"), str("error"))
 	case audit.KindDiscovery:
 		r.Decision = "refused " + str("refused")
 		r.Summary = join("caller "+str("caller"), str("capability"), str("reason"))

@@ -205,7 +205,7 @@ func splitKey(msg string) (key, reason string) {
 	section, _, _ := strings.Cut(k, ".")
 	section, _, _ = strings.Cut(section, "[")
 	switch section {
-	case "rig", "envelope", "monitor", "agent", "gate", "models", "model_routing", "operators", "retention":
+	case "rig", "envelope", "monitor", "agent", "gate", "models", "model_routing", "operators", "retention", "alerts":
 		return k, r
 	}
 	return "", msg

@@ -28,6 +28,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/session/capability"
 	"github.com/hcp-edge/hcp-edge/session/gate"
 	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"github.com/hcp-edge/hcp-edge/transport/alert"
 )
 
 // emptyRegistry lets Validate check the gate section without the
@@ -72,6 +73,9 @@ type File struct {
 	// Retention is how long closed sessions keep their data, per data
 	// class, and the state directory's ceiling (retention.go).
 	Retention Retention `yaml:"retention"`
+	// Alerts are the receivers of alerts to people, their routes, the
+	// group window and the rate limits (transport/alert; docs/ALERTS.md).
+	Alerts alert.Config `yaml:"alerts"`
 }
 
 // LocalUser is the broker user, and caller id, of the local control
@@ -271,6 +275,7 @@ func (f *File) Defaults() {
 	a.AMQP.defaults()
 	a.Disk.defaults()
 	f.Retention.defaults()
+	f.Alerts.Defaults()
 	f.ModelRouting.defaults()
 	m := &f.Monitor
 	if m.FurnaceEvery == 0 {
@@ -359,6 +364,7 @@ func (f File) Validate() error {
 	f.Agent.AMQP.validate(bad)
 	f.Agent.Disk.validate(bad)
 	f.Retention.validate(bad)
+	errs = append(errs, f.Alerts.Check()...) // each at its alerts.KEY
 	if l := f.Agent.MetricsListen; l != "" {
 		if err := CheckLoopback(l); err != nil {
 			bad("agent.metrics_listen", "%v", err)
