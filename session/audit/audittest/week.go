@@ -71,7 +71,7 @@ func Week(start time.Time, sessionsPerDay, actionsPerSession int) []audit.Entry 
 			for j := range actionsPerSession {
 				a := envelope.SetpointAction(device.Celsius(float64(20 + j%800)))
 				if j%7 == 3 {
-					a = envelope.FlowAction("Ar", device.Flow(j%100))
+					a = envelope.FlowAction("carrier", device.Flow(j%100))
 				}
 				interlock(tick(), envelope.Entry{SessionID: sid, Action: &a, Decision: envelope.DecisionAccepted})
 				interlock(tick(), envelope.Entry{SessionID: sid, Action: &a, Decision: envelope.DecisionExecuted})
