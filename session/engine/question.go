@@ -243,8 +243,12 @@ func (e *Engine) AnswerQuestion(ctx context.Context, id, checkpoint, value strin
 	}
 	text := pq.Answer.Text(v)
 	err = e.step(l, func(w *store.Tx) error {
-		if err := auditJSON(ctx, w, l.id, answerAudit{Decision: "answer", Checkpoint: pq.CheckpointID, Question: pq.Name,
-			Text: pq.Question, Answer: text, By: by}); err != nil {
+		det := answerAudit{Decision: "answer", Checkpoint: pq.CheckpointID, Question: pq.Name, Text: pq.Question, Answer: text,
+			By: by, Operator: by.Display, Reason: fmt.Sprintf("%s = %s at %s (%q)", pq.Name, text, pq.CheckpointID, pq.Question)}
+		if by.Known {
+			det.UID, det.User = &by.UID, by.User
+		}
+		if err := auditJSON(ctx, w, l.id, det); err != nil {
 			return err
 		}
 		s, evs, err := w.Transition(l.id, store.Change{To: lifecycle.Running,
@@ -283,6 +287,11 @@ type answerAudit struct {
 	Text       string `json:"text"`
 	Answer     string `json:"answer"`
 	By         Signer `json:"by"`
+	// Operator, UID, User and Reason are what audit replay shows of it.
+	Operator string  `json:"operator"`
+	UID      *uint32 `json:"uid,omitempty"`
+	User     string  `json:"user,omitempty"`
+	Reason   string  `json:"reason"`
 }
 
 // PendingQuestionOf returns the question session id is blocked at.
