@@ -290,6 +290,52 @@ func TestQuestionSurvivesRestart(t *testing.T) {
 		}
 		h2.waitState(t, res.SessionID, lifecycle.Completed)
 	})
+	t.Run("blocked past the grace stays blocked", func(t *testing.T) {
+		// A blocked session emits nothing while it waits: the time since
+		// its last event is no outage; the question's deadline bounds it.
+		x := &askExec{name: "leak-check", timeout: time.Hour}
+		h := askHarness(t, "", x, nil)
+		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
+		q := waitQuestion(t, h, res.SessionID)
+		h.close()
+		time.Sleep(20 * time.Millisecond)
+		h2 := askHarness(t, h.path, x, func(c *Config) { c.RecoveryGrace = 10 * time.Millisecond })
+		recs, err := h2.e.Recover(ctx)
+		if err != nil || len(recs) != 1 || recs[0].Decision.Action != ActHold {
+			t.Fatalf("recoveries %+v %v", recs, err)
+		}
+		if q2 := waitQuestion(t, h2, res.SessionID); q2.CheckpointID != q.CheckpointID {
+			t.Fatalf("asked anew at %s", q2.CheckpointID)
+		}
+		if err := h2.e.Abort(ctx, res.SessionID, "caller_abort"); err != nil {
+			t.Fatal(err)
+		}
+		h2.waitTerminal(t, res.SessionID)
+	})
+	t.Run("deadline passed during the outage fails", func(t *testing.T) {
+		x := &askExec{name: "leak-check", timeout: 300 * time.Millisecond}
+		h := askHarness(t, "", x, nil)
+		res := h.submit(t, "alpha", submitEnv(t, "leak-check", leakInputs, ""))
+		waitQuestion(t, h, res.SessionID)
+		h.close()
+		time.Sleep(400 * time.Millisecond)
+		h2 := askHarness(t, h.path, x, nil)
+		if _, err := h2.e.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := h2.waitTerminal(t, res.SessionID); st != lifecycle.Failed {
+			t.Fatalf("ended %s", st)
+		}
+		// Failed by the timeout: in the restarted agent, or (a slow
+		// machine) before the first one stopped; the store says which code.
+		failed := false
+		for _, ev := range h2.storedSeqs(t, res.SessionID) {
+			failed = failed || (ev.Type == lifecycle.EventError && strings.Contains(string(ev.Data), `"code":"timeout"`))
+		}
+		if !failed {
+			t.Fatal("no timeout error event")
+		}
+	})
 	t.Run("answered resumes", func(t *testing.T) {
 		x := &askExec{name: "leak-check", timeout: time.Hour, hang: true}
 		h := askHarness(t, "", x, nil)

@@ -40,6 +40,11 @@ type Facts struct {
 	Outage         time.Duration // wall time since the session's last event
 	Grace          time.Duration
 	Expired        bool // max_duration has passed
+	// AwaitingInput: the session is PAUSED at a recipe's question
+	// (question.go). It emits nothing while it waits, so the time since
+	// its last event is no outage: the question's own deadline bounds the
+	// wait, not the grace.
+	AwaitingInput bool
 	NeedApproval   bool
 	ApprovalExpiry bool // the approval timeout has passed
 	// NotReady says why the rig cannot carry on a physical session right
@@ -100,7 +105,7 @@ func Decide(f Facts) Decision {
 		return fail(executor.CodeSafetyViolation, "interlock latched at restart")
 	case len(f.Trips) > 0:
 		return fail(executor.CodeSafetyViolation, "rig outside the envelope at restart: "+f.Trips[0])
-	case f.Outage >= f.Grace:
+	case f.Outage >= f.Grace && !f.AwaitingInput:
 		return fail(executor.CodeInternal, fmt.Sprintf("outage %v longer than the recovery grace %v", f.Outage.Round(time.Millisecond), f.Grace))
 	}
 	if f.State == lifecycle.Paused {
@@ -169,6 +174,7 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		var cp store.Checkpoint
 		if rerr == nil {
 			f.NeedApproval = l.meta.NeedApproval
+			f.AwaitingInput = sess.State == lifecycle.Paused && l.meta.Question != nil
 			f.ApprovalExpiry = !now.Before(sess.CreatedAt.Add(e.cfg.ApprovalTimeout))
 			if !l.meta.RunningSince.IsZero() {
 				l.deadline = l.meta.RunningSince.Add(e.runWall(l.maxDur))
