@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
 	"github.com/hcp-edge/hcp-edge/session/engine"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -69,36 +70,9 @@ func TestMoS2QuestionOverTheBroker(t *testing.T) {
 	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
 	b.arm()
 
-	ts := seedSubmit(t)
-	var in map[string]any
-	if err := json.Unmarshal(ts.Inputs, &in); err != nil {
-		t.Fatal(err)
-	}
-	in["technician_checks"] = "ask"
-	ts.Inputs, _ = json.Marshal(in)
-	r := &mos2Run{ts: ts}
-	r.c = b.client(func(env *wire.Envelope) {
-		r.mu.Lock()
-		r.early = append(r.early, env)
-		r.mu.Unlock()
-	})
+	r, q := b.startAsking(t)
+	ts := r.ts
 	defer r.c.Close()
-	task, err := r.c.Submit(context.Background(), ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.task = task
-	pending := b.waitSession("pending approval", func(s sessionView) bool {
-		return s.State == "PENDING" && s.ApprovalID != "" && s.Caller == b.callerID
-	})
-	b.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
-	r.sid = pending.ID
-
-	// Blocked at the first question, before pump-down.
-	blocked := b.waitSessionFor(brokerLongGuard, "blocked at its question", func(s sessionView) bool {
-		return s.ID == r.sid && s.State == "PAUSED" && s.Question != nil
-	})
-	q := blocked.Question
 	if q.Name != "precursor_loaded" || !strings.Contains(q.Answer, "MoO3") || !strings.HasPrefix(q.CheckpointID, "ckpt-") {
 		t.Fatalf("pending question %+v", q)
 	}
@@ -192,6 +166,134 @@ func TestMoS2QuestionOverTheBroker(t *testing.T) {
 			t.Logf("audit #%d %s %s %s", en.Seq, en.Kind, en.Decision, en.Summary)
 		}
 		t.Fatalf("audit: %d answers (want 2), %d refused or failed answers (want at least %d)", answers, refused, wantRefused)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}
+
+// sessionQuestion is a session's pending question as sessions lists it.
+type sessionQuestion = reply.Question
+
+// startAsking submits the seed's MoS2 task asking for the technician's
+// checks through a new caller client, approves it and waits until it is
+// blocked at its first question, which it returns.
+func (b *brokerEnv) startAsking(t *testing.T) (*mos2Run, *sessionQuestion) {
+	t.Helper()
+	ts := seedSubmit(t)
+	var in map[string]any
+	if err := json.Unmarshal(ts.Inputs, &in); err != nil {
+		t.Fatal(err)
+	}
+	in["technician_checks"] = "ask"
+	ts.Inputs, _ = json.Marshal(in)
+	r := &mos2Run{ts: ts}
+	r.c = b.client(func(env *wire.Envelope) {
+		r.mu.Lock()
+		r.early = append(r.early, env)
+		r.mu.Unlock()
+	})
+	task, err := r.c.Submit(context.Background(), ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.task = task
+	pending := b.waitSession("pending approval", func(s sessionView) bool {
+		return s.State == "PENDING" && s.ApprovalID != "" && s.Caller == b.callerID
+	})
+	b.mustCLI("approve", pending.ApprovalID, "--operator", "olga")
+	r.sid = pending.ID
+	blocked := b.waitSessionFor(brokerLongGuard, "blocked at its question", func(s sessionView) bool {
+		return s.ID == r.sid && s.State == "PAUSED" && s.Question != nil
+	})
+	return r, blocked.Question
+}
+
+// TestMoS2QuestionKill: the agent SIGKILLed while a MoS2 run is blocked at
+// its question comes back with the session blocked at the same checkpoint;
+// SIGKILLed again right after the operator's answer (the answer and the
+// resumption are one transaction: whichever side of the kill the run
+// was, nothing is lost), it comes back with the answer kept, never asking
+// that question again, and the run completes with both answers, one
+// audited answer per question.
+func TestMoS2QuestionKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SIGKILLs the agent twice in a MoS2 run through the broker")
+	}
+	t.Parallel()
+	b := newBrokerEnv(t)
+	b.start()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	b.arm()
+	r, q := b.startAsking(t)
+	defer r.c.Close()
+
+	b.kill()
+	b.env = restartEnv(b.env)
+	again := b.waitSessionFor(brokerLongGuard, "blocked again after the restart", func(s sessionView) bool {
+		return s.ID == r.sid && s.State == "PAUSED" && s.Question != nil
+	})
+	if again.Question.CheckpointID != q.CheckpointID || again.Question.Name != q.Name {
+		t.Fatalf("after the restart: %+v, was %+v", again.Question, q)
+	}
+	b.arm() // the agent starts with the relay de-energised
+	b.mustCLI("answer", r.sid, q.CheckpointID, "MoO3", "--operator", "olga")
+	b.kill()
+	b.env = restartEnv(b.env)
+
+	// Back: held after the restart (answered, it was running), or blocked
+	// at the second question; never at the first again.
+	for answered := map[string]bool{q.Name: true}; ; {
+		s := b.waitSessionFor(brokerLongGuard, "paused after the restart, or ended", func(s sessionView) bool {
+			return s.ID == r.sid && (s.State == "PAUSED" || s.State == "COMPLETED" || s.State == "FAILED")
+		})
+		if s.State != "PAUSED" {
+			break
+		}
+		switch {
+		case s.Question == nil:
+			b.arm()
+			b.mustCLI("resume", r.sid, "--operator", "olga")
+		case answered[s.Question.Name]:
+			t.Fatalf("asked %s again after its answer was recorded", s.Question.Name)
+		default:
+			b.arm()
+			b.mustCLI("answer", r.sid, s.Question.CheckpointID, "yes", "--operator", "olga")
+			answered[s.Question.Name] = true
+		}
+		b.waitSessionFor(brokerLongGuard, "going on", func(v sessionView) bool {
+			return v.ID == r.sid && (v.State != "PAUSED" || (v.Question != nil && !answered[v.Question.Name]))
+		})
+	}
+
+	all := r.finish(t, brokerLongGuard)
+	checkSequence(t, all)
+	fin := all[len(all)-1]
+	if checkCompleted(t, fin, r.ts, b.grown()) == "COMPLETED" {
+		tc, _ := fin.TaskCompleted()
+		var out struct {
+			Answers map[string]any `json:"answers"`
+		}
+		if err := json.Unmarshal(tc.Outputs, &out); err != nil || out.Answers["precursor_loaded"] != "MoO3" || out.Answers["substrate_loaded"] != true {
+			t.Fatalf("answers in the result: %+v %v", out.Answers, err)
+		}
+	}
+	var rep auditaccess.ReplayResult
+	if err := json.Unmarshal([]byte(b.mustCLI("audit", "replay", r.sid, "--json").stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	perQuestion := map[string]int{}
+	for _, en := range rep.Entries {
+		if en.Kind == "approval" && en.Decision == "answer" {
+			var d struct {
+				Question string `json:"question"`
+			}
+			_ = json.Unmarshal(en.Detail, &d)
+			perQuestion[d.Question]++
+		}
+	}
+	if perQuestion["precursor_loaded"] != 1 || perQuestion["substrate_loaded"] != 1 {
+		t.Fatalf("audited answers per question: %v", perQuestion)
 	}
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
