@@ -40,17 +40,17 @@ type Facts struct {
 	Outage         time.Duration // wall time since the session's last event
 	Grace          time.Duration
 	Expired        bool // max_duration has passed
-	// AwaitingInput: the session is PAUSED at a recipe's question
-	// (question.go). It emits nothing while it waits, so the time since
-	// its last event is no outage: the question's own deadline bounds the
-	// wait, not the grace.
-	AwaitingInput bool
 	NeedApproval   bool
 	ApprovalExpiry bool // the approval timeout has passed
 	// NotReady says why the rig cannot carry on a physical session right
 	// now though nothing is wrong with it (executor.Ready: typically the
 	// interlock relay, which the agent de-energises at start); "" if ready.
 	NotReady string
+	// AwaitingInput: the session is PAUSED at a recipe's question
+	// (question.go). It emits nothing while it waits, so the time since
+	// its last event is no outage: the question's own deadline bounds the
+	// wait, not the grace.
+	AwaitingInput bool
 }
 
 // Decision is the recovery decision of one session; Code is the L4 error
