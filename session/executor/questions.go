@@ -56,6 +56,9 @@ func (r *recipeRun) ask(ctx context.Context, i int, ph *recipe.Phase, env *Env) 
 		if _, done := r.st.Answers[q.Name]; done {
 			continue
 		}
+		if c := q.When; c != nil && c.Answer != "" && r.st.Answers[c.Answer] != c.Equals {
+			continue // conditional on an earlier answer that is not this one
+		}
 		ans := q.Given
 		if ans == nil {
 			if env.Questions == nil {

@@ -93,6 +93,18 @@ func TestRecipeAsks(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+	t.Run("conditional on an earlier answer", func(t *testing.T) {
+		r, i := askingRun(t, askInputs)
+		ph := &r.st.Plan.Phases[i]
+		lo, hi := 0.0, 50.0
+		ph.Questions = append(ph.Questions, recipe.Question{Name: "wo3_mass_mg", Text: "WO3 mass?", Timeout: 1,
+			Answer: recipe.AnswerSpec{Type: recipe.AnswerNumber, Unit: "mg", Min: &lo, Max: &hi},
+			When:   &recipe.Condition{Answer: "precursor_loaded", Equals: "WO3"}})
+		a := &fakeAsker{answers: map[string]any{"precursor_loaded": "MoO3", "substrate_loaded": true, "wo3_mass_mg": 5.0}}
+		if err := r.ask(ctx, i, ph, &Env{Questions: a}); err != nil || len(a.asked) != 2 {
+			t.Fatalf("asked %d, %v; want the conditional question skipped", len(a.asked), err)
+		}
+	})
 	t.Run("the default task asks nothing", func(t *testing.T) {
 		r, i := askingRun(t, `{"target_material":"MoS2","substrate":"SiO2/Si"}`)
 		if err := r.ask(ctx, i, &r.st.Plan.Phases[i], &Env{}); err != nil || r.st.Answers != nil {

@@ -53,6 +53,7 @@ func TestBrokenRecipes(t *testing.T) {
 		{"question-without-timeout.yaml", RuleUnbounded, 12, "phases[3].ramp.ask[0].timeout", "a question needs a timeout"},
 		{"question-bad-expect.yaml", RuleQuestion, 15, "phases[3].ramp.ask[0].expect", `expect the string "WO3": not an answer this question takes (one of MoO3, none)`},
 		{"question-input-mismatch.yaml", RuleQuestion, 20, "phases[3].ramp.ask[0].input", "its value WO3 is not one of the choices MoO3, none"},
+		{"question-answer-not-asked-before.yaml", RuleQuestion, 14, "phases[1].pump_down.ask[0].when.answer", `no question "foil_loaded" is asked before this one`},
 		{"question-while-reactive.yaml", RuleQuestion, 18, "phases[4].hold.ask[0]", "asked while H2S (opened by expose at line 8) still flows"},
 	}
 	seen := map[string]bool{}

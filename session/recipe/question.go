@@ -154,10 +154,14 @@ func (a AnswerSpec) Text(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Condition makes a question conditional on a declared enum input: it is
-// asked only when the task's input Input equals Equals.
+// Condition makes a question conditional: on a declared enum input (it is
+// asked only when the task's input Input equals Equals, decided when the
+// task is resolved) or on the answer to a question asked before it
+// (Answer: decided when it comes, from that answer; a question its own
+// condition left unasked has no answer, and so no match).
 type Condition struct {
-	Input  string `json:"input"`
+	Input  string `json:"input,omitempty"`
+	Answer string `json:"answer,omitempty"`
 	Equals any    `json:"equals"`
 }
 
@@ -194,6 +198,9 @@ type Question struct {
 	// Given is the answer the task gave in advance through the question's
 	// input (nil: it is asked).
 	Given any `json:"given,omitempty"`
+	// When, when set, is a condition on an earlier answer: the question is
+	// asked only when that answer equals When.Equals.
+	When *Condition `json:"when,omitempty"`
 }
 
 var questionKeys = []string{"name", "question", "answer", "timeout", "on_timeout", "expect", "input", "when"}
@@ -273,7 +280,7 @@ func (d *decoder) questions(r *Recipe, p *PhaseSpec, e entry) {
 			}
 		}
 		if f, ok := got["when"]; ok {
-			d.condition(r, q, f)
+			d.condition(r, p, q, f)
 		}
 		for _, o := range p.Ask {
 			if o.Name == q.Name && q.Name != "" {
@@ -417,29 +424,53 @@ func (a AnswerSpec) accepts(in *Input) string {
 	return ""
 }
 
-func (d *decoder) condition(r *Recipe, q *QuestionSpec, e entry) {
+func (d *decoder) condition(r *Recipe, p *PhaseSpec, q *QuestionSpec, e entry) {
 	c := &Condition{}
 	got := map[string]entry{}
-	for _, f := range d.mapping(e.v, e.key, []string{"input", "equals"}) {
+	for _, f := range d.mapping(e.v, e.key, []string{"input", "answer", "equals"}) {
 		got[f.k.Value] = f
 	}
-	fi, ok1 := got["input"]
-	fe, ok2 := got["equals"]
-	if !ok1 || !ok2 {
-		d.add(e.k, e.key, RuleMissing, "want {input: NAME, equals: VALUE} (NAME a declared enum input)")
+	fi, isInput := got["input"]
+	fa, isAnswer := got["answer"]
+	fe, ok := got["equals"]
+	if !ok || isInput == isAnswer {
+		d.add(e.k, e.key, RuleMissing, "want {input: NAME, equals: VALUE} (NAME a declared enum input) or {answer: NAME, equals: VALUE} (NAME a question asked before this one)")
 		return
 	}
-	c.Input, _ = d.str(fi)
 	c.Equals = scalarOf(fe.v)
-	in, declared := r.byName[c.Input]
-	switch {
-	case !declared:
-		d.add(fi.k, fi.key, RuleUndeclaredInput, "input %q is not declared under inputs", c.Input)
-	case in.Type != TypeEnum:
-		d.add(fi.k, fi.key, RuleQuestion, "input %s is a %s input: a condition tests an enum input", c.Input, in.Type)
-	case !slices.Contains(in.Values, c.Equals):
-		d.add(fe.k, fe.key, RuleQuestion, "%v is not one of input %s's values", c.Equals, c.Input)
+	if isInput {
+		c.Input, _ = d.str(fi)
+		in, declared := r.byName[c.Input]
+		switch {
+		case !declared:
+			d.add(fi.k, fi.key, RuleUndeclaredInput, "input %q is not declared under inputs", c.Input)
+		case in.Type != TypeEnum:
+			d.add(fi.k, fi.key, RuleQuestion, "input %s is a %s input: a condition tests an enum input", c.Input, in.Type)
+		case !slices.Contains(in.Values, c.Equals):
+			d.add(fe.k, fe.key, RuleQuestion, "%v is not one of input %s's values", c.Equals, c.Input)
+		}
+		q.When = c
+		return
 	}
+	c.Answer, _ = d.str(fa)
+	var earlier *QuestionSpec
+	for _, ph := range append(slices.Clone(r.Phases), p) {
+		for _, o := range ph.Ask {
+			if o.Name == c.Answer && o.Name != "" {
+				earlier = o
+			}
+		}
+	}
+	if earlier == nil {
+		d.add(fa.k, fa.key, RuleQuestion, "no question %q is asked before this one (an answer is used after it is given)", c.Answer)
+		return
+	}
+	v, err := earlier.Answer.Check(earlier.Name, c.Equals)
+	if err != nil {
+		d.add(fe.k, fe.key, RuleQuestion, "%s: not an answer question %s takes (%s)", kindName(fe.v), earlier.Name, earlier.Answer)
+		return
+	}
+	c.Equals = v
 	q.When = c
 }
 
@@ -449,10 +480,13 @@ func (d *decoder) condition(r *Recipe, q *QuestionSpec, e entry) {
 func (s *PhaseSpec) resolveQuestions(v values) []Question {
 	var out []Question
 	for _, q := range s.Ask {
-		if q.When != nil && v[q.When.Input] != q.When.Equals {
+		if q.When != nil && q.When.Input != "" && v[q.When.Input] != q.When.Equals {
 			continue
 		}
 		rq := Question{Name: q.Name, Text: q.Text, Answer: q.Answer, Timeout: q.Timeout, OnTimeout: q.OnTimeout, Expect: q.Expect}
+		if q.When != nil && q.When.Answer != "" {
+			rq.When = q.When
+		}
 		if q.Input != "" {
 			if given, ok := v[q.Input]; ok {
 				if g, err := q.Answer.Check(q.Name, given); err == nil {

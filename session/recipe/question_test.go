@@ -80,3 +80,44 @@ func TestAnswerParse(t *testing.T) {
 		t.Error("Text")
 	}
 }
+
+// TestQuestionOnAnAnswer: a question conditional on an earlier answer
+// keeps its condition, typed as that answer, for the run to decide.
+func TestQuestionOnAnAnswer(t *testing.T) {
+	src := `name: asks
+version: 1.0.0
+description: asks twice
+phases:
+  - preflight: {}
+  - pump_down:
+      base_pressure_pa: 5
+      timeout: PT30M
+      ask:
+        - name: foil_loaded
+          question: Foil in the boat?
+          answer: {type: yes_no}
+          timeout: PT30M
+        - name: foil_thickness_um
+          question: Thickness of the foil?
+          answer: {type: number, unit: um, min: 5, max: 100}
+          timeout: PT10M
+          when: {answer: foil_loaded, equals: "yes"}
+cleanup: {purge: PT5M}
+`
+	r, err := Load("asks.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := p.Phases[1].Questions
+	if len(qs) != 2 || qs[0].When != nil || qs[1].When == nil || qs[1].When.Answer != "foil_loaded" || qs[1].When.Equals != true {
+		t.Fatalf("questions %+v", qs)
+	}
+	// Both timeouts bound the phase.
+	if p.Phases[1].Bound < 40*60*1e9 {
+		t.Fatalf("bound %v", p.Phases[1].Bound)
+	}
+}
