@@ -17,7 +17,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"artifact"}, {"artifact", "get"}, {"access"}, {"access", "list"}, {"access", "approve"}, {"access", "deny"}, {"access", "withdraw"}, {"audit"}, {"audit", "verify"}, {"audit", "replay"},
 		{"envelope"}, {"envelope", "coverage"}, {"config"}, {"config", "check"}, {"probe"},
 		{"broker"}, {"broker", "provision"}, {"takeover"}, {"handback"}, {"owner"},
-		{"recipe", "simulate"}, {"whoami"}, {"alert"}, {"alert", "test"},
+		{"recipe", "simulate"}, {"whoami"}, {"alert"}, {"alert", "test"}, {"answer"},
 	}
 	for _, v := range verbs {
 		for _, h := range []string{"-h", "--help"} {
@@ -36,6 +36,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"access", "approve", "acc-1"}, {"access", "approve", "--operator", "olga"}, {"access", "approve", "acc-1", "--operator", "olga", "--for", "soon"},
 		{"access", "deny", "acc-1", "--operator", "olga"}, {"access", "withdraw", "acc-1", "--operator", "olga"}, {"access", "withdraw", "--operator", "olga", "--reason", "x"},
 		{"whoami", "extra"}, {"whoami", "--no-such-flag"}, {"config", "check", "a", "b"}, {"audit"}, {"nonsense"}, {"broker"}, {"broker", "provision"}, {"broker", "provision", "--config", "x", "stray"},
+		{"answer"}, {"answer", "s1", "ckpt-000001"}, {"answer", "s1", "ckpt-000001", "yes", "extra"},
 		{"takeover"}, {"takeover", "s1"}, {"handback", "s1"}, {"owner"}, {"owner", "a", "b"}, {"owner", "s1", "--operator", "x"},
 		{"recipe", "simulate"}, {"recipe", "simulate", "a", "b"}, {"recipe", "simulate", "--inputs", "{", "rig-status"},
 		{"alert"}, {"alert", "send"}, {"alert", "test", "extra"},

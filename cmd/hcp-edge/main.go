@@ -25,6 +25,8 @@
 //	hcp-edge approve|deny|abort|pause|resume ID [--operator NAME] [--reason TEXT]
 //	                                      decide or steer a session (operator recorded)
 //	hcp-edge sessions [--all] [--json]    sessions with state, capability, caller, progress
+//	hcp-edge answer SESSION CHECKPOINT VALUE [--operator NAME]
+//	                                      answer the recipe question a session is blocked at
 //	hcp-edge takeover|handback ID --operator NAME [--reason TEXT]
 //	                                      the technician takes a session over / gives it back
 //	hcp-edge owner ID [--json]            a session's owner and ownership chain
@@ -124,6 +126,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.SessionOp(ctx, args[0], args[1:], stdout, stderr)
 	case "sessions":
 		return cli.Sessions(ctx, args[1:], stdout, stderr)
+	case "answer":
+		return cli.Answer(ctx, args[1:], stdout, stderr)
 	case "takeover", "handback", "owner":
 		return cli.Ownership(ctx, args[0], args[1:], stdout, stderr)
 	case "artifact":
@@ -179,6 +183,7 @@ commands:
   pause     hold a running session at its next step: pause ID --operator NAME
   resume    resume a paused session: resume ID --operator NAME
   sessions  the sessions, their state, capability, caller and progress (--all: closed ones too)
+  answer    answer the recipe question a session is blocked at: answer SESSION CHECKPOINT VALUE
   takeover  take a session over at the rig: takeover ID --operator NAME (its harness loses control)
   handback  give a taken-over session back to its harness: handback ID --operator NAME
   owner     a session's owner and ownership chain: owner ID

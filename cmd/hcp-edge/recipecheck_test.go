@@ -36,7 +36,7 @@ func TestRecipeCheckShipped(t *testing.T) {
 	}
 	out.Reset()
 	code := run(t.Context(), []string{"recipe", "check", graphene}, &out, &errb)
-	if code == exitOK || !strings.Contains(out.String()+errb.String(), "graphene-cu.yaml:102: phases[6].hold.flows.CH4: this rig has no CH4 gas line") {
+	if code == exitOK || !strings.Contains(out.String()+errb.String(), "graphene-cu.yaml:121: phases[6].hold.flows.CH4: this rig has no CH4 gas line") {
 		t.Fatalf("graphene-cu on the MoS2 rig: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }

@@ -105,6 +105,10 @@ func (e *Engine) Resume(ctx context.Context, id, operator string) error {
 		return nil
 	case l.state != lifecycle.Paused:
 		return fmt.Errorf("%w: resume in %s", ErrState, l.state)
+	case l.meta.Question != nil:
+		// A blocked run does not resume but with its answer.
+		return fmt.Errorf("%w: the session awaits an answer at %s (%s): hcp-edge answer %s %s VALUE",
+			ErrState, l.meta.Question.CheckpointID, l.meta.Question.Question, l.id, l.meta.Question.CheckpointID)
 	}
 	if err := e.transitionLocked(l, store.Change{To: lifecycle.Running, Reason: "resumed by operator " + operator}); err != nil {
 		return fmt.Errorf("engine: resume %s: %w", id, err)

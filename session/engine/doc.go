@@ -76,6 +76,21 @@
 // values of a T4 session's intermediate_result events are withheld.
 // docs/PROTOCOL-NOTES.md records the decisions.
 //
+// # A recipe's questions
+//
+// A recipe run asks through Env.Questions (asker, question.go): the first
+// time, the question's checkpoint, the pending question in the session's
+// metadata, RUNNING → PAUSED (reason awaiting_input) and a progress event
+// carrying the question commit in one transaction; AnswerQuestion (the
+// control socket's answer) parses the value as the question's answer type
+// and commits the answer, PAUSED → RUNNING and its audit entry in one
+// transaction before it wakes the run. Resume refuses a blocked session.
+// The question's deadline fails the session with timeout. Recovery keeps a
+// blocked session blocked at the same checkpoint (the grace does not apply:
+// it emits nothing while it waits) and resumes an answered one with its
+// answer. Config.OnQuestion hears every question raised, answered or timed
+// out (the alerts' hook).
+//
 // # Ownership hand-off
 //
 // A session's owner (store.Session.CallerID) receives its messages and

@@ -129,6 +129,10 @@ type Config struct {
 	// reason (the agent holds new sessions while the system clock is not
 	// synchronised). Running sessions are not affected.
 	Hold func() string
+	// OnQuestion, when set, hears every question a session raises (a
+	// person must answer), answered or timed out (question.go): the
+	// alerts' hook. It is called outside every lock and must not block.
+	OnQuestion func(QuestionEvent)
 }
 
 // Engine runs sessions: the gate, the state machine in the store, the
@@ -273,6 +277,10 @@ type meta struct {
 	// from what the agent has loaded since.
 	Recipe       *recipe.Identity `json:"recipe,omitempty"`
 	RecipeSource []byte           `json:"recipe_source,omitempty"`
+	// Question is the recipe's question the session is blocked at;
+	// Answers the answers recorded, by question name (question.go).
+	Question *PendingQuestion  `json:"question,omitempty"`
+	Answers  map[string]Answer `json:"answers,omitempty"`
 }
 
 // SubmitRequest is one task_submit handed over by the inbox.

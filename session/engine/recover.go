@@ -46,6 +46,11 @@ type Facts struct {
 	// now though nothing is wrong with it (executor.Ready: typically the
 	// interlock relay, which the agent de-energises at start); "" if ready.
 	NotReady string
+	// AwaitingInput: the session is PAUSED at a recipe's question
+	// (question.go). It emits nothing while it waits, so the time since
+	// its last event is no outage: the question's own deadline bounds the
+	// wait, not the grace.
+	AwaitingInput bool
 }
 
 // Decision is the recovery decision of one session; Code is the L4 error
@@ -100,7 +105,7 @@ func Decide(f Facts) Decision {
 		return fail(executor.CodeSafetyViolation, "interlock latched at restart")
 	case len(f.Trips) > 0:
 		return fail(executor.CodeSafetyViolation, "rig outside the envelope at restart: "+f.Trips[0])
-	case f.Outage >= f.Grace:
+	case f.Outage >= f.Grace && !f.AwaitingInput:
 		return fail(executor.CodeInternal, fmt.Sprintf("outage %v longer than the recovery grace %v", f.Outage.Round(time.Millisecond), f.Grace))
 	}
 	if f.State == lifecycle.Paused {
@@ -169,6 +174,7 @@ func (e *Engine) Recover(ctx context.Context) ([]Recovery, error) {
 		var cp store.Checkpoint
 		if rerr == nil {
 			f.NeedApproval = l.meta.NeedApproval
+			f.AwaitingInput = sess.State == lifecycle.Paused && l.meta.Question != nil
 			f.ApprovalExpiry = !now.Before(sess.CreatedAt.Add(e.cfg.ApprovalTimeout))
 			if !l.meta.RunningSince.IsZero() {
 				l.deadline = l.meta.RunningSince.Add(e.runWall(l.maxDur))

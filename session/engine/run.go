@@ -94,6 +94,10 @@ type live struct {
 	// recovered session resumes from.
 	budget     *budgetRun
 	budgetFrom *budget.State
+	// answered wakes the run waiting at a question (question.go);
+	// timedOut is the checkpoint of a question whose timeout fired.
+	answered chan struct{}
+	timedOut string
 }
 
 // disarm stops the approval timeout (l.mu held); false when it already
@@ -466,6 +470,10 @@ func (p pausing) Run(ctx context.Context, i int, env *executor.Env) error {
 func (e *Engine) holdIfPaused(ctx context.Context, l *live) error {
 	l.mu.Lock()
 	switch {
+	case l.state == lifecycle.Paused && l.meta.Question != nil:
+		// Recovered blocked at a question: the step asks it again.
+		l.mu.Unlock()
+		return nil
 	case l.state == lifecycle.Paused:
 	case l.pauseReq && l.state == lifecycle.Running:
 		why := "paused by operator " + l.pauseBy
@@ -522,7 +530,8 @@ func (e *Engine) run(parent context.Context, l *live, from int, rec executor.Rec
 	defer cancel()
 	env := &executor.Env{Rig: e.cfg.Rig, Token: l.token, Clock: e.clock, Sink: sink{e, l}, Checkpoints: sink{e, l},
 		ArtifactDir: e.artifactDir(l.id), SessionID: l.id, AtRest: e.atRest(l), Logger: e.log.With("session", l.id),
-		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery}
+		CheckpointEvery: e.cfg.CheckpointEvery, PollEvery: e.cfg.PollEvery, LogEvery: e.cfg.LogEvery,
+		Questions: asker{e, l}}
 	if l.sealed() && env.AtRest == nil { // never written in the clear (restore refuses such a session)
 		env.ArtifactDir = ""
 	}

@@ -117,6 +117,8 @@ func Classify(ctx context.Context, err error) Code {
 		return CodeTimeout
 	case errors.Is(err, ErrInput):
 		return CodeInput
+	case errors.Is(err, ErrUnanswered):
+		return CodeTimeout
 	case errors.Is(err, envelope.ErrViolation), errors.Is(err, envelope.ErrUnauthorized), errors.Is(err, ErrLatched):
 		return CodeSafetyViolation
 	case errors.Is(err, ErrNotReady), errors.Is(err, device.ErrClosed):

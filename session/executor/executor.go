@@ -179,6 +179,9 @@ type Env struct {
 	Clock       Clock
 	Sink        Sink
 	Checkpoints Checkpointer
+	// Questions is whom a recipe's questions reach (questions.go); nil: a
+	// recipe that asks fails at its first question (ErrNoAsker).
+	Questions Asker
 	// ArtifactDir is where the run writes its artifacts (created if missing).
 	ArtifactDir string
 	// SessionID names the artifacts' URIs: hcp://{session}/artifacts/{file}.

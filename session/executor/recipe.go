@@ -143,6 +143,9 @@ type recipeState struct {
 	Provenance *Provenance `json:"analysis_provenance,omitempty"`
 	// Material is what the spectrum shows against what the recipe grows.
 	Material *MaterialFinding `json:"material,omitempty"`
+	// Answers are the answers to the recipe's questions so far, by
+	// question name (questions.go): in the result as answers.
+	Answers map[string]any `json:"answers,omitempty"`
 }
 
 // recipeRun is one run of a Plan.
@@ -192,6 +195,9 @@ func (r *recipeRun) Run(ctx context.Context, i int, env *Env) error {
 	r.names = namesOf(env.Rig.Envelope())
 	from := r.elapsed() // the rows of this step, for its profiles
 	ph := &r.st.Plan.Phases[i]
+	if err := r.ask(ctx, i, ph, env); err != nil {
+		return err
+	}
 	var err error
 	switch ph.Kind {
 	case recipe.KindPreflight:
@@ -297,6 +303,9 @@ func (r *recipeRun) Finish(ctx context.Context, env *Env) (*Result, error) {
 		if r.st.LeakRatePaMin != 0 {
 			outputs["leak_rate_pa_per_min"] = r.st.LeakRatePaMin
 		}
+	}
+	if len(r.st.Answers) > 0 {
+		outputs["answers"] = r.st.Answers
 	}
 	arts, err := r.artifacts(env, false)
 	if err != nil {
@@ -419,6 +428,9 @@ func (r *recipeRun) Partial(env *Env) (map[string]any, []Artifact) {
 	}
 	if r.st.LeakRatePaMin != 0 {
 		out["leak_rate_pa_per_min"] = r.st.LeakRatePaMin
+	}
+	if len(r.st.Answers) > 0 {
+		out["answers"] = r.st.Answers
 	}
 	var arts []Artifact
 	if env != nil && env.ArtifactDir != "" {

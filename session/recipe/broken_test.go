@@ -34,7 +34,7 @@ func TestBrokenRecipes(t *testing.T) {
 	}{
 		{"malformed.yaml", RuleSyntax, 6, "", "did not find expected ',' or '}'"},
 		{"unknown-phase.yaml", RuleUnknownPhase, 7, "phases[2]", `unknown phase "anneal"`},
-		{"unknown-key.yaml", RuleUnknownKey, 8, "phases[3].ramp.settle_band", "unknown key (known here: description, name, rate_c_per_min, settle_band_c"},
+		{"unknown-key.yaml", RuleUnknownKey, 8, "phases[3].ramp.settle_band", "unknown key (known here: ask, description, name, rate_c_per_min, settle_band_c"},
 		{"setpoint-out-of-envelope.yaml", "envelope.max", 11, "phases[3].ramp.temperature_c", "1100 celsius, limit 1000 celsius: above the hard maximum (at the extreme growth_temperature = 1100 celsius)"},
 		{"undeclared-input.yaml", RuleUndeclaredInput, 11, "phases[3].ramp.temperature_c", "{input: growth_temp}: no such input is declared"},
 		{"unit-mismatch.yaml", RuleUnit, 10, "phases[3].ramp.temperature_c", `is in "kelvin"; this parameter is in celsius`},
@@ -50,6 +50,11 @@ func TestBrokenRecipes(t *testing.T) {
 		{"flow-rate-of-change.yaml", "envelope.max_rate_of_change", 9, "phases[4].hold.flows.H2S", "limit 60 sccm/min"},
 		{"leak-check-without-pump-down.yaml", RuleOrder, 6, "phases[1].leak_check", "needs the chamber pumped down"},
 		{"analyse-without-measure.yaml", RuleOrder, 6, "phases[1].analyse", "analyse needs a measure phase before it"},
+		{"question-without-timeout.yaml", RuleUnbounded, 12, "phases[3].ramp.ask[0].timeout", "a question needs a timeout"},
+		{"question-bad-expect.yaml", RuleQuestion, 15, "phases[3].ramp.ask[0].expect", `expect the string "WO3": not an answer this question takes (one of MoO3, none)`},
+		{"question-input-mismatch.yaml", RuleQuestion, 20, "phases[3].ramp.ask[0].input", "its value WO3 is not one of the choices MoO3, none"},
+		{"question-answer-not-asked-before.yaml", RuleQuestion, 14, "phases[1].pump_down.ask[0].when.answer", `no question "foil_loaded" is asked before this one`},
+		{"question-while-reactive.yaml", RuleQuestion, 18, "phases[4].hold.ask[0]", "asked while H2S (opened by expose at line 8) still flows"},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {

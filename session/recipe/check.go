@@ -244,6 +244,7 @@ func (c *checker) simulate(p *Plan) {
 	}
 	c.env.Observe(s.st, c.readings(s))
 	for i, ph := range p.Phases {
+		c.asks(s, c.r.Phases[i])
 		c.phase(s, c.r.Phases[i], ph)
 	}
 	if s.heatedBy != nil {
@@ -376,6 +377,21 @@ func (c *checker) coldGases(s *sim, o origin, target float64, what string) {
 			c.add(o, RuleGasCold, "%s with %s open: %s needs the furnace at or above %v (its interlock's min_temperature); close it in the hold before",
 				what, c.openedText(s, []string{g}), g, *q)
 		}
+	}
+}
+
+// asks refuses a question asked while a reactive gas flows: the rig holds
+// as it is while the question waits (up to its timeout), and a reactive gas
+// is closed and purged before anyone is asked to wait.
+func (c *checker) asks(s *sim, sp *PhaseSpec) {
+	if len(sp.Ask) == 0 {
+		return
+	}
+	if open := c.openReactive(s); len(open) > 0 {
+		q := sp.Ask[0]
+		c.add(origin{line: q.Line, col: q.Column, key: q.Key}, RuleQuestion,
+			"asked while %s still flows: the rig holds as it is while a question waits; ask before a reactive gas opens or after it is closed and purged",
+			c.openedText(s, open))
 	}
 }
 

@@ -116,9 +116,12 @@ type PhaseSpec struct {
 	Flows []FlowSpec
 	// LeaveOpen are the gases of a hold's Flows that keep flowing after it.
 	LeaveOpen []string
-	Line      int
-	Column    int
-	Key       string // phases[i].kind
+	// Ask are the questions asked, in order, before the phase runs
+	// (question.go).
+	Ask    []*QuestionSpec
+	Line   int
+	Column int
+	Key    string // phases[i].kind
 
 	leaveOpenLine int
 }
@@ -268,7 +271,7 @@ var phaseParams = map[Kind][]paramDef{
 }
 
 // commonPhaseKeys are accepted by every phase.
-var commonPhaseKeys = []string{"name", "stage", "description"}
+var commonPhaseKeys = []string{"name", "stage", "description", "ask"}
 
 func defOf(k Kind, name string) (paramDef, bool) {
 	for _, d := range phaseParams[k] {

@@ -51,6 +51,8 @@ func (d *decoder) phases(r *Recipe, e entry) {
 				p.Stage, _ = d.str(pe)
 			case "description":
 				p.Description, _ = d.str(pe)
+			case "ask":
+				d.questions(r, p, pe)
 			case "flows":
 				for _, fe := range d.mapping(pe.v, pe.key, nil) {
 					if fp := d.param(r, fe, paramDef{name: fe.k.Value, kind: pNumber, unit: unitSCCM}); fp != nil {

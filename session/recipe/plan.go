@@ -58,6 +58,8 @@ type Phase struct {
 	Vent      *Vent      `json:"vent,omitempty"`
 	Measure   *Measure   `json:"measure,omitempty"`
 	Analyse   *Analyse   `json:"analyse,omitempty"`
+	// Questions are asked, in order, before the phase runs (question.go).
+	Questions []Question `json:"questions,omitempty"`
 }
 
 // PumpDown: vent closed, pump on, gate valve open; wait until the chamber
@@ -295,6 +297,12 @@ func (r *Recipe) planAt(v values) *Plan {
 			ph.Analyse = a
 			ph.Estimate, ph.Bound = time.Second, time.Minute
 			def(&ph.Description, "fit the spectrum of %s: peaks, distance, layer count", a.Material)
+		}
+		ph.Questions = s.resolveQuestions(v)
+		for _, q := range ph.Questions {
+			if q.Given == nil {
+				ph.Bound += q.Timeout // the rig holds while the question waits
+			}
 		}
 		p.Estimate += ph.Estimate
 		p.Bound += ph.Bound

@@ -18,6 +18,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/internal/diskspace"
 	"github.com/hcp-edge/hcp-edge/session/audit"
 	"github.com/hcp-edge/hcp-edge/session/engine"
+	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/hcp-edge/hcp-edge/transport/alert"
 	"github.com/hcp-edge/hcp-edge/transport/wire"
 )
@@ -190,8 +191,13 @@ func sessionAlert(env *wire.Envelope) (alert.Alert, bool) {
 			return al, false
 		}
 		var d struct {
-			Message string         `json:"message"`
-			Details map[string]any `json:"details"`
+			Stage    string         `json:"stage"`
+			Message  string         `json:"message"`
+			Details  map[string]any `json:"details"`
+			Question struct {
+				CheckpointID string `json:"checkpoint_id"`
+				AnswerWith   string `json:"answer_with"`
+			} `json:"question"`
 		}
 		_ = json.Unmarshal(p.Data, &d)
 		detail := func(k string) string { s, _ := d.Details[k].(string); return s }
@@ -201,10 +207,16 @@ func sessionAlert(env *wire.Envelope) (alert.Alert, bool) {
 			al.ID = "approval_pending/" + sid + "/" + detail("approval_id")
 			al.Title = fmt.Sprintf("approval pending: %s task waits for a human (hcp-edge approve %s)", detail("risk_level"), detail("approval_id"))
 			al.Fields["approval_id"], al.Fields["risk_level"], al.Fields["expires_at"] = detail("approval_id"), detail("risk_level"), detail("expires_at")
-		case string(alert.ClassQuestionPending):
+		case string(lifecycle.EventProgress):
+			if d.Stage != engine.StageAwaitingInput {
+				return al, false
+			}
+			// A recipe's question (session/engine, question.go): the
+			// session is PAUSED until an operator answers at the rig.
 			al.Class, al.Severity = alert.ClassQuestionPending, alert.SeverityWarning
-			al.ID = "question_pending/" + sid + "/" + strconv.FormatUint(p.Sequence, 10)
-			al.Title = "question pending: a recipe waits for an answer at the rig"
+			al.ID = "question_pending/" + sid + "/" + d.Question.CheckpointID
+			al.Title = "question pending: a recipe waits for an answer at the rig (" + d.Question.AnswerWith + ")"
+			al.Fields["checkpoint"] = d.Question.CheckpointID
 		default:
 			return al, false
 		}

@@ -59,7 +59,7 @@ func TestInterlockAlert(t *testing.T) {
 	}
 }
 
-// TestSessionAlert: task_failed and approval_pending alert with ids made
+// TestSessionAlert: task_failed, approval_pending and a recipe's question alert with ids made
 // from the session (and the approval), so that a repeat is one alert;
 // other messages do not.
 func TestSessionAlert(t *testing.T) {
@@ -85,6 +85,14 @@ func TestSessionAlert(t *testing.T) {
 	}
 	if _, ok := sessionAlert(env(&wire.Event{EventType: "progress", Sequence: 3, Data: json.RawMessage(`{}`)})); ok {
 		t.Error("a progress event alerted")
+	}
+	// A recipe's question: the progress event of stage awaiting_input.
+	q, _ := json.Marshal(map[string]any{"stage": engine.StageAwaitingInput, "message": "Which precursor is in the boat?",
+		"question": map[string]any{"checkpoint_id": "ckpt-000003", "answer_with": "hcp-edge answer " + sid.String() + " ckpt-000003 VALUE"}})
+	al, ok = sessionAlert(env(&wire.Event{EventType: "progress", Sequence: 4, Data: q}))
+	if !ok || al.Class != alert.ClassQuestionPending || al.ID != "question_pending/"+sid.String()+"/ckpt-000003" ||
+		al.Fields["checkpoint"] != "ckpt-000003" || !strings.Contains(al.Title, "hcp-edge answer") || al.Text != "Which precursor is in the boat?" {
+		t.Errorf("question pending: %v %+v", ok, al)
 	}
 }
 

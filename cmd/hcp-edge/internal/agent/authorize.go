@@ -24,6 +24,7 @@ var roleOf = map[string]operators.Role{
 	control.OpAbort:          operators.RoleOperate,
 	control.OpPause:          operators.RoleOperate,
 	control.OpResume:         operators.RoleOperate,
+	control.OpAnswer:         operators.RoleOperate,
 	control.OpTakeover:       operators.RoleOperate,
 	control.OpHandback:       operators.RoleOperate,
 	control.OpApprove:        operators.RoleApprove,

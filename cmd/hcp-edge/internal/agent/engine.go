@@ -261,6 +261,10 @@ func (s *sessions) list(ctx context.Context, all bool) ([]reply.Session, error) 
 		if r, ok := s.eng.Budgets(x.ID); ok && !x.State.Terminal() {
 			v.Budgets = &r
 		}
+		if q, ok := engine.PendingQuestionIn(x); ok {
+			v.Question = &reply.Question{CheckpointID: q.CheckpointID, Name: q.Name, Question: q.Question,
+				Answer: q.Answer.String(), Deadline: q.Deadline}
+		}
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { // sort: no generic instantiation per element type in the binary
@@ -403,6 +407,12 @@ func (s *sessions) handle(ctx context.Context, req control.Request, emit control
 		if err = needOperator(); err == nil {
 			err = s.eng.Resume(ctx, req.ID, req.Operator)
 			msg = "resumed by " + req.Operator
+		}
+	case control.OpAnswer:
+		if err = needOperator(); err == nil {
+			var a engine.Answer
+			a, err = s.eng.AnswerQuestion(ctx, req.ID, req.Checkpoint, req.Value, signerOf(ctx, req.Operator))
+			msg = fmt.Sprintf("answered %v at %s by %s; the session goes on", a.Value, req.Checkpoint, a.By)
 		}
 	default:
 		return nil, fmt.Errorf("unknown op %q", req.Op)

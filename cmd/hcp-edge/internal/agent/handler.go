@@ -77,7 +77,7 @@ func (h *handler) Handle(ctx context.Context, req control.Request) (any, error) 
 // audit, ownership, e-stop, tools, status, reset and arm.
 func (h *handler) dispatch(ctx context.Context, req control.Request) (any, error) {
 	switch req.Op {
-	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume,
+	case control.OpSubmit, control.OpApprove, control.OpDeny, control.OpAbort, control.OpPause, control.OpResume, control.OpAnswer,
 		control.OpSessions, control.OpArtifact, control.OpAccessList, control.OpAccessApprove, control.OpAccessDeny, control.OpAccessWithdraw:
 		return h.sess.handle(ctx, req, nil)
 	case control.OpAuditVerify, control.OpAuditReplay, control.OpAuditLog, control.OpAuditReport:

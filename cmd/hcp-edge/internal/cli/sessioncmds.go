@@ -370,7 +370,8 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 Lists the sessions that are not closed (with --all, every session the state file holds): id,
 state, capability, caller, risk, progress, the budget nearest its limit with the share used
-(--json: every budget, used and limit), and the approval id of a session awaiting approval.
+(--json: every budget, used and limit), the approval id of a session awaiting approval, and
+the question a session is blocked at (hcp-edge answer).
 
 exit codes: 0 listed; 1 the daemon is down; 2 usage.
 
@@ -428,6 +429,12 @@ flags:
 			prog, budgetCell(s.Budgets), apr, s.UpdatedAt.Local().Format(time.DateTime))
 	}
 	_ = tw.Flush()
+	for _, s := range list {
+		if q := s.Question; q != nil {
+			fmt.Fprintf(stdout, "\n%s asks at %s: %s\n  answer %s by %s (then the session aborts to a safe state):\n  hcp-edge answer %s %s VALUE\n",
+				s.ID, q.CheckpointID, q.Question, q.Answer, q.Deadline.Local().Format(time.DateTime), s.ID, q.CheckpointID)
+		}
+	}
 	return ExitOK
 }
 

@@ -31,7 +31,7 @@ func recipeSimulateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("recipe simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge recipe simulate [--config FILE] [--inputs JSON|@FILE] [--json] [--out DIR] FILE|CAPABILITY
+		fmt.Fprint(fs.Output(), `usage: hcp-edge recipe simulate [--config FILE] [--inputs JSON|@FILE] [--answer NAME=VALUE]... [--json] [--out DIR] FILE|CAPABILITY
 
 Previews a run on a simulated rig, in process and much faster than real time: the recipe runs
 through this agent's real interlock and envelope (--config) against simulated instruments over
@@ -46,7 +46,9 @@ layout, docs/RIGS.md); a film counted by coverage is given as its covered and bi
 It touches no hardware: it opens nothing the configuration names and needs no daemon.
 FILE is a recipe (configs/recipes/*.yaml); CAPABILITY a capability with a built-in executor
 (cvd-material-synthesis, leak-check, rig-status). --inputs is the task's inputs object, or a
-task_submit message (its payload.inputs are taken); @FILE reads it from a file.
+task_submit message (its payload.inputs are taken); @FILE reads it from a file. --answer
+answers a question the recipe asks the technician (its name, as hcp-edge answer takes the
+value; repeat for each): a question without one stops the simulated run there (exit 1).
 
 exit codes: 0 the run would complete; 1 it would fail (a refusal, a trip, a failed step);
 2 usage, configuration, inputs the capability refuses, or a material the simulator cannot grow.
@@ -64,6 +66,8 @@ flags:
 	inputsFlag := fs.String("inputs", "{}", "the task's inputs (JSON), or @FILE")
 	asJSON := fs.Bool("json", false, "print the prediction as JSON")
 	out := fs.String("out", "", "write the run's artifacts (process_profile.svg, ...) to this directory")
+	ans := answerFlags{}
+	fs.Var(ans, "answer", "NAME=VALUE: the answer to the recipe's question NAME (repeatable)")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil || len(pos) != 1 {
 		if err == nil {
@@ -93,7 +97,7 @@ flags:
 		}
 	}
 	p, err := preview.Run(context.Background(), x, executor.Task{SessionID: "preview", Inputs: inputs},
-		preview.Opts{Config: f, Capability: capab, ArtifactDir: *out})
+		preview.Opts{Config: f, Capability: capab, ArtifactDir: *out, Answers: ans})
 	if err != nil {
 		if errors.Is(err, preview.ErrInput) {
 			return fail("invalid input: %v", err)
@@ -228,4 +232,21 @@ func writePrediction(w io.Writer, p *preview.Prediction) {
 	for _, a := range p.Artifacts {
 		fmt.Fprintf(w, "wrote %s\n", a)
 	}
+}
+
+// answerFlags are the repeated --answer NAME=VALUE of recipe simulate.
+type answerFlags map[string]string
+
+func (a answerFlags) String() string { return "" }
+
+func (a answerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE (the question's name and its answer), got %q", v)
+	}
+	if _, dup := a[name]; dup {
+		return fmt.Errorf("question %s answered twice", name)
+	}
+	a[name] = value
+	return nil
 }

@@ -7,6 +7,12 @@ import (
 	"testing"
 )
 
+// askMoS2 asks the shipped MoS2 recipe's questions; mos2File is the recipe.
+const (
+	askMoS2  = `{"target_material":"MoS2","substrate":"SiO2/Si","technician_checks":"ask"}`
+	mos2File = "../../../../configs/recipes/mos2-sulfurization.yaml"
+)
+
 // TestRecipeSimulate: the verb previews a built-in capability (JSON and
 // text), refuses bad inputs with exit 2, and says what a recipe file needs.
 func TestRecipeSimulate(t *testing.T) {
@@ -22,6 +28,11 @@ func TestRecipeSimulate(t *testing.T) {
 		{"unknown", []string{"simulate", "no-such-capability"}, ExitUsage, "unknown capability"},
 		{"recipe file", []string{"simulate", "--inputs", "@../../../../configs/examples/mos2-task.json", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitOK, "completes"},
 		{"recipe file, bad input", []string{"simulate", "../../../../configs/recipes/mos2-sulfurization.yaml"}, ExitUsage, "target_material"},
+		{"question unanswered", []string{"simulate", "--inputs", askMoS2, mos2File}, ExitFailure, "give --answer precursor_loaded=VALUE"},
+		{"question answered", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=MoO3", "--answer", "substrate_loaded=yes", mos2File}, ExitOK, "completes"},
+		{"wrong precursor", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=WO3", "--answer", "substrate_loaded=yes", mos2File}, ExitFailure, "the recipe goes on only with MoO3"},
+		{"answer out of its choices", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=ZrO2", mos2File}, ExitFailure, "want one of MoO3, WO3, none"},
+		{"answer without a name", []string{"simulate", "--answer", "=MoO3", mos2File}, ExitUsage, "want NAME=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

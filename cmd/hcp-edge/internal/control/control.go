@@ -59,11 +59,13 @@ const (
 	OpTools      = "tools"       // {}: the tool pipeline's per-tool statistics
 	OpWhoami     = "whoami"      // {operator}: the OS user the daemon sees, the display name and its roles
 	OpStateUsage = "state_usage" // {}: the state directory's bytes per bucket, data class and of the artifacts
+
+	OpAnswer = "answer" // {id, checkpoint, value, operator}: answer the recipe question a session is blocked at
 )
 
 // ops is every operation the server accepts.
 var ops = []string{OpEStop, OpStatus, OpReset, OpArm, OpSubmit, OpApprove, OpDeny, OpAbort, OpPause, OpResume, OpSessions, OpArtifact, OpAccessList, OpAccessApprove, OpAccessDeny, OpAccessWithdraw, OpAuditVerify, OpAuditReplay, OpAuditLog, OpAuditReport, OpExport,
-	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami, OpStateUsage}
+	OpTakeover, OpHandback, OpOwnership, OpTools, OpWhoami, OpStateUsage, OpAnswer}
 
 // Stages of a reply line.
 const (
@@ -95,6 +97,10 @@ type Request struct {
 	URI      string          `json:"uri,omitempty"`    // artifact
 	For      string          `json:"for,omitempty"`    // access_approve: how long local reads stay open (a Go duration)
 	Query    json.RawMessage `json:"query,omitempty"`  // audit_log: the auditaccess.LogQuery
+	// Checkpoint and Value are an answer's: the checkpoint of the
+	// question the session is blocked at, and the answer as typed.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Value      string `json:"value,omitempty"`
 
 	// Peer is who sent the request, as the kernel tells the server
 	// (SO_PEERCRED on the connection). It is never read from the request

@@ -26,7 +26,8 @@
 // Operations: estop {operator} drives every output safe and replies once
 // the read-backs confirm; status; reset {operator} (required); arm
 // {operator} (required); the session operations submit {task, watch},
-// approve, deny, abort, pause and resume {id, operator, reason}, sessions
+// approve, deny, abort, pause and resume {id, operator, reason}, answer
+// {id, checkpoint, value, operator} (a recipe's question), sessions
 // {all} and artifact {uri, operator}; access_list {all}, access_approve
 // {id, operator, for}, access_deny and access_withdraw {id, operator,
 // reason}; whoami {operator}; audit_verify (the audit log's hash

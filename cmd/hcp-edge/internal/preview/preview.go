@@ -65,6 +65,10 @@ type Opts struct {
 	// Capability, when set, checks the task's inputs against its input
 	// schema first, as the gate checks a task_submit's.
 	Capability *capability.Capability
+	// Answers answer the recipe's questions, by question name, as an
+	// operator would type them (yes, 2.5, MoO3): a question without one
+	// stops the simulated run there (ErrNoAnswer).
+	Answers map[string]string
 }
 
 // ErrInput marks a task the executor refuses to plan (executor.ErrInput).
@@ -140,7 +144,7 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	}
 	wrapped := newTimedRecipe(rec, r)
 	xenv := &executor.Env{Rig: executor.ToolRig(r.iv, nil), Token: Token, Clock: r.clock, Sink: r, Checkpoints: discard{},
-		ArtifactDir: dir, SessionID: nameOr(task.SessionID, "preview"), Logger: o.Logger}
+		ArtifactDir: dir, SessionID: nameOr(task.SessionID, "preview"), Logger: o.Logger, Questions: answers(o.Answers)}
 	res, runErr := executor.Execute(ctx, wrapped, xenv, 0)
 	r.observe(ctx) // the state at the end
 	p := r.prediction(x.Capability(), rec.Steps(), res, runErr)

@@ -216,9 +216,9 @@ func TestShippedRecipesForOtherRigs(t *testing.T) {
 		needs   string
 	}{
 		{"../../../../configs/sim.yaml", "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0", "graphene-cu",
-			"recipes/graphene-cu.yaml:102: phases[6].hold.flows.CH4: this rig has no CH4 gas line"},
+			"recipes/graphene-cu.yaml:121: phases[6].hold.flows.CH4: this rig has no CH4 gas line"},
 		{"../../../../configs/graphene.yaml", "graphene-cu@1.0.0 h2-anneal@1.0.0", "cvd-material-synthesis ws2-sulfurization",
-			"recipes/mos2-sulfurization.yaml:110: phases[5].hold.flows.H2S: this rig has no H2S gas line"},
+			"recipes/mos2-sulfurization.yaml:135: phases[5].hold.flows.H2S: this rig has no H2S gas line"},
 	} {
 		t.Run(filepath.Base(c.config), func(t *testing.T) {
 			s, err := Load(envelopeOf(t, c.config), "", Known{})
@@ -265,6 +265,10 @@ func TestShippedRecipesForOtherRigs(t *testing.T) {
 // broken as a careless edit would break it is refused with a named reason
 // at its line: the growth at the copper's limit, CH4 at atmosphere, a vent
 // with H2 and CH4 not purged out.
+// graphenePumpDown is the graphene recipe's pump-down (with its questions)
+// and leak check.
+const graphenePumpDown = "  - pump_down:\n      base_pressure_pa: 5\n      timeout: PT30M\n      ask:                    # before the tube is closed and pumped: nothing hot, no gas open\n        - name: foil_loaded\n          question: \"Cu foil in the boat, substrate inserted and the tube's door closed?\"\n          answer: {type: yes_no}\n          expect: true\n          timeout: PT30M\n          when: {input: technician_checks, equals: ask}\n        - name: foil_thickness_um\n          question: \"Thickness of the Cu foil loaded (µm)?\"\n          answer: {type: number, unit: um, min: 5, max: 100}\n          timeout: PT30M\n          when: {input: technician_checks, equals: ask}\n  - leak_check: {hold: PT2M, max_rate_pa_per_min: 10}\n"
+
 func TestGrapheneRecipeBadInput(t *testing.T) {
 	env := envelopeOf(t, "../../../../configs/graphene.yaml")
 	g, ok := configs.Recipes()["recipes/graphene-cu.yaml"]
@@ -275,7 +279,7 @@ func TestGrapheneRecipeBadInput(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"growth at copper's limit", "    max: 1035 ", "    max: 1084 ", "furnace.setpoint = 1084.0 °C is refused by the envelope (max)"},
-		{"CH4 at atmosphere", "  - pump_down: {base_pressure_pa: 5, timeout: PT30M}\n  - leak_check: {hold: PT2M, max_rate_pa_per_min: 10}\n", "",
+		{"CH4 at atmosphere", graphenePumpDown, "",
 			"flows.CH4: flow.CH4 = 2.00 sccm is refused by the envelope (gas_requires_low_pressure)"},
 		{"vent not purged", "  - purge: {name: flush_h2, description: flush the H2 out with Ar, gas: Ar, flow_sccm: {input: ar_flow}, duration: PT5M}\n", "",
 			"H2 used and not purged out since"},

@@ -71,6 +71,18 @@ type Session struct {
 	Budgets   *budget.Report `json:"budgets,omitempty"`
 	CreatedAt time.Time      `json:"created_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
+	// Question is the recipe question a PAUSED session is blocked at
+	// (hcp-edge answer ID CHECKPOINT VALUE).
+	Question *Question `json:"question,omitempty"`
+}
+
+// Question is a recipe question a session awaits an answer to.
+type Question struct {
+	CheckpointID string    `json:"checkpoint_id"`
+	Name         string    `json:"name"`
+	Question     string    `json:"question"`
+	Answer       string    `json:"answer"`   // what answer it takes: "yes or no", "one of MoO3, WO3, none"
+	Deadline     time.Time `json:"deadline"` // the session aborts to a safe state then
 }
 
 // Artifact is the reply to artifact: where the file is and what the

@@ -186,7 +186,7 @@
       if (id && !ids[id]) { box.removeChild(d); delete shown[id]; }
     });
     list.forEach(function (s) {
-      var key = s.state + "|" + JSON.stringify(s.progress || null) + "|" + (s.plots || []).length;
+      var key = s.state + "|" + JSON.stringify(s.progress || null) + "|" + (s.plots || []).length + "|" + JSON.stringify(s.question || null);
       var div = box.querySelector('[data-session="' + CSS.escape(s.session_id) + '"]');
       if (div && shown[s.session_id] === key) return;
       shown[s.session_id] = key;
@@ -205,6 +205,13 @@
         p.appendChild(bar);
         p.appendChild(el("span", "sub", "  " + s.progress.stage + " " + fmt(s.progress.percent || 0) + " % — " + (s.progress.message || "")));
         fresh.appendChild(p);
+      }
+      if (s.question) { // blocked at a recipe's question: answered with hcp-edge answer at the rig
+        var q = el("div", "question");
+        q.appendChild(el("strong", "", "awaiting an answer: "));
+        q.appendChild(el("span", "", s.question.question + " (" + s.question.answer + "; before " + time(s.question.deadline) + ", then it aborts)"));
+        q.appendChild(el("div", "sub", "hcp-edge answer " + s.session_id + " " + s.question.checkpoint_id + " VALUE"));
+        fresh.appendChild(q);
       }
       if (s.plots && s.plots.length) {
         var plots = el("div", "plots");
