@@ -3,7 +3,10 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/device/rig"
 )
 
 // Names of the rig's built-in tools.
@@ -64,11 +67,15 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// Builtin returns a registry holding the rig's built-in tools at
-// BuiltinVersion. Every actuator tool is Dangerous: the interlock checks it
-// against the safety envelope before anything reaches an instrument.
-// raman.analyze (ToolAnalyze) is a compute tool: the Invoker runs the
-// handler registered for it and never the interlock.
+// Builtin returns the catalog of the reference rig of today's
+// configuration shape (Generate of a layout with one zone named furnace, a
+// pump, a gate valve, a vent valve, an exhaust scrubber, the gas lines of
+// lines with their valves and a spectrometer), for code and tests that have
+// no layout; the agent generates its catalog from the rig's (Generate).
+// Every actuator tool is Dangerous: the interlock checks it against the
+// safety envelope before anything reaches an instrument. raman.analyze
+// (ToolAnalyze) is a compute tool: the Invoker runs the handler registered
+// for it and never the interlock.
 //
 // materials are the materials the analysis has a model for (the agent
 // hands down session/analysis.MaterialNames): raman.analyze's schemas
@@ -76,33 +83,45 @@ func mustJSON(v any) string {
 // them raman.analyze takes any short material name and the analysis refuses
 // one it does not know.
 func Builtin(lines Lines, materials ...string) (*Registry, error) {
-	r := NewRegistry()
-	for _, t := range builtinTools(lines, materials) {
-		if err := r.Register(t); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+	return Generate(referenceLayout(lines), materials...)
 }
 
-func builtinTools(lines Lines, materials []string) []Tool {
-	act := func(perm Permission, risk RiskLevel, effects ...string) Safety {
-		return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
-			Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
+// act is the safety of an actuator tool: Dangerous, reversible,
+// idempotent, at most 60 calls a minute.
+func act(perm Permission, risk RiskLevel, effects ...string) Safety {
+	return Safety{Permission: perm, RiskLevel: risk, Dangerous: true, SideEffects: effects,
+		Reversible: true, Idempotent: true, RateLimit: RateLimit{MaxCalls: 60, Per: time.Minute}}
+}
+
+// An actuator tool's timeout bounds the whole of the interlock's apply:
+// waiting for the apply in progress, the snapshot of every instrument (1 s
+// each, concurrently), the write and its read-back (2 s).
+const actTimeout = 5 * time.Second
+
+func perf(typical, timeout time.Duration) Performance {
+	return Performance{TypicalLatency: typical, Timeout: timeout}
+}
+
+// zoneTools are the tools of one heated zone: its setpoint, ramp rate and
+// heater, named ZoneTool(zone, op). The zone named furnace (rig.FurnaceName,
+// the one zone of today's configuration shape) has the tools, texts and ids
+// it always had; another zone's ids are derived from the tool's name
+// (toolID) and its texts name the zone.
+func zoneTools(zone string) []Tool {
+	the, caps := "the furnace", []string{"furnace"}
+	if zone != rig.FurnaceName {
+		the, caps = "zone "+zone+"'s", []string{"furnace", "zone"}
 	}
-	// An actuator tool's timeout bounds the whole of the interlock's
-	// apply: waiting for the apply in progress, the snapshot of every
-	// instrument (1 s each, concurrently), the write and its read-back (2 s).
-	const actTimeout = 5 * time.Second
-	perf := func(typical, timeout time.Duration) Performance {
-		return Performance{TypicalLatency: typical, Timeout: timeout}
+	tool := func(op, desc string, tags []string, input string, risk RiskLevel, effect string) Tool {
+		name := ZoneTool(zone, op)
+		return Tool{ID: toolID(name), Name: name, Version: BuiltinVersion, Description: desc,
+			Category: "actuation", Capabilities: append(slices.Clip(caps), tags...),
+			InputSchema: json.RawMessage(input), OutputSchema: json.RawMessage(writeOutput),
+			Safety: act(PermissionOperate, risk, effect), Performance: perf(50*time.Millisecond, actTimeout)}
 	}
 	return []Tool{
-		{
-			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000001", Name: ToolSetSetpoint, Version: BuiltinVersion,
-			Description: "Set the furnace temperature setpoint; the controller ramps towards it at the ramp rate.",
-			Category:    "actuation", Capabilities: []string{"furnace", "temperature_control", "actuate"},
-			InputSchema: json.RawMessage(`{
+		tool(OpSetSetpoint, "Set "+the+" temperature setpoint; the controller ramps towards it at the ramp rate.",
+			[]string{"temperature_control", "actuate"}, `{
   "type": "object",
   "required": ["setpoint", "unit"],
   "properties": {
@@ -110,16 +129,9 @@ func builtinTools(lines Lines, materials []string) []Tool {
     "unit":     {"enum": ["celsius", "kelvin"]}
   },
   "additionalProperties": false
-}`),
-			OutputSchema: json.RawMessage(writeOutput),
-			Safety:       act(PermissionOperate, R3, "furnace_temperature"),
-			Performance:  perf(50*time.Millisecond, actTimeout),
-		},
-		{
-			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000002", Name: ToolSetRampRate, Version: BuiltinVersion,
-			Description: "Set the furnace ramp rate (0 means an unlimited step, which the envelope normally forbids).",
-			Category:    "actuation", Capabilities: []string{"furnace", "temperature_control", "actuate"},
-			InputSchema: json.RawMessage(`{
+}`, R3, "furnace_temperature"),
+		tool(OpSetRampRate, "Set "+the+" ramp rate (0 means an unlimited step, which the envelope normally forbids).",
+			[]string{"temperature_control", "actuate"}, `{
   "type": "object",
   "required": ["rate", "unit"],
   "properties": {
@@ -127,20 +139,16 @@ func builtinTools(lines Lines, materials []string) []Tool {
     "unit": {"enum": ["celsius_per_minute", "kelvin_per_minute"]}
   },
   "additionalProperties": false
-}`),
-			OutputSchema: json.RawMessage(writeOutput),
-			Safety:       act(PermissionOperate, R2, "furnace_ramp"),
-			Performance:  perf(50*time.Millisecond, actTimeout),
-		},
-		{
-			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000003", Name: ToolSetHeater, Version: BuiltinVersion,
-			Description: "Enable or disable the furnace heater output.",
-			Category:    "actuation", Capabilities: []string{"furnace", "heater", "actuate"},
-			InputSchema:  json.RawMessage(boolInput("on", "true enables the heater output")),
-			OutputSchema: json.RawMessage(writeOutput),
-			Safety:       act(PermissionOperate, R3, "furnace_heating"),
-			Performance:  perf(50*time.Millisecond, actTimeout),
-		},
+}`, R2, "furnace_ramp"),
+		tool(OpSetHeater, "Enable or disable "+the+" heater output.",
+			[]string{"heater", "actuate"}, boolInput("on", "true enables the heater output"), R3, "furnace_heating"),
+	}
+}
+
+// rigTools are the tools of today's configuration shape other than the
+// zone's, by name: Generate takes those the layout has.
+func rigTools(lines Lines, materials []string) []Tool {
+	return []Tool{
 		{
 			ID: "6b1f0c3e-5a0e-4c1d-9a11-000000000004", Name: ToolSetValve, Version: BuiltinVersion,
 			Description: "Open or close a process gas line valve.",

@@ -19,12 +19,25 @@
 // Lookup (by capability tag) read it; a registered Tool validates inputs and
 // outputs against its compiled schemas.
 //
-// Builtin returns the rig's own catalog: furnace setpoint, ramp rate and
-// heater, gas valves, gas flows, pump, exhaust scrubber, vent, Raman
-// acquisition, a read-only snapshot, and one compute tool, raman.analyze:
-// category "compute" (CategoryCompute), never Dangerous, reaching no
-// instrument; the Invoker runs the handler the agent registers for it
-// (the model router) instead of the interlock.
+// Generate returns the rig's own catalog, generated from its layout
+// (device/rig.Layout), not written per role: for each heated zone a
+// setpoint, a ramp-rate and a heater tool named after the zone
+// (ZoneTool: the zone furnace has furnace.set_setpoint, the zone growth
+// growth.set_setpoint), as the envelope names the zone's channels
+// (furnace.setpoint); for each output its role's tool (pump.set,
+// gate_valve.set, chamber.vent, scrubber.set: RoleTool), the gas lines'
+// valves as the valves of valve.set, any other output a tool of its own
+// (switch.NAME.set, after its channel switch.NAME: SwitchTool); gas flows
+// over the lines; Raman acquisition when the rig has a spectrometer; a
+// read-only snapshot; and one compute tool, raman.analyze: category
+// "compute" (CategoryCompute), never Dangerous, reaching no instrument;
+// the Invoker runs the handler the agent registers for it (the model
+// router) instead of the interlock. The one-zone layout of today's
+// configuration shape generates exactly the catalog written before it was
+// generated (names, ids, texts, schemas: testdata/*.today.json); a zone's
+// tools other than the furnace's have ids derived from their names.
+// Builtin is Generate of a reference one-zone rig, for code without a
+// layout.
 //
 // # Caveats
 //

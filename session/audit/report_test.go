@@ -47,8 +47,6 @@ func (s *entrySet) interlock(at time.Time, e envelope.Entry) {
 	s.add(at, e.SessionID, k, e)
 }
 
-func uid(n uint32) *uint32 { return &n }
-
 func control(op, outcome, operator string, u uint32, extra map[string]any) map[string]any {
 	m := map[string]any{"op": op, "outcome": outcome, "operator": operator, "uid": u, "gid": u, "user": operator}
 	for k, v := range extra {

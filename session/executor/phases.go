@@ -53,10 +53,17 @@ func (r *recipeRun) preflight(ctx context.Context) error {
 			}
 		}
 	}
-	if sp, ok := param(env, envelope.ChannelSetpoint); ok && sp.Max != nil {
-		if hi, err := device.TemperatureIn(*sp.Max, sp.Unit); err == nil {
-			for i := range p.Phases {
-				ph := &p.Phases[i]
+	if err := r.checkZones(); err != nil {
+		return err
+	}
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		if ph.Ramp == nil && ph.Hold == nil {
+			continue
+		}
+		z, _ := r.zone(ph) // checked above
+		if sp, ok := param(env, z.channel("setpoint")); ok && sp.Max != nil {
+			if hi, err := device.TemperatureIn(*sp.Max, sp.Unit); err == nil {
 				if ph.Ramp != nil && ph.Ramp.TemperatureC > hi.Celsius() {
 					r.warn(ctx, "temperature_clamped", fmt.Sprintf("%s temperature %.1f °C clamped to the envelope's maximum %.1f °C", ph.Name, ph.Ramp.TemperatureC, hi.Celsius()), nil)
 					ph.Ramp.TemperatureC = hi.Celsius()
@@ -90,7 +97,8 @@ func (r *recipeRun) preflight(ctx context.Context) error {
 			}
 		}
 		if ph.Ramp != nil {
-			if rp, ok := param(env, envelope.ChannelRampRate); ok {
+			z, _ := r.zone(ph)
+			if rp, ok := param(env, z.channel("ramp_rate")); ok {
 				if rp.Max != nil {
 					if mx, err := rateIn(*rp.Max, rp.Unit); err == nil && ph.Ramp.RateCPerMin > mx {
 						ph.Ramp.RateCPerMin = mx
@@ -205,10 +213,14 @@ func (r *recipeRun) purge(ctx context.Context, ph *recipe.Phase) error {
 // the heater went on.
 func (r *recipeRun) ramp(ctx context.Context, ph *recipe.Phase) error {
 	rp := ph.Ramp
-	if err := r.applyAll(ctx, envelope.RampRateAction(device.KelvinPerMinute(rp.RateCPerMin)), envelope.SetpointAction(device.Celsius(rp.TemperatureC))); err != nil {
+	z, err := r.zone(ph)
+	if err != nil {
 		return err
 	}
-	on, err := r.apply(ctx, envelope.HeaterAction(true))
+	if err := r.applyAll(ctx, z.rampRate(device.KelvinPerMinute(rp.RateCPerMin)), z.setpoint(device.Celsius(rp.TemperatureC))); err != nil {
+		return err
+	}
+	on, err := r.apply(ctx, z.heater(true))
 	if err != nil {
 		return err
 	}
@@ -219,7 +231,7 @@ func (r *recipeRun) ramp(ctx context.Context, ph *recipe.Phase) error {
 	_, err = r.waitFresh(ctx, ph.Name, fmt.Sprintf("furnace within %g °C of %.1f °C", band, rp.TemperatureC),
 		r.fresh("furnace ("+ph.Name+")", on.At, furnaceAt), timeout,
 		func(rd envelope.Readings) (bool, error) {
-			f := rd.Furnace
+			f := z.reading(rd)
 			if !f.HeaterEnabled {
 				return false, fmt.Errorf("%w: the furnace dropped its heater during the ramp (alarms %#x)", ErrCondition, uint16(f.Alarms))
 			}
@@ -257,6 +269,10 @@ func (r *recipeRun) settleBand(i int) float64 {
 func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) error {
 	h := ph.Hold
 	var since time.Time
+	z, err := r.zone(ph)
+	if err != nil {
+		return err
+	}
 	for _, f := range h.Flows {
 		if err := r.applyAll(ctx, envelope.FlowAction(f.Gas, device.SCCM(f.FlowSCCM))); err != nil {
 			return err
@@ -272,12 +288,12 @@ func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) erro
 	var j *judged
 	if h.TemperatureC != nil {
 		if since.IsZero() {
-			since = r.env.Rig.Readings(ctx).Furnace.At
+			since = z.reading(r.env.Rig.Readings(ctx)).At
 		}
 		want, band := *h.TemperatureC, r.settleBand(i)
 		warned := false
 		j = &judged{freshness: r.fresh("furnace ("+ph.Name+")", since, furnaceAt), check: func(rd envelope.Readings) error {
-			f := rd.Furnace
+			f := z.reading(rd)
 			if !f.HeaterEnabled {
 				return fmt.Errorf("%w: the furnace dropped its heater during %s", ErrCondition, ph.Name)
 			}
@@ -289,7 +305,7 @@ func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) erro
 		}}
 	}
 	held0 := r.st.Held
-	err := r.hold(ctx, ph.Name, h.Duration-held0, j, func(held time.Duration) error {
+	err = r.hold(ctx, ph.Name, h.Duration-held0, j, func(held time.Duration) error {
 		r.st.Held = held0 + held
 		if _, err := checkpoint(ctx, r.env, r, Checkpoint{Step: i, StepName: ph.Name,
 			Description: fmt.Sprintf("%s: %v of %v held", ph.Name, r.st.Held.Round(time.Second), h.Duration), Resumable: true}); err != nil {
@@ -316,10 +332,14 @@ func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) erro
 // flowing and waits until the readings show every gas off.
 func (r *recipeRun) cool(ctx context.Context, ph *recipe.Phase) error {
 	c := ph.Cool
+	z, err := r.zone(ph)
+	if err != nil {
+		return err
+	}
 	if err := r.hold(ctx, ph.Name, c.Purge, nil, nil); err != nil { // purge the reactive gas out
 		return err
 	}
-	off, err := r.apply(ctx, envelope.HeaterAction(false))
+	off, err := r.apply(ctx, z.heater(false))
 	if err != nil {
 		return err
 	}
@@ -332,7 +352,7 @@ func (r *recipeRun) cool(ctx context.Context, ph *recipe.Phase) error {
 	target := math.Min(c.BelowC, limit-ventMarginC)
 	if _, err := r.waitFresh(ctx, ph.Name, fmt.Sprintf("furnace below %.1f °C", target), r.fresh("furnace ("+ph.Name+")", off.At, furnaceAt), c.Timeout,
 		func(rd envelope.Readings) (bool, error) {
-			f := rd.Furnace
+			f := z.reading(rd)
 			return f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) && f.ProcessValue.Celsius() <= target, nil
 		}); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 )
 
@@ -34,6 +35,7 @@ import (
 func Check(r *Recipe, env *envelope.Envelope) []Problem {
 	c := newChecker(r, env)
 	c.static()
+	c.zones()
 	cs, n := r.corners()
 	if cs == nil {
 		c.add(origin{line: r.root.Line, key: "inputs"}, RuleCorners, "the referenced inputs have %d combinations of extremes, above %d", n, MaxCorners)
@@ -158,6 +160,16 @@ func (c *checker) hasSwitch(name string) bool {
 	return slices.ContainsFunc(c.spec.Switches, func(s envelope.SwitchSpec) bool { return s.Name == name && !s.InterlockOwned })
 }
 
+// needSwitch refuses phase s on a rig without the output sw, of a role.
+func (c *checker) needSwitch(s *PhaseSpec, sw, role string) {
+	switch {
+	case sw == "":
+		c.add(phaseOrigin(s), RuleRig, "this rig has no %s output (no output of the role %s in its layout)", role, role)
+	case !c.hasSwitch(sw):
+		c.add(phaseOrigin(s), RuleRig, "this rig has no %s output", sw)
+	}
+}
+
 func (c *checker) gasNames() string {
 	var gs []string
 	for _, g := range c.spec.Gases {
@@ -183,17 +195,12 @@ func (c *checker) static() {
 				c.add(phaseOrigin(s), RuleRig, "preflight switches the %s on, and this rig has none", c.scrubber)
 			}
 		case KindPumpDown, KindLeakCheck:
-			for _, sw := range []string{c.pump, c.gate} {
-				if !c.hasSwitch(sw) {
-					c.add(phaseOrigin(s), RuleRig, "this rig has no %s output", sw)
-				}
-			}
+			c.needSwitch(s, c.pump, rig.RolePump)
+			c.needSwitch(s, c.gate, rig.RoleGate)
 		case KindVent:
-			for _, sw := range []string{c.pump, c.gate, c.vent} {
-				if !c.hasSwitch(sw) {
-					c.add(phaseOrigin(s), RuleRig, "this rig has no %s output", sw)
-				}
-			}
+			c.needSwitch(s, c.pump, rig.RolePump)
+			c.needSwitch(s, c.gate, rig.RoleGate)
+			c.needSwitch(s, c.vent, rig.RoleVent)
 		case KindHold:
 			for _, f := range s.Flows {
 				if _, ok := c.valve[f.Gas]; !ok {

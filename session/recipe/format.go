@@ -118,12 +118,16 @@ type PhaseSpec struct {
 	LeaveOpen []string
 	// Ask are the questions asked, in order, before the phase runs
 	// (question.go).
-	Ask    []*QuestionSpec
+	Ask []*QuestionSpec
+	// Zone is the heated zone a ramp, a hold or a cool acts on (zone:);
+	// "" is the rig's only zone.
+	Zone   string
 	Line   int
 	Column int
 	Key    string // phases[i].kind
 
 	leaveOpenLine int
+	zoneAt        *origin // where zone: is written
 }
 
 // FlowSpec is one gas flow of a hold.

@@ -41,6 +41,9 @@ func (d *decoder) phases(r *Recipe, e entry) {
 		if kind == KindHold {
 			allowed = append(allowed, "flows", "leave_open")
 		}
+		if zoned(kind) {
+			allowed = append(allowed, "zone")
+		}
 		given := map[string]bool{}
 		for _, pe := range d.mapping(v, p.Key, allowed) {
 			given[pe.k.Value] = true
@@ -53,6 +56,8 @@ func (d *decoder) phases(r *Recipe, e entry) {
 				p.Description, _ = d.str(pe)
 			case "ask":
 				d.questions(r, p, pe)
+			case "zone":
+				d.zone(p, pe)
 			case "flows":
 				for _, fe := range d.mapping(pe.v, pe.key, nil) {
 					if fp := d.param(r, fe, paramDef{name: fe.k.Value, kind: pNumber, unit: unitSCCM}); fp != nil {

@@ -43,6 +43,9 @@ type Phase struct {
 	Name        string `json:"name"`  // display name, e.g. "grow"
 	Stage       string `json:"stage"` // progress stage, e.g. "material_growth"
 	Description string `json:"description"`
+	// Zone is the heated zone a ramp, a hold or a cool acts on; "" is the
+	// rig's only zone.
+	Zone string `json:"zone,omitempty"`
 	// Estimate is how long the phase is expected to take; Bound the longest
 	// it may take (the timeout of its wait, or its fixed duration): every
 	// phase is bounded.
@@ -216,7 +219,7 @@ func (r *Recipe) planAt(v values) *Plan {
 	var pump *PumpDown
 	tempC := roomC
 	for _, s := range r.Phases {
-		ph := Phase{Kind: s.Kind, Name: s.Name, Stage: s.Stage, Description: s.Description}
+		ph := Phase{Kind: s.Kind, Name: s.Name, Stage: s.Stage, Description: s.Description, Zone: s.Zone}
 		switch s.Kind {
 		case KindPreflight:
 			ph.Bound = time.Minute

@@ -324,7 +324,7 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if d.il, err = envelope.NewInterlock(d.env, rig, authz, d.acts.Auditor(d.alerts.auditor(d.mx.auditor(audit.Interlock{Log: d.st.Audit()}))), iopts); err != nil {
 		return err
 	}
-	if d.iv, err = newInvoker(d.il, f.Agent.TimeScale); err != nil { // the only caller of the interlock (engine.go)
+	if d.iv, err = newInvoker(d.il, f.Rig.Layout(), f.Agent.TimeScale); err != nil { // the only caller of the interlock (engine.go)
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)

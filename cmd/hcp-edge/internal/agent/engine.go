@@ -19,6 +19,7 @@ import (
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
 	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"github.com/hcp-edge/hcp-edge/device/rig"
 	"github.com/hcp-edge/hcp-edge/envelope"
 	"github.com/hcp-edge/hcp-edge/internal/wallclock"
 	"github.com/hcp-edge/hcp-edge/session/analysis"
@@ -79,13 +80,14 @@ type sessions struct {
 	exportMu sync.Mutex    // one .eln archive built at a time for a fetch (export.go)
 }
 
-// newInvoker builds the tool pipeline over il, with the built-in catalog:
-// every action of a recipe is a call of one of its tools, by name and
+// newInvoker builds the tool pipeline over il, with the catalog generated
+// from the rig's layout (catalog.Generate: a setpoint tool per zone, a tool
+// per output): every action of a recipe is a call of one of its tools, by name and
 // version (executor.ToolRig), and nothing else calls the interlock.
 // The tools' rate limits count the rig's process time (agent.time_scale:
 // the simulator's plant lives faster than the wall clock; 1 on a real rig).
-func newInvoker(il *envelope.Interlock, timeScale float64) (*envelope.Invoker, error) {
-	tools, err := catalog.Builtin(il.Envelope().Spec().Lines(), analysis.MaterialNames()...)
+func newInvoker(il *envelope.Interlock, layout rig.Layout, timeScale float64) (*envelope.Invoker, error) {
+	tools, err := catalog.Generate(layout, analysis.MaterialNames()...)
 	if err != nil {
 		return nil, fmt.Errorf("tool catalog: %w", err)
 	}

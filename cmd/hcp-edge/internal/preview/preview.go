@@ -114,6 +114,9 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	if err != nil {
 		return nil, err
 	}
+	if err := oneZone(o.Config.Rig.Layout(), rec); err != nil {
+		return nil, err
+	}
 	expected := ""
 	if g, ok := rec.(interface{ ExpectedMaterial() string }); ok {
 		expected = g.ExpectedMaterial()
@@ -214,7 +217,7 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 	if r.il, err = envelope.NewInterlock(env, er, grantAll{}, r.audit, iopts); err != nil {
 		return nil, fmt.Errorf("preview: interlock: %w", err)
 	}
-	tools, err := catalog.Builtin(env.Spec().Lines(), analysis.MaterialNames()...)
+	tools, err := catalog.Generate(o.Config.Rig.Layout(), analysis.MaterialNames()...)
 	if err != nil {
 		return nil, fmt.Errorf("preview: tool catalog: %w", err)
 	}

@@ -1,0 +1,99 @@
+package executor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/device"
+	"github.com/hcp-edge/hcp-edge/envelope"
+	"github.com/hcp-edge/hcp-edge/session/recipe"
+)
+
+// The heated zone a ramp, a hold or a cool drives: the one its plan names
+// (recipe.Phase.Zone, the recipe's zone:), or the rig's only zone when it
+// names none. The zone is reached through the envelope's channels for that
+// zone (<zone>.setpoint, <zone>.ramp_rate, <zone>.heater), as the catalog
+// names its tools (<zone>.set_setpoint, ...), and judged on that zone's
+// readings.
+
+// zoneDrive is one heated zone as a phase drives it: the actions that write
+// its channels and its readings.
+type zoneDrive struct{ name string }
+
+// channel is the zone's channel of a quantity (setpoint, ramp_rate,
+// heater, temperature).
+func (z zoneDrive) channel(what string) string { return z.name + "." + what }
+
+func (z zoneDrive) setpoint(t device.Temperature) envelope.Action { return envelope.SetpointAction(t) }
+
+func (z zoneDrive) rampRate(rt device.TemperatureRate) envelope.Action {
+	return envelope.RampRateAction(rt)
+}
+
+func (z zoneDrive) heater(on bool) envelope.Action { return envelope.HeaterAction(on) }
+
+// reading is the zone's controller in a snapshot.
+func (z zoneDrive) reading(rd envelope.Readings) device.FurnaceStatus { return rd.Furnace }
+
+// zone resolves the zone a phase drives on this run's rig (recipe.Zones:
+// the zones whose setpoint the envelope bounds). A zone the rig lacks, or
+// no zone named on a rig of several, is ErrInput; a zone whose channels
+// the envelope's actions do not write (the envelope of this build drives
+// the one zone of its RigSpec.Furnace, furnace.*), or any zone of a rig of
+// several, is ErrNotReady: nothing is driven rather than the wrong zone.
+func (r *recipeRun) zone(ph *recipe.Phase) (zoneDrive, error) {
+	zs := recipe.Zones(r.env.Rig.Envelope())
+	name := ph.Zone
+	switch {
+	case name == "" && len(zs) == 1:
+		name = zs[0]
+	case name == "":
+		return zoneDrive{}, inputErr("%s: the rig has %d heated zones (%s) and the phase names none", ph.Name, len(zs), strings.Join(zs, ", "))
+	case !slices.Contains(zs, name):
+		return zoneDrive{}, inputErr("%s: the rig has no zone %s (zones: %s)", ph.Name, name, strings.Join(zs, ", "))
+	}
+	z := zoneDrive{name: name}
+	// The actions and the reading above are those of the envelope's one
+	// zone (RigSpec.Furnace, Readings.Furnace). On a rig of several zones
+	// they would reach or read another zone than the phase's: nothing is
+	// driven until they carry the zone (issue 42, item 2).
+	if len(zs) > 1 {
+		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s: this executor drives the one zone of a one-zone rig; the rig has %d", ErrNotReady, ph.Name, name, len(zs))
+	}
+	// The envelope's actions write the channels of the one zone they know:
+	// a zone whose setpoint they do not write is not driven by them.
+	if ch := z.setpoint(0).Channel(); ch != z.channel("setpoint") {
+		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s: the envelope's actions write %s, not %s", ErrNotReady, ph.Name, name, ch, z.channel("setpoint"))
+	}
+	return z, nil
+}
+
+// checkZones resolves the zone of every ramp, hold and cool of the plan
+// before anything moves.
+func (r *recipeRun) checkZones() error {
+	for i := range r.st.Plan.Phases {
+		ph := &r.st.Plan.Phases[i]
+		if ph.Ramp == nil && ph.Hold == nil && ph.Cool == nil {
+			continue
+		}
+		if _, err := r.zone(ph); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Zones returns the heated zones the planned run's phases name (zone:),
+// sorted, each once; none for a plan that names no zone (the rig's only
+// zone). The preview refuses a plan of several zones it cannot simulate.
+func (r *recipeRun) Zones() []string {
+	var zs []string
+	for _, ph := range r.st.Plan.Phases {
+		if ph.Zone != "" && !slices.Contains(zs, ph.Zone) {
+			zs = append(zs, ph.Zone)
+		}
+	}
+	slices.Sort(zs)
+	return zs
+}

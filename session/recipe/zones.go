@@ -1,0 +1,77 @@
+package recipe
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hcp-edge/hcp-edge/envelope"
+)
+
+// The heated zones a recipe names: a ramp, a hold or a cool acts on the
+// zone of its zone: key (zone: growth), or on the rig's only zone when it
+// has none, so that a recipe written for a one-zone rig runs unchanged.
+// Check refuses a zone the rig lacks at the line of the zone: key, as it
+// refuses a gas line the rig lacks (RuleRig).
+
+// zoned reports whether a phase of kind k heats, holds at or cools a zone
+// (and so takes a zone: key).
+func zoned(k Kind) bool { return k == KindRamp || k == KindHold || k == KindCool }
+
+// zone decodes a phase's zone: key: a zone's name.
+func (d *decoder) zone(p *PhaseSpec, e entry) {
+	z, ok := d.str(e)
+	if !ok {
+		return
+	}
+	p.Zone, p.zoneAt = z, &origin{line: e.k.Line, col: e.k.Column, key: e.key}
+}
+
+// Zones returns the heated zones of the rig an envelope is compiled for,
+// sorted: the zones whose setpoint the envelope bounds (each zone's
+// <zone>.setpoint is a writable channel, and the envelope compiles only
+// with a limit on every writable channel). Today's rigs have one zone,
+// named furnace (envelope.ChannelSetpoint).
+func Zones(env *envelope.Envelope) []string {
+	var zs []string
+	for ch := range env.Config().Parameters {
+		if z, ok := strings.CutSuffix(ch, ".setpoint"); ok && z != "" {
+			zs = append(zs, z)
+		}
+	}
+	sort.Strings(zs)
+	return zs
+}
+
+// zones refuses a phase naming a zone the rig lacks, and a phase naming no
+// zone on a rig of several (which of them it would heat is not said).
+func (c *checker) zones() { c.zonesOf(Zones(c.env)) }
+
+// zonesOf is zones on a rig of the zones zs.
+func (c *checker) zonesOf(zs []string) {
+	for _, s := range c.r.Phases {
+		if !zoned(s.Kind) {
+			continue
+		}
+		switch {
+		case s.Zone == "" && len(zs) > 1:
+			c.add(phaseOrigin(s), RuleRig, "this rig has %d heated zones (%s): say which one the %s acts on (zone: NAME)",
+				len(zs), strings.Join(zs, ", "), s.Kind)
+		case s.Zone != "" && !slices.Contains(zs, s.Zone):
+			c.add(*s.zoneAt, RuleRig, "this rig has no zone %s (zones: %s)", s.Zone, strings.Join(zs, ", "))
+		}
+	}
+}
+
+// ZonesOf returns the zones a recipe's phases name (zone:), sorted, each
+// once; none for a recipe written for a one-zone rig.
+func ZonesOf(r *Recipe) []string {
+	var zs []string
+	for _, s := range r.Phases {
+		if s.Zone != "" && !slices.Contains(zs, s.Zone) {
+			zs = append(zs, s.Zone)
+		}
+	}
+	sort.Strings(zs)
+	return zs
+}
