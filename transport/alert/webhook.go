@@ -12,12 +12,16 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/hcp-edge/hcp-edge/internal/http1"
 )
 
 // webhookReceiver POSTs each alert as one JSON object (Body) to a URL:
 // a generic webhook, which Slack-, Teams-, ntfy- or Alertmanager-style
 // relays take. HTTP/1.1, one connection a request, written with
-// net/http's Request.Write and read with http.ReadResponse: net/http's
+// internal/http1.WriteRequest (Request.Write's bytes without its IDNA
+// tables; a host name beyond ASCII is refused) and read with
+// http.ReadResponse: net/http's
 // client Transport (~0.2 MB of the armv7 binary) is not linked for an
 // alert now and then (session/modelrouter's NewHTTPClient does the same).
 type webhookReceiver struct {
@@ -95,7 +99,7 @@ func (r *webhookReceiver) send(ctx context.Context, a Alert) error {
 		conn = tconn
 	}
 	bw := bufio.NewWriterSize(conn, 4096)
-	if err := req.Write(bw); err != nil {
+	if err := http1.WriteRequest(bw, req); err != nil {
 		return fmt.Errorf("write request: %w", err)
 	}
 	if err := bw.Flush(); err != nil {

@@ -98,9 +98,7 @@ func (c *checker) check(data []byte, path, capDir string) {
 	}
 	if len(findings) > 0 {
 		prune(findings, t.dups)
-		if data, err = yaml.Marshal(&pruned); err != nil {
-			return
-		}
+		data = flowText(&pruned) // each value at its own line (flow.go)
 	}
 	n := len(c.res.Problems)
 	c.rules(data, t.value, path, capDir)
