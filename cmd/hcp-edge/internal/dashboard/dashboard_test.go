@@ -49,6 +49,10 @@ func TestRoutes(t *testing.T) {
 		{"page", "GET", "/", 200, "text/html", "hcp-edge"},
 		{"script", "GET", "/static/app.js", 200, "javascript", "EventSource"},
 		{"style", "GET", "/static/style.css", 200, "text/css", ".banner"},
+		{"head", "HEAD", "/static/app.js", 200, "javascript", ""},
+		{"no directory listing", "GET", "/static/", 404, "", ""},
+		{"unknown file", "GET", "/static/x.js", 404, "", ""},
+		{"no other file of the binary", "GET", "/static/..%2fdashboard.go", 404, "", ""},
 		{"state", "GET", "/api/state", 200, "application/json", `"latched":false`},
 		{"plot", "GET", "/plots/s1/a.svg", 200, "image/svg+xml", "<svg/>"},
 		{"unknown plot", "GET", "/plots/s1/b.svg", 404, "", ""},
@@ -119,5 +123,31 @@ func TestEvents(t *testing.T) {
 func TestLoopbackOnly(t *testing.T) {
 	if _, err := dashboard.Serve("0.0.0.0:0", fakeSource{}, dashboard.Opts{}); !errors.Is(err, dashboard.ErrNotLoopback) {
 		t.Fatalf("0.0.0.0 without AllowLAN: %v", err)
+	}
+}
+
+// TestStaticETag: a page file carries an ETag; asked again with it, the
+// answer is 304 without a body.
+func TestStaticETag(t *testing.T) {
+	base := serve(t)
+	resp, err := http.Get(base + "/static/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	req, _ := http.NewRequest("GET", base+"/static/app.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified || len(b) != 0 {
+		t.Fatalf("with If-None-Match: %s, %d bytes", resp.Status, len(b))
 	}
 }
