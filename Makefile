@@ -1,6 +1,6 @@
 # hcp-edge — the front door. `make help` lists the targets.
 GO        ?= go
-MODULE    := github.com/hcp-edge/hcp-edge
+MODULE    := hcp-edge
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)

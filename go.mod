@@ -1,4 +1,4 @@
-module github.com/hcp-edge/hcp-edge
+module hcp-edge
 
 go 1.26.8
 

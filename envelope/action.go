@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // ActionKind says what an Action does.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Margin is one limited channel's latest value against its hard limits, in

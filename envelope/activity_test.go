@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // TestMarginContext: an idle chamber at atmosphere has an over_pressure

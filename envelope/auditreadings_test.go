@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // TestAuditCarriesVersionAndReadings: every entry names the envelope's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // benchActions are representative actions: a plain limit, the heater

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // State is the history the envelope's rules need: the last accepted value of

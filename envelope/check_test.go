@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device/catalog"
 )
 
 // ComputeTool is the handler of a compute tool (catalog.CategoryCompute,

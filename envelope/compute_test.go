@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device/catalog"
 )
 
 var analyzeRef = ToolRef{Name: catalog.ToolAnalyze, Version: catalog.BuiltinVersion}

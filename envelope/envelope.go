@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Trip is a condition that runs an emergency procedure and latches the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
 )
 
 const exampleConfig = `

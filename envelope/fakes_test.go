@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // plant is the state behind the fake instruments, with a log of every write

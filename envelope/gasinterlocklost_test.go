@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // h2sInUse is safeReadings with the H2S line open and 10 sccm flowing

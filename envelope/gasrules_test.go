@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // hotGasEnvelope is the test envelope with H2 held closed below 600 °C

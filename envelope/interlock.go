@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
+	"hcp-edge/device"
+	"hcp-edge/envelope/internal/rawkey"
 )
 
 // Rig is the set of writable instruments cmd/ builds from configuration. It is

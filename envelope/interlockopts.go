@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // InterlockOpts tunes an Interlock.

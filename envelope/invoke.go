@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
 )
 
 // ToolRef names a catalog tool by (name, version), the CapabilityRef of

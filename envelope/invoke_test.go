@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
 )
 
 // toolTokens authorises "ok" with every permission, "reader" with rig.read

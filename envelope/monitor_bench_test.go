@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // BenchmarkEvaluateTrips is the cost of one evaluation of the monitor (at

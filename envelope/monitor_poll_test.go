@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // fakeBank reads several switches (or inputs) of the plant in one exchange,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // poller reads one instrument, or one bank of switches or inputs, into the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // monitorGuard bounds every wait of the monitor tests: a hang guard, not a

@@ -3,9 +3,9 @@ package envelope
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
+	"hcp-edge/device/rig"
 )
 
 // Channel names. A writable channel is something an Action sets; the

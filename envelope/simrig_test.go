@@ -3,9 +3,9 @@ package envelope
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // SimRigSpec is the rig of configs/sim.yaml (configs/rig-protocols.md), as

@@ -3,7 +3,7 @@ package envelope
 import (
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 )
 
 // SpecOf derives the RigSpec of a rig from its layout (device/rig) and what

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device"
+	"hcp-edge/device/rig"
 )
 
 // oneZone is a small layout and its facts: one zone, one process head, one

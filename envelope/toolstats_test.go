@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
 )
 
 func TestLatencyBuckets(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // kind is the physical quantity of a channel.

@@ -41,8 +41,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/furnace"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/furnace"
+	"hcp-edge/drivers/modbus"
 )
 
 // BenchmarkABSnapshot: snapshots/s of the hand-written driver (throwaway, issue 33).
@@ -105,7 +105,7 @@ func BenchmarkABStatus(b *testing.B) {
 }
 EOF
 sed -e 's/package furnace_test/package regmap_test/' \
-  -e 's#"github.com/hcp-edge/hcp-edge/drivers/furnace"#"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"#' \
+  -e 's#"hcp-edge/drivers/furnace"#"hcp-edge/drivers/regmap/regmaptest"#' \
   -e 's/furnace.New(bus, furnace.DefaultOpts())/regmaptest.SimFurnace(bus)/g' \
   -e 's/of the hand-written driver/of the generic driver on hcp-sim-tc/' "$tmp/old_test.go" >"$tmp/new_test.go"
 echo "{\"Replace\":{\"$OLD/drivers/furnace/zz_ab_test.go\":\"$tmp/old_test.go\"}}" >"$tmp/ov-old.json"

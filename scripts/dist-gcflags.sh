@@ -23,10 +23,10 @@ echo "-gcflags=all=-l"
 for p in \
   'runtime/...' 'sync/...' time 'internal/...' syscall os net io bufio bytes strings strconv \
   sort slices errors context math math/bits encoding/binary unicode/utf8 \
-  'github.com/hcp-edge/hcp-edge/envelope/...' 'github.com/hcp-edge/hcp-edge/device/...' \
-  'github.com/hcp-edge/hcp-edge/drivers/...' 'github.com/goburrow/...' 'go.bug.st/...' \
-  'periph.io/...' 'github.com/hcp-edge/hcp-edge/session/analysis/...' \
-  'github.com/hcp-edge/hcp-edge/session/modelrouter'; do
+  'hcp-edge/envelope/...' 'hcp-edge/device/...' \
+  'hcp-edge/drivers/...' 'github.com/goburrow/...' 'go.bug.st/...' \
+  'periph.io/...' 'hcp-edge/session/analysis/...' \
+  'hcp-edge/session/modelrouter'; do
   echo "-gcflags=$p="
 done
 # Off again where a pattern above is too wide, to keep the armv7 binary within 12 MB (FOOTPRINT,
@@ -35,15 +35,15 @@ done
 # drivers/gpio, drivers/simgpio) are read at 10 Hz or on an edge; drivers/regmap decodes a poll
 # in a few hundred ns against a Modbus exchange of 25-50 us, so a call more per channel is lost
 # in the exchange (its modbus transport and serial line below keep inlining).
-for p in github.com/hcp-edge/hcp-edge/drivers/profile github.com/hcp-edge/hcp-edge/device/catalog \
-  'periph.io/...' github.com/hcp-edge/hcp-edge/drivers/gpio github.com/hcp-edge/hcp-edge/drivers/simgpio \
-  github.com/hcp-edge/hcp-edge/drivers/regmap; do
+for p in hcp-edge/drivers/profile hcp-edge/device/catalog \
+  'periph.io/...' hcp-edge/drivers/gpio hcp-edge/drivers/simgpio \
+  hcp-edge/drivers/regmap; do
   echo "-gcflags=$p=-l"
 done
 # Issue 42: the rig model's loader and checks (device/rig) and the building of drivers from it
 # (drivers/rigbuild) run once at start, in config check and in probe: cold code, off as it was
 # in cmd/hcp-edge/internal/rigconfig, where it lived before (~12 KB of the armv7 binary).
-for p in github.com/hcp-edge/hcp-edge/device/rig github.com/hcp-edge/hcp-edge/drivers/rigbuild; do
+for p in hcp-edge/device/rig hcp-edge/drivers/rigbuild; do
   echo "-gcflags=$p=-l"
 done
 # Sixth round (issues 33 and 36: the serial families' profiles, the graphene rig's analysis,
@@ -58,9 +58,9 @@ done
 # slower without), device, the other drivers, goburrow/modbus, go.bug.st/serial and
 # session/modelrouter (its overhead goal, 20 us: 5.7 us inlined, 10.9 us not).
 for p in time net os syscall io bufio bytes strings strconv context 'sync/...' math sort slices errors \
-  github.com/hcp-edge/hcp-edge/drivers/modbus github.com/hcp-edge/hcp-edge/drivers/serialline \
-  github.com/hcp-edge/hcp-edge/drivers/alicat github.com/hcp-edge/hcp-edge/drivers/tpg \
-  github.com/hcp-edge/hcp-edge/drivers/raman github.com/hcp-edge/hcp-edge/drivers/lane \
-  github.com/hcp-edge/hcp-edge/drivers/nbio 'github.com/hcp-edge/hcp-edge/session/analysis/...'; do
+  hcp-edge/drivers/modbus hcp-edge/drivers/serialline \
+  hcp-edge/drivers/alicat hcp-edge/drivers/tpg \
+  hcp-edge/drivers/raman hcp-edge/drivers/lane \
+  hcp-edge/drivers/nbio 'hcp-edge/session/analysis/...'; do
   echo "-gcflags=$p=-l"
 done

@@ -18,10 +18,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // alertHook is a webhook receiver: a real HTTP server on a port fixed

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/configs"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // TestStartRefusesSavedSetpointAlicat: the agent refuses to start, before

@@ -15,8 +15,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/transport/wire"
 )
 
 // TestAuditUsage: usage errors exit 2; a state directory without a state

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/internal/syncbuf"
 )
 
 // logEntries decodes audit log --json (JSON Lines).

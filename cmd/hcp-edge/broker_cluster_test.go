@@ -18,10 +18,10 @@ import (
 
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // clusterScript is scripts/cluster.sh from this package's directory.

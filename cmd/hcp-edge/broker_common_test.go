@@ -17,13 +17,13 @@ import (
 
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // brokerLongGuard bounds the waits that span a reconnect after a long

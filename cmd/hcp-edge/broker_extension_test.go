@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // extensionAnswerWithin is how soon a malformed extension request must be

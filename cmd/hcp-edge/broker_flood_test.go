@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/rabbitmq/amqp091-go"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // floodSubmits is how many rig-status task_submits harness-alpha-001

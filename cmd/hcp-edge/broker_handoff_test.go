@@ -20,9 +20,9 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // shippedBetaACL is harness-beta-002's entry in configs/sim.yaml.

@@ -16,10 +16,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // The kill test's knobs. `make ci` runs the default (20 kills, a few

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
 )
 
 // modelsWith is sim.yaml's models: section replaced by its two local

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 // brokerOutageEnv shortens TestBrokerUnreachable60s's outage for local

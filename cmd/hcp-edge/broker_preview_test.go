@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/wire"
 )
 
 // TestPreviewOverBroker proves the preview extension (docs/PROTOCOL-NOTES.md,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/amqp/amqptest"
 )
 
 // brokerDownFor is how long the broker application stays stopped at least.

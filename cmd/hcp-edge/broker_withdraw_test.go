@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // withdrawingWriter takes the chunks of a fetch; after the chunk numbered

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/budget"
+	"hcp-edge/session/budget"
 )
 
 // budgetTask writes the seed's task (configs/examples/mos2-task.json) with

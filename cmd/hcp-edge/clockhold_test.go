@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/clocksync"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/wire"
 )
 
 // TestClockHold: the daemon with agent.hold_until_clock_synced (the

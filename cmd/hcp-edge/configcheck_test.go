@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // The check itself is tested in internal/configcheck; these tests cover the

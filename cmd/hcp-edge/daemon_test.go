@@ -17,16 +17,16 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/configs"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/internal/syncbuf"
+	"hcp-edge/session/audit"
+	"hcp-edge/transport/amqp/amqptest"
 )
 
 // hangGuard bounds every wait of these tests: a guard against hangs, never a

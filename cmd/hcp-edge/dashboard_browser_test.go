@@ -13,9 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/transport/wire"
 )
 
 // screenshotDir is where the browser test saves its screenshots:

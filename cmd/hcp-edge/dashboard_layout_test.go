@@ -8,9 +8,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/agent"
+	"hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
 // layoutSource is a dashboard.Source serving one snapshot: a rig's layout

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // TestCapabilitiesVerb: hcp-edge capabilities prints every caller's set,

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"hcp-edge/configs"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
 )
 
 // euroVariantProfile is the shipped eurotherm-3200 profile as a lab writes

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/transport/caller"
 )
 
 // npmPeers is where scripts/ci-deps.sh installs the npm peers (or

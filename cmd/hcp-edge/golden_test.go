@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // updateGolden rewrites the golden files instead of comparing with them:

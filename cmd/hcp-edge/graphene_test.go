@@ -13,8 +13,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // grapheneConfig is the shipped configuration of the graphene rig.

@@ -12,7 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
 // TestLoginUIDAudited: a control action from root whose login uid (the

@@ -74,7 +74,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/cli"
+	"hcp-edge/cmd/hcp-edge/internal/cli"
 )
 
 // Stamped at build time with -ldflags -X (see the Makefile).

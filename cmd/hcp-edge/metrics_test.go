@@ -17,14 +17,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // withMetrics sets agent.metrics_listen in e's configuration to a free

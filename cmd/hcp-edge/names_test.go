@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/cli"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/configcheck"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/cli"
+	"hcp-edge/cmd/hcp-edge/internal/configcheck"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/safestate"
 )
 
 // The end-to-end tests of this package run the built binary and decode what

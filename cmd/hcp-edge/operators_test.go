@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/device/devicetest"
 )
 
 // osUser is a unix user a test created.

@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/wire"
 )
 
 const (

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/configs"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // startRig runs the whole simulated rig in-process and writes a configuration

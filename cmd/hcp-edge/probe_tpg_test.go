@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // startRigGauge is startRig with the gauge controller variant v.

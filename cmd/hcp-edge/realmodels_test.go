@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/firmware-sim/control"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // eurothermConfig is the shipped configuration of the real-models rig.

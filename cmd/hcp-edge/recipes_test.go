@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/configs"
+	"hcp-edge/session/capability"
+	"hcp-edge/transport/wire"
 )
 
 // labRecipe is the shipped H2/Ar anneal as a lab's own recipe, under

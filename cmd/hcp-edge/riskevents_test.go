@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/transport/wire"
 )
 
 // TestTripInRiskEvents: the seed's MoS2 task runs; a gas leak trips the

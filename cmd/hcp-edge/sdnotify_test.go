@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent/notifytest"
+	"hcp-edge/cmd/hcp-edge/internal/agent/notifytest"
 )
 
 // notifySocket listens where systemd would and returns its datagrams.

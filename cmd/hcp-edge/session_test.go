@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/device/catalog"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/wire"
 )
 
 // seedTask is the seed's MoS2 task_submit as the local operator sends it.

@@ -22,15 +22,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/configs"
+	"hcp-edge/firmware-sim/control"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/internal/syncbuf"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // shippedConfig is the configuration file the agent ships with.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/executor"
+	"hcp-edge/transport/wire"
 )
 
 // stateUsageJSON is the part of `state usage --json` the tests read.

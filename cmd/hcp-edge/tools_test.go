@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/envelope"
 )
 
 func toolsFixture() []envelope.ToolStats {

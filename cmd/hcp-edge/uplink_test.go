@@ -18,12 +18,12 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/executor"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // testBrokerURL is the callee's broker URL on the bench vhost (amqptest.URL

@@ -51,10 +51,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/firmware-sim/control"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 func main() {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/modbussim"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
+	"hcp-edge/firmware-sim/modbussim"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/syncbuf"
 )
 
 func TestRunAndSubcommands(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 )
 
 // Names of the rig's built-in tools.

@@ -3,7 +3,7 @@ package catalog_test
 import (
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device/catalog"
 )
 
 func Example() {

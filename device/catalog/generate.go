@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 )
 
 // The operations of a heated zone's tools: ZoneTool(zone, op) is the tool's

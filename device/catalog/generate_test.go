@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/configs"
+	"hcp-edge/device/rig"
 )
 
 // TestGenerateOneZoneIsToday: the layouts of today's configurations

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Call is one recorded method call on a fake.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Frame is one request/response exchange on a byte stream: what the host wrote,

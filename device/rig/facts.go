@@ -3,7 +3,7 @@ package rig
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Facts is what the instruments' profiles and drivers say about a rig that

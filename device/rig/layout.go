@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Kind is what an instrument is; the words are the instrument profiles'

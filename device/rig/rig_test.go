@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 func TestParseSimAndGraphene(t *testing.T) {

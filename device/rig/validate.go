@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // outputRoles and inputRoles are the roles a layout may give.

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/serialline"
 )
 
 // Opts configures one controller.

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/alicat"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/serialline"
+	"hcp-edge/drivers/serialline/serialtest"
 )
 
 // fakeMFC is a scripted controller written from the protocol document: unit

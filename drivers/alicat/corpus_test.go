@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
 )
 
 // corpusEntry is one entry of testdata/corpus.txt.

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
 )
 
 // RoleTotalizer is the role ParseDescription gives a totalizer column: not a

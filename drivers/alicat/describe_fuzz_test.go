@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // FuzzParseReplies: the query replies' parsers (VE, LSS, DCU, ??D*) never

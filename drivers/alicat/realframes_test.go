@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // TestRealFrameShapes: what real controllers send (testdata/corpus.txt) is a

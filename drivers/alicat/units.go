@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
 )
 
 // Units are the engineering units one controller prints its columns in, in

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/serialline"
 )
 
 var _ device.Verifier = (*MFC)(nil)

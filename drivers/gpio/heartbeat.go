@@ -9,7 +9,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // MinHeartbeatPeriod is the shortest period Heartbeat.Start accepts.

@@ -13,8 +13,8 @@ import (
 	pgpio "periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/gpio/gpiotest"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/device"
+	"hcp-edge/device/devicetest"
 )
 
 // beatPin is a periph gpiotest.Pin that records every write on a channel and

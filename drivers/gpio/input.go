@@ -9,7 +9,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Clock is the time source the drivers measure debounce and settle times with.

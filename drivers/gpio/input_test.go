@@ -10,8 +10,8 @@ import (
 	pgpio "periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/gpio/gpiotest"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/device"
+	"hcp-edge/device/devicetest"
 )
 
 // hang is a generous guard against hangs, not a timing assertion.

@@ -10,8 +10,8 @@ import (
 	"periph.io/x/conn/v3/gpio/gpiotest"
 	"periph.io/x/conn/v3/physic"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/device"
+	"hcp-edge/device/devicetest"
 )
 
 // relayPin is an output whose feedback contact follows the coil, unless stuck.

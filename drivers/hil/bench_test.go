@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
 )
 
 // BenchModbusAddrEnv names a running simulator (host:port) for

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/rig"
 )
 
 // euroVariant is a 3216 as a technician may have configured it: dEC.P and

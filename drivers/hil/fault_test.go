@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/gpio"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/raman"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/device"
+	"hcp-edge/drivers/alicat"
+	"hcp-edge/drivers/gpio"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/raman"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/simgpio"
+	"hcp-edge/drivers/tpg"
 )
 
 // FaultTableEnv names the file TestFaultTable writes its markdown table to.

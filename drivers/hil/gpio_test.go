@@ -6,8 +6,8 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/drivers/gpio"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"hcp-edge/drivers/gpio"
+	"hcp-edge/drivers/simgpio"
 )
 
 // TestGPIOOverControlSocket drives the rig's virtual GPIO through drivers/gpio

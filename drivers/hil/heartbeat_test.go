@@ -13,10 +13,10 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/gpio"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
+	"hcp-edge/device"
+	"hcp-edge/drivers/gpio"
+	"hcp-edge/drivers/simgpio"
+	"hcp-edge/firmware-sim/rig"
 )
 
 // The relay watchdog's timeout in these tests and the heartbeat's period (a

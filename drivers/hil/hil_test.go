@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
 )
 
 var transports = []string{modbus.TransportTCP, modbus.TransportRTU}

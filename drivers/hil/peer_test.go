@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/device"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // mbpollValue matches one value line of mbpoll's output, e.g. "[6]: 	40755 (-24781)".

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
 )
 
 // recipe is a growth: temperature, H2S flow and growth time (sim time).

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/rig"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/tpg"
+	"hcp-edge/firmware-sim/rig"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // gaugeOn starts a rig whose gauge controller is variant v and opens the

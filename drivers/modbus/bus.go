@@ -9,8 +9,8 @@ import (
 
 	mb "github.com/goburrow/modbus"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/lane"
+	"hcp-edge/device"
+	"hcp-edge/drivers/lane"
 )
 
 // Transports accepted in Opts.Transport.

@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Exception codes defined by the Modbus application protocol.

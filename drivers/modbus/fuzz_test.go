@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 func FuzzRTUReplyLength(f *testing.F) {

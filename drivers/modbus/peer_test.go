@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/drivers/modbus"
 )
 
 // pymodbus starts testdata/pymodbus_server.py with args and stops it at the

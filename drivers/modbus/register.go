@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Table is a Modbus data table.

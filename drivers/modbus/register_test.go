@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
 )
 
 func TestRegisterSpecDecode(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
 )
 
 // step is one write of the scripted responder, after a pause.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/nbio"
+	"hcp-edge/drivers/nbio"
 )
 
 // tcpTransport replaces goburrow's TCP transporter: it dials with the caller's

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
 )
 
 func tcpServer(t testing.TB, h modbus.Handler) *modbustest.TCPServer {

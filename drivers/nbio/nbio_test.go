@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/nbio"
+	"hcp-edge/drivers/nbio"
 )
 
 // pair returns both ends of a loopback TCP connection; the first as an FD.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/configs"
+	"hcp-edge/drivers/profile"
 )
 
 // goWords are what the yaml package says of Go types and YAML tags: no

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus"
 )
 
 // MaxSize is the largest profile file Parse reads (1 MiB).

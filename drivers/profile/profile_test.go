@@ -13,8 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/configs"
+	"hcp-edge/drivers/profile"
 )
 
 // TestBrokenCorpus: every profile of testdata/broken breaks one rule and is

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device"
+	"hcp-edge/drivers/serialline"
 )
 
 // Meanings a status code of each serial family may have. The driver acts

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/drivers/profile"
 )
 
 // TestUnitConversions: every unit a Modbus channel may carry converts to

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus"
 )
 
 // check records every problem of p.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device"
+	"hcp-edge/drivers/serialline"
 )
 
 // Integration limits of ACQ.

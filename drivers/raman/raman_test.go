@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/raman"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
+	"hcp-edge/device"
+	"hcp-edge/drivers/raman"
+	"hcp-edge/drivers/serialline/serialtest"
 )
 
 const scale = 1000 // the fake integrates 1000× faster than wall-clock time

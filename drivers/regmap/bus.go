@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
 )
 
 // Bus is what the generic driver needs from a Modbus line; *modbus.Bus has it.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/profile"
 )
 
 // Reading is one channel as commissioning reads it: the raw value, the

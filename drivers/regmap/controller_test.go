@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/regmap/regmaptest"
 )
 
 // controller returns an in-memory controller (unit 1) that validates writes

@@ -9,9 +9,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/drivers/regmap/regmaptest"
 )
 
 // corpusEntry is one register value of testdata/eurotherm3200.yaml.

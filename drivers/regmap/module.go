@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
 )
 
 // OutputSpec places one of the rig's on/off outputs on a channel of the

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
 )
 
 func module(t *testing.T, o opts) (*modbustest.Server, *regmap.Module) {

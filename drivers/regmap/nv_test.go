@@ -3,10 +3,10 @@ package regmap_test
 import (
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/regmap/regmaptest"
 )
 
 // TestNonVolatileWrittenOnlyOnChange: OP.HI, A-M and the remote select live

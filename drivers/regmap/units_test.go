@@ -6,11 +6,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus/modbustest"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"hcp-edge/device"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus/modbustest"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
 )
 
 func fahrenheitController(t *testing.T) (*modbustest.Server, *regmap.Controller, *profile.Profile) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
 )
 
 var (

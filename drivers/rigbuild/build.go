@@ -8,20 +8,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
 	"go.bug.st/serial"
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/drivers/alicat"
-	"github.com/hcp-edge/hcp-edge/drivers/gpio"
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/raman"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/drivers/alicat"
+	"hcp-edge/drivers/gpio"
+	"hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/raman"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/serialline"
+	"hcp-edge/drivers/simgpio"
+	"hcp-edge/drivers/tpg"
 )
 
 // Instruments are the rig's drivers, built from a rig.Config. Close closes

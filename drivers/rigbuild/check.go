@@ -10,10 +10,10 @@ import (
 
 	"go.bug.st/serial"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/serialline"
 )
 
 // Check reports to bad what only the drivers and the profiles decide about

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/configs"
+	"hcp-edge/device/rig"
 )
 
 // simConfig is configs/sim.yaml's rig section, edited.

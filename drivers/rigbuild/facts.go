@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/device"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/profile"
 )
 
 // The spectrometer's integration range (its driver's: it has no profile),

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
 	"periph.io/x/conn/v3/driver/driverreg"
 	pgpio "periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/gpio/gpioreg"
 
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"hcp-edge/drivers/simgpio"
 )
 
 // ErrNoSuchPin is a gpio pin key (source: host) naming a pin that periph

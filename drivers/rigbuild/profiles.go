@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
+	"hcp-edge/configs"
+	"hcp-edge/drivers/profile"
 )
 
 // Profiles are instrument profiles by ID.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // verifiers returns every built instrument that can read back its identity

@@ -11,7 +11,7 @@ import (
 
 	"go.bug.st/serial"
 
-	"github.com/hcp-edge/hcp-edge/drivers/nbio"
+	"hcp-edge/drivers/nbio"
 )
 
 // Port is one open serial port as two descriptors of the same tty:

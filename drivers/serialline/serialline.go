@@ -13,8 +13,8 @@ import (
 
 	"go.bug.st/serial"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/lane"
+	"hcp-edge/device"
+	"hcp-edge/drivers/lane"
 )
 
 // Opts configures a Line.

@@ -12,9 +12,9 @@ import (
 
 	"go.bug.st/serial"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
+	"hcp-edge/device"
+	"hcp-edge/drivers/serialline"
+	"hcp-edge/drivers/serialline/serialtest"
 )
 
 var cr = []byte("\r")

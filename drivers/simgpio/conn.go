@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/nbio"
-	"github.com/hcp-edge/hcp-edge/internal/http1"
+	"hcp-edge/drivers/nbio"
+	"hcp-edge/internal/http1"
 )
 
 // The client side of HTTP/1.1 over the simulator's unix socket, without

@@ -17,8 +17,8 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	drvgpio "github.com/hcp-edge/hcp-edge/drivers/gpio"
+	"hcp-edge/device"
+	drvgpio "hcp-edge/drivers/gpio"
 )
 
 const hang = 5 * time.Second

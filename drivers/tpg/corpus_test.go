@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/tpg"
 )
 
 // frame is one corpus entry of testdata/frames.tsv.

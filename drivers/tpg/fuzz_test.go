@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/device"
+	"hcp-edge/drivers/tpg"
 )
 
 // FuzzParsePressures: PRX and continuous-output lines either parse into

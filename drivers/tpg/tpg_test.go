@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/serialline/serialtest"
+	"hcp-edge/drivers/tpg"
 )
 
 // simProfile is the simulator's shipped profile (configs/profiles/hcp-sim-gauge.yaml),

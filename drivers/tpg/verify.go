@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline"
+	"hcp-edge/device"
+	"hcp-edge/drivers/serialline"
 )
 
 // Setting names of the findings Verify reports, as the manual names them.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/serialline/serialtest"
-	"github.com/hcp-edge/hcp-edge/drivers/tpg"
+	"hcp-edge/device"
+	"hcp-edge/drivers/serialline/serialtest"
+	"hcp-edge/drivers/tpg"
 )
 
 func verifySetup(t *testing.T, over func(req string) (string, bool)) (*tpg.Gauge, *fakeGauge, *serialtest.Peer) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/envelope"
+	"hcp-edge/envelope/internal/rawkey"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // flowH2S switches the scrubber on, waits for the exhaust to read OK, opens

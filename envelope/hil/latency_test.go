@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // latencyRuns is the minimum number of trips a latency measurement takes.

@@ -11,12 +11,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/session/audit"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/envelope/internal/rawkey"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/session/audit"
 )
 
 // hangGuard bounds every wait of these tests; it is a guard against hangs, not

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/envelope/internal/rawkey"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/envelope/internal/rawkey"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // unsafeActions are actions that must be refused while latched.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
 	"go.yaml.in/yaml/v3"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // envelopeYAML is the envelope under test, read by the oracle and by the

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // Client talks to the control API over its unix socket.

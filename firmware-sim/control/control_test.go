@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 func start(t *testing.T) (*plant.Plant, *Client, string) {

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // Status is the body of GET /status.

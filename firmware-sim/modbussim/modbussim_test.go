@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/ptyline"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/ptyline"
 )
 
 func newPlant(t testing.TB) *plant.Plant {

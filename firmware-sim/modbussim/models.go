@@ -1,6 +1,6 @@
 package modbussim
 
-import "github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+import "hcp-edge/firmware-sim/plant"
 
 // target names the plant table a request reads or writes. The handlers call
 // the plant's methods directly through it (not through func values), so the

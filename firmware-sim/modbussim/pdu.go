@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // Unit ids and function codes.

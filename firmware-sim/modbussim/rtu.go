@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // CRC16 is the CRC-16/MODBUS of b (poly 0xA001 reflected, init 0xFFFF). On the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // The two-zone rig's RS-485 line: two Eurotherm 3200s, the sulfur zone's

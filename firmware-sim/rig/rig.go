@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/modbussim"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/ptyline"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/firmware-sim/control"
+	"hcp-edge/firmware-sim/modbussim"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/ptyline"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // File names inside the run directory.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/control"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/control"
+	"hcp-edge/firmware-sim/plant"
 )
 
 func TestStartClose(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // TestEffectsZeroIsSpectrum: with no effect the spectrum is exactly today's.

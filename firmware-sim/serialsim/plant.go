@@ -3,7 +3,7 @@ package serialsim
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // Plant is what the serial instruments need from the simulated physics. It is

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 func startRaman(t *testing.T, p *fakePlant) *client {

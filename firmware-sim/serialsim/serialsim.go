@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // Link names of the instruments under the run directory.

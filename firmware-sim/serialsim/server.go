@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/ptyline"
+	"hcp-edge/firmware-sim/ptyline"
 )
 
 // firmware is one instrument's state machine. feed is always called with the

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // The spectrum's axis: 150.0 .. 550.0 cm⁻¹ in 0.5 cm⁻¹ steps.

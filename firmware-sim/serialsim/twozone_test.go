@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // TestTwoZoneRaman: the two-zone rig's film is MoS2 and reads as MoS2 on

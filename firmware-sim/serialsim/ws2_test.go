@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/plant"
 )
 
 func TestRamanWS2PeakPositions(t *testing.T) {

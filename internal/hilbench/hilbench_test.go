@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // TestOnlyTestsImport: no non-test Go file of the module imports this
@@ -25,7 +25,7 @@ func TestOnlyTestsImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const mod = "github.com/hcp-edge/hcp-edge/"
+	const mod = "hcp-edge/"
 	support := map[string]bool{}
 	for _, p := range []string{"internal/hilbench", "cmd/hcp-edge/internal/agent/notifytest",
 		"transport/amqp/amqptest", "device/devicetest", "drivers/modbus/modbustest", "drivers/serialline/serialtest",
@@ -145,7 +145,7 @@ func TestArmAsAfterCommsLoss(t *testing.T) {
 // one hands its part down through Opts (Opts.Materials, the analysis's
 // material names), so that internal/ is below every layer that uses it.
 func TestImportsPointDown(t *testing.T) {
-	const mod = "github.com/hcp-edge/hcp-edge/"
+	const mod = "hcp-edge/"
 	fset := token.NewFileSet()
 	pkgs, err := filepath.Glob("*.go")
 	if err != nil {

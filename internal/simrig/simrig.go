@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/configs"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/rigbuild"
+	"hcp-edge/envelope"
 )
 
 // loaded is configs/sim.yaml's rig section and profiles, read once.

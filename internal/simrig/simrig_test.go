@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 )
 
 func TestSimRig(t *testing.T) {

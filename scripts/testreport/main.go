@@ -209,7 +209,7 @@ func (rep *report) print(w io.Writer, slowest int, skips bool) int {
 		fmt.Fprintf(w, "\nslowest %d top-level tests:\n", min(slowest, len(top)))
 		for _, k := range top[:min(slowest, len(top))] {
 			r := rep.tests[k]
-			fmt.Fprintf(w, "  %8s  %-4s  %s  %s\n", (time.Duration(r.elapsed * float64(time.Second))).Round(10*time.Millisecond), r.action, k.test, strings.TrimPrefix(k.pkg, "github.com/hcp-edge/hcp-edge/"))
+			fmt.Fprintf(w, "  %8s  %-4s  %s  %s\n", (time.Duration(r.elapsed * float64(time.Second))).Round(10*time.Millisecond), r.action, k.test, strings.TrimPrefix(k.pkg, "hcp-edge/"))
 		}
 	}
 	if orph := rep.orphans(); len(orph) > 0 {

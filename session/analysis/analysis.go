@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Sentinel errors of the package.

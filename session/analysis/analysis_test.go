@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/device"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // synth is a synthetic spectrum on the simulator's axis (150–550 cm⁻¹ in

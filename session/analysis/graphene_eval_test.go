@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 // grCase is one drawn graphene spectrum with its conditions.

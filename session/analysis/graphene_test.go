@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
 )
 
 func grapheneSpectrum(f plant.Film, ms int, seed uint64, e serialsim.Effects) ([]float64, []float64, plant.Truth) {

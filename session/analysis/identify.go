@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // What Identify names besides a single material.

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/device"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // TestIdentifySimulatedFilms: what the simulated spectrometer shows of a

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
+	"hcp-edge/device"
 )
 
 // Material names what a spectrum is analysed as.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"hcp-edge/session/atrest"
 )
 
 func Example() {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/envelope"
 )
 
 func openDB(t *testing.T) *bolt.DB {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // Period is the unit a Report groups its entries by.

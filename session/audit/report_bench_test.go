@@ -8,8 +8,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/audit/audittest"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/audit/audittest"
 )
 
 var weekStart = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)

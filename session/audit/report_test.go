@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
 )
 
 var monday = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)

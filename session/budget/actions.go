@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // ActionCounter counts the actuator actions the interlock executed for each

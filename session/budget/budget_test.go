@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/transport/wire"
 )
 
 var t0 = time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)

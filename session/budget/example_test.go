@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/budget"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/budget"
 )
 
 // A task asks for at most 20 scc of H2S under a policy of 1500; the rig,

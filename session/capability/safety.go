@@ -6,9 +6,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/token"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/session/token"
+	"hcp-edge/transport/wire"
 )
 
 // SafetyEnvelope returns L3's safety_envelope of a session of c on the rig

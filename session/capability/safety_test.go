@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
+	"hcp-edge/transport/wire"
 )
 
 // shippedEnvelope compiles the envelope of the shipped configs/sim.yaml

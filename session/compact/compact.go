@@ -12,8 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/session/store"
 )
 
 // Suffix names the copy beside the original while it is written.

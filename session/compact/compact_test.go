@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
 )
 
 // stateFile writes a state file of n closed sessions, removes all but the

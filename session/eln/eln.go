@@ -290,7 +290,7 @@ func Metadata(r Run) ([]byte, error) {
 		action["participant"] = people
 	}
 	graph = append(graph, action, o("@id", agentID, "@type", "SoftwareApplication", "name", r.Agent, "softwareVersion", r.AgentVer,
-		"url", "https://github.com/hcp-edge/hcp-edge"))
+		"url", "https://hcp-edge"))
 	rootDS := o("@id", "./", "@type", "Dataset", "name", r.Title, "description", r.Description,
 		"identifier", r.SessionID, "hasPart", parts, "mentions", ref(runID),
 		"license", ref("https://spdx.org/licenses/CC-BY-4.0"), "keywords", strings.Join(nonEmpty(r.Capability, r.DataClass, r.Rig, "hcp-edge"), ", "))

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/internal/wallclock"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // skewClock is the wall clock moved by an offset the test sets.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // TestTwoPersonApproval: a session whose risk level needs two signatures

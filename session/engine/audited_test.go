@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/executor"
 )
 
 // TestAuditedWarningDetail: an audited warning's entry holds its code,

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/session/token"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/session/token"
+	"hcp-edge/transport/wire"
 )
 
 // The figures of issue 4, measured through the engine (fsync'ed bbolt

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/executor"
 )
 
 // CodeBudgetExceeded is the L4 error code of a session failed because it

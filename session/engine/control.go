@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // Abort handles a caller's abort (or an operator's): RUNNING or PAUSED →

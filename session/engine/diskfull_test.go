@@ -10,9 +10,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // fullQueue is a store Queue whose appends of final messages fail with a

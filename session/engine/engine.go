@@ -13,17 +13,17 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/session/token"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/internal/wallclock"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
+	"hcp-edge/session/store"
+	"hcp-edge/session/token"
+	"hcp-edge/transport/wire"
 )
 
 // Outbound receives every message the engine produces once the

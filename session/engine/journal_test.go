@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/executor"
 )
 
 // Journaled checkpoints store the rows added since the previous one;

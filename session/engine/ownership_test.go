@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // routed is one message as Out received it, with its caller.

@@ -8,11 +8,11 @@ import (
 	"maps"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
+	"hcp-edge/session/store"
 )
 
 // ReasonAwaitingInput is the reason of the RUNNING → PAUSED transition of

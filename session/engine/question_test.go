@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
+	"hcp-edge/transport/wire"
 )
 
 // askExec is a fake executor of capability name whose step 1 asks a

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // TestOpenSessionsQuota (issue 24): the engine counts the caller's open

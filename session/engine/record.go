@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/recipe"
+	"hcp-edge/session/store"
 )
 
 // SessionRecord is what a stored session's metadata holds for its record

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 func TestDecide(t *testing.T) {

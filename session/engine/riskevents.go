@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 // A session's risk events (execution_summary.risk_events, L4) are read

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 // summaryOf is the execution_summary of the session's final message.

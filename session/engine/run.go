@@ -11,17 +11,17 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 func permission(s string) catalog.Permission { return catalog.Permission(s) }

@@ -3,7 +3,7 @@ package engine
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // runTotals are a session's running totals for its execution_summary,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/store"
 )
 
 // WarnTelemetryDropped is the warning code of Warn's caller in cmd: the

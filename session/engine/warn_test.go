@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/lifecycle"
 )
 
 // TestWarn: a warning from outside the executor (the uplink's dropped

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/session/recipe"
 )
 
 // AnalysisTool names the analysis the analyse phase calls, by name and

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/session/recipe"
 )
 
 // simSpectrum is a simulated acquisition of film as the driver gives it.

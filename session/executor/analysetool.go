@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/modelrouter"
 )
 
 // AnalysisToolRef is the catalog tool the analyse phase calls, AnalysisTool

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/session/lifecycle"
 )
 
 // e2eScale is the simulator's time scale in the end-to-end tests (≥ 300):

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
 )
 
 // Code is an L4 standard error code (spec/hcp/L4-task.md, "Standard Error

@@ -11,11 +11,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/envelope"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/session/recipe"
 )
 
 // Rig is what an executor may do to the rig: perform an action with the

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // Fresh reports, as an error wrapping ErrStale and naming it, the first

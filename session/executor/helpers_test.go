@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
 )
 
 // memSink records events in order.

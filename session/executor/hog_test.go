@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/envelope"
 )
 
 // startHogs starts n busy processes at the test's own priority (a niced hog

@@ -3,8 +3,8 @@ package executor
 import (
 	"strconv"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/jcamp"
+	"hcp-edge/device"
+	"hcp-edge/session/jcamp"
 )
 
 // The JCAMP-DX spectrum artifact of every measuring session (docs/RECORD.md).

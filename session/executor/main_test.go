@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/device/devicetest"
 )
 
 // TestMain lets four of the package's parallel tests run at once: the

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/recipe"
 )
 
 // CodeMaterialMismatch is the code of the warning event (audited) of a

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/modelrouter"
 )
 
 // TestAnalyseNamesTheMaterial: the analyse phase of a plan that grows WS2

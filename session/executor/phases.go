@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
 )
 
 // The phase code of recipe runs: one method per recipe.Kind, each

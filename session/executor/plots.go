@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/plot"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/plot"
 )
 
 // The plot artifacts (plain SVG, session/plot).

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/device"
+	"hcp-edge/session/analysis"
 )
 
 // svgDoc is what a plot artifact shows, read back with encoding/xml.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/recipe"
 )
 
 // Errors of a recipe's questions (docs/RECIPES.md, "Questions").

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/recipe"
 )
 
 // fakeAsker answers every question with its answers, by name, and

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/plot"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/plot"
 )
 
 // bandReading is one band an analysis read on its own (analysis.Result.Bands),

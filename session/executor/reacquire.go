@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
 )
 
 // Integration bounds of the spectrometer.acquire tool (its input schema).

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/modelrouter"
 )
 
 // measureAndAnalyse runs the plan's measure and analyse phases on b.

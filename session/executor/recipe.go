@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/jcamp"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/jcamp"
+	"hcp-edge/session/recipe"
 )
 
 // RecipeExecutor runs the recipes of one capability name, one per version

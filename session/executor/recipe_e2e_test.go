@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
 )
 
 // runRecipe runs the shipped recipe name with inputs on a fresh simulated

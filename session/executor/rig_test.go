@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/session/analysis"
 )
 
 // allowAll is the test Authorizer (tokens are session/token's business): it

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
 )
 
 // The rig's steps every physical recipe shares: names of the rig's

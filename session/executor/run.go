@@ -13,10 +13,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/lifecycle"
 )
 
 // LogRow is one row of a growth log: the output schema's growth_log item

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"hcp-edge/session/atrest"
 )
 
 // TestSealedArtifacts: with Env.AtRest the artifact file is sealed for its

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
 )
 
 // Capability names of the small executors.

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/internal/simrig"
 )
 
 // simSpectrometer acquires rig-sim spectra of film (serialsim.SpectrumWith:

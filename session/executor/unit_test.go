@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
 )
 
 // fakeRig refuses actions on one channel and can be latched.

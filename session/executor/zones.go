@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/recipe"
 )
 
 // The heated zone a ramp, a hold or a cool drives: the one its plan names

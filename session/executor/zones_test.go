@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/session/recipe"
 )
 
 // zonedRecipe heats, holds at and cools the zone named furnace, by name.

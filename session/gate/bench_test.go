@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
+	"hcp-edge/session/audit"
 )
 
 // benchDecide times every Decide and reports p50 and p99 in µs.

@@ -10,10 +10,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/configs"
+	"hcp-edge/device/catalog"
+	"hcp-edge/device/rig"
+	"hcp-edge/session/capability"
 )
 
 // Classification is an L3 data classification, T1 (public) to T4

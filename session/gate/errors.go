@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/capability"
+	"hcp-edge/transport/wire"
 )
 
 // ReasonCode is the reason_code of a task_rejected.

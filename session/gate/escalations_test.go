@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/device/rig"
+	"hcp-edge/session/capability"
 )
 
 // TestDefaultEscalationsFromData: the built-in escalations, read from

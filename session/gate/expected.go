@@ -3,7 +3,7 @@ package gate
 import (
 	"errors"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/session/capability"
 )
 
 // checkOutput: the caller's expected_output compiles and asks for

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device/catalog"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/capability"
+	"hcp-edge/transport/wire"
 )
 
 // Outcome is what the gate decided.

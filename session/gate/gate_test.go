@@ -13,11 +13,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/device/catalog"
+	"hcp-edge/device/rig"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/capability"
+	"hcp-edge/transport/wire"
 )
 
 // sulfideDecl is a test capability whose inputs name a sulfur source, for

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // Quota is one per-caller limit: a count (0 or more), or none ("*" in the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 func rigStatus(caller string) *wire.TaskSubmit {

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/internal/simrig"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/recipe"
+	"hcp-edge/transport/wire"
 )
 
 // recipeGate is a gate whose registry holds the shipped recipes as

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/device/catalog"
+	"hcp-edge/session/capability"
 )
 
 // Fired is a risk rule that fired for a task: its name, the level it

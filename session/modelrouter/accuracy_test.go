@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
-	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/device"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/analysis/robust"
+	mr "hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
 )
 
 // benchCase is one simulated spectrum with its truth and its conditions.

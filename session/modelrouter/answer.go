@@ -9,7 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/session/analysis"
 )
 
 // Coverage is the share of the covered area with one layer count.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/analysis"
+	mr "hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
 )
 
 // TestNegativeBudgetIsNothing: a negative Opts.TaskBudget or DailyBudget

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/analysis/robust"
 )
 
 // Description is the compact, token-budgeted account of a spectrum a remote

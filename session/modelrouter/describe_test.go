@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/session/analysis"
 )
 
 // TestDescribeFitsContext: the description shrinks its spectrum to the

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/internal/http1"
+	"hcp-edge/internal/http1"
 )
 
 // Doer sends one HTTP request and returns its response; *http.Client is

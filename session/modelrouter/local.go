@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/analysis/robust"
 )
 
 // Quality is what the router reads of a spectrum from the tier-1 fit and a

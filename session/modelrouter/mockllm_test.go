@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/syncbuf"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/syncbuf"
+	"hcp-edge/session/analysis"
+	mr "hcp-edge/session/modelrouter"
 )
 
 // mockLLMEnv names the mock-llm program when it is not where ci-deps puts

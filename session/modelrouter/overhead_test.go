@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
+	"hcp-edge/device"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/analysis/robust"
 )
 
 // overheadRouter is a router whose local models return at once, so that

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/device"
+	"hcp-edge/session/analysis"
 )
 
 // Hint is the task's constraints.model_hint.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/analysis/robust"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/analysis/robust"
 )
 
 // Event is something the router audits: a model refused the data for its

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	mr "github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/device"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/session/analysis"
+	mr "hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
 )
 
 // spectrum is a simulated acquisition as the driver gives it.

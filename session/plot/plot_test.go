@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/plot"
+	"hcp-edge/session/plot"
 )
 
 // elements parses doc as XML and returns every element's name and

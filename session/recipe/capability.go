@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/session/capability"
 )
 
 // The output schemas a recipe's capability declares: the Raman growth

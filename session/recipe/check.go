@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/device/rig"
+	"hcp-edge/envelope"
 )
 
 // Check judges a loaded recipe against a rig's compiled envelope and

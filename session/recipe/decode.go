@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
 	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/session/capability"
 )
 
 // Load parses and checks one recipe file's content; name is how problems

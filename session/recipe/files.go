@@ -3,10 +3,10 @@ package recipe
 import (
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/configs"
+	"hcp-edge/envelope"
 )
 
 // Source is one recipe file to check: its name (as problems show it) and

@@ -7,7 +7,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/session/capability"
 )
 
 // MaxSize is the largest recipe file Load parses (1 MiB).

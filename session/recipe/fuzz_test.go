@@ -3,7 +3,7 @@ package recipe
 import (
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // FuzzLoad: Load never panics, and whatever it accepts Check and Resolve

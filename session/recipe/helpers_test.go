@@ -6,8 +6,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
 )
 
 // simEnvelope compiles the envelope of the shipped configs/sim.yaml

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/session/capability"
 )
 
 // Plan is a recipe resolved against one task's inputs: every parameter a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/configs"
+	"hcp-edge/session/capability"
 )
 
 func shipped(t *testing.T, name string) *Recipe {

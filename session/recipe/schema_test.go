@@ -9,7 +9,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // jsonOf converts a YAML document to the JSON value the schema validates.

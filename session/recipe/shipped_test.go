@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // TestShippedRecipesPass: every recipe of configs/recipes loads and passes

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // The heated zones a recipe names: a ramp, a hold or a cool acts on the

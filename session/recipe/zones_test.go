@@ -11,9 +11,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
+	"hcp-edge/configs"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
 )
 
 // zoneCase loads and checks one recipe of testdata/zones on env.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
 )
 
 // AuditArchived is what a pass moved out of the audit chain

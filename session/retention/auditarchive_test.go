@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
 )
 
 // TestRetentionArchivesAudit: a pass archives the audit entries older than

@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/store"
 )
 
 // bucketPending holds the ids of sessions whose records are removed and

@@ -12,8 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
 )
 
 // Reasons a session is pruned, in its audit entry and in Pruned.Reason.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/store"
 )
 
 // Usage is where the bytes of a state directory go: the state file (per

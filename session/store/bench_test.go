@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/session/lifecycle"
 )
 
 // BenchmarkCheckpoint measures one fsync'ed checkpoint commit (record,

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
 )
 
 // Check verifies the whole file in one read transaction and returns the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/lifecycle"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
+	"hcp-edge/session/audit"
 )
 
 // bucketOwnership holds the ownership chains: one nested bucket per

@@ -9,8 +9,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
 )
 
 func TestTransferChain(t *testing.T) {

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/lifecycle"
 )
 
 //go:generate go tool msgp

@@ -3,8 +3,8 @@
 package store
 
 import (
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	"github.com/tinylib/msgp/msgp"
+	"hcp-edge/session/lifecycle"
 )
 
 // DecodeMsg implements msgp.Decodable

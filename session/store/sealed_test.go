@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/lifecycle"
 )
 
 func testKey(t testing.TB, h string) *atrest.Key {

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/lifecycle"
 )
 
 // SealedClass reports whether the data of a session of classification

@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
 )
 
 // Bucket names.

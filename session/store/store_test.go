@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
 	bolt "go.etcd.io/bbolt"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
 )
 
 func tick() func() time.Time {

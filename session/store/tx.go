@@ -8,9 +8,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 // Message is one outbound HCP message committed with a step: it enters the

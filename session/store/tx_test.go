@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 // queueRec is a Queue writing each message id into a bucket of the

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/wallclock"
 )
 
 // Revocations is the set of sessions whose tokens no longer authorise

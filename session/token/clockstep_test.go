@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"hcp-edge/device/catalog"
+	"hcp-edge/internal/wallclock"
 )
 
 // TestClockStep: a token this Authority issued is judged on the monotonic

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // EnvelopeDigest is "sha256:" and the hex SHA-256 of the envelope's

@@ -12,8 +12,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"hcp-edge/device/catalog"
+	"hcp-edge/internal/wallclock"
 )
 
 // Algorithm is the only JWT "alg" the package signs and accepts.

@@ -17,11 +17,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
+	"hcp-edge/internal/wallclock"
 )
 
 var t0 = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
+	"hcp-edge/device"
+	"hcp-edge/device/catalog"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
+	"hcp-edge/internal/wallclock"
 )
 
 // entries is an envelope.Auditor keeping entries in memory.

@@ -16,7 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
+	"hcp-edge/device/devicetest"
 )
 
 // openDB opens a fresh bbolt file in t's temp directory.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/devicetest"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/device/devicetest"
+	"hcp-edge/transport/amqp/amqptest"
 )
 
 // TestSMTPStartTLS: against aiosmtpd offering STARTTLS (and refusing mail

@@ -13,7 +13,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/internal/http1"
+	"hcp-edge/internal/http1"
 )
 
 // webhookReceiver POSTs each alert as one JSON object (Body) to a URL:

@@ -10,7 +10,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/transport/outbox"
 )
 
 // floorN is how many commits and syncs one floor measurement makes.

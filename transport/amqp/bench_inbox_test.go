@@ -7,9 +7,9 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // refuser is an Engine that answers every command with a task_rejected

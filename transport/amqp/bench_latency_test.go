@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // BenchmarkLatency: end-to-end latency of events from their creation (the

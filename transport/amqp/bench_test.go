@@ -17,10 +17,10 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // benchEvents builds n progress events for caller as outbox messages.

@@ -10,10 +10,10 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // rabbitmqctl runs the broker's control tool or stops t through MissingPeer.

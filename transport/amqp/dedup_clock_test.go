@@ -9,8 +9,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/internal/wallclock"
+	"hcp-edge/transport/outbox"
 )
 
 type fakeTime struct {

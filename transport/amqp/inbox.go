@@ -13,9 +13,9 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/internal/wallclock"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // Command is one decoded, property-checked command handed to the Engine.

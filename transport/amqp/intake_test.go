@@ -12,9 +12,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/wire"
 )
 
 // gate is a test Intake.

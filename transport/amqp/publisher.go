@@ -10,8 +10,8 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // ErrNacked: the broker refused a message (basic.nack); Run returns it so the

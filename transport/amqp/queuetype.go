@@ -9,7 +9,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // ChannelOpener opens channels; *amqp091.Connection is one. A declaration

@@ -9,8 +9,8 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // Refusal is a command the inbox refused before the engine saw it, as

@@ -13,8 +13,8 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // acker records what the inbox did with a delivery.

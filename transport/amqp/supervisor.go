@@ -15,7 +15,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/transport/outbox"
 )
 
 // ErrClosed: the Supervisor was closed.

@@ -22,10 +22,10 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // pki is a throw-away CA with a server certificate for 127.0.0.1 and a

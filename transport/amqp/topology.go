@@ -6,7 +6,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // Declarer is the part of *amqp091.Channel topology declaration needs.

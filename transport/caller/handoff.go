@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // RefusedError is the callee's refusal of a command this client sent: a

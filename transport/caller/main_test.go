@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/amqp/amqptest"
 )
 
 // TestMain deletes the bench vhost (amqptest.Main) after the tests.

@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // fakeCallee publishes event-channel messages for a session straight to

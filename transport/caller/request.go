@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // Errors of the extension requests (Capabilities, FetchArtifact).

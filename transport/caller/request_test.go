@@ -7,7 +7,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // chunks splits data into artifact_chunk payloads of n bytes.

@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
+	"hcp-edge/internal/diskspace"
 )
 
 // localRetry paces the retries of DeleteLater keys whose commit failed for a

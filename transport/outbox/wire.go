@@ -1,7 +1,7 @@
 package outbox
 
 import (
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // TelemetryEventTypes are the L2 event types MessageFor files as Telemetry

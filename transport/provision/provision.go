@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/wire"
 )
 
 // Role is one broker user and the HCP id it acts as.

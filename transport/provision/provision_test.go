@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/transport/provision"
+	"hcp-edge/transport/provision"
 )
 
 func spec() provision.Spec {

@@ -8,7 +8,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/drivers/modbus"
+	"hcp-edge/drivers/modbus"
 )
 
 // Unit is the data of one unit id. Slices are the tables; their lengths set

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"hcp-edge/configs"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
 )
 
 // Profile returns the shipped profile id (configs/profiles/<id>.yaml).

@@ -3,9 +3,9 @@ package robust
 import (
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/serialsim"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/firmware-sim/serialsim"
+	"hcp-edge/session/analysis"
 )
 
 func BenchmarkAnalyze(b *testing.B) {

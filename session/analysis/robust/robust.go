@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/session/analysis"
+	"hcp-edge/session/analysis"
 )
 
 // ErrNoData wraps analysis.ErrNoData: the spectrum has too few usable

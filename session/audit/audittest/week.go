@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
 )
 
 // EnvelopeVersion is the envelope version Week's interlock entries name.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter"
 )
 
 // Behaviour is how the server answers one request.

@@ -35,7 +35,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/internal/brokerlock"
+	"hcp-edge/transport/internal/brokerlock"
 )
 
 // RequirePeersEnv turns a missing broker into a failure (`make ci` sets it).

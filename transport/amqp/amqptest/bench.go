@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	tamqp "hcp-edge/transport/amqp"
 
-	"github.com/hcp-edge/hcp-edge/transport/provision"
+	"hcp-edge/transport/provision"
 )
 
 // The ids of the bench: those of configs/sim.yaml and scripts/broker.sh.

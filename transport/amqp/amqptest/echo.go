@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // Echo is a fake session engine: it accepts every task_submit, then appends

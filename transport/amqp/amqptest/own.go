@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/transport/internal/brokerlock"
+	"hcp-edge/transport/internal/brokerlock"
 )
 
 // Own is a bench of one test's own: BenchSpec's users, ids and narrow

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/store"
 )
 
 func viewOf(r store.AccessRequest) reply.Access {

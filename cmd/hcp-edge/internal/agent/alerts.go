@@ -13,14 +13,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/alert"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/alert"
+	"hcp-edge/transport/wire"
 )
 
 // alerting maps the agent's events to alerts to people (transport/alert,

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/engine"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/operators"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/engine"
 )
 
 // roleOf is the role each control operation needs; an operation not

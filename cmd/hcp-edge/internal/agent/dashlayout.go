@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
 // DashboardLayout is the rig's layout for the dashboard (dashboard.Layout), from

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
 // TestDashboardLayout: the dashboard's channel list is the configuration's

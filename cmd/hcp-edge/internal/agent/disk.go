@@ -3,10 +3,10 @@ package agent
 import (
 	"log/slog"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
+	"hcp-edge/cmd/hcp-edge/internal/metrics"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/internal/diskspace"
 )
 
 // openDisk starts the state directory's free-space watcher (agent.disk):

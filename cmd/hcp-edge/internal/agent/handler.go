@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/uplink"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
+	"hcp-edge/cmd/hcp-edge/internal/clocksync"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/operators"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/safestate"
+	"hcp-edge/cmd/hcp-edge/internal/uplink"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/diskspace"
 )
 
 // handler serves the control socket's operations.

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/cmd/hcp-edge/internal/metrics"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/modelrouter"
 )
 
 // modelAnalyzer is the handler of the analysis tool raman.analyze

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/store"
 )
 
 // ownershipOp serves takeover, handback and ownership on the control

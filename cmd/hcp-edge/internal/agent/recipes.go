@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/cmd/hcp-edge/internal/recipes"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/executor"
 )
 
 // loadRecipes loads the shipped recipes and agent.recipes_dir against the

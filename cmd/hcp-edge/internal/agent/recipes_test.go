@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
 )
 
 // TestExecutorsMissing: a declaration with neither a built-in executor nor

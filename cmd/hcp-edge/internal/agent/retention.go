@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/retention"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/retention"
 )
 
 // startRetention starts the pruner of closed sessions (the retention

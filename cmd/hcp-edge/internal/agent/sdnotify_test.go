@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent/notifytest"
+	"hcp-edge/cmd/hcp-edge/internal/agent/notifytest"
 )
 
 // notifySocket listens where systemd would and returns its datagrams.

@@ -5,11 +5,11 @@ import (
 	"math"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/clocksync"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/cmd/hcp-edge/internal/clocksync"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/safestate"
+	"hcp-edge/envelope"
 )
 
 // round1 rounds v to one decimal.

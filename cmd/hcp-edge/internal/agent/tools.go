@@ -3,8 +3,8 @@ package agent
 import (
 	"log/slog"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/envelope"
 )
 
 // saveToolStats writes the statistics to dir/tool-stats.json (through a

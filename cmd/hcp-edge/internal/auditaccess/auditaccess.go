@@ -15,10 +15,10 @@ import (
 
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/store"
 )
 
 // Where an audit command read the log.

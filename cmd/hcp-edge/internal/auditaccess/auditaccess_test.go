@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
 )
 
 // TestRecordAccess: a data_access entry for T2 and above only, with the

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/store"
 )
 
 // Outcomes of LogQuery.Outcome and LogEntry.Outcome.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
 )
 
 // TestLog: outcomes from each entry's own words, the uid filter, and the

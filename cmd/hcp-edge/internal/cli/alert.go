@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/alert"
+	"hcp-edge/transport/alert"
 )
 
 // Alert is `hcp-edge alert test`: a test alert sent now to every receiver

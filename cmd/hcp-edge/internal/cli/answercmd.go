@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
 // Answer is `hcp-edge answer SESSION CHECKPOINT VALUE`: the technician

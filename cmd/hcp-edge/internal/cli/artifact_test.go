@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/atrest"
 )
 
 // TestArtifactOpenSealedNoKey: a sealed artifact, and the daemon has no

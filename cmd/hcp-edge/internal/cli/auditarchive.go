@@ -12,9 +12,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
 )
 
 // auditArchive is `hcp-edge audit archive --before DATE --out FILE`: the

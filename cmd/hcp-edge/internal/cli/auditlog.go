@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/session/store"
 )
 
 // followEvery is how often `audit log --follow` asks for new entries.

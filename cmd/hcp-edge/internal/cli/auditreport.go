@@ -8,8 +8,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/control"
 )
 
 // auditReport is `hcp-edge audit report`: the safety report over a window,

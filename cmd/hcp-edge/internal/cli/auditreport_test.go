@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/audit/audittest"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/audit/audittest"
+	"hcp-edge/session/store"
 )
 
 // reportState writes a state file whose audit log holds a Monday of the

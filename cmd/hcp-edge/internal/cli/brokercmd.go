@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/provision"
+	"hcp-edge/transport/provision"
 )
 
 // Broker is `hcp-edge broker provision`.

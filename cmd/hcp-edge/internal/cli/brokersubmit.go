@@ -13,12 +13,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/caller"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/engine"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/caller"
+	"hcp-edge/transport/wire"
 )
 
 // brokerAnswerWait bounds, without --watch, the wait for the callee's first

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
 // printBudgets writes the budgets of status: per session, each budget's

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/budget"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/budget"
 )
 
 func TestPrintBudgets(t *testing.T) {

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/discovery"
+	"hcp-edge/cmd/hcp-edge/internal/recipes"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
+	"hcp-edge/transport/wire"
 )
 
 // Capabilities is `hcp-edge capabilities`: what discovery answers a

@@ -5,8 +5,8 @@ import (
 	"flag"
 	"os"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
 )
 
 // loadConfig reads the configuration file, or the embedded configs/sim.yaml

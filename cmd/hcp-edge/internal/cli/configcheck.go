@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/configcheck"
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/cmd/hcp-edge/internal/configcheck"
+	"hcp-edge/configs"
 )
 
 // Config is `hcp-edge config check|schema`.

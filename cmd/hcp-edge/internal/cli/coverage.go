@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/envelope"
 )
 
 // Envelope is `hcp-edge envelope coverage`: every writable channel and the

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/export"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/export"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/store"
 )
 
 // Export is `hcp-edge export SESSION [--out FILE]`: the session's .eln

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter/modeltest"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter/modeltest"
 )
 
 func TestModelsCheck(t *testing.T) {

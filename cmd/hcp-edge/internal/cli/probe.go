@@ -12,12 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/commission"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/safestate"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"hcp-edge/cmd/hcp-edge/internal/commission"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/safestate"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/simgpio"
 )
 
 // probeRow is one instrument's answer.

@@ -9,10 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/commission"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"hcp-edge/cmd/hcp-edge/internal/commission"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/regmap"
 )
 
 // channelRow is one channel of a profiled instrument, as probe reads it.

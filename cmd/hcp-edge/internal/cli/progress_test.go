@@ -10,7 +10,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 func progressMsg(t *testing.T, seq uint64, stage string, pct float64) json.RawMessage {

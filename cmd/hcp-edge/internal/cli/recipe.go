@@ -8,8 +8,8 @@ import (
 	"os"
 	"sort"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/configs"
+	"hcp-edge/session/recipe"
 )
 
 // Recipe is `hcp-edge recipe check|simulate|schema`.

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/configs"
+	"hcp-edge/session/capability"
 )
 
 // loadRegistry loads the capability declarations: dir (relative to the

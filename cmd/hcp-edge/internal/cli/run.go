@@ -7,9 +7,9 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/agent"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hcp-edge/internal/agent"
+	"hcp-edge/cmd/hcp-edge/internal/recipes"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 )
 
 // Run is `hcp-edge run`: it parses the flags and the configuration, loads

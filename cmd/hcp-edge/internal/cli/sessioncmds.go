@@ -18,12 +18,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/engine"
+	"hcp-edge/transport/wire"
 )
 
 // isTerminal reports whether w is a terminal.

@@ -12,12 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/cmd/hcp-edge/internal/preview"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/recipe"
 )
 
 // recipeExecutor turns a recipe file into the executor that runs it. The

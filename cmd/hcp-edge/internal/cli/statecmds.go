@@ -12,13 +12,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/compact"
-	"github.com/hcp-edge/hcp-edge/session/retention"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/compact"
+	"hcp-edge/session/retention"
 )
 
 const stateGroupUsage = `usage: hcp-edge state usage [--json] [--state-dir DIR]

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
 // Ownership is takeover, handback and owner.

@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
 )
 
 // Tools is `hcp-edge tools`: the tool pipeline's per-tool statistics, from

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/control"
+	"hcp-edge/cmd/hcp-edge/internal/control"
 )
 
 // whoamiView is the daemon's whoami reply.

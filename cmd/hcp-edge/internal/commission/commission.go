@@ -17,10 +17,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/drivers/simgpio"
 )
 
 // ErrPrecondition: the rig is not in a state the check may write in;

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // TestCheckAlerts: a receiver URL that does not parse, a missing and a

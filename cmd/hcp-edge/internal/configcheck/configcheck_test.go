@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // configsDir is the repository's configs/ from this package.

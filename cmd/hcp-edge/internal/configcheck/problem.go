@@ -1,7 +1,7 @@
 package configcheck
 
 import (
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/recipe"
 )
 
 // Problem is one finding of the check: FILE:LINE: KEY: MESSAGE, the same

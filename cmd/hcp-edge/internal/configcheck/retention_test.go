@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // TestCheckRetention: a retention shorter than the longest session

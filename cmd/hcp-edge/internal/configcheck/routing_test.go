@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // TestCheckModelRouting: each mistake of the model_routing section is one

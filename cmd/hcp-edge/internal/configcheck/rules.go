@@ -10,15 +10,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/recipes"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/capability"
+	"hcp-edge/cmd/hcp-edge/internal/operators"
+	"hcp-edge/cmd/hcp-edge/internal/recipes"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/capability"
 )
 
 // This file holds the rules a schema cannot say: references between

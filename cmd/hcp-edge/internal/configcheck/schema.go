@@ -12,7 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // SchemaURL identifies configs/hcp-edge.schema.json (its $id).

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
+	"hcp-edge/configs"
 )
 
 // fahrenheitProfile is the simulator's controller profile as a lab writes it

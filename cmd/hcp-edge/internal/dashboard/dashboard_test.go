@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/dashboard"
+	"hcp-edge/cmd/hcp-edge/internal/dashboard"
 )
 
 type fakeSource struct{ plots map[string]string }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/gate"
+	"hcp-edge/transport/wire"
 )
 
 // ErrNoACL: the caller has no entry in the gate's access control list.

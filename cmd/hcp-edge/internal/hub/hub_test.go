@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/transport/wire"
 )
 
 func newTestHub(t *testing.T, seal Sealer) (*Hub, string) {

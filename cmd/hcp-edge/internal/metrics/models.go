@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter"
 )
 
 // Models is the model router at a scrape: the tracker's statistics per

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/cmd/hcp-edge/internal/metrics"
+	"hcp-edge/session/modelrouter"
 )
 
 // TestModelFamilies: the model router's tracker is exposed per model

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/gate"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/gate"
 )
 
 // The gate's outcomes, as its audit entries spell them.

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/envelope"
+	"hcp-edge/session/lifecycle"
 )
 
 // State holds what is read at every scrape. A nil function leaves its

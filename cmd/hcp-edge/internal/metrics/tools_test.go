@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/cmd/hcp-edge/internal/metrics"
+	"hcp-edge/envelope"
 )
 
 // TestToolFamilies: the tool pipeline's statistics are exposed per tool and

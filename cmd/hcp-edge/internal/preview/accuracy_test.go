@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/internal/hilbench"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/internal/hilbench"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
+	"hcp-edge/session/recipe"
 )
 
 // benchAuthorizer grants every action and tool of the bench's session.

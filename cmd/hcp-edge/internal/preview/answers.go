@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/executor"
 )
 
 // ErrNoAnswer: the recipe asks a question the preview was given no

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/session/executor"
 )
 
 // Clock is virtual process time: the instruments' clock and the recipe's

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/recipe"
 )
 
 // Builtin returns the executor of a capability hcp-edge ships: a shipped

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/recipe"
 )
 
 // ws2Inputs is the WS2 recipe's task of issue 34 at temp °C.

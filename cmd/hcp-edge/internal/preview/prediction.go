@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/envelope"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/executor"
 )
 
 // Duration is a span of time that JSON carries as seconds (a number).

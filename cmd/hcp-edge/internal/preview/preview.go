@@ -10,14 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
-	"github.com/hcp-edge/hcp-edge/session/analysis"
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
+	"hcp-edge/session/analysis"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
 )
 
 // Defaults of Opts.

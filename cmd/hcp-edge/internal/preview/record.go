@@ -4,10 +4,10 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/lifecycle"
+	"hcp-edge/device/catalog"
+	"hcp-edge/envelope"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/lifecycle"
 )
 
 // timedRecipe times each step of the recipe it wraps in virtual time.

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/firmware-sim/plant"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/device"
+	"hcp-edge/envelope"
+	"hcp-edge/firmware-sim/plant"
 )
 
 // simRig builds the simulated instruments over p, named as the agent's

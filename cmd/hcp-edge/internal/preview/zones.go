@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/session/executor"
+	"hcp-edge/device/rig"
+	"hcp-edge/session/executor"
 )
 
 // ErrMultiZone marks a preview of a rig or a recipe of several heated

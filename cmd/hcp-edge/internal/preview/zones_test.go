@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/device/rig"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/recipe"
 )
 
 const twoZoneRecipe = `name: two-zones

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/recipe"
+	"hcp-edge/transport/wire"
 )
 
 // TestGrapheneBrokenRecipes: every recipe of testdata/graphene breaks one of

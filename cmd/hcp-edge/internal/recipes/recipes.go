@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	"hcp-edge/session/recipe"
 )
 
 // ErrWritable: a recipe file or directory is writable by group or others.

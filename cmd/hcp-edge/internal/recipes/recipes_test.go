@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/recipe"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/configs"
+	"hcp-edge/envelope"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/recipe"
 )
 
 func simEnvelope(t *testing.T) *envelope.Envelope {

@@ -6,9 +6,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/wire"
 )
 
 // ApprovalID returns the approval id an approval_pending event carries.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/budget"
-	"github.com/hcp-edge/hcp-edge/session/store"
+	"hcp-edge/session/budget"
+	"hcp-edge/session/store"
 )
 
 // Access is one access request as access list shows it (never the

@@ -3,7 +3,7 @@ package reply
 import (
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/budget"
+	"hcp-edge/session/budget"
 )
 
 // Status is the daemon's answer to status (its JSON is the --json

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/transport/wire"
 )
 
 // AMQP is the uplink to the HCP broker (agent.amqp). With no URL the agent

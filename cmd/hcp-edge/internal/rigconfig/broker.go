@@ -6,7 +6,7 @@ import (
 
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
-	"github.com/hcp-edge/hcp-edge/transport/provision"
+	"hcp-edge/transport/provision"
 )
 
 // BrokerSpec is what the configuration says about the broker's users

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
+	"hcp-edge/device/rig"
 
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/envelope"
 )
 
 // TestGrapheneRigIsConfiguration: the second rig, configs/graphene.yaml,

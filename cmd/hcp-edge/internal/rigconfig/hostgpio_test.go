@@ -16,10 +16,10 @@ import (
 	"periph.io/x/conn/v3/gpio/gpiotest"
 	"periph.io/x/host/v3"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
-	"github.com/hcp-edge/hcp-edge/drivers/simgpio"
+	"hcp-edge/configs"
+	"hcp-edge/device"
+	"hcp-edge/drivers/rigbuild"
+	"hcp-edge/drivers/simgpio"
 )
 
 // hangGuard bounds the waits for the input watchers: a guard against

@@ -3,10 +3,10 @@ package rigconfig
 import (
 	"errors"
 
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/device"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/rigbuild"
+	"hcp-edge/envelope"
 )
 
 // Instruments are the rig's drivers (drivers/rigbuild's).

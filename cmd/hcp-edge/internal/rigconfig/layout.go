@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/rigbuild"
 )
 
 // Profiles are instrument profiles by ID (drivers/rigbuild's).

@@ -3,7 +3,7 @@ package rigconfig
 import (
 	"fmt"
 
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter"
 )
 
 // ModelRegistry is the model router's registry: the `models:` section, or

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
+	"hcp-edge/drivers/rigbuild"
 )
 
 // pollCostErrors refuses a furnace poll period shorter than the poll itself

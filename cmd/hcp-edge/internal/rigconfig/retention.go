@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/retention"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/retention"
 )
 
 // Retention is the retention: section: how long closed sessions keep

@@ -18,17 +18,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/operators"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/device/rig"
-	"github.com/hcp-edge/hcp-edge/drivers/profile"
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
-	"github.com/hcp-edge/hcp-edge/transport/alert"
+	"hcp-edge/cmd/hcp-edge/internal/operators"
+	"hcp-edge/device"
+	"hcp-edge/device/rig"
+	"hcp-edge/drivers/profile"
+	"hcp-edge/drivers/rigbuild"
+	"hcp-edge/envelope"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/modelrouter"
+	"hcp-edge/transport/alert"
 )
 
 // emptyRegistry lets Validate check the gate section without the

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/envelope"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
-	"github.com/hcp-edge/hcp-edge/session/gate"
+	"hcp-edge/configs"
+	"hcp-edge/envelope"
+	"hcp-edge/internal/simrig"
+	"hcp-edge/session/gate"
 )
 
 func TestEmbeddedSimConfigParses(t *testing.T) {

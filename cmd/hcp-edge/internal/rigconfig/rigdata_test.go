@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/internal/simrig"
+	"hcp-edge/configs"
+	"hcp-edge/internal/simrig"
 )
 
 // repoRoot is the repository from this package.

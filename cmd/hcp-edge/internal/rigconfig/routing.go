@@ -5,9 +5,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/device/catalog"
+	"hcp-edge/device/catalog"
 
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/session/modelrouter"
 )
 
 // ModelRouting is the model_routing: section: the model router's policy

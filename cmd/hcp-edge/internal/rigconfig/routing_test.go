@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/configs"
-	"github.com/hcp-edge/hcp-edge/session/modelrouter"
+	"hcp-edge/configs"
+	"hcp-edge/session/modelrouter"
 )
 
 // withRouting is sim.yaml with its model_routing section replaced by sec.

@@ -1,8 +1,8 @@
 package rigconfig
 
 import (
-	"github.com/hcp-edge/hcp-edge/drivers/rigbuild"
-	"github.com/hcp-edge/hcp-edge/envelope"
+	"hcp-edge/drivers/rigbuild"
+	"hcp-edge/envelope"
 )
 
 // Spec derives the envelope.RigSpec of r: what its profiles say

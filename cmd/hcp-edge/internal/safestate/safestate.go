@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/device"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/device"
+	"hcp-edge/drivers/regmap"
 )
 
 // Output is what was done to one output and whether its read-back

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap"
-	"github.com/hcp-edge/hcp-edge/drivers/regmap/regmaptest"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/drivers/regmap"
+	"hcp-edge/drivers/regmap/regmaptest"
 )
 
 // TestCheckUnreachable: a fallback e-stop on a rig none of whose

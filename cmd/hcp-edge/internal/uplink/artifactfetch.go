@@ -12,14 +12,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/auditaccess"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/store"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/wire"
 )
 
 // maxRemoteArtifact is the largest artifact the agent serves over the

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/session/engine"
+	"hcp-edge/transport/outbox"
 )
 
 // dropReportEvery is how often the uplink looks for telemetry the outbox

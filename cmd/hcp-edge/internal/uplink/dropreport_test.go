@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/session/engine"
+	"hcp-edge/transport/outbox"
 )
 
 // fakeWarner records Warn calls; sessions in closed refuse them.

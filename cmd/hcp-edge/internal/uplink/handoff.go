@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
+	"hcp-edge/session/engine"
+	tamqp "hcp-edge/transport/amqp"
 )
 
 // handoff handles a session_handoff (docs/PROTOCOL-NOTES.md): the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hcp-edge/hcp-edge/transport/amqp/amqptest"
+	"hcp-edge/transport/amqp/amqptest"
 )
 
 // hangGuard bounds every wait of these tests: a guard against hangs, never a

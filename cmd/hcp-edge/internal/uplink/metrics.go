@@ -1,7 +1,7 @@
 package uplink
 
 import (
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/metrics"
+	"hcp-edge/cmd/hcp-edge/internal/metrics"
 )
 
 // MetricsState is the uplink at a scrape: the Supervisor's snapshot.

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/outbox"
 )
 
 // An outbox.db left by an earlier version (the outbox beside state.db) is

@@ -10,13 +10,13 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/discovery"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/preview"
-	"github.com/hcp-edge/hcp-edge/session/capability"
-	"github.com/hcp-edge/hcp-edge/session/executor"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/discovery"
+	"hcp-edge/cmd/hcp-edge/internal/preview"
+	"hcp-edge/session/capability"
+	"hcp-edge/session/executor"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // PreviewWallLimit bounds one preview_request's run in wall time: a

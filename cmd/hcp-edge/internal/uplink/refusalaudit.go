@@ -7,10 +7,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/wire"
 )
 
 // auditRefusal is the inbox's InboxOpts.Refused. An extension request the

@@ -11,11 +11,11 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/session/audit"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/session/audit"
+	"hcp-edge/session/store"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/wire"
 )
 
 // TestAuditRefusal: the inbox's refusals of undecodable extension requests

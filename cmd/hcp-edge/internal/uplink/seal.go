@@ -7,9 +7,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/outbox"
 )
 
 // sealer is the outbox's Sealer: a message of a T3/T4 session (its

@@ -12,11 +12,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/store"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // sealedStore opens the state file at path with key (nil: none), its

@@ -13,17 +13,17 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/reply"
-	"github.com/hcp-edge/hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"github.com/hcp-edge/hcp-edge/internal/diskspace"
-	"github.com/hcp-edge/hcp-edge/internal/wallclock"
-	"github.com/hcp-edge/hcp-edge/session/atrest"
-	"github.com/hcp-edge/hcp-edge/session/engine"
-	"github.com/hcp-edge/hcp-edge/session/gate"
-	"github.com/hcp-edge/hcp-edge/session/store"
-	tamqp "github.com/hcp-edge/hcp-edge/transport/amqp"
-	"github.com/hcp-edge/hcp-edge/transport/outbox"
-	"github.com/hcp-edge/hcp-edge/transport/wire"
+	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/internal/diskspace"
+	"hcp-edge/internal/wallclock"
+	"hcp-edge/session/atrest"
+	"hcp-edge/session/engine"
+	"hcp-edge/session/gate"
+	"hcp-edge/session/store"
+	tamqp "hcp-edge/transport/amqp"
+	"hcp-edge/transport/outbox"
+	"hcp-edge/transport/wire"
 )
 
 // outboxFile is the uplink's own bbolt file of earlier versions (the outbox
