@@ -1,7 +1,8 @@
 // Package http1 writes an HTTP/1.1 request as net/http's Request.Write
-// writes it, byte for byte, for the requests of hcp-edge's two small HTTP
-// clients: the simulator's GPIO over its unix socket (drivers/simgpio) and
-// the model router's remote tier (session/modelrouter). Request.Write
+// writes it, byte for byte, for the requests of hcp-edge's three small HTTP
+// clients: the simulator's GPIO over its unix socket (drivers/simgpio), the
+// model router's remote tier (session/modelrouter) and the alerts' webhook
+// receiver (transport/alert). Request.Write
 // converts a host name beyond ASCII to punycode, which links x/net's IDNA
 // code and tables, and runs its own transfer machinery: 32,768 bytes of the
 // armv7 binary, 24,576 net of this package (docs/FOOTPRINT.md, eighth
