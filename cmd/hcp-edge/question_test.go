@@ -12,6 +12,7 @@ import (
 
 	"hcp-edge/cmd/hcp-edge/internal/auditaccess"
 	"hcp-edge/cmd/hcp-edge/internal/reply"
+	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/session/engine"
 	"hcp-edge/transport/wire"
 )
@@ -298,4 +299,87 @@ func TestMoS2QuestionKill(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
 	}
+}
+
+// TestQuestionTimeoutAbortsToSafe: a lab's recipe (the shipped H2 anneal
+// with a question before it cools, to be answered within 3 s) submitted
+// through the broker while the furnace is hot: nobody answers; at the
+// timeout the task fails (task_failed timeout, naming the question), and
+// the rig is left safe: heater disabled, every gas line closed and its MFC
+// at zero, the vent closed.
+func TestQuestionTimeoutAbortsToSafe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a lab recipe through the broker, left unanswered")
+	}
+	t.Parallel()
+	b := newBrokerEnv(t)
+	dir := withRecipesDir(t, b, "anneal-asks")
+	rec := string(labRecipe(t, "anneal-asks", "1.0.0", "anneal"))
+	const cool = "  - cool: {below_c: 75, timeout: PT6H}\n"
+	if !strings.Contains(rec, cool) {
+		t.Fatalf("fixture: %q not in h2-anneal.yaml", cool)
+	}
+	rec = strings.Replace(rec, cool, `  - cool:
+      below_c: 75
+      timeout: PT6H
+      ask:
+        - name: foil_checked
+          question: "Foil inspected through the window before cooling?"
+          answer: {type: yes_no}
+          timeout: PT3S
+`, 1)
+	writeRecipe(t, dir, "anneal-asks.yaml", []byte(rec))
+	b.start()
+	b.waitUplink("connected", func(u *uplinkStatus) bool { return u.Connected })
+	b.arm()
+	r := b.startApproved(t, &wire.TaskSubmit{Capability: "anneal-asks", CallerID: b.callerID, Intent: "an anneal that asks",
+		Inputs: json.RawMessage(`{"substrate":"sapphire","anneal_temperature":500,"anneal_duration":"PT10M"}`)})
+	defer r.c.Close()
+	blocked := b.waitSessionFor(brokerLongGuard, "blocked at its question", func(s sessionView) bool {
+		return s.ID == r.sid && s.State == "PAUSED" && s.Question != nil
+	})
+	if blocked.Question.Name != "foil_checked" {
+		t.Fatalf("pending question %+v", blocked.Question)
+	}
+	if tc := b.p.Snapshot().Furnace.TemperatureC; tc < 300 {
+		t.Fatalf("the furnace is at %.0f °C when the question is asked: the test means a hot rig", tc)
+	}
+	all := r.finish(t, brokerLongGuard)
+	fin := all[len(all)-1]
+	tf, err := fin.TaskFailed()
+	if err != nil {
+		t.Fatalf("final %s, want task_failed: %v", fin.Type, err)
+	}
+	if tf.ErrorCode != "timeout" || !strings.Contains(tf.ErrorMessage, "foil_checked") {
+		t.Fatalf("task_failed %s: %s", tf.ErrorCode, tf.ErrorMessage)
+	}
+	b.waitSession("failed", func(s sessionView) bool { return s.ID == r.sid && s.State == "FAILED" })
+	deadline := time.Now().Add(time.Minute)
+	for !safeAfterAbort(b.p.Snapshot()) {
+		if time.Now().After(deadline) {
+			s := b.p.Snapshot()
+			t.Fatalf("the rig is not safe a minute after the abort: heater %v, MFCs %+v, coils %v", s.Furnace.HeaterEnable, s.MFCs, s.Coils)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := b.p.Snapshot()
+	t.Logf("after the timeout: heater %v, furnace %.0f °C, coils %v", s.Furnace.HeaterEnable, s.Furnace.TemperatureC, s.Coils)
+	if err := b.stop(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+}
+
+// safeAfterAbort: heater disabled, every gas line's MFC at zero and its
+// valve closed, the vent closed (the pump and the gate valve may keep the
+// chamber under vacuum).
+func safeAfterAbort(s plant.Snapshot) bool {
+	if s.Furnace.HeaterEnable || s.Coils["vent_valve"] {
+		return false
+	}
+	for _, m := range s.MFCs {
+		if m.SetpointSCCM != 0 || m.ValveOpen {
+			return false
+		}
+	}
+	return true
 }
