@@ -134,3 +134,46 @@ func TestParseTwoModules(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// FuzzParse: Parse never panics, and a rig section it accepts, in either
+// shape, maps to a layout of at least one zone, exactly one process head,
+// and outputs and inputs each on an I/O module of the layout.
+func FuzzParse(f *testing.F) {
+	f.Add(configs.SimYAML)
+	if b, err := os.ReadFile(twoZoneDraft); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		l := c.Layout()
+		if len(l.Zones) == 0 {
+			t.Fatalf("accepted a layout without a zone: %+v", l)
+		}
+		process := 0
+		for _, h := range l.Heads {
+			if h.Role == HeadProcess {
+				process++
+			}
+		}
+		if process != 1 {
+			t.Fatalf("accepted %d process heads: %+v", process, l.Heads)
+		}
+		module := func(name string) bool {
+			i, ok := l.Instrument(name)
+			return ok && i.Kind == KindIOModule
+		}
+		for _, o := range l.Outputs {
+			if !module(o.Module) {
+				t.Fatalf("output %s on %q, no module of the layout", o.Name, o.Module)
+			}
+		}
+		for _, in := range l.Inputs {
+			if !module(in.Module) {
+				t.Fatalf("input %s on %q, no module of the layout", in.Name, in.Module)
+			}
+		}
+	})
+}
