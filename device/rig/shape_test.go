@@ -98,6 +98,9 @@ func TestParseListShapeRefuses(t *testing.T) {
 		{"furnace and zones", "  modules:\n", "  furnace: {bus: main, unit: 3, profile: eurotherm-3200}\n  modules:\n", "rig.zones: rig.furnace is written too"},
 		{"dio and modules", "  modules:\n", "  dio: {bus: main, unit: 3, profile: adam-6052}\n  modules:\n", "rig.modules: rig.dio is written too"},
 		{"gauge and gauges", "  gauges:\n", "  gauge: {port: /dev/ttyX, profile: pfeiffer-tpg-262}\n  gauges:\n", "rig.gauges: rig.gauge is written too"},
+		{"one RS-485 line written as two buses", "    main:\n      transport: tcp\n      address: 127.0.0.1:5020\n", "    main:\n      transport: rtu\n      address: ${sim_dir}/modbus-rtu\n",
+			"rig.modbus_buses.rs485.address: /run/test-sim/modbus-rtu is also the port of RS-485 line main (rig.modbus_buses): write one bus per RS-485 line"},
+		{"a gauge on the RS-485 line", `port: "${sim_dir}/gauge"`, `port: "${sim_dir}/modbus-rtu"`, "rig.gauges[0].port: /run/test-sim/modbus-rtu is also the port of RS-485 line rs485"},
 		{"controller named as another instrument", "name: growth_tc}", "name: mfc-ar}", `rig.mfcs[0].name: "mfc-ar" is also the name of zone growth's controller`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

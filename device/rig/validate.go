@@ -282,11 +282,13 @@ func (c Config) nameErrors(bad Bad) {
 	check("raman.name", c.RamanName(), "the spectrometer")
 }
 
-// addressErrors refuses two instruments at one address: the furnace
-// controller and the I/O module at one unit id of one Modbus bus, and two
-// serial instruments on one port (the agent opens each instrument's port
-// for it alone, with exclusive access: the second would be unreachable at
-// every start).
+// addressErrors refuses two instruments at one address: two of the zones'
+// controllers and the I/O modules at one unit id of one Modbus bus, two
+// RS-485 buses on one serial device (one line written twice: its units
+// would be checked apart and the second bus could not open it), and two
+// serial instruments on one port, or one on a bus's line (the agent opens
+// each port for one user alone, with exclusive access: the second would be
+// unreachable at every start).
 func (c Config) addressErrors(bad Bad) {
 	units := map[string]string{}
 	for _, d := range c.modbusDevices() {
@@ -306,11 +308,19 @@ func (c Config) addressErrors(bad Bad) {
 			return // reported as missing
 		}
 		port = filepath.Clean(port)
-		if prev, dup := ports[port]; dup {
+		if prev, dup := ports[port]; dup && strings.HasPrefix(prev, "RS-485 line") && strings.HasPrefix(what, "RS-485 line") {
+			bad(key, "%s is also the port of %s: write one bus per RS-485 line, each of its units at its own unit id", port, prev)
+			return
+		} else if dup {
 			bad(key, "%s is also the port of %s: the agent opens each instrument's port for it alone", port, prev)
 			return
 		}
 		ports[port] = what
+	}
+	for _, name := range c.BusNames() {
+		if b := c.ModbusBuses[name]; b.Transport == TransportRTU {
+			check("modbus_buses."+name+".address", b.Address, "RS-485 line "+name+" (rig.modbus_buses)")
+		}
 	}
 	for i, m := range c.MFCs {
 		check(fmt.Sprintf("mfcs[%d].port", i), m.Port, fmt.Sprintf("mfcs[%d] (%s)", i, m.Name))
