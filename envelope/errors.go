@@ -36,6 +36,7 @@ var (
 // item 2). Zones is the layout's number of zones.
 type ZonesError struct{ Zones int }
 
+// Error says how many zones the rig has and that the envelope knows one.
 func (e *ZonesError) Error() string {
 	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the envelope knows one (issue 42)", e.Zones)
 }
