@@ -101,6 +101,7 @@ func TestParseListShapeRefuses(t *testing.T) {
 		{"one RS-485 line written as two buses", "    main:\n      transport: tcp\n      address: 127.0.0.1:5020\n", "    main:\n      transport: rtu\n      address: ${sim_dir}/modbus-rtu\n",
 			"rig.modbus_buses.rs485.address: /run/test-sim/modbus-rtu is also the port of RS-485 line main (rig.modbus_buses): write one bus per RS-485 line"},
 		{"a gauge on the RS-485 line", `port: "${sim_dir}/gauge"`, `port: "${sim_dir}/modbus-rtu"`, "rig.gauges[0].port: /run/test-sim/modbus-rtu is also the port of RS-485 line rs485"},
+		{"a zone's name not a word", "- name: growth", "- name: Growth.Zone", `rig.zones[1].name: "Growth.Zone": a zone's name is a lower-case word`},
 		{"controller named as another instrument", "name: growth_tc}", "name: mfc-ar}", `rig.mfcs[0].name: "mfc-ar" is also the name of zone growth's controller`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

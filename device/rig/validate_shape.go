@@ -79,6 +79,9 @@ func (c Config) shapeErrors(bad Bad) {
 			bad(key, "missing")
 			continue
 		}
+		if !zoneWord(z.Name) {
+			bad(key, "%q: a zone's name is a lower-case word (letters, digits, _; at most 64): it names the zone's channels (<zone>.setpoint) and tools", z.Name)
+		}
 		if prev, dup := zones[strings.ToLower(z.Name)]; dup {
 			bad(key, "%q is also the name of %s: every zone has its own", z.Name, prev)
 			continue
@@ -142,4 +145,19 @@ func (c Config) gaugeErrors(bad Bad) {
 	if len(c.Gauges) > 0 && process == "" {
 		bad("gauges", "no head reads the process pressure: give one head role %s", HeadProcess)
 	}
+}
+
+// zoneWord reports whether s is a zone's name: a lower-case word of
+// letters, digits and _, at most 64 characters (device/catalog names the
+// zone's tools with it, the envelope its channels).
+func zoneWord(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
