@@ -119,8 +119,11 @@ func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
 	// (modbus.Bus's urgent lane).
 	for i, z := range r.ZoneEntries() {
 		c, err := buildController(buses, r, z, ps)
+		if _, bus := buses[z.Bus]; err != nil && bus {
+			err = errors.Join(err, perr) // the profile may be one that did not load
+		}
 		if err != nil {
-			in.Unreachable[z.Controller] = fmt.Errorf("rigconfig: %s: %w", unreachableName(z.Key, z.Controller), errors.Join(err, perr))
+			in.Unreachable[z.Controller] = fmt.Errorf("rigconfig: %s: %w", unreachableName(z.Key, z.Controller), err)
 		} else {
 			in.closers = append(in.closers, c.Close)
 		}
