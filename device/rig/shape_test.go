@@ -116,6 +116,28 @@ func TestParseListShapeRefuses(t *testing.T) {
 	}
 }
 
+// TestParseMixedKinds: each kind may be in its own shape (zones: with
+// dio:), and the one-entry shape's fixed names stay reserved.
+func TestParseMixedKinds(t *testing.T) {
+	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
+	b, err := os.ReadFile(twoZoneDraft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := strings.Replace(string(b), "  modules:\n    - {name: dio, bus: main, unit: 2, profile: adam-6052}\n", "  dio: {bus: main, unit: 2, profile: adam-6052}\n", 1)
+	c, err := Parse([]byte(mixed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := c.Layout().Of(KindIOModule); len(ms) != 1 || ms[0].Name != DIOName || ms[0].Key != "rig.dio" {
+		t.Errorf("modules %+v", ms)
+	}
+	_, err = Parse([]byte(strings.Replace(mixed, "name: growth_tc}", "name: DIO}", 1)))
+	if want := `rig.zones[1].controller.name: "DIO" is also the name of the digital I/O module`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to mention %q", err, want)
+	}
+}
+
 func TestParseTwoModules(t *testing.T) {
 	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
 	b, err := os.ReadFile(twoZoneDraft)

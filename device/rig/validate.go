@@ -240,8 +240,9 @@ func (c Config) Role(role string) string {
 }
 
 // nameErrors refuses two instruments of one name (compared without case):
-// the furnace controller and the I/O module (named furnace and dio), the
-// mass-flow controllers, the gauge and the spectrometer. Their readings,
+// the zones' controllers and the I/O modules (the one-entry shape's named
+// furnace and dio), the mass-flow controllers, the gauge controllers and
+// the spectrometer. Their readings,
 // faults, audit entries and probe rows are keyed by it.
 func (c Config) nameErrors(bad Bad) {
 	seen := map[string]string{}
@@ -255,17 +256,21 @@ func (c Config) nameErrors(bad Bad) {
 		}
 		seen[strings.ToLower(name)] = what
 	}
-	for _, z := range c.ZoneEntries() {
-		if len(c.Zones) == 0 {
-			seen[FurnaceName] = "the furnace controller"
-		} else {
+	// The one-entry shape's names first: they are fixed, so another
+	// instrument of the name is the one reported.
+	if len(c.Zones) == 0 && len(c.ZoneEntries()) > 0 {
+		seen[FurnaceName] = "the furnace controller"
+	}
+	if len(c.Modules) == 0 && len(c.ModuleEntries()) > 0 {
+		seen[DIOName] = "the digital I/O module"
+	}
+	if len(c.Zones) > 0 {
+		for _, z := range c.ZoneEntries() {
 			check(z.Key+".name", z.Controller, "zone "+z.Name+"'s controller")
 		}
 	}
-	for _, m := range c.ModuleEntries() {
-		if len(c.Modules) == 0 {
-			seen[DIOName] = "the digital I/O module"
-		} else {
+	if len(c.Modules) > 0 {
+		for _, m := range c.ModuleEntries() {
 			check(m.Key+".name", m.Name, "module "+m.Name+" ("+m.Key+")")
 		}
 	}
