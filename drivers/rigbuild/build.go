@@ -118,7 +118,7 @@ func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
 	// one line share it, one transaction at a time, halts first
 	// (modbus.Bus's urgent lane).
 	for i, z := range r.ZoneEntries() {
-		c, err := buildController(buses, r, z, ps)
+		c, err := buildController(buses, z, ps)
 		if _, bus := buses[z.Bus]; err != nil && bus {
 			err = errors.Join(err, perr) // the profile may be one that did not load
 		}
@@ -239,7 +239,7 @@ func openMFC(mc rig.MFC, ps Profiles) (*alicat.MFC, error) {
 
 // buildController builds a zone's controller on its bus's shared client.
 // A profile that could not be read is an error of perr too (Build's).
-func buildController(buses map[string]*modbus.Bus, r rig.Config, z rig.ZoneEntry, ps Profiles) (*regmap.Controller, error) {
+func buildController(buses map[string]*modbus.Bus, z rig.ZoneEntry, ps Profiles) (*regmap.Controller, error) {
 	b, ok := buses[z.Bus]
 	if !ok {
 		return nil, fmt.Errorf("bus %s unavailable", z.Bus)
