@@ -26,7 +26,23 @@ var (
 	// ErrIncomplete: a snapshot lacks a fresh, valid reading of an
 	// instrument, so a tool that reports it cannot answer truthfully.
 	ErrIncomplete = errors.New("envelope: snapshot incomplete")
+	// ErrNotDriven: the rig's layout has a shape the envelope does not
+	// drive yet; nothing is built or driven. The error is a *ZonesError.
+	ErrNotDriven = errors.New("envelope: rig not driven yet")
 )
+
+// ZonesError is the refusal of a rig of several heated zones (Drivable):
+// the envelope's limits, trips and executor know one zone today (issue 42,
+// item 2). Zones is the layout's number of zones.
+type ZonesError struct{ Zones int }
+
+// Error says how many zones the rig has and that the envelope knows one.
+func (e *ZonesError) Error() string {
+	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the envelope knows one (issue 42)", e.Zones)
+}
+
+// Is reports whether target is ErrNotDriven.
+func (e *ZonesError) Is(target error) bool { return target == ErrNotDriven }
 
 // Rule names the envelope rule a Violation or a coverage entry refers to.
 type Rule string

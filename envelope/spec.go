@@ -17,11 +17,11 @@ import (
 // the drivers' own writes for the coverage report.
 //
 // The envelope knows one heated zone and one process head today: a layout
-// with another number of either is refused here until the envelope holds
-// per-zone limits (issue 42, item 2).
+// with another number of either is refused here (Drivable) until the
+// envelope holds per-zone limits (issue 42, item 2).
 func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
-	if len(l.Zones) != 1 {
-		return RigSpec{}, fmt.Errorf("envelope: the rig has %d heated zones; the envelope knows exactly one", len(l.Zones))
+	if err := Drivable(l); err != nil {
+		return RigSpec{}, fmt.Errorf("envelope: %w", err)
 	}
 	var head *rig.Head
 	for i, h := range l.Heads {
@@ -78,4 +78,20 @@ func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
 	}
 	s.Inputs = append(s.Inputs, rig.InputEStop, rig.InputLeak, rig.InputRelayFB)
 	return s, nil
+}
+
+// Drivable reports whether the envelope can drive a rig of layout l: it
+// knows exactly one heated zone today, and a layout of several is refused
+// with a *ZonesError (errors.Is ErrNotDriven), a layout of none with a
+// plain error. SpecOf calls it first; the agent's configuration calls it
+// when it loads, so that such a rig is refused at load and by config check,
+// before any driver is built, never by using one zone of several.
+func Drivable(l rig.Layout) error {
+	switch n := len(l.Zones); {
+	case n == 0:
+		return fmt.Errorf("the rig has no heated zone")
+	case n > 1:
+		return &ZonesError{Zones: n}
+	}
+	return nil
 }

@@ -2,19 +2,29 @@ package rig
 
 import "time"
 
-// Config is a rig section as the configuration file writes it today (the
-// `rig:` key of hcp-edge.yaml): one furnace controller, one I/O module, one
-// gauge controller, one spectrometer, and a list of gas lines. Layout turns
-// it into the model (layout.go), which has room for any number of each.
+// Config is a rig section as the configuration file writes it (the `rig:`
+// key of hcp-edge.yaml), in either of two shapes. The one-entry shape has
+// one furnace controller (furnace:), one I/O module (dio:) and one gauge
+// controller (gauge:); the list shape has any number of heated zones
+// (zones:), I/O modules (modules:) and gauge controllers with their heads
+// (gauges:). Both have one spectrometer and a list of gas lines. A kind is
+// written in one shape or the other, never both (Validate). Layout turns
+// either into the model (layout.go).
 type Config struct {
 	// SimDir, when set, is substituted for ${sim_dir} in every path below.
 	SimDir      string         `yaml:"sim_dir"`
 	ModbusBuses map[string]Bus `yaml:"modbus_buses"`
 	// ProfilesDir holds the lab's own instrument profiles (profile.yaml
 	// files), beside and over the shipped ones (configs/profiles).
-	ProfilesDir string       `yaml:"profiles_dir"`
-	Furnace     ModbusDevice `yaml:"furnace"`
-	DIO         ModbusDevice `yaml:"dio"`
+	ProfilesDir string `yaml:"profiles_dir"`
+	// Furnace is the one heated zone's controller of the one-entry shape
+	// (the zone named furnace); Zones is the list shape's.
+	Furnace ModbusDevice `yaml:"furnace"`
+	Zones   []ZoneConfig `yaml:"zones"`
+	// DIO is the one I/O module of the one-entry shape (named dio);
+	// Modules is the list shape's.
+	DIO     ModbusDevice   `yaml:"dio"`
+	Modules []ModuleConfig `yaml:"modules"`
 	// Outputs is the layout of the rig's on/off outputs: each name (a
 	// valve, the pump, the scrubber) on a channel of the I/O module, with
 	// its safe level and its role.
@@ -23,10 +33,13 @@ type Config struct {
 	Inputs map[string]Input `yaml:"inputs"`
 	// MFCs are the gas lines: each gas's mass-flow controller, hazard
 	// class and line valve.
-	MFCs  []MFC `yaml:"mfcs"`
-	Gauge Gauge `yaml:"gauge"`
-	Raman Raman `yaml:"raman"`
-	GPIO  GPIO  `yaml:"gpio"`
+	MFCs []MFC `yaml:"mfcs"`
+	// Gauge is the one gauge controller of the one-entry shape (one
+	// process head); Gauges is the list shape's, each with its heads.
+	Gauge  Gauge         `yaml:"gauge"`
+	Gauges []GaugeConfig `yaml:"gauges"`
+	Raman  Raman         `yaml:"raman"`
+	GPIO   GPIO          `yaml:"gpio"`
 }
 
 // Modbus transports of a bus.
@@ -51,6 +64,42 @@ type ModbusDevice struct {
 	Profile string `yaml:"profile"` // the instrument profile's ID (configs/profiles)
 }
 
+// ZoneConfig is one heated zone of the list shape (rig.zones[i]): its name
+// and the temperature controller that heats it.
+type ZoneConfig struct {
+	Name       string     `yaml:"name"`
+	Controller Controller `yaml:"controller"`
+}
+
+// Controller is a zone's temperature controller: a unit on a named bus,
+// described by a profile, and the instrument's name (default: the zone's).
+type Controller struct {
+	ModbusDevice `yaml:",inline"`
+	Name         string `yaml:"name"`
+}
+
+// ModuleConfig is one I/O module of the list shape (rig.modules[i]): the
+// outputs and inputs name it (Output.Module, Input.Module).
+type ModuleConfig struct {
+	Name         string `yaml:"name"`
+	ModbusDevice `yaml:",inline"`
+}
+
+// GaugeConfig is one gauge controller of the list shape (rig.gauges[i]):
+// its serial line (Name is required), its profile and the heads it reads.
+type GaugeConfig struct {
+	Serial  `yaml:",inline"`
+	Profile string       `yaml:"profile"` // the instrument profile's ID (family tpg)
+	Heads   []HeadConfig `yaml:"heads"`
+}
+
+// HeadConfig is one gauge head of a gauge controller (rig.gauges[i].heads[j]).
+type HeadConfig struct {
+	Name    string `yaml:"name"`
+	Channel string `yaml:"channel"` // the controller profile's gauge
+	Role    string `yaml:"role"`    // HeadProcess or HeadRoughing
+}
+
 // Output roles: the outputs the recipes' phases and the envelope's
 // interlocks drive by what they do, whatever the rig calls them.
 const (
@@ -63,6 +112,9 @@ const (
 
 // Output is one on/off output of the layout.
 type Output struct {
+	// Module is the I/O module it is on (a name of rig.modules; "": the
+	// only module).
+	Module  string `yaml:"module"`
 	Channel string `yaml:"channel"` // the I/O module profile's channel
 	// Safe is the level Halt drives it to: on or off.
 	Safe string `yaml:"safe"`
@@ -71,6 +123,7 @@ type Output struct {
 
 // Input is one binary input of the layout.
 type Input struct {
+	Module  string `yaml:"module"` // as Output.Module
 	Channel string `yaml:"channel"`
 	Invert  bool   `yaml:"invert"`
 	Role    string `yaml:"role"` // door, or none

@@ -161,31 +161,43 @@ func (l Layout) HazardOf() map[string]Hazard {
 	return out
 }
 
-// Layout maps today's configuration shape onto the model: the furnace
-// controller is one zone (named furnace), the I/O module one module (dio),
-// the gauge controller one process head, each mfcs entry one line. A full
-// scale that does not parse is zero here (Validate reports it).
+// Layout maps the configuration, in either shape, onto the model. Each
+// zone's controller is an instrument and the zone is named as written (the
+// one-entry shape's furnace: one zone named furnace); each I/O module an
+// instrument (dio: one module named dio), and each output and input is on
+// the module it names (Config.ModuleOf); each gauge controller an
+// instrument with its heads (gauge: one process head named as the
+// controller); each mfcs entry one line. The instruments are in the order
+// zone controllers, modules, flow controllers, gauges, spectrometer. A
+// full scale that does not parse is zero here (Validate reports it).
 func (c Config) Layout() Layout {
 	l := Layout{Buses: c.ModbusBuses, GPIO: c.GPIO}
-	l.Instruments = append(l.Instruments,
-		Instrument{Name: FurnaceName, Kind: KindTemperatureController, Profile: c.Furnace.Profile, Key: "rig.furnace", Bus: c.Furnace.Bus, Unit: c.Furnace.Unit},
-		Instrument{Name: DIOName, Kind: KindIOModule, Profile: c.DIO.Profile, Key: "rig.dio", Bus: c.DIO.Bus, Unit: c.DIO.Unit})
-	l.Zones = []Zone{{Name: FurnaceName, Controller: FurnaceName}}
+	for _, z := range c.ZoneEntries() {
+		l.Instruments = append(l.Instruments, Instrument{Name: z.Controller, Kind: KindTemperatureController, Profile: z.Profile, Key: "rig." + z.Key, Bus: z.Bus, Unit: z.Unit})
+		l.Zones = append(l.Zones, Zone{Name: z.Name, Controller: z.Controller})
+	}
+	for _, m := range c.ModuleEntries() {
+		l.Instruments = append(l.Instruments, Instrument{Name: m.Name, Kind: KindIOModule, Profile: m.Profile, Key: "rig." + m.Key, Bus: m.Bus, Unit: m.Unit})
+	}
 	for _, name := range sortedKeys(c.Outputs) {
 		o := c.Outputs[name]
-		l.Outputs = append(l.Outputs, Switch{Name: name, Module: DIOName, Channel: o.Channel, Safe: o.Safe == "on", Role: o.Role})
+		l.Outputs = append(l.Outputs, Switch{Name: name, Module: c.ModuleOf(o.Module), Channel: o.Channel, Safe: o.Safe == "on", Role: o.Role})
 	}
 	for _, name := range sortedKeys(c.Inputs) {
 		in := c.Inputs[name]
-		l.Inputs = append(l.Inputs, Sense{Name: name, Module: DIOName, Channel: in.Channel, Invert: in.Invert, Role: in.Role})
+		l.Inputs = append(l.Inputs, Sense{Name: name, Module: c.ModuleOf(in.Module), Channel: in.Channel, Invert: in.Invert, Role: in.Role})
 	}
 	for i, m := range c.MFCs {
 		l.Instruments = append(l.Instruments, serial(m.Serial, m.Name, KindFlowController, m.Profile, "rig.mfcs["+strconv.Itoa(i)+"]"))
 		fs, _ := ParseFlow(m.FullScale)
 		l.Lines = append(l.Lines, Line{Gas: m.Gas, Controller: m.Name, UnitID: m.UnitID, FullScale: fs, Hazard: m.Hazard, Valve: m.Valve})
 	}
-	l.Instruments = append(l.Instruments, serial(c.Gauge.Serial, c.GaugeName(), KindPressureGauge, c.Gauge.Profile, "rig.gauge"))
-	l.Heads = []Head{{Name: c.GaugeName(), Controller: c.GaugeName(), Channel: c.Gauge.Channel, Role: HeadProcess}}
+	for _, g := range c.GaugeEntries() {
+		l.Instruments = append(l.Instruments, serial(g.Serial, g.Name, KindPressureGauge, g.Profile, "rig."+g.Key))
+		for _, h := range g.Heads {
+			l.Heads = append(l.Heads, Head{Name: h.Name, Controller: g.Name, Channel: h.Channel, Role: h.Role})
+		}
+	}
 	l.Instruments = append(l.Instruments, serial(c.Raman.Serial, c.RamanName(), KindSpectrometer, "", "rig.raman"))
 	return l
 }

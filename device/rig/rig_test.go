@@ -47,6 +47,10 @@ func TestParseRefuses(t *testing.T) {
 		{"one port twice", `port: "${sim_dir}/gauge"`, `port: "${sim_dir}/mfc-h2s"`, "rig.gauge.port: /run/test-sim/mfc-h2s is also the port of mfcs[2]"},
 		{"one unit twice", "dio: {bus: main, unit: 2,", "dio: {bus: main, unit: 1,", "rig.dio.unit: 1 is also the furnace controller's unit id on bus main"},
 		{"unknown role", "role: exhaust_scrubber", "role: fan", `unknown role "fan"`},
+		{"no furnace", "  furnace: {bus: main, unit: 1, profile: hcp-sim-tc}\n", "", "rig.furnace: missing: a layout has at least one heated zone (rig.furnace, or rig.zones for several)"},
+		{"no dio", "  dio: {bus: main, unit: 2, profile: hcp-sim-dio}\n", "", "rig.dio: missing: a layout has at least one I/O module (rig.dio, or rig.modules for several)"},
+		{"no gauge", "  gauge: {name: gauge, profile: hcp-sim-gauge, port: \"${sim_dir}/gauge\", mode: 9600 8N1}\n", "", "rig.gauge: missing: a layout has at least one gauge controller (rig.gauge, or rig.gauges for several)"},
+		{"an output on a module other than dio", "pump:       {channel: coil0,", "pump:       {module: io, channel: coil0,", `rig.outputs.pump.module: "io" is not a module of the layout`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if !strings.Contains(base, tt.from) {

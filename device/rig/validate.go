@@ -43,6 +43,9 @@ func (c *Config) ExpandAt(dir string) {
 		c.MFCs[i].Port = x(c.MFCs[i].Port)
 	}
 	c.Gauge.Port = x(c.Gauge.Port)
+	for i := range c.Gauges {
+		c.Gauges[i].Port = x(c.Gauges[i].Port)
+	}
 	c.Raman.Port = x(c.Raman.Port)
 	c.GPIO.Socket = x(c.GPIO.Socket)
 	c.ProfilesDir = x(c.ProfilesDir)
@@ -78,10 +81,8 @@ func (c Config) Check(bad Bad) {
 			bad("modbus_buses."+name+".address", "missing")
 		}
 	}
-	for _, d := range []struct {
-		key string
-		d   ModbusDevice
-	}{{"furnace", c.Furnace}, {"dio", c.DIO}} {
+	c.shapeErrors(bad)
+	for _, d := range c.modbusDevices() {
 		if _, ok := c.ModbusBuses[d.d.Bus]; !ok {
 			bad(d.key+".bus", "no modbus bus named %q", d.d.Bus)
 		}
@@ -110,9 +111,7 @@ func (c Config) Check(bad Bad) {
 			bad(key+".full_scale", "%v", err)
 		}
 	}
-	if c.Gauge.Port == "" {
-		bad("gauge.port", "missing")
-	}
+	c.gaugeErrors(bad)
 	if c.Raman.Port == "" {
 		bad("raman.port", "missing")
 	}
@@ -124,10 +123,26 @@ func (c Config) Check(bad Bad) {
 // channel of the module used once.
 func (c Config) ioErrors(bad Bad) {
 	roles := map[string]string{}
-	channels := map[string]string{}
+	channels := map[string]string{} // by module and channel
+	modules := map[string]bool{}
+	for _, m := range c.ModuleEntries() {
+		modules[m.Name] = true
+	}
+	module := func(key, named string) string {
+		m := c.ModuleOf(named)
+		switch {
+		case len(modules) == 0: // reported at rig.modules
+		case m == "":
+			bad(key+".module", "missing: the layout has %d I/O modules (rig.modules); name the one it is on", len(modules))
+		case !modules[m]:
+			bad(key+".module", "%q is not a module of the layout (rig.modules)", m)
+		}
+		return m + "\x00"
+	}
 	for _, name := range sortedKeys(c.Outputs) {
 		o := c.Outputs[name]
 		key := "outputs." + name
+		mod := module(key, o.Module)
 		if o.Safe != "on" && o.Safe != "off" {
 			bad(key+".safe", "%q: the level Halt drives it to, on or off", o.Safe)
 		}
@@ -142,14 +157,15 @@ func (c Config) ioErrors(bad Bad) {
 		if name == SwitchRelay {
 			bad(key, "%q is the interlock relay's name", name)
 		}
-		if prev, dup := channels[o.Channel]; dup {
+		if prev, dup := channels[mod+o.Channel]; dup {
 			bad(key+".channel", "channel %s is also %s", o.Channel, prev)
 		}
-		channels[o.Channel] = name
+		channels[mod+o.Channel] = name
 	}
 	for _, name := range sortedKeys(c.Inputs) {
 		in := c.Inputs[name]
 		key := "inputs." + name
+		mod := module(key, in.Module)
 		if in.Role != "" {
 			if !inputRoles[in.Role] {
 				bad(key+".role", "unknown role %q (door)", in.Role)
@@ -161,10 +177,10 @@ func (c Config) ioErrors(bad Bad) {
 		if _, clash := c.Outputs[name]; clash || name == InputEStop || name == InputLeak || name == InputRelayFB {
 			bad(key, "%q is already the name of an output or a GPIO input", name)
 		}
-		if prev, dup := channels[in.Channel]; dup {
+		if prev, dup := channels[mod+in.Channel]; dup {
 			bad(key+".channel", "channel %s is also %s", in.Channel, prev)
 		}
-		channels[in.Channel] = name
+		channels[mod+in.Channel] = name
 	}
 }
 
@@ -224,11 +240,12 @@ func (c Config) Role(role string) string {
 }
 
 // nameErrors refuses two instruments of one name (compared without case):
-// the furnace controller and the I/O module (named furnace and dio), the
-// mass-flow controllers, the gauge and the spectrometer. Their readings,
+// the zones' controllers and the I/O modules (the one-entry shape's named
+// furnace and dio), the mass-flow controllers, the gauge controllers and
+// the spectrometer. Their readings,
 // faults, audit entries and probe rows are keyed by it.
 func (c Config) nameErrors(bad Bad) {
-	seen := map[string]string{FurnaceName: "the furnace controller", DIOName: "the digital I/O module"}
+	seen := map[string]string{}
 	check := func(key, name, what string) {
 		if name == "" {
 			return // reported as missing
@@ -239,21 +256,56 @@ func (c Config) nameErrors(bad Bad) {
 		}
 		seen[strings.ToLower(name)] = what
 	}
+	// The one-entry shape's names first: they are fixed, so another
+	// instrument of the name is the one reported.
+	if len(c.Zones) == 0 && len(c.ZoneEntries()) > 0 {
+		seen[FurnaceName] = "the furnace controller"
+	}
+	if len(c.Modules) == 0 && len(c.ModuleEntries()) > 0 {
+		seen[DIOName] = "the digital I/O module"
+	}
+	if len(c.Zones) > 0 {
+		for _, z := range c.ZoneEntries() {
+			check(z.Key+".name", z.Controller, "zone "+z.Name+"'s controller")
+		}
+	}
+	if len(c.Modules) > 0 {
+		for _, m := range c.ModuleEntries() {
+			check(m.Key+".name", m.Name, "module "+m.Name+" ("+m.Key+")")
+		}
+	}
 	for i, m := range c.MFCs {
 		check(fmt.Sprintf("mfcs[%d].name", i), m.Name, fmt.Sprintf("mfcs[%d] (the %s controller)", i, m.Gas))
 	}
-	check("gauge.name", c.GaugeName(), "the gauge")
+	for _, g := range c.GaugeEntries() {
+		what := "the gauge"
+		if len(c.Gauges) > 0 {
+			what = "gauge controller " + g.Key
+		}
+		check(g.Key+".name", g.Name, what)
+	}
 	check("raman.name", c.RamanName(), "the spectrometer")
 }
 
-// addressErrors refuses two instruments at one address: the furnace
-// controller and the I/O module at one unit id of one Modbus bus, and two
-// serial instruments on one port (the agent opens each instrument's port
-// for it alone, with exclusive access: the second would be unreachable at
-// every start).
+// addressErrors refuses two instruments at one address: two of the zones'
+// controllers and the I/O modules at one unit id of one Modbus bus, two
+// RS-485 buses on one serial device (one line written twice: its units
+// would be checked apart and the second bus could not open it), and two
+// serial instruments on one port, or one on a bus's line (the agent opens
+// each port for one user alone, with exclusive access: the second would be
+// unreachable at every start).
 func (c Config) addressErrors(bad Bad) {
-	if c.Furnace.Bus == c.DIO.Bus && c.Furnace.Unit == c.DIO.Unit && c.Furnace.Unit != 0 {
-		bad("dio.unit", "%d is also the furnace controller's unit id on bus %s: every instrument on a bus has its own", c.DIO.Unit, c.DIO.Bus)
+	units := map[string]string{}
+	for _, d := range c.modbusDevices() {
+		if d.d.Unit == 0 {
+			continue // reported as no unit id
+		}
+		at := d.d.Bus + "\x00" + strconv.Itoa(int(d.d.Unit))
+		if prev, dup := units[at]; dup {
+			bad(d.key+".unit", "%d is also %s's unit id on bus %s: every instrument on a bus has its own", d.d.Unit, prev, d.d.Bus)
+			continue
+		}
+		units[at] = d.what
 	}
 	ports := map[string]string{}
 	check := func(key, port, what string) {
@@ -261,16 +313,30 @@ func (c Config) addressErrors(bad Bad) {
 			return // reported as missing
 		}
 		port = filepath.Clean(port)
-		if prev, dup := ports[port]; dup {
+		if prev, dup := ports[port]; dup && strings.HasPrefix(prev, "RS-485 line") && strings.HasPrefix(what, "RS-485 line") {
+			bad(key, "%s is also the port of %s: write one bus per RS-485 line, each of its units at its own unit id", port, prev)
+			return
+		} else if dup {
 			bad(key, "%s is also the port of %s: the agent opens each instrument's port for it alone", port, prev)
 			return
 		}
 		ports[port] = what
 	}
+	for _, name := range c.BusNames() {
+		if b := c.ModbusBuses[name]; b.Transport == TransportRTU {
+			check("modbus_buses."+name+".address", b.Address, "RS-485 line "+name+" (rig.modbus_buses)")
+		}
+	}
 	for i, m := range c.MFCs {
 		check(fmt.Sprintf("mfcs[%d].port", i), m.Port, fmt.Sprintf("mfcs[%d] (%s)", i, m.Name))
 	}
-	check("gauge.port", c.Gauge.Port, "the gauge")
+	for _, g := range c.GaugeEntries() {
+		what := "the gauge"
+		if len(c.Gauges) > 0 {
+			what = g.Key + " (" + g.Name + ")"
+		}
+		check(g.Key+".port", g.Serial.Port, what)
+	}
 	check("raman.port", c.Raman.Port, "the spectrometer")
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"hcp-edge/device/rig"
@@ -28,12 +29,25 @@ import (
 // every line. A field is nil when BuildPartial could not open its
 // instrument.
 type Instruments struct {
+	// Zones are the heated zones' controllers, in the layout's order
+	// (rig.Config.ZoneEntries), each nil when BuildPartial could not build
+	// it; Furnace is the first zone's, the one the envelope drives.
+	Zones   []*regmap.Controller
 	Furnace *regmap.Controller
+	// Modules are the I/O modules, in the layout's order
+	// (rig.Config.ModuleEntries), each nil when BuildPartial could not
+	// build it; DIO is the first.
+	Modules []*regmap.Module
 	DIO     *regmap.Module
 	MFCs    []*alicat.MFC // in configuration order (BuildPartial: those that opened)
-	Gauge   *tpg.Gauge
-	Raman   *raman.Spectrometer
-	GPIO    *simgpio.Client // gpio.source sim; nil with source host
+	// Gauges are the gauge controllers, in the layout's order
+	// (rig.Config.GaugeEntries), each nil when BuildPartial could not open
+	// it; Gauge is the one whose head reads the process pressure, and
+	// reads that head.
+	Gauges []*tpg.Gauge
+	Gauge  *tpg.Gauge
+	Raman  *raman.Spectrometer
+	GPIO   *simgpio.Client // gpio.source sim; nil with source host
 
 	host *hostGPIO // gpio.source host (hostgpio.go)
 
@@ -100,35 +114,33 @@ func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
 		buses[name] = b
 		in.closers = append(in.closers, b.Close)
 	}
-	if b, ok := buses[r.Furnace.Bus]; ok {
-		var c *regmap.Controller
-		p, err := ps.Lookup(r.Furnace.Profile, profile.TemperatureController)
-		if err == nil {
-			c, err = regmap.NewController(b, p, regmap.ControllerOpts{Name: "furnace", Unit: r.Furnace.Unit})
+	// One client per bus (above): the zones' controllers and the modules on
+	// one line share it, one transaction at a time, halts first
+	// (modbus.Bus's urgent lane).
+	for i, z := range r.ZoneEntries() {
+		c, err := buildController(buses, z, ps)
+		if _, bus := buses[z.Bus]; err != nil && bus {
+			err = errors.Join(err, perr) // the profile may be one that did not load
 		}
 		if err != nil {
-			err = errors.Join(err, perr)
-			in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: %w", err)
+			in.Unreachable[z.Controller] = fmt.Errorf("rigconfig: %s: %w", unreachableName(z.Key, z.Controller), err)
 		} else {
-			in.Furnace = c
 			in.closers = append(in.closers, c.Close)
 		}
-	} else {
-		in.Unreachable["furnace"] = fmt.Errorf("rigconfig: furnace: bus %s unavailable", r.Furnace.Bus)
-	}
-	if b, ok := buses[r.DIO.Bus]; ok {
-		var m *regmap.Module
-		p, err := ps.Lookup(r.DIO.Profile, profile.IOModule)
-		if err == nil {
-			m, err = regmap.NewModule(b, p, ModuleOpts(r))
+		in.Zones = append(in.Zones, c)
+		if i == 0 {
+			in.Furnace = c
 		}
+	}
+	for i, me := range r.ModuleEntries() {
+		m, err := buildModule(buses, r, me, ps)
 		if err != nil {
-			in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: %w", err)
-		} else {
+			in.Unreachable[me.Name] = fmt.Errorf("rigconfig: %s: %w", unreachableName(me.Key, me.Name), err)
+		}
+		in.Modules = append(in.Modules, m)
+		if i == 0 {
 			in.DIO = m
 		}
-	} else {
-		in.Unreachable["dio"] = fmt.Errorf("rigconfig: dio: bus %s unavailable", r.DIO.Bus)
 	}
 	for _, mc := range r.MFCs {
 		m, err := openMFC(mc, ps)
@@ -139,11 +151,17 @@ func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
 		in.MFCs = append(in.MFCs, m)
 		in.closers = append(in.closers, m.Close)
 	}
-	if g, err := openGauge(r.Gauge, ps); err != nil {
-		in.Unreachable[r.GaugeName()] = fmt.Errorf("rigconfig: gauge: %w", err)
-	} else {
-		in.Gauge = g
-		in.closers = append(in.closers, g.Close)
+	for _, ge := range r.GaugeEntries() {
+		g, err := openGauge(ge, ps)
+		if err != nil {
+			in.Unreachable[ge.Name] = fmt.Errorf("rigconfig: %s: %w", unreachableName(ge.Key, ge.Name), err)
+		} else {
+			in.closers = append(in.closers, g.Close)
+			if processHead(ge) != nil {
+				in.Gauge = g
+			}
+		}
+		in.Gauges = append(in.Gauges, g)
 	}
 	if sp, err := openRaman(r.Raman); err != nil {
 		in.Unreachable[r.RamanName()] = fmt.Errorf("rigconfig: raman: %w", err)
@@ -169,6 +187,17 @@ func BuildPartial(r rig.Config, ps Profiles, perr error) *Instruments {
 		in.closers = append(in.closers, c.Close)
 	}
 	return in
+}
+
+// Module returns the I/O module of a name (rig.Config.ModuleEntries), or
+// nil when there is none or BuildPartial could not build it.
+func (in *Instruments) Module(name string) *regmap.Module {
+	for i, m := range in.cfg.ModuleEntries() {
+		if m.Name == name && i < len(in.Modules) {
+			return in.Modules[i]
+		}
+	}
+	return nil
 }
 
 // Config returns the rig section the instruments were built from.
@@ -208,9 +237,64 @@ func openMFC(mc rig.MFC, ps Profiles) (*alicat.MFC, error) {
 	return alicat.Open(mc.Port, o)
 }
 
-func openGauge(g rig.Gauge, ps Profiles) (*tpg.Gauge, error) {
+// buildController builds a zone's controller on its bus's shared client.
+// A profile that could not be read is an error of perr too (Build's).
+func buildController(buses map[string]*modbus.Bus, z rig.ZoneEntry, ps Profiles) (*regmap.Controller, error) {
+	b, ok := buses[z.Bus]
+	if !ok {
+		return nil, fmt.Errorf("bus %s unavailable", z.Bus)
+	}
+	p, err := ps.Lookup(z.Profile, profile.TemperatureController)
+	if err != nil {
+		return nil, err
+	}
+	return regmap.NewController(b, p, regmap.ControllerOpts{Name: z.Controller, Unit: z.Unit})
+}
+
+// buildModule builds an I/O module, with its outputs and inputs, on its
+// bus's shared client.
+func buildModule(buses map[string]*modbus.Bus, r rig.Config, m rig.ModuleEntry, ps Profiles) (*regmap.Module, error) {
+	b, ok := buses[m.Bus]
+	if !ok {
+		return nil, fmt.Errorf("bus %s unavailable", m.Bus)
+	}
+	p, err := ps.Lookup(m.Profile, profile.IOModule)
+	if err != nil {
+		return nil, err
+	}
+	return regmap.NewModule(b, p, ModuleOpts(r, m.Name))
+}
+
+// unreachableName is what an Unreachable error names: the one-entry
+// shape's key (furnace, dio, gauge), as before the list shape, else the
+// instrument.
+func unreachableName(key, name string) string {
+	if strings.ContainsAny(key, "[.") {
+		return name
+	}
+	return key
+}
+
+// processHead returns the gauge's head that reads the process pressure, or nil.
+func processHead(g rig.GaugeEntry) *rig.HeadEntry {
+	for i, h := range g.Heads {
+		if h.Role == rig.HeadProcess {
+			return &g.Heads[i]
+		}
+	}
+	return nil
+}
+
+// openGauge opens a gauge controller; its driver reads the process head's
+// channel (else its first head's).
+func openGauge(g rig.GaugeEntry, ps Profiles) (*tpg.Gauge, error) {
 	o := tpg.DefaultOpts()
-	o.Name, o.Channel = rig.Config{Gauge: g}.GaugeName(), g.Channel
+	o.Name = g.Name
+	if h := processHead(g); h != nil {
+		o.Channel = h.Channel
+	} else if len(g.Heads) > 0 {
+		o.Channel = g.Heads[0].Channel
+	}
 	var err error
 	if o.Profile, err = ps.Serial(g.Profile, profile.PressureGauge, profile.TPG); err != nil {
 		return nil, err
@@ -218,7 +302,7 @@ func openGauge(g rig.Gauge, ps Profiles) (*tpg.Gauge, error) {
 	if err := serialOpts(&o.Line, o.Profile.Mode, g.Serial, &o.Timeout); err != nil {
 		return nil, err
 	}
-	return tpg.Open(g.Port, o)
+	return tpg.Open(g.Serial.Port, o)
 }
 
 func openRaman(r rig.Raman) (*raman.Spectrometer, error) {

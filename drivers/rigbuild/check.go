@@ -17,11 +17,12 @@ import (
 )
 
 // Check reports to bad what only the drivers and the profiles decide about
-// r (its structure is rig.Config.Check's): every bus's serial mode, every
-// device a profile of its kind and family, every output and input a channel
-// of the I/O module's profile with that role, every full scale one the flow
-// controller's model is made in, the gauge a channel its profile has, and a
-// heater without a comms watchdog a relay watchdog. A profile whose own
+// r (its structure is rig.Config.Check's), in either shape: every bus's
+// serial mode, every device a profile of its kind and family, every output
+// and input a channel with that role of its I/O module's profile, every
+// full scale one the flow controller's model is made in, every gauge head
+// a channel its controller's profile has, and each zone's heater without a
+// comms watchdog a relay watchdog. A profile whose own
 // file was refused (refused, by ID: RefusedIDs) is no second problem here.
 // ps nil: Check loads the profiles (LoadProfiles) and reports their error
 // at profiles_dir.
@@ -44,25 +45,36 @@ func Check(r rig.Config, ps Profiles, refused map[string]bool, bad rig.Bad) {
 			bad(key, "%v", err)
 		}
 	}
-	fp, err := ps.Lookup(r.Furnace.Profile, profile.TemperatureController)
-	if err != nil {
-		badProfile("furnace.profile", r.Furnace.Profile, err)
-	} else if fp.Family != profile.Modbus {
-		bad("furnace.profile", "profile %q is of the %s family; the furnace is on a Modbus bus", fp.ID, fp.Family)
+	for _, z := range r.ZoneEntries() {
+		fp, err := ps.Lookup(z.Profile, profile.TemperatureController)
+		if err != nil {
+			badProfile(z.Key+".profile", z.Profile, err)
+		} else if fp.Family != profile.Modbus {
+			bad(z.Key+".profile", "profile %q is of the %s family; the furnace is on a Modbus bus", fp.ID, fp.Family)
+		} else if fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
+			bad(z.Key+".profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
+				"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
+		}
 	}
-	dp, err := ps.Lookup(r.DIO.Profile, profile.IOModule)
-	if err != nil {
-		badProfile("dio.profile", r.DIO.Profile, err)
+	modules := map[string]*profile.Profile{}
+	for _, m := range r.ModuleEntries() {
+		if dp, err := ps.Lookup(m.Profile, profile.IOModule); err != nil {
+			badProfile(m.Key+".profile", m.Profile, err)
+		} else {
+			modules[m.Name] = dp
+		}
 	}
 	for _, name := range r.OutputNames() {
-		if o := r.Outputs[name]; dp != nil {
+		o := r.Outputs[name]
+		if dp := modules[r.ModuleOf(o.Module)]; dp != nil {
 			if c, ok := dp.Channel(o.Channel); !ok || c.Role != profile.RoleOutput {
 				bad("outputs."+name+".channel", "profile %s has no output channel %q", dp.ID, o.Channel)
 			}
 		}
 	}
 	for _, name := range r.InputNames() {
-		if in := r.Inputs[name]; dp != nil {
+		in := r.Inputs[name]
+		if dp := modules[r.ModuleOf(in.Module)]; dp != nil {
 			if c, ok := dp.Channel(in.Channel); !ok || c.Role != profile.RoleInput {
 				bad("inputs."+name+".channel", "profile %s has no input channel %q", dp.ID, in.Channel)
 			}
@@ -76,14 +88,17 @@ func Check(r rig.Config, ps Profiles, refused map[string]bool, bad rig.Bad) {
 			bad(key+".full_scale", "%v is outside the full scales profile %s's model is made in (%g..%g sccm)", fs, mp.ID, mp.FullScale[0], mp.FullScale[1])
 		}
 	}
-	if gp, err := ps.Serial(r.Gauge.Profile, profile.PressureGauge, profile.TPG); err != nil {
-		badProfile("gauge.profile", r.Gauge.Profile, err)
-	} else if _, ok := gp.Channel(r.Gauge.Channel); r.Gauge.Channel != "" && !ok {
-		bad("gauge.channel", "profile %s has no gauge %q", gp.ID, r.Gauge.Channel)
-	}
-	if fp != nil && fp.Lacking(profile.NoCommsWatchdog) && r.GPIO.RelayWatchdog <= 0 {
-		bad("furnace.profile", "profile %s has no comms watchdog: a dead agent would leave the heater on; "+
-			"name another dead-agent path (rig.gpio.relay_watchdog: the interlock relay held by the agent's heartbeat)", fp.ID)
+	for _, g := range r.GaugeEntries() {
+		gp, err := ps.Serial(g.Profile, profile.PressureGauge, profile.TPG)
+		if err != nil {
+			badProfile(g.Key+".profile", g.Profile, err)
+			continue
+		}
+		for _, h := range g.Heads {
+			if _, ok := gp.Channel(h.Channel); h.Channel != "" && !ok {
+				bad(h.Key+".channel", "profile %s has no gauge %q", gp.ID, h.Channel)
+			}
+		}
 	}
 }
 
@@ -123,29 +138,42 @@ func ProfileProblems(err error) []*profile.Problem {
 	return out
 }
 
-// ModuleOpts is the I/O module's layout for the generic driver.
-func ModuleOpts(r rig.Config) regmap.ModuleOpts {
-	o := regmap.ModuleOpts{Name: rig.DIOName, Unit: r.DIO.Unit}
+// ModuleOpts is an I/O module's layout for the generic driver: the
+// outputs and inputs on the module named module (rig.Config.ModuleOf).
+func ModuleOpts(r rig.Config, module string) regmap.ModuleOpts {
+	o := regmap.ModuleOpts{Name: module}
+	for _, m := range r.ModuleEntries() {
+		if m.Name == module {
+			o.Unit = m.Unit
+		}
+	}
 	for _, name := range r.OutputNames() {
-		out := r.Outputs[name]
-		o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: name, Channel: out.Channel, Safe: out.Safe == "on"})
+		if out := r.Outputs[name]; r.ModuleOf(out.Module) == module {
+			o.Outputs = append(o.Outputs, regmap.OutputSpec{Name: name, Channel: out.Channel, Safe: out.Safe == "on"})
+		}
 	}
 	for _, name := range r.InputNames() {
-		in := r.Inputs[name]
-		o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
+		if in := r.Inputs[name]; r.ModuleOf(in.Module) == module {
+			o.Inputs = append(o.Inputs, regmap.InputSpec{Name: name, Channel: in.Channel, Invert: in.Invert})
+		}
 	}
 	return o
 }
 
 // InputAddresses are the layout's inputs with the address of their channel
-// in the I/O module's profile.
+// in their I/O module's profile.
 func InputAddresses(r rig.Config, ps Profiles) (map[string]int, error) {
-	dp, err := ps.Lookup(r.DIO.Profile, profile.IOModule)
-	if err != nil {
-		return nil, fmt.Errorf("rigconfig: dio: %w", err)
+	modules := map[string]rig.ModuleEntry{}
+	for _, m := range r.ModuleEntries() {
+		modules[m.Name] = m
 	}
 	out := map[string]int{}
 	for name, in := range r.Inputs {
+		m := modules[r.ModuleOf(in.Module)]
+		dp, err := ps.Lookup(m.Profile, profile.IOModule)
+		if err != nil {
+			return nil, fmt.Errorf("rigconfig: %s: %w", unreachableName(m.Key, m.Name), err)
+		}
 		ch, ok := dp.Channel(in.Channel)
 		if !ok || ch.Address == nil {
 			return nil, fmt.Errorf("rigconfig: input %s: profile %s has no channel %q", name, dp.ID, in.Channel)
@@ -174,14 +202,19 @@ func charBits(m serial.Mode) int {
 	return bits
 }
 
-// FurnacePollWire is the least time one monitor poll of the furnace takes
-// on its bus when that bus is a serial (RTU) line: the reads its profile's
+// FurnacePollWire is the least time one monitor poll of the furnace (the
+// first zone's controller, the one the envelope drives) takes on its bus when that bus is a serial (RTU) line: the reads its profile's
 // map makes of device.FurnaceStatus, character by character at the line's
 // speed, without the controller's own response time. ok is false on TCP
 // (whose wire time is negligible) and when the layout is invalid (Check
 // reports that).
 func FurnacePollWire(r rig.Config, ps Profiles) (d time.Duration, reads int, baud int, ok bool) {
-	b, found := r.ModbusBuses[r.Furnace.Bus]
+	zones := r.ZoneEntries()
+	if len(zones) == 0 {
+		return 0, 0, 0, false
+	}
+	z := zones[0] // the zone the envelope drives
+	b, found := r.ModbusBuses[z.Bus]
 	if !found || b.Transport != rig.TransportRTU {
 		return 0, 0, 0, false
 	}
@@ -189,7 +222,7 @@ func FurnacePollWire(r rig.Config, ps Profiles) (d time.Duration, reads int, bau
 	if b.Mode == "" || err != nil || mode.BaudRate <= 0 {
 		return 0, 0, 0, false
 	}
-	p, found := ps[r.Furnace.Profile]
+	p, found := ps[z.Profile]
 	if !found || p.Family != profile.Modbus || p.Kind != profile.TemperatureController {
 		return 0, 0, 0, false
 	}

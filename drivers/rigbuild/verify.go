@@ -12,30 +12,28 @@ import (
 
 // verifiers returns every built instrument that can read back its identity
 // and the settings its profile depends on (device.Verifier), in a fixed
-// order: the furnace, the I/O module, the MFCs, the gauge, the spectrometer.
+// order: every zone's controller, every I/O module, the MFCs, every gauge
+// controller, the spectrometer.
 func (in *Instruments) verifiers() []device.Verifier {
-	var all []any
-	if in.Furnace != nil {
-		all = append(all, in.Furnace)
-	}
-	if in.DIO != nil {
-		all = append(all, in.DIO)
-	}
-	for _, m := range in.MFCs {
-		all = append(all, m)
-	}
-	if in.Gauge != nil {
-		all = append(all, in.Gauge)
-	}
-	if in.Raman != nil {
-		all = append(all, in.Raman)
-	}
 	var vs []device.Verifier
-	for _, x := range all {
-		if v, ok := x.(device.Verifier); ok {
+	add := func(x any, built bool) {
+		if v, ok := x.(device.Verifier); ok && built {
 			vs = append(vs, v)
 		}
 	}
+	for _, c := range in.Zones {
+		add(c, c != nil)
+	}
+	for _, m := range in.Modules {
+		add(m, m != nil)
+	}
+	for _, m := range in.MFCs {
+		add(m, m != nil)
+	}
+	for _, g := range in.Gauges {
+		add(g, g != nil)
+	}
+	add(in.Raman, in.Raman != nil)
 	return vs
 }
 

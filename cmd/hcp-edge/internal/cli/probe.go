@@ -171,42 +171,46 @@ func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum 
 		}
 		rows = append(rows, r)
 	}
-	each(in.Furnace.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
-		s, err := in.Furnace.Snapshot(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		heater := "off"
-		if s.HeaterEnabled {
-			heater = "on"
-		}
-		return fmt.Sprintf("PV %s, setpoint %s (working %s), ramp %s, output %s, heater %s, watchdog %s, alarms %#04x",
-				s.ProcessValue, s.Setpoint, s.WorkingSetpoint, s.RampRate, s.OutputPower, heater, s.WatchdogTimeout, uint16(s.Alarms)),
-			map[string]any{"pv_c": round1(s.ProcessValue.Celsius()), "setpoint_c": round1(s.Setpoint.Celsius()),
-				"output_pct": float64(s.OutputPower), "heater_enabled": s.HeaterEnabled, "alarms": uint16(s.Alarms)}, nil
-	})
-	each(in.DIO.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
-		var parts []string
-		values := map[string]any{}
-		for _, sw := range in.DIO.Switches() {
-			on, err := sw.State(ctx)
+	for _, f := range in.Zones { // Build built every one
+		each(f.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+			s, err := f.Snapshot(ctx)
 			if err != nil {
 				return "", nil, err
 			}
-			values[sw.String()] = on
-			parts = append(parts, fmt.Sprintf("%s=%s", shortName(sw.String()), safestate.OnOff(on)))
-		}
-		for _, inp := range in.DIO.Inputs() {
-			name := inp.String()
-			v, err := inp.Read(ctx)
-			if err != nil {
-				return "", nil, err
+			heater := "off"
+			if s.HeaterEnabled {
+				heater = "on"
 			}
-			values[name] = v
-			parts = append(parts, fmt.Sprintf("%s=%t", name, v))
-		}
-		return strings.Join(parts, " "), values, nil
-	})
+			return fmt.Sprintf("PV %s, setpoint %s (working %s), ramp %s, output %s, heater %s, watchdog %s, alarms %#04x",
+					s.ProcessValue, s.Setpoint, s.WorkingSetpoint, s.RampRate, s.OutputPower, heater, s.WatchdogTimeout, uint16(s.Alarms)),
+				map[string]any{"pv_c": round1(s.ProcessValue.Celsius()), "setpoint_c": round1(s.Setpoint.Celsius()),
+					"output_pct": float64(s.OutputPower), "heater_enabled": s.HeaterEnabled, "alarms": uint16(s.Alarms)}, nil
+		})
+	}
+	for _, m := range in.Modules {
+		each(m.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+			var parts []string
+			values := map[string]any{}
+			for _, sw := range m.Switches() {
+				on, err := sw.State(ctx)
+				if err != nil {
+					return "", nil, err
+				}
+				values[sw.String()] = on
+				parts = append(parts, fmt.Sprintf("%s=%s", shortName(sw.String()), safestate.OnOff(on)))
+			}
+			for _, inp := range m.Inputs() {
+				name := inp.String()
+				v, err := inp.Read(ctx)
+				if err != nil {
+					return "", nil, err
+				}
+				values[name] = v
+				parts = append(parts, fmt.Sprintf("%s=%t", name, v))
+			}
+			return strings.Join(parts, " "), values, nil
+		})
+	}
 	for _, m := range in.MFCs {
 		each(m.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
 			s, err := m.ReadFlow(ctx)
@@ -220,14 +224,16 @@ func probeAll(ctx context.Context, in *rigconfig.Instruments, timeout, spectrum 
 			return text, map[string]any{"gas": s.Gas, "flow_sccm": s.Flow.SCCM(), "setpoint_sccm": s.Setpoint.SCCM(), "flags": s.Flags}, nil
 		})
 	}
-	each(in.Gauge.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
-		r, err := in.Gauge.ReadPressure(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		return fmt.Sprintf("%s (%.4g mbar), %s", r.Pressure, r.Pressure.Millibar(), r.Status),
-			map[string]any{"pressure_pa": r.Pressure.Pascal(), "status": r.Status.String()}, nil
-	})
+	for _, g := range in.Gauges {
+		each(g.String(), timeout, func(ctx context.Context) (string, map[string]any, error) {
+			r, err := g.ReadPressure(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			return fmt.Sprintf("%s (%.4g mbar), %s", r.Pressure, r.Pressure.Millibar(), r.Status),
+				map[string]any{"pressure_pa": r.Pressure.Pascal(), "status": r.Status.String()}, nil
+		})
+	}
 	rt := timeout
 	if spectrum > 0 {
 		rt += in.Raman.Expected(spectrum)

@@ -38,11 +38,15 @@ func probeChannels(ctx context.Context, in *rigconfig.Instruments, timeout time.
 			rows = append(rows, channelRow{Instrument: inst, Profile: prof, Reading: r})
 		}
 	}
-	if in.Furnace != nil {
-		add(in.Furnace.String(), in.Furnace.Profile().ID, in.Furnace.ReadChannels)
+	for _, f := range in.Zones {
+		if f != nil {
+			add(f.String(), f.Profile().ID, f.ReadChannels)
+		}
 	}
-	if in.DIO != nil {
-		add(in.DIO.String(), in.DIO.Profile().ID, in.DIO.ReadChannels)
+	for _, m := range in.Modules {
+		if m != nil {
+			add(m.String(), m.Profile().ID, m.ReadChannels)
+		}
 	}
 	serial := func(inst, prof string, read func(context.Context) []profile.Reading) {
 		c, cancel := context.WithTimeout(ctx, timeout)
@@ -55,8 +59,10 @@ func probeChannels(ctx context.Context, in *rigconfig.Instruments, timeout time.
 	for _, m := range in.MFCs {
 		serial(m.String(), m.Model().Profile().ID, m.ReadChannels)
 	}
-	if in.Gauge != nil {
-		serial(in.Gauge.String(), in.Gauge.Model().Profile().ID, in.Gauge.ReadChannels)
+	for _, g := range in.Gauges {
+		if g != nil {
+			serial(g.String(), g.Model().Profile().ID, g.ReadChannels)
+		}
 	}
 	return rows
 }

@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"time"
 
 	"hcp-edge/device/rig"
 
 	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/drivers/regmap"
 	"hcp-edge/drivers/simgpio"
 )
 
@@ -71,7 +73,10 @@ func WriteCheck(ctx context.Context, in *rigconfig.Instruments, o Opts) (Report,
 	if err := preconditions(ctx, in, o); err != nil {
 		return r, err
 	}
-	sws := in.DIO.Switches()
+	var sws []*regmap.Switch
+	for _, m := range in.Modules { // every I/O module's outputs (preconditions: each answered)
+		sws = append(sws, m.Switches()...)
+	}
 	sort.Slice(sws, func(i, j int) bool { return sws[i].String() < sws[j].String() })
 	for _, sw := range sws {
 		out := Output{Name: sw.String(), Safe: sw.SafeState()}
@@ -133,9 +138,14 @@ func prepare(ctx context.Context, in *rigconfig.Instruments, o Opts) ([]string, 
 	} else {
 		done = append(done, "interlock relay de-energised")
 	}
-	if in.Furnace != nil {
-		if err := in.Furnace.Halt(ctx); err != nil {
+	for _, f := range in.Zones { // every zone's heater (in.Furnace is the first)
+		if f == nil {
+			continue
+		}
+		if err := f.Halt(ctx); err != nil {
 			errs = append(errs, err)
+		} else if len(in.Zones) > 1 {
+			done = append(done, f.String()+" heater off")
 		} else {
 			done = append(done, "heater off")
 		}
@@ -160,14 +170,18 @@ func prepare(ctx context.Context, in *rigconfig.Instruments, o Opts) ([]string, 
 // every non-inert gas line at zero flow, as read back.
 func preconditions(ctx context.Context, in *rigconfig.Instruments, o Opts) error {
 	var errs []error
-	if in.Furnace == nil || in.DIO == nil {
-		errs = append(errs, errors.New("the furnace controller and the I/O module must answer"))
+	if in.Furnace == nil || in.DIO == nil || slices.Contains(in.Modules, nil) || slices.Contains(in.Zones, nil) {
+		errs = append(errs, errors.New("the furnace controller and the I/O modules must answer"))
 		return fmt.Errorf("%w: %w", ErrPrecondition, errors.Join(errs...))
 	}
-	if st, err := in.Furnace.Status(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("furnace: %w", err))
-	} else if st.HeaterEnabled {
-		errs = append(errs, errors.New("the heater is enabled: turn it off first"))
+	for _, f := range in.Zones { // every zone's (in.Furnace is the first)
+		if st, err := f.Status(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+		} else if st.HeaterEnabled && len(in.Zones) == 1 {
+			errs = append(errs, errors.New("the heater is enabled: turn it off first"))
+		} else if st.HeaterEnabled {
+			errs = append(errs, fmt.Errorf("the heater of %s is enabled: turn it off first", f))
+		}
 	}
 	if lvl, err := in.GPIOLevel(ctx, simgpio.RelayFB); err != nil {
 		errs = append(errs, fmt.Errorf("interlock relay: %w", err))

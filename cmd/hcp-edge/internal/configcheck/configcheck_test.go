@@ -195,6 +195,16 @@ func TestCheckBroken(t *testing.T) {
 			s = strings.Replace(s, "    inert_gas: Ar\n    min_inert_flow: 100 sccm", "    inert_gas: Ar  # the purge's\n    min_inert_flow: 100 sccm", 1)
 			return strings.Replace(s, "gas: Ar, hazard: inert,", "gas: Ar, hazard: oxidising,", 1)
 		}, want: []want{{"      inert_gas: Ar", "envelope.interlocks.heater.inert_gas"}, {"inert_gas: Ar  # the purge's", "envelope.purge.inert_gas"}}},
+		{name: "furnace and zones both", edit: func(s string) string {
+			return strings.Replace(s, "  dio: {bus: main", "  zones:\n    - {name: z, controller: {bus: main, unit: 3, profile: hcp-sim-tc}}\n  dio: {bus: main", 1)
+		}, want: []want{{"  zones:", "rig.zones"}}},
+		{name: "no heated zone", edit: func(s string) string {
+			s = strings.Replace(s, "\nrig:\n", "\nrig: # the section the missing key belongs in\n", 1)
+			return strings.Replace(s, "  furnace: {bus: main, unit: 1, profile: hcp-sim-tc}\n", "", 1)
+		}, want: []want{{"rig: # the section the missing key belongs in", "rig.furnace"}}},
+		{name: "an output on a module that does not exist", edit: func(s string) string {
+			return strings.Replace(s, "pump:       {channel: coil0,", "pump:       {module: io, channel: coil0,", 1)
+		}, want: []want{{"pump:       {module: io,", "rig.outputs.pump.module"}}},
 		{name: "every problem, not only the first", edit: func(s string) string {
 			s = strings.Replace(s, "full_scale: 50 sccm", "full_scale: 50 parsecs", 1)
 			s = strings.Replace(s, "kick_every: 1s", "kick_every: often", 1)

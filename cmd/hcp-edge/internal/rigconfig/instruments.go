@@ -39,7 +39,8 @@ func BuildPartial(r Rig) *Instruments {
 }
 
 // InterlockRig hands the writable rig to the interlock: it needs
-// StartInputs and Relay first.
+// StartInputs and Relay first. The outputs and inputs of every I/O module
+// are the interlock's.
 func InterlockRig(in *Instruments) (envelope.Rig, error) {
 	c := in.Config()
 	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || !in.GPIOOK() || len(in.MFCs) != len(c.MFCs) {
@@ -63,11 +64,20 @@ func InterlockRig(in *Instruments) (envelope.Rig, error) {
 	for i, m := range in.MFCs {
 		r.Flows[c.MFCs[i].Gas] = m
 	}
-	for _, sw := range in.DIO.Switches() {
-		r.Switches[sw.String()] = sw
+	for _, m := range in.Modules {
+		if m == nil {
+			return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
+		}
+		for _, sw := range m.Switches() {
+			r.Switches[sw.String()] = sw
+		}
 	}
 	for _, name := range c.InputNames() {
-		i, err := in.DIO.Input(name)
+		m := in.Module(c.ModuleOf(c.Inputs[name].Module))
+		if m == nil {
+			return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
+		}
+		i, err := m.Input(name)
 		if err != nil {
 			return envelope.Rig{}, err
 		}

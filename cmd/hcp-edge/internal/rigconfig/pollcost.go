@@ -18,6 +18,7 @@ func (f File) pollCostErrors() []error {
 	if !ok || f.Monitor.FurnaceEvery <= 0 || wire < f.Monitor.FurnaceEvery {
 		return nil
 	}
+	z := f.Rig.ZoneEntries()[0] // FurnacePollWire's: the zone the envelope drives
 	return []error{fmt.Errorf("monitor.furnace_every: %v is shorter than one poll of the furnace on bus %s: %d reads (profile %s) take at least %v on the wire at %d baud, before the controller's response time; the monitor would fall behind its period (use at least %v)",
-		f.Monitor.FurnaceEvery, f.Rig.Furnace.Bus, reads, f.Rig.Furnace.Profile, wire.Round(time.Millisecond), baud, (2 * wire).Round(10*time.Millisecond))}
+		f.Monitor.FurnaceEvery, z.Bus, reads, z.Profile, wire.Round(time.Millisecond), baud, (2 * wire).Round(10*time.Millisecond))}
 }

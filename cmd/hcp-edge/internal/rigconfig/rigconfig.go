@@ -513,7 +513,10 @@ func Parse(r io.Reader) (File, error) {
 }
 
 // Validate checks references and values without touching hardware: the
-// layout's structure (device/rig) and what the profiles decide.
+// layout's structure (device/rig), what the profiles decide, and that the
+// envelope drives a rig of its shape: a rig of several heated zones is
+// refused here, at rig.zones, with envelope.Drivable's *ZonesError (the
+// envelope and the executor drive one zone; issue 42).
 func (r Rig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
@@ -521,6 +524,11 @@ func (r Rig) Validate() error {
 	}
 	r.Check(bad)
 	rigbuild.Check(r.Config, r.profiles, r.refused, bad)
+	if len(r.Zones) > 1 {
+		if err := envelope.Drivable(r.Layout()); err != nil {
+			errs = append(errs, fmt.Errorf("rig.zones: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -68,9 +68,11 @@ const (
 
 // Check reads every output back and reports whether it is safe. halt,
 // when true, drives each output safe first (the fallback); the daemon's
-// interlock has already done so. Every instrument runs concurrently; on
-// the read-back only path the digital I/O module's coils are read in one
-// exchange when its coil bank holds them all.
+// interlock has already done so. Every zone's controller and every I/O
+// module's coils are checked (the list shape's rig.zones and rig.modules).
+// Every instrument runs concurrently; on the read-back only path the first
+// I/O module's coils are read in one exchange when its coil bank holds
+// them all.
 func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 	var (
 		mu  sync.Mutex
@@ -110,7 +112,7 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 	} else if halt {
 		add(Output{Instrument: "relay", Action: relayAction, Error: "not reachable: " + errText(in.Unreachable["gpio"])})
 	}
-	if f := in.Furnace; f != nil {
+	heaterOff := func(f *regmap.Controller) {
 		run(f.String(), "heater off", func(ctx context.Context) (string, bool, error) {
 			if halt {
 				if err := f.Halt(ctx); err != nil {
@@ -123,8 +125,19 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 			}
 			return fmt.Sprintf("heater_enable=%d output=%s", b2i(st.HeaterEnabled), st.OutputPower), !st.HeaterEnabled, nil
 		})
+	}
+	if f := in.Furnace; f != nil {
+		heaterOff(f)
 	} else {
 		add(Output{Instrument: "furnace", Action: "heater off", Error: "not reachable: " + errText(in.Unreachable["furnace"])})
+	}
+	zones := in.Config().ZoneEntries()
+	for i := 1; i < len(in.Zones); i++ { // the other zones of the list shape (rig.zones)
+		if f := in.Zones[i]; f != nil {
+			heaterOff(f)
+		} else if i < len(zones) {
+			add(Output{Instrument: zones[i].Controller, Action: "heater off", Error: "not reachable: " + errText(in.Unreachable[zones[i].Controller])})
+		}
 	}
 	if m := in.DIO; m != nil && !halt && coilBank(m.Switches()) != nil {
 		// Read-back only (the daemon, after the interlock's halts): every
@@ -164,6 +177,27 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 		}
 	} else {
 		add(Output{Instrument: "dio", Action: "coils to their safe levels", Error: "not reachable: " + errText(in.Unreachable["dio"])})
+	}
+	modules := in.Config().ModuleEntries()
+	for i := 1; i < len(in.Modules); i++ { // the other modules of the list shape (rig.modules), a coil at a time
+		m := in.Modules[i]
+		if m == nil {
+			if i < len(modules) {
+				add(Output{Instrument: modules[i].Name, Action: "coils to their safe levels", Error: "not reachable: " + errText(in.Unreachable[modules[i].Name])})
+			}
+			continue
+		}
+		for _, sw := range m.Switches() {
+			run(m.String()+"/"+sw.String(), "coil to "+OnOff(sw.SafeState()), func(ctx context.Context) (string, bool, error) {
+				if halt {
+					if err := sw.Halt(ctx); err != nil {
+						return "", false, err
+					}
+				}
+				on, err := sw.State(ctx)
+				return "coil=" + OnOff(on), err == nil && on == sw.SafeState(), err
+			})
+		}
 	}
 	opened := map[string]bool{}
 	for _, mfc := range in.MFCs {

@@ -172,3 +172,42 @@ func simCoils() []regmap.CoilSpec {
 	}
 	return out
 }
+
+// TestCheckHaltsEveryModule: the fallback halts and reads back the coils
+// of every I/O module of the list shape, not only the first's.
+func TestCheckHaltsEveryModule(t *testing.T) {
+	var mods []*regmap.Module
+	var buses []*coils
+	for range 2 {
+		bus := &coils{on: map[uint16]bool{}}
+		for _, c := range simCoils() {
+			bus.on[c.Address] = !c.Safe // every coil unsafe
+		}
+		p, err := regmaptest.Profile(regmaptest.SimModuleProfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := regmaptest.SimModuleOpts()
+		o.Name = []string{"dio", "relays"}[len(mods)]
+		m, err := regmap.NewModule(bus, p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods, buses = append(mods, m), append(buses, bus)
+	}
+	in := &rigconfig.Instruments{DIO: mods[0], Modules: mods, Unreachable: map[string]error{"gpio": errors.New("none"), "furnace": errors.New("none")}}
+	got := map[string]Output{}
+	for _, o := range Check(context.Background(), in, true) {
+		got[o.Instrument] = o
+	}
+	for i, c := range simCoils() {
+		for _, name := range []string{"dio/" + c.Name, "relays/" + c.Name} {
+			if r, ok := got[name]; !ok || !r.Confirmed {
+				t.Errorf("%s: %+v (found %v)", name, r, ok)
+			}
+		}
+		if buses[1].on[c.Address] != c.Safe {
+			t.Errorf("coil %d of the second module left at %v", i, buses[1].on[c.Address])
+		}
+	}
+}
