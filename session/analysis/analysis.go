@@ -332,7 +332,7 @@ func median(v []float64) float64 {
 		return 0
 	}
 	s := slices.Clone(v)
-	slices.Sort(s)
+	sort.Sort(sort.Float64Slice(s)) // not slices.Sort: no float64 instantiation of the generic sort (docs/FOOTPRINT.md)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
 	}

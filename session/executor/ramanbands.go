@@ -99,7 +99,7 @@ func (rb readBandsOut) series(xs, ys []float64) []plot.Series {
 		if len(flank) == 0 || !(b.FWHM > 0) {
 			continue
 		}
-		slices.Sort(flank)
+		sort.Sort(sort.Float64Slice(flank)) // not slices.Sort: no float64 instantiation of the generic sort (docs/FOOTPRINT.md)
 		base := flank[len(flank)/2]
 		hw := b.FWHM / 2
 		var bx, by []float64

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/analysis/robust"
@@ -80,7 +81,7 @@ func readQuality(x, y []float64, t1 analysis.Result) Quality {
 		}
 		v := buf[:j-i]
 		copy(v, y[i:j])
-		slices.Sort(v)
+		sort.Sort(sort.Float64Slice(v)) // not slices.Sort: no float64 instantiation of the generic sort (docs/FOOTPRINT.md)
 		return v[len(v)/2]
 	}
 	a, b, c := med(300, 315), med(440, 455), med(465, 480)
