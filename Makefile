@@ -113,7 +113,7 @@ TIMED_ALONE := ^TestFloodQuota$$
 ci: export HCP_PI_SIM_N ?= 5
 ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
-	HCP_REQUIRE_PEERS=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
+	HCP_REQUIRE_PEERS=1 HCP_ALERTS_FULL=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
 	$(MAKE) --no-print-directory test-bare
 	@echo "make ci: all checks passed"
 
