@@ -25,9 +25,12 @@ func settingGauge(channel string) string { return channel + " gauge type (TID)" 
 //   - continuous output (COM) off: before sending anything it listens
 //     Opts.Listen for output the controller sends unasked; a controller in
 //     continuous mode streams a measurement line every 100 ms or 1 s, which
-//     would be taken for the replies of the mnemonic protocol. Found on, it
-//     is a mismatch and nothing else is asked (the line is not the
-//     protocol's).
+//     would be taken for the replies of the mnemonic protocol. A line heard
+//     is judged by a second window: another line there is continuous
+//     output, a mismatch, and nothing else is asked (the line is not the
+//     protocol's); silence makes the first a stale reply (to an agent
+//     killed between a query and its answer), discarded and named in the
+//     finding.
 //   - the gauge type on each of the profile's gauges (TID), against the
 //     profile's gauge_ids where it names them; a connector that reports no
 //     gauge ("noSEn", "noid") under a gauge of the profile is a mismatch.
@@ -51,11 +54,22 @@ func (g *Gauge) Verify(ctx context.Context) ([]device.Finding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: verify: %w", g.opts.Name, err)
 	}
+	found := "off"
 	if line != nil {
-		return append(fs, find(SettingContinuous, fmt.Sprintf("on (sends %q unasked)", truncate(line)),
-			"off: the controller answers only what it is asked (front panel: switch continuous output off)", false)), nil
+		// One line may be the reply to a process that has gone (an agent
+		// killed between a query and its answer): continuous output
+		// repeats within the next window, a stale reply does not.
+		again, err := g.listen(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: verify: %w", g.opts.Name, err)
+		}
+		if again != nil {
+			return append(fs, find(SettingContinuous, fmt.Sprintf("on (sends %q unasked)", truncate(again)),
+				"off: the controller answers only what it is asked (front panel: switch continuous output off)", false)), nil
+		}
+		found = fmt.Sprintf("off (one stale line %q discarded, none after it)", truncate(line))
 	}
-	fs = append(fs, find(SettingContinuous, "off", "off", true))
+	fs = append(fs, find(SettingContinuous, found, "off", true))
 
 	if cmd := g.model.p.Commands["ident"]; cmd != "" {
 		data, err := g.query(ctx, cmd)

@@ -137,3 +137,35 @@ func TestVerifyContinuousOutput(t *testing.T) {
 		t.Fatalf("Verify sent %q to a streaming controller", r)
 	}
 }
+
+// TestVerifyStaleLine: one line arriving as Verify starts (the reply to an
+// agent killed between its query and the answer, which the simulator
+// writes once the port is opened again), then silence, is not continuous
+// output: it is discarded, named in the finding, and the checks go on.
+func TestVerifyStaleLine(t *testing.T) {
+	for try := 1; ; try++ {
+		gauge, _, p := verifySetup(t, nil)
+		go func() {
+			time.Sleep(50 * time.Millisecond) // after the port's open flushed its input
+			p.Write([]byte("0,+4.7800E-01\r\n"))
+		}()
+		fs, err := gauge.Verify(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := device.Mismatches(fs); len(bad) != 0 {
+			t.Fatalf("mismatches %v", bad)
+		}
+		f, ok := findingOf(fs, tpg.SettingContinuous)
+		if !ok || len(fs) < 3 {
+			t.Fatalf("findings %v", fs)
+		}
+		if strings.Contains(f.Found, "stale") {
+			return
+		}
+		// The line came before the port was opened and its flush took it: again.
+		if try == 5 {
+			t.Fatalf("the line never arrived after the open: findings %v", fs)
+		}
+	}
+}
