@@ -16,6 +16,7 @@ import (
 
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
+	"hcp-edge/device/rig"
 )
 
 // ToolRef names a catalog tool by (name, version), the CapabilityRef of
@@ -235,13 +236,13 @@ func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
 		r  ToolRef
 		in any
 	)
-	switch a.Kind {
+	switch a.Kind { // a zone's tools: ZoneTool(zone, op), furnace.set_setpoint for the zone furnace
 	case ActSetpoint:
-		r, in = ref(catalog.ToolSetSetpoint), map[string]any{"setpoint": float64(a.Temperature), "unit": "kelvin"}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetSetpoint)), map[string]any{"setpoint": float64(a.Temperature), "unit": "kelvin"}
 	case ActRampRate:
-		r, in = ref(catalog.ToolSetRampRate), map[string]any{"rate": float64(a.Rate), "unit": "kelvin_per_minute"}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetRampRate)), map[string]any{"rate": float64(a.Rate), "unit": "kelvin_per_minute"}
 	case ActHeater:
-		r, in = ref(catalog.ToolSetHeater), map[string]any{"on": a.On}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetHeater)), map[string]any{"on": a.On}
 	case ActFlow:
 		r, in = ref(catalog.ToolSetFlow), map[string]any{"gas": a.Target, "flow": float64(a.Flow), "unit": "sccm"}
 	case ActAcquire:
@@ -545,7 +546,14 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 	inputErr := func(err error) error {
 		return &catalog.ValidationError{Name: tool.Name, Version: tool.Version, Which: "input", Err: err}
 	}
-	switch tool.Name {
+	// A heated zone's tools (catalog.ZoneOf: furnace.set_setpoint,
+	// growth.set_heater, ...) act on that zone's channels and controller;
+	// a zone the rig lacks is refused by the envelope (unknown_channel).
+	name, zn := tool.Name, ""
+	if z, op, ok := catalog.ZoneOf(tool.Name); ok {
+		name, zn = catalog.ZoneTool(rig.FurnaceName, op), z
+	}
+	switch name {
 	case catalog.ToolSetSetpoint:
 		var in struct {
 			Setpoint float64 `json:"setpoint"`
@@ -558,7 +566,7 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 		if err != nil {
 			return toolCall{}, inputErr(err)
 		}
-		return numeric(SetpointAction(t), in.Setpoint, in.Unit, func(v float64) (float64, error) {
+		return numeric(ZoneSetpointAction(zn, t), in.Setpoint, in.Unit, func(v float64) (float64, error) {
 			return device.Temperature(v).In(in.Unit)
 		}), nil
 	case catalog.ToolSetRampRate:
@@ -573,7 +581,7 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 			return toolCall{}, inputErr(fmt.Errorf("unknown rate unit %q", in.Unit))
 		}
 		// A temperature difference is the same in kelvin and in degrees Celsius.
-		return numeric(RampRateAction(device.KelvinPerMinute(in.Rate)), in.Rate, in.Unit,
+		return numeric(ZoneRampRateAction(zn, device.KelvinPerMinute(in.Rate)), in.Rate, in.Unit,
 			func(v float64) (float64, error) { return v, nil }), nil
 	case catalog.ToolSetFlow:
 		var in struct {
@@ -598,9 +606,9 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 		if err := decodeInput(input, &in); err != nil {
 			return toolCall{}, err
 		}
-		switch tool.Name {
+		switch name {
 		case catalog.ToolSetHeater:
-			return onOffCall(HeaterAction(in.On)), nil
+			return onOffCall(ZoneHeaterAction(zn, in.On)), nil
 		case catalog.ToolSetPump:
 			return iv.roleCall(tool.Name, iv.il.env.spec.Roles.Pump, in.On)
 		}

@@ -9,7 +9,10 @@ import (
 )
 
 // Channel names. A writable channel is something an Action sets; the
-// read-only ones carry trip thresholds.
+// read-only ones carry trip thresholds. The furnace.* channels are those of
+// the heated zone named furnace (rig.FurnaceName, the one zone of the
+// one-entry configuration shape): ZoneChannel("furnace", ZoneSetpoint) is
+// ChannelSetpoint, and so on; another zone's are ZoneChannel(zone, ...).
 const (
 	ChannelSetpoint    = "furnace.setpoint"         // temperature, writable
 	ChannelRampRate    = "furnace.ramp_rate"        // temperature rate, writable
@@ -18,6 +21,19 @@ const (
 	ChannelTemperature = "furnace.temperature"      // process value, read-only (over_temperature)
 	ChannelPressure    = "chamber.pressure"         // gauge, read-only (over_pressure)
 )
+
+// The quantities of a heated zone, the second part of its channels' names
+// (ZoneChannel).
+const (
+	ZoneSetpoint    = "setpoint"    // temperature, writable
+	ZoneRampRate    = "ramp_rate"   // temperature rate, writable
+	ZoneHeater      = "heater"      // on/off, writable
+	ZoneTemperature = "temperature" // process value, read-only (the zone's over_temperature)
+)
+
+// ZoneChannel is the channel of a heated zone's quantity (ZoneSetpoint,
+// ZoneRampRate, ZoneHeater, ZoneTemperature): "<zone>.<what>".
+func ZoneChannel(zone, what string) string { return zone + "." + what }
 
 // FlowChannel is the writable channel of a gas's mass-flow setpoint.
 func FlowChannel(gas string) string { return "flow." + gas }
@@ -30,7 +46,14 @@ func SwitchChannel(name string) string { return "switch." + name }
 // ranges or that leaves a writable channel unbounded; NewInterlock checks the
 // Rig against it.
 type RigSpec struct {
-	Furnace      FurnaceSpec
+	// Furnace is the range of the rig's first heated zone (Zones[0]'s when
+	// Zones is set: SpecOf sets both, and Compile refuses them apart).
+	Furnace FurnaceSpec
+	// Zones are the rig's heated zones in the layout's order, each with its
+	// controller's range and its channels (ZoneChannel). Empty: the one
+	// zone named furnace, of range Furnace (the furnace.* channels). SpecOf
+	// leaves it empty for a rig whose only zone is named furnace.
+	Zones        []ZoneSpec `json:",omitempty"`
 	Gauge        GaugeSpec
 	Gases        []GasSpec
 	Switches     []SwitchSpec
@@ -52,6 +75,47 @@ type FurnaceSpec struct {
 	SetpointMin, SetpointMax device.Temperature
 	RampMax                  device.TemperatureRate
 	ProcessValueMax          device.Temperature // the highest temperature it can measure
+}
+
+// ZoneSpec is one heated zone: its name (its channels' first part) and its
+// controller's range.
+type ZoneSpec struct {
+	Name string
+	FurnaceSpec
+}
+
+// ZoneList returns the rig's heated zones: Zones, or the one zone named
+// furnace of range Furnace when Zones is empty.
+func (s RigSpec) ZoneList() []ZoneSpec {
+	if len(s.Zones) == 0 {
+		return []ZoneSpec{{Name: rig.FurnaceName, FurnaceSpec: s.Furnace}}
+	}
+	return s.Zones
+}
+
+// ZoneNames returns the names of the rig's heated zones, in ZoneList's order.
+func (s RigSpec) ZoneNames() []string {
+	zs := s.ZoneList()
+	out := make([]string, len(zs))
+	for i, z := range zs {
+		out[i] = z.Name
+	}
+	return out
+}
+
+// ZoneReading returns the reading of zone's controller in r: Furnace for
+// the first zone, Zones[zone] for another; ok is false for a zone the rig
+// does not have.
+func (s RigSpec) ZoneReading(r Readings, zone string) (st device.FurnaceStatus, ok bool) {
+	for i, z := range s.ZoneList() {
+		if z.Name == zone {
+			if i == 0 {
+				return r.Furnace, true
+			}
+			return r.Zones[zone], true
+		}
+	}
+	return device.FurnaceStatus{}, false
 }
 
 // GaugeSpec is the vacuum gauge's measuring range.

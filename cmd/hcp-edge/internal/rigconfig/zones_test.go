@@ -24,7 +24,7 @@ func TestTwoZoneRigRefusedAtLoad(t *testing.T) {
 	if !errors.As(err, &ze) || ze.Zones != 2 || !errors.Is(err, envelope.ErrNotDriven) {
 		t.Fatalf("err = %v, want a *envelope.ZonesError of 2 zones", err)
 	}
-	if want := "rig.zones: a rig of 2 heated zones is not driven yet: the envelope knows one (issue 42)"; !strings.Contains(err.Error(), want) {
+	if want := "rig.zones: a rig of 2 heated zones is not driven yet: the agent's wiring and executor drive one (issue 42)"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want it to mention %q", err, want)
 	}
 }
@@ -57,7 +57,12 @@ func TestOneZoneListShapeLoads(t *testing.T) {
 	if s.Furnace.SetpointMax <= 0 || s.Gauge.Max <= s.Gauge.Min || len(s.Gases) != 1 {
 		t.Errorf("spec %+v", s)
 	}
-	if w := s.Wires[envelope.ChannelSetpoint]; !strings.Contains(w, "modbus rs485 unit 1") || !strings.Contains(w, "eurotherm-3200") {
+	// The one zone is named sulfur: its channels are sulfur.* (furnace.*
+	// are the channels of a zone named furnace).
+	if zs := s.ZoneNames(); len(zs) != 1 || zs[0] != "sulfur" {
+		t.Errorf("zones %v", zs)
+	}
+	if w := s.Wires[envelope.ZoneChannel("sulfur", envelope.ZoneSetpoint)]; !strings.Contains(w, "modbus rs485 unit 1") || !strings.Contains(w, "eurotherm-3200") {
 		t.Errorf("setpoint wire %q", w)
 	}
 	if w := s.Wires[envelope.SwitchChannel("pump")]; !strings.Contains(w, "modbus main unit 2") {
