@@ -219,10 +219,12 @@ func (e *Envelope) IsSafe(a Action) bool {
 	return false
 }
 
+//go:noinline
 func violation(rule Rule, ch string, format string, args ...any) *Violation {
 	return &Violation{Rule: rule, Channel: ch, Reason: fmt.Sprintf(format, args...)}
 }
 
+//go:noinline
 func stale(ch, what string) *Violation {
 	return violation(RuleStale, ch, "no fresh, valid reading of %s: refused rather than guessed", what)
 }
@@ -454,6 +456,8 @@ func (e *Envelope) checkGasTemperature(ch string, g *gasRule, r Readings) *Viola
 
 // zoneWhat is what, of the i-th zone: what itself on a rig of one zone,
 // "zone NAME: what" on a rig of several.
+//
+//go:noinline
 func (e *Envelope) zoneWhat(i int, what string) string {
 	if len(e.zones) == 1 {
 		return what
@@ -618,7 +622,7 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 	// zone runs the procedure, which halts every zone's heater.
 	for i := range e.zones {
 		f := e.zoneReading(r, i)
-		ch := ZoneChannel(e.zones[i].name, ZoneTemperature)
+		ch := e.zones[i].temperature
 		if !alive(f.At) {
 			commsLost(ch)
 		} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {

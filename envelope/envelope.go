@@ -130,9 +130,10 @@ type ventRule struct {
 // controller's range and its over_temperature limit (its ZoneTemperature
 // channel's max).
 type zone struct {
-	name     string
-	spec     FurnaceSpec
-	overTemp *limit
+	name        string
+	temperature string // its ZoneTemperature channel (made once: EvaluateTrips runs at every poll)
+	spec        FurnaceSpec
+	overTemp    *limit
 }
 
 // Envelope is a compiled, validated safety envelope for one RigSpec. It is
@@ -233,10 +234,7 @@ func (s RigSpec) WritableChannels() []string {
 // channelKind and device range of a channel known to the spec.
 func (s RigSpec) channel(name string) (k kind, lo, hi float64, writable, ok bool) {
 	if zn, what, found := strings.Cut(name, "."); found {
-		for _, z := range s.ZoneList() {
-			if z.Name != zn {
-				continue
-			}
+		if z, ok := s.zoneRange(zn); ok {
 			switch what {
 			case ZoneSetpoint:
 				return kindTemperature, float64(z.SetpointMin), float64(z.SetpointMax), true, true
@@ -297,6 +295,12 @@ type compiler struct {
 	errs []error
 }
 
+// fail is not inlined, nor are violation and stale (check.go): a copy at
+// each of their hundred call sites, none on the monitor's path, cost the
+// armv7 binary 28 kB (docs/FOOTPRINT.md); so are the zone helpers
+// (zoneIndex, zoneReading, Action.Zone, ...).
+//
+//go:noinline
 func (c *compiler) fail(path, format string, args ...any) {
 	c.errs = append(c.errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
 }
@@ -415,19 +419,20 @@ func (c *compiler) checkZones(e *Envelope) {
 	if len(c.spec.Zones) > 0 && c.spec.Zones[0].FurnaceSpec != c.spec.Furnace {
 		c.fail("rig.zones", "the first zone's range (%s) is not RigSpec.Furnace", c.spec.Zones[0].Name)
 	}
-	for i, z := range zs {
-		if z.Name == "" || strings.Contains(z.Name, ".") || slices.Contains(zoneNameReserved, z.Name) ||
-			slices.ContainsFunc(zs[:i], func(o ZoneSpec) bool { return o.Name == z.Name }) {
-			c.fail("rig.zones", "zone %q: empty, declared twice, holding a dot or named as another channel (%s)", z.Name, strings.Join(zoneNameReserved, ", "))
+	for _, z := range zs {
+		if z.Name == "" || strings.Contains(z.Name, ".") || slices.Contains(zoneNameReserved, z.Name) || e.zoneIndex(z.Name) >= 0 {
+			c.fail("rig.zones", "zone %q: empty, declared twice, holding a dot or named as another channel (flow, switch, input, chamber, spectrometer, channel, rig)", z.Name)
 		}
 		if z.SetpointMax <= z.SetpointMin {
 			c.fail("rig.zones."+z.Name, "the setpoint range must be non-empty")
 		}
-		e.zones = append(e.zones, zone{name: z.Name, spec: z.FurnaceSpec})
+		e.zones = append(e.zones, zone{name: z.Name, temperature: ZoneChannel(z.Name, ZoneTemperature), spec: z.FurnaceSpec})
 	}
 }
 
 // zoneIndex is the index in e.zones of the zone named name, or -1.
+//
+//go:noinline
 func (e *Envelope) zoneIndex(name string) int {
 	for i := range e.zones {
 		if e.zones[i].name == name {
@@ -438,6 +443,8 @@ func (e *Envelope) zoneIndex(name string) int {
 }
 
 // zoneReading is the reading of the i-th zone's controller in r.
+//
+//go:noinline
 func (e *Envelope) zoneReading(r Readings, i int) device.FurnaceStatus {
 	if i == 0 {
 		return r.Furnace
@@ -459,9 +466,16 @@ func (c *compiler) unknownZone(path, channel string) bool {
 	if !found || slices.Contains(c.spec.ZoneNames(), zn) {
 		return false
 	}
+	c.noZone(path, zn)
+	return true
+}
+
+// noZone records that path names zn, a heated zone the rig does not have.
+//
+//go:noinline
+func (c *compiler) noZone(path, zn string) {
 	c.errs = append(c.errs, &ConfigError{Path: path, Err: ErrUnknownZone,
 		Reason: fmt.Sprintf("the rig has no heated zone %q (zones: %s)", zn, strings.Join(c.spec.ZoneNames(), ", "))})
-	return true
 }
 
 func (c *compiler) parameters(e *Envelope) {
@@ -635,8 +649,7 @@ func (c *compiler) minTemperature(e *Envelope, r *gasRule, path, zn string, q Qu
 	switch {
 	case zn != "":
 		if i = e.zoneIndex(zn); i < 0 {
-			c.errs = append(c.errs, &ConfigError{Path: path + ".zone", Err: ErrUnknownZone,
-				Reason: fmt.Sprintf("the rig has no heated zone %q (zones: %s)", zn, strings.Join(c.spec.ZoneNames(), ", "))})
+			c.noZone(path+".zone", zn)
 			return
 		}
 	case len(e.zones) > 1:

@@ -165,6 +165,8 @@ type namedInstrument struct {
 // the interlock's instruments (halt errors, the monitor's pollers and
 // health): furnace for the first zone of a rig whose zones are that one,
 // else the zone's name.
+//
+//go:noinline
 func (il *Interlock) zoneInstrument(i int) string {
 	if i == 0 && len(il.env.zones) == 1 && il.env.zones[0].name == "furnace" {
 		return "furnace"
@@ -173,6 +175,8 @@ func (il *Interlock) zoneInstrument(i int) string {
 }
 
 // controller is the i-th heated zone's controller.
+//
+//go:noinline
 func (il *Interlock) controller(i int) device.TemperatureController {
 	if i == 0 {
 		return il.rig.Furnace

@@ -86,11 +86,29 @@ type ZoneSpec struct {
 
 // ZoneList returns the rig's heated zones: Zones, or the one zone named
 // furnace of range Furnace when Zones is empty.
+//
+//go:noinline
 func (s RigSpec) ZoneList() []ZoneSpec {
 	if len(s.Zones) == 0 {
 		return []ZoneSpec{{Name: rig.FurnaceName, FurnaceSpec: s.Furnace}}
 	}
 	return s.Zones
+}
+
+// zoneRange is the range of the zone named name (ZoneList's, without
+// making it: Check asks at every action).
+//
+//go:noinline
+func (s RigSpec) zoneRange(name string) (FurnaceSpec, bool) {
+	if len(s.Zones) == 0 {
+		return s.Furnace, name == rig.FurnaceName
+	}
+	for _, z := range s.Zones {
+		if z.Name == name {
+			return z.FurnaceSpec, true
+		}
+	}
+	return FurnaceSpec{}, false
 }
 
 // ZoneNames returns the names of the rig's heated zones, in ZoneList's order.
