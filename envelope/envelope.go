@@ -60,8 +60,8 @@ type Procedure string
 
 // Procedures.
 const (
-	// ProcImmediateShutdown: heater off, interlock relay de-energised, every
-	// gas flow to zero and every gas line valve closed.
+	// ProcImmediateShutdown: every heated zone's heater off, interlock relay
+	// de-energised, every gas flow to zero and every gas line valve closed.
 	ProcImmediateShutdown Procedure = "immediate_shutdown"
 	// ProcCloseValvesAndAlert: every gas flow to zero and every gas line valve
 	// closed, and an alert.
