@@ -124,6 +124,22 @@ func (f *twoZoneFixture) zone(name string) device.FurnaceStatus {
 	return *f.zones[name]
 }
 
+// TestNewInterlockNeedsEveryZone: a rig of two zones handed one
+// controller is refused, naming the zone without its controller.
+func TestNewInterlockNeedsEveryZone(t *testing.T) {
+	p := newPlant(t0)
+	r, _ := fakeRig(p)
+	if _, err := NewInterlock(twoZoneEnvelope(t), r, tokens{}, &auditLog{}, InterlockOpts{}); !errors.Is(err, ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "rig.zones.growth: missing") {
+		t.Fatalf("a rig of two zones with one controller: %v", err)
+	}
+	r.Zones = map[string]device.TemperatureController{"growth": fakeFurnace{p}, "other": fakeFurnace{p}}
+	if _, err := NewInterlock(twoZoneEnvelope(t), r, tokens{}, &auditLog{}, InterlockOpts{}); !errors.Is(err, ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "rig.zones: 2 controllers for the 1 zones after the first") {
+		t.Fatalf("an extra zone controller: %v", err)
+	}
+}
+
 func TestCompileTwoZones(t *testing.T) {
 	env := twoZoneEnvelope(t)
 	want := []string{"growth.heater", "growth.ramp_rate", "growth.setpoint", "sulfur.heater", "sulfur.ramp_rate", "sulfur.setpoint"}
