@@ -202,7 +202,7 @@ type Level struct {
 //
 // Furnace is the controller of the rig's first heated zone (the zone named
 // furnace on a rig of one); Zones holds the others', by zone name
-// (RigSpec.ZoneReading reads either).
+// (Envelope.ZoneReading reads either).
 type Readings struct {
 	At       time.Time
 	Furnace  device.FurnaceStatus

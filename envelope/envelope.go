@@ -442,6 +442,17 @@ func (e *Envelope) zoneIndex(name string) int {
 	return -1
 }
 
+// ZoneReading returns the reading of zone's controller in r: Furnace for
+// the rig's first zone, Zones[zone] for another; ok is false for a zone
+// the rig does not have.
+func (e *Envelope) ZoneReading(r Readings, zone string) (st device.FurnaceStatus, ok bool) {
+	i := e.zoneIndex(zone)
+	if i < 0 {
+		return st, false
+	}
+	return e.zoneReading(r, i), true
+}
+
 // zoneReading is the reading of the i-th zone's controller in r.
 //
 //go:noinline

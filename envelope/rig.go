@@ -121,21 +121,6 @@ func (s RigSpec) ZoneNames() []string {
 	return out
 }
 
-// ZoneReading returns the reading of zone's controller in r: Furnace for
-// the first zone, Zones[zone] for another; ok is false for a zone the rig
-// does not have.
-func (s RigSpec) ZoneReading(r Readings, zone string) (st device.FurnaceStatus, ok bool) {
-	for i, z := range s.ZoneList() {
-		if z.Name == zone {
-			if i == 0 {
-				return r.Furnace, true
-			}
-			return r.Zones[zone], true
-		}
-	}
-	return device.FurnaceStatus{}, false
-}
-
 // GaugeSpec is the vacuum gauge's measuring range.
 type GaugeSpec struct{ Min, Max device.Pressure }
 
