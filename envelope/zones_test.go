@@ -447,3 +447,44 @@ func TestZoneToolsReachTheirZone(t *testing.T) {
 		t.Errorf("the furnace zone's action %+v is not SetpointAction's", a)
 	}
 }
+
+// TestTwoZoneSafeStateAndSilence: the e-stop's safe_state turns off both
+// zones' heaters; a silent second zone is comms_loss on its own
+// temperature channel; a setpoint is judged on its own zone's reading (a
+// stale one falls back on the heater interlock, which the chamber at
+// atmosphere without Ar fails; the other zone, read and off, takes its
+// setpoint).
+func TestTwoZoneSafeStateAndSilence(t *testing.T) {
+	f := newTwoZoneFixture(t, tokens{})
+	f.set(func(*plant) { f.zones["sulfur"].HeaterEnabled, f.zones["growth"].HeaterEnabled = true, true })
+	if err := f.il.SafeState(context.Background(), "test e-stop"); err != nil {
+		t.Fatal(err)
+	}
+	if s, g := f.zone("sulfur"), f.zone("growth"); s.HeaterEnabled || g.HeaterEnabled {
+		t.Fatalf("heaters after safe_state: sulfur %v, growth %v", s.HeaterEnabled, g.HeaterEnabled)
+	}
+
+	env := f.il.env
+	now := t0.Add(10 * time.Second)
+	r := Readings{At: now, Furnace: device.FurnaceStatus{ProcessValue: device.Celsius(25), At: now},
+		Zones: map[string]device.FurnaceStatus{"growth": {ProcessValue: device.Celsius(25), At: t0}}}
+	var lost []string
+	for _, ev := range env.EvaluateTrips(r) {
+		if ev.Trip == TripCommsLoss && strings.HasSuffix(ev.Channel, ".temperature") {
+			lost = append(lost, ev.Channel)
+		}
+	}
+	if strings.Join(lost, ",") != "growth.temperature" {
+		t.Fatalf("comms_loss on %v, want growth.temperature alone", lost)
+	}
+	r.Pressure = device.PressureReading{Pressure: 900 * device.Millibar, Status: device.GaugeOK, At: now}
+	r.Flows = map[string]device.FlowStatus{"Ar": {Gas: "Ar", At: now}}
+	err := env.Check(ZoneSetpointAction("growth", device.Celsius(300)), r, nil)
+	var v *Violation
+	if !errors.As(err, &v) || v.Rule != RuleHeater || v.Channel != "growth.setpoint" {
+		t.Fatalf("growth's setpoint on a stale growth reading: %v, want %s", err, RuleHeater)
+	}
+	if err := env.Check(ZoneSetpointAction("sulfur", device.Celsius(200)), r, nil); err != nil {
+		t.Fatalf("sulfur's setpoint on a fresh sulfur reading: %v", err)
+	}
+}
