@@ -37,14 +37,14 @@ var (
 )
 
 // ZonesError is the refusal of a rig of several heated zones by a layer
-// that drives one zone yet (the agent's configuration, while its wiring
-// and executor drive one: issue 42). The envelope drives any number
-// (Drivable). Zones is the layout's number of zones.
+// that drives one zone yet (the agent's configuration, while its executor
+// drives one: issue 42). The envelope judges any number (Drivable).
+// Zones is the layout's number of zones.
 type ZonesError struct{ Zones int }
 
 // Error says how many zones the rig has and that one is driven.
 func (e *ZonesError) Error() string {
-	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the agent's wiring and executor drive one (issue 42)", e.Zones)
+	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the executor drives one (issue 42)", e.Zones)
 }
 
 // Is reports whether target is ErrNotDriven.

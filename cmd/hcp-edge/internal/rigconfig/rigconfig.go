@@ -516,10 +516,9 @@ func Parse(r io.Reader) (File, error) {
 // layout's structure (device/rig), what the profiles decide, and that the
 // agent drives a rig of its shape: a rig of several heated zones is
 // refused here, at rig.zones, with an *envelope.ZonesError. The envelope
-// judges any number of zones (envelope.Drivable), but the agent's wiring
-// (InterlockRig hands the interlock the first zone's controller; the
-// daemon initialises and arms the watchdog of that one) and the executor
-// drive one zone (issue 42).
+// judges any number of zones (envelope.Drivable) and InterlockRig hands
+// it every zone's controller, but the executor drives one zone (its
+// steps' freshness, holds and plots read the first zone: issue 42).
 func (r Rig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {

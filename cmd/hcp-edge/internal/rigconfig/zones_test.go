@@ -29,7 +29,7 @@ func TestTwoZoneRigRefusedAtLoad(t *testing.T) {
 	if !errors.As(err, &ze) || ze.Zones != 2 || !errors.Is(err, envelope.ErrNotDriven) {
 		t.Fatalf("err = %v, want a *envelope.ZonesError of 2 zones", err)
 	}
-	if want := "rig.zones: a rig of 2 heated zones is not driven yet: the agent's wiring and executor drive one (issue 42)"; !strings.Contains(err.Error(), want) {
+	if want := "rig.zones: a rig of 2 heated zones is not driven yet: the executor drives one (issue 42)"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want it to mention %q", err, want)
 	}
 }
