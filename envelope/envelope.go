@@ -421,7 +421,7 @@ func (c *compiler) checkZones(e *Envelope) {
 	}
 	for _, z := range zs {
 		if z.Name == "" || strings.Contains(z.Name, ".") || slices.Contains(zoneNameReserved, z.Name) || e.zoneIndex(z.Name) >= 0 {
-			c.fail("rig.zones", "zone %q: empty, declared twice, holding a dot or named as another channel (flow, switch, input, chamber, spectrometer, channel, rig)", z.Name)
+			c.fail("rig.zones", "zone %q: empty, declared twice, holding a dot or named %v", z.Name, zoneNameReserved)
 		}
 		if z.SetpointMax <= z.SetpointMin {
 			c.fail("rig.zones."+z.Name, "the setpoint range must be non-empty")
