@@ -488,3 +488,34 @@ func TestTwoZoneSafeStateAndSilence(t *testing.T) {
 		t.Fatalf("sulfur's setpoint on a fresh sulfur reading: %v", err)
 	}
 }
+
+// TestCompileRefusesBadZones: a zone named twice, named as another
+// channel's first part, holding a dot, or whose first range is not
+// RigSpec.Furnace is refused at rig.zones.
+func TestCompileRefusesBadZones(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*RigSpec)
+	}{
+		{"twice", func(s *RigSpec) { s.Zones[1].Name = "sulfur" }},
+		{"named as the flows", func(s *RigSpec) { s.Zones[1].Name = "flow" }},
+		{"a dot", func(s *RigSpec) { s.Zones[1].Name = "growth.2" }},
+		{"the first range not the furnace's", func(s *RigSpec) { s.Furnace.SetpointMax++ }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := twoZoneSpec()
+			tt.edit(&s)
+			_, err := Compile(twoZoneConfig(t), s)
+			var ce *ConfigError
+			found := false
+			for _, e := range unjoinAll(err) {
+				if errors.As(e, &ce) && ce.Path == "rig.zones" {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no problem at rig.zones: %v", err)
+			}
+		})
+	}
+}
