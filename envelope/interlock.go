@@ -227,9 +227,7 @@ func NewInterlock(env *Envelope, rig Rig, auth Authorizer, audit Auditor, opts I
 func (il *Interlock) bind() error {
 	spec, rig := il.env.spec, il.rig
 	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
-	}
+	bad := func(path, format string, args ...any) { errs = appendConfigError(errs, path, format, args...) }
 	if rig.Furnace == nil {
 		bad("rig.furnace", "missing")
 	} else {
