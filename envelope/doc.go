@@ -85,9 +85,11 @@
 // by the min/max only. A zone's ramp rate 0 means "no ramp limit" on the
 // controller: give <zone>.ramp_rate a positive min to forbid it.
 //
-// rig.read_snapshot reports the first zone's controller (its furnace
-// object); the other zones' readings are in Readings.Zones and the
-// monitor's status, not yet in that tool's output.
+// rig.read_snapshot reports the first zone's controller as its furnace
+// object and, on a rig of several zones, the others under zones (by name,
+// each as furnace), failing when any zone is unread or its thermocouple
+// open. The catalog's output schema does not name zones yet (it admits it:
+// the tool's schema of a one-zone rig is pinned as it was).
 //
 // The control socket and the e-stop CLI are not in this package.
 //

@@ -665,18 +665,22 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 }
 
 // snapshotOutput is the rig.read_snapshot output of r. A part of the rig that
-// was not read, or the furnace with its thermocouple open, fails the call
+// was not read, or a zone with its thermocouple open, fails the call
 // (ErrIncomplete, with device.ErrSensor for a sensor fault): the tool never
-// reports a number it does not have.
+// reports a number it does not have. The first heated zone is the output's
+// furnace; the others (a rig of several zones) are under zones, by name.
 func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 	env := il.env
 	var missing []string
-	f := r.Furnace
-	if !env.fresh(f.At, r) {
-		missing = append(missing, "furnace")
-	} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
-		return nil, fmt.Errorf("envelope: snapshot: furnace thermocouple open: %w: %w", ErrIncomplete, device.ErrSensor)
+	for i := range env.zones {
+		f := env.zoneReading(r, i)
+		if !env.fresh(f.At, r) {
+			missing = append(missing, env.zoneWhat(i, "furnace"))
+		} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
+			return nil, fmt.Errorf("envelope: snapshot: %s thermocouple open: %w: %w", env.zoneWhat(i, "furnace"), ErrIncomplete, device.ErrSensor)
+		}
 	}
+	f := r.Furnace
 	p := r.Pressure
 	if !env.fresh(p.At, r) || !device.Finite(float64(p.Pressure)) {
 		missing = append(missing, "gauge")
@@ -716,14 +720,6 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("envelope: snapshot: no fresh reading of %s: %w", strings.Join(missing, ", "), ErrIncomplete)
 	}
-	alarms := []string{}
-	for bit, name := range map[device.FurnaceAlarm]string{device.AlarmHighTemperature: "high_temperature",
-		device.AlarmSensorBreak: "sensor_break", device.AlarmWatchdog: "watchdog", device.AlarmHeaterFault: "heater_fault"} {
-		if f.Alarms&bit != 0 {
-			alarms = append(alarms, name)
-		}
-	}
-	slices.Sort(alarms)
 	type furnaceOut struct {
 		Temperature     float64  `json:"temperature_c"`
 		Setpoint        float64  `json:"setpoint_c"`
@@ -735,9 +731,30 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 		At              string   `json:"at"`
 	}
 	round := func(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+	out := func(f device.FurnaceStatus) furnaceOut {
+		alarms := []string{}
+		for bit, name := range map[device.FurnaceAlarm]string{device.AlarmHighTemperature: "high_temperature",
+			device.AlarmSensorBreak: "sensor_break", device.AlarmWatchdog: "watchdog", device.AlarmHeaterFault: "heater_fault"} {
+			if f.Alarms&bit != 0 {
+				alarms = append(alarms, name)
+			}
+		}
+		slices.Sort(alarms)
+		return furnaceOut{Temperature: round(f.ProcessValue.Celsius()), Setpoint: round(f.Setpoint.Celsius()),
+			WorkingSetpoint: round(f.WorkingSetpoint.Celsius()), RampRate: float64(f.RampRate),
+			Output: float64(f.OutputPower), Heater: f.HeaterEnabled, Alarms: alarms, At: stampText(f.At)}
+	}
+	var zones map[string]furnaceOut // the zones after the first: none on a rig of one
+	for i := 1; i < len(env.zones); i++ {
+		if zones == nil {
+			zones = map[string]furnaceOut{}
+		}
+		zones[env.zones[i].name] = out(env.zoneReading(r, i))
+	}
 	return json.Marshal(struct {
-		At       string     `json:"at"`
-		Furnace  furnaceOut `json:"furnace"`
+		At       string                `json:"at"`
+		Furnace  furnaceOut            `json:"furnace"`
+		Zones    map[string]furnaceOut `json:"zones,omitempty"`
 		Pressure struct {
 			Pascal float64 `json:"pascal"`
 			Status string  `json:"status"`
@@ -747,10 +764,7 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 		Switches map[string]bool    `json:"switches"`
 		Inputs   map[string]bool    `json:"inputs"`
 	}{
-		At: stampText(r.At),
-		Furnace: furnaceOut{Temperature: round(f.ProcessValue.Celsius()), Setpoint: round(f.Setpoint.Celsius()),
-			WorkingSetpoint: round(f.WorkingSetpoint.Celsius()), RampRate: float64(f.RampRate),
-			Output: float64(f.OutputPower), Heater: f.HeaterEnabled, Alarms: alarms, At: stampText(f.At)},
+		At: stampText(r.At), Furnace: out(f), Zones: zones,
 		Pressure: struct {
 			Pascal float64 `json:"pascal"`
 			Status string  `json:"status"`

@@ -519,3 +519,48 @@ func TestCompileRefusesBadZones(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoZoneSnapshot: rig.read_snapshot reports the sulfur zone as its
+// furnace and the growth zone under zones; an unread or open growth zone
+// fails the call rather than reporting the first zone alone.
+func TestTwoZoneSnapshot(t *testing.T) {
+	f := newTwoZoneFixture(t, toolTokens{})
+	reg, err := catalog.Builtin(SimRigSpec().Lines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := NewInvoker(f.il, reg, InvokerOpts{Clock: f.p.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(*plant) {
+		f.zones["sulfur"].ProcessValue = device.Celsius(180)
+		f.zones["growth"].ProcessValue = device.Celsius(750)
+	})
+	out, err := iv.Invoke(context.Background(), "ok", ref(catalog.ToolSnapshot), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap struct {
+		Furnace struct {
+			Temperature float64 `json:"temperature_c"`
+		} `json:"furnace"`
+		Zones map[string]struct {
+			Temperature float64 `json:"temperature_c"`
+		} `json:"zones"`
+	}
+	if err := json.Unmarshal(out, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if !near(snap.Furnace.Temperature, 180) || len(snap.Zones) != 1 || !near(snap.Zones["growth"].Temperature, 750) {
+		t.Fatalf("snapshot %s", out)
+	}
+	f.set(func(*plant) { f.zones["growth"].Alarms = device.AlarmSensorBreak })
+	if _, err := iv.Invoke(context.Background(), "ok", ref(catalog.ToolSnapshot), nil); !errors.Is(err, device.ErrSensor) || !strings.Contains(err.Error(), "zone growth") {
+		t.Fatalf("growth's thermocouple open: %v", err)
+	}
+	f.set(func(p *plant) { f.zones["growth"].Alarms = 0; p.fail["tc-growth"] = true })
+	if _, err := iv.Invoke(context.Background(), "ok", ref(catalog.ToolSnapshot), nil); !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "zone growth") {
+		t.Fatalf("growth unread: %v", err)
+	}
+}
