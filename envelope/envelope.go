@@ -474,8 +474,8 @@ func (c *compiler) unknownZone(path, channel string) bool {
 	default:
 		return false
 	}
-	if !found || slices.Contains(c.spec.ZoneNames(), zn) {
-		return false
+	if !found || slices.Contains(c.spec.ZoneNames(), zn) || slices.Contains(zoneNameReserved, zn) {
+		return false // a zone's channel, or another's (flow.setpoint: a gas named setpoint)
 	}
 	c.noZone(path, zn)
 	return true

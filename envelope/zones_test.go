@@ -179,6 +179,9 @@ func TestCompileRefusesZoneProblems(t *testing.T) {
 		{"the furnace's limits on a rig without a zone furnace", func(c *Config) {
 			c.Parameters["furnace.setpoint"] = Parameter{Max: f64(200), Unit: "celsius"}
 		}, "parameters.furnace.setpoint", true},
+		{"a flow of a gas the rig lacks, whose name is a zone's quantity", func(c *Config) {
+			c.Parameters["flow.setpoint"] = Parameter{Max: f64(10), Unit: "sccm"}
+		}, "parameters.flow.setpoint", false},
 		{"a zone's setpoint unbounded", func(c *Config) { delete(c.Parameters, "sulfur.setpoint") }, "channel sulfur.setpoint", false},
 		{"a zone's ramp rate unbounded", func(c *Config) { delete(c.Parameters, "growth.ramp_rate") }, "channel growth.ramp_rate", false},
 		{"a zone without its over_temperature", func(c *Config) { delete(c.Parameters, "sulfur.temperature") }, "parameters.sulfur.temperature", false},
