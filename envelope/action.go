@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"hcp-edge/device"
+	"hcp-edge/device/rig"
 )
 
 // ActionKind says what an Action does.
@@ -12,9 +13,9 @@ type ActionKind int
 
 // Action kinds.
 const (
-	ActSetpoint ActionKind = iota + 1 // furnace setpoint (Temperature)
-	ActRampRate                       // furnace ramp rate (Rate)
-	ActHeater                         // furnace heater on/off (On)
+	ActSetpoint ActionKind = iota + 1 // a heated zone's setpoint (Temperature)
+	ActRampRate                       // a heated zone's ramp rate (Rate)
+	ActHeater                         // a heated zone's heater on/off (On)
 	ActFlow                           // mass-flow setpoint of Target gas (Flow)
 	ActSwitch                         // on/off output Target (On)
 	ActAcquire                        // acquire a spectrum (Integration)
@@ -38,8 +39,11 @@ func (k ActionKind) MarshalText() ([]byte, error) { return []byte(k.String()), n
 // Action is one request to move an actuator, in device units. Build it with
 // the constructors; only the field of its kind is meaningful.
 type Action struct {
-	Kind        ActionKind             `json:"kind"`
-	Target      string                 `json:"target,omitempty"` // gas (ActFlow) or switch name (ActSwitch)
+	Kind ActionKind `json:"kind"`
+	// Target is the gas (ActFlow), the switch (ActSwitch) or the heated
+	// zone (ActSetpoint, ActRampRate, ActHeater; empty: the zone named
+	// furnace, whose channels are furnace.*).
+	Target      string                 `json:"target,omitempty"`
 	Temperature device.Temperature     `json:"temperature_k,omitempty"`
 	Rate        device.TemperatureRate `json:"rate_k_per_min,omitempty"`
 	Flow        device.Flow            `json:"flow_sccm,omitempty"`
@@ -47,14 +51,56 @@ type Action struct {
 	Integration time.Duration          `json:"integration_ns,omitempty"`
 }
 
-// SetpointAction sets the furnace setpoint.
+// SetpointAction sets the setpoint of the zone named furnace.
 func SetpointAction(t device.Temperature) Action { return Action{Kind: ActSetpoint, Temperature: t} }
 
-// RampRateAction sets the furnace ramp rate.
+// RampRateAction sets the ramp rate of the zone named furnace.
 func RampRateAction(r device.TemperatureRate) Action { return Action{Kind: ActRampRate, Rate: r} }
 
-// HeaterAction enables or disables the heater output.
+// HeaterAction enables or disables the heater of the zone named furnace.
 func HeaterAction(on bool) Action { return Action{Kind: ActHeater, On: on} }
+
+// ZoneSetpointAction sets the setpoint of the heated zone named zone.
+func ZoneSetpointAction(zone string, t device.Temperature) Action {
+	return Action{Kind: ActSetpoint, Target: zoneTarget(zone), Temperature: t}
+}
+
+// ZoneRampRateAction sets the ramp rate of the heated zone named zone.
+func ZoneRampRateAction(zone string, r device.TemperatureRate) Action {
+	return Action{Kind: ActRampRate, Target: zoneTarget(zone), Rate: r}
+}
+
+// ZoneHeaterAction enables or disables the heater of the heated zone named zone.
+func ZoneHeaterAction(zone string, on bool) Action {
+	return Action{Kind: ActHeater, Target: zoneTarget(zone), On: on}
+}
+
+// zoneTarget is an action's Target for a zone: empty for the zone named
+// furnace, so that its actions (and their audit records) are those of
+// SetpointAction and its kin.
+//
+//go:noinline
+func zoneTarget(zone string) string {
+	if zone == rig.FurnaceName {
+		return ""
+	}
+	return zone
+}
+
+// Zone is the heated zone a setpoint, ramp rate or heater action drives
+// (rig.FurnaceName for an empty Target); "" for another kind.
+//
+//go:noinline
+func (a Action) Zone() string {
+	switch a.Kind {
+	case ActSetpoint, ActRampRate, ActHeater:
+		if a.Target == "" {
+			return rig.FurnaceName
+		}
+		return a.Target
+	}
+	return ""
+}
 
 // FlowAction sets the mass-flow setpoint of gas.
 func FlowAction(gas string, f device.Flow) Action { return Action{Kind: ActFlow, Target: gas, Flow: f} }
@@ -70,12 +116,8 @@ func AcquireAction(integration time.Duration) Action {
 // Channel is the envelope channel the action writes.
 func (a Action) Channel() string {
 	switch a.Kind {
-	case ActSetpoint:
-		return ChannelSetpoint
-	case ActRampRate:
-		return ChannelRampRate
-	case ActHeater:
-		return ChannelHeater
+	case ActSetpoint, ActRampRate, ActHeater:
+		return a.zoneChannel()
 	case ActFlow:
 		return FlowChannel(a.Target)
 	case ActSwitch:
@@ -84,6 +126,24 @@ func (a Action) Channel() string {
 		return ChannelIntegration
 	}
 	return "unknown"
+}
+
+// zoneChannel is the channel of a zone's action: a constant for the zone
+// named furnace (no string to make on the interlock's path).
+//
+//go:noinline
+func (a Action) zoneChannel() string {
+	ch, what := ChannelHeater, ZoneHeater
+	switch a.Kind {
+	case ActSetpoint:
+		ch, what = ChannelSetpoint, ZoneSetpoint
+	case ActRampRate:
+		ch, what = ChannelRampRate, ZoneRampRate
+	}
+	if a.Target == "" {
+		return ch
+	}
+	return ZoneChannel(a.Target, what)
 }
 
 // Value is the requested value in device units: kelvin, K/min, sccm,
@@ -139,9 +199,14 @@ type Level struct {
 // instant it was read. At is the instant of the decision ("now"); a part
 // older than the envelope's MaxReadingAge, or never read (zero time), is
 // stale, and a rule that needs it refuses.
+//
+// Furnace is the controller of the rig's first heated zone (the zone named
+// furnace on a rig of one); Zones holds the others', by zone name
+// (Envelope.ZoneReading reads either).
 type Readings struct {
 	At       time.Time
 	Furnace  device.FurnaceStatus
+	Zones    map[string]device.FurnaceStatus `json:",omitempty"` // the zones after the first, by name
 	Pressure device.PressureReading
 	Flows    map[string]device.FlowStatus // by gas
 	Switches map[string]Level             // by switch name (read-back)

@@ -63,7 +63,7 @@ func (e *Envelope) Activity(r Readings) Activity {
 			a.GasesInUse = append(a.GasesInUse, g.Gas)
 		}
 	}
-	a.Heater = alive(r.Furnace.At) && r.Furnace.HeaterEnabled
+	a.Heater = e.heaterOn(r, alive)
 	return a
 }
 

@@ -54,13 +54,15 @@ func (ev TripEvent) readings() []Reading {
 }
 
 // snapshotReadings lists the valid parts of the snapshot a refusal was
-// judged on, in device units: the furnace's temperature, the chamber's
+// judged on, in device units: each heated zone's temperature, the chamber's
 // pressure, each line's measured flow, each switch and input (1 on, 0
 // off), by channel name.
-func snapshotReadings(r Readings) []Reading {
+func (e *Envelope) snapshotReadings(r Readings) []Reading {
 	var out []Reading
-	if !r.Furnace.At.IsZero() {
-		out = append(out, Reading{Channel: "furnace.temperature", Value: float64(r.Furnace.ProcessValue), Unit: "K", At: r.Furnace.At})
+	for i, z := range e.zones {
+		if f := e.zoneReading(r, i); !f.At.IsZero() {
+			out = append(out, Reading{Channel: ZoneChannel(z.name, ZoneTemperature), Value: float64(f.ProcessValue), Unit: "K", At: f.At})
+		}
 	}
 	if !r.Pressure.At.IsZero() {
 		out = append(out, Reading{Channel: "chamber.pressure", Value: float64(r.Pressure.Pressure), Unit: "Pa", At: r.Pressure.At})

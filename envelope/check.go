@@ -170,8 +170,9 @@ func (e *Envelope) level(m map[string]Level, name string, r Readings) (on, ok bo
 	return l.On, true
 }
 
-func (e *Envelope) processValue(r Readings) (device.Temperature, bool) {
-	f := r.Furnace
+// processValue is the i-th zone's temperature, if fresh and valid.
+func (e *Envelope) processValue(r Readings, i int) (device.Temperature, bool) {
+	f := e.zoneReading(r, i)
 	if !e.fresh(f.At, r) || f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
 		return 0, false
 	}
@@ -218,10 +219,12 @@ func (e *Envelope) IsSafe(a Action) bool {
 	return false
 }
 
+//go:noinline
 func violation(rule Rule, ch string, format string, args ...any) *Violation {
 	return &Violation{Rule: rule, Channel: ch, Reason: fmt.Sprintf(format, args...)}
 }
 
+//go:noinline
 func stale(ch, what string) *Violation {
 	return violation(RuleStale, ch, "no fresh, valid reading of %s: refused rather than guessed", what)
 }
@@ -261,7 +264,7 @@ func (e *Envelope) check(a Action, r Readings, s *State) *Violation {
 	case ActHeater:
 		return e.checkHeater(ch, r)
 	case ActSetpoint:
-		f := r.Furnace
+		f := e.zoneReading(r, e.zoneIndex(a.Zone())) // a known channel: the zone exists
 		if !e.fresh(f.At, r) || (f.HeaterEnabled && a.Temperature > f.Setpoint) {
 			return e.checkHeater(ch, r)
 		}
@@ -429,11 +432,11 @@ func (e *Envelope) checkGas(ch, gas string, r Readings, s *State) *Violation {
 // checkGasTemperature: a gas with min_temperature is admitted only with the
 // heater enabled and both the setpoint and the process value at or above it.
 func (e *Envelope) checkGasTemperature(ch string, g *gasRule, r Readings) *Violation {
-	pv, ok := e.processValue(r)
+	pv, ok := e.processValue(r, g.zone)
 	if !ok {
-		return stale(ch, "furnace temperature")
+		return stale(ch, e.zoneWhat(g.zone, "furnace temperature"))
 	}
-	f := r.Furnace
+	f := e.zoneReading(r, g.zone)
 	viol := func(what string, t device.Temperature) *Violation {
 		return &Violation{Rule: RuleGasTemperature, Channel: ch,
 			Limit: display(kindTemperature, float64(g.minTemp), g.tUnit),
@@ -451,6 +454,28 @@ func (e *Envelope) checkGasTemperature(ch string, g *gasRule, r Readings) *Viola
 	return nil
 }
 
+// zoneWhat is what, of the i-th zone: what itself on a rig of one zone,
+// "zone NAME: what" on a rig of several.
+//
+//go:noinline
+func (e *Envelope) zoneWhat(i int, what string) string {
+	if len(e.zones) == 1 {
+		return what
+	}
+	return "zone " + e.zones[i].name + ": " + what
+}
+
+// heaterOn reports whether any zone's heater reads enabled on a live
+// reading.
+func (e *Envelope) heaterOn(r Readings, alive func(time.Time) bool) bool {
+	for i := range e.zones {
+		if f := e.zoneReading(r, i); alive(f.At) && f.HeaterEnabled {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *State) usedAt(gas string) (time.Time, bool) {
 	if s == nil {
 		return time.Time{}, false
@@ -463,19 +488,23 @@ func (e *Envelope) checkVent(ch, sw string, r Readings, s *State) *Violation {
 	v := e.vent
 	switch sw {
 	case v.valve:
-		if e.prohibited[RuleVentHot] {
-			pv, ok := e.processValue(r)
-			if !ok {
-				return stale(ch, "furnace temperature")
+		// Every heated zone: air must meet none of them hot.
+		for i := range e.zones {
+			if !e.prohibited[RuleVentHot] {
+				break
 			}
-			if r.Furnace.HeaterEnabled {
-				return violation(RuleVentHot, ch, "the heater is enabled")
+			pv, ok := e.processValue(r, i)
+			if !ok {
+				return stale(ch, e.zoneWhat(i, "furnace temperature"))
+			}
+			if e.zoneReading(r, i).HeaterEnabled {
+				return violation(RuleVentHot, ch, "%s is enabled", e.zoneWhat(i, "the heater"))
 			}
 			if pv > v.maxTemp {
 				return &Violation{Rule: RuleVentHot, Channel: ch,
 					Limit: display(kindTemperature, float64(v.maxTemp), v.tUnit),
 					Value: display(kindTemperature, float64(pv), v.tUnit), Unit: v.tUnit,
-					Reason: "the furnace is too hot to admit air"}
+					Reason: e.zoneWhat(i, "the furnace") + " is too hot to admit air"}
 			}
 		}
 		if e.prohibited[RuleVentGas] {
@@ -540,8 +569,9 @@ type TripEvent struct {
 }
 
 // EvaluateTrips returns the trip conditions that hold in r (none: nil):
-// process value above the furnace.temperature max or thermocouple open
-// (over_temperature), the chamber over-pressurised while in process
+// a heated zone's process value above its <zone>.temperature max
+// (furnace.temperature for the zone named furnace) or its thermocouple
+// open (over_temperature; every zone, each against its own limit), the chamber over-pressurised while in process
 // (over_pressure, see below), the leak input true (gas_leak_detected), the
 // e-stop input true (estop), any instrument not read within CommsTimeout
 // (comms_loss), and a gas in use while an output its interlock requires on
@@ -588,13 +618,19 @@ func (e *Envelope) EvaluateTrips(r Readings) []TripEvent {
 		add(TripEvent{Trip: TripCommsLoss, Channel: ch, Reason: "no reading within " + e.commsTimeout.String()})
 	}
 
-	if !alive(r.Furnace.At) {
-		commsLost(ChannelTemperature)
-	} else if r.Furnace.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(r.Furnace.ProcessValue)) {
-		add(TripEvent{Trip: TripOverTemperature, Channel: ChannelTemperature, Reason: "thermocouple open: the temperature is unknown"})
-	} else if l := e.overTemp; float64(r.Furnace.ProcessValue) > l.max {
-		add(TripEvent{Trip: TripOverTemperature, Channel: ChannelTemperature, Limit: display(l.kind, l.max, l.unit),
-			Value: display(l.kind, float64(r.Furnace.ProcessValue), l.unit), Unit: l.unit, Reason: "process value above the limit"})
+	// Every heated zone against its own limit: the over_temperature of any
+	// zone runs the procedure, which halts every zone's heater.
+	for i := range e.zones {
+		f := e.zoneReading(r, i)
+		ch := e.zones[i].temperature
+		if !alive(f.At) {
+			commsLost(ch)
+		} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
+			add(TripEvent{Trip: TripOverTemperature, Channel: ch, Reason: "thermocouple open: the temperature is unknown"})
+		} else if l := e.zones[i].overTemp; float64(f.ProcessValue) > l.max {
+			add(TripEvent{Trip: TripOverTemperature, Channel: ch, Limit: display(l.kind, l.max, l.unit),
+				Value: display(l.kind, float64(f.ProcessValue), l.unit), Unit: l.unit, Reason: "process value above the limit"})
+		}
 	}
 
 	// One pass over the lines, shared by comms_loss, over_pressure and
@@ -708,7 +744,7 @@ func (e *Envelope) overPressureTrip(r Readings, alive func(time.Time) bool, inUs
 		}
 		return f.Flow, true
 	}
-	heater := alive(r.Furnace.At) && r.Furnace.HeaterEnabled
+	heater := e.heaterOn(r, alive)
 	for i, g := range e.spec.Gases {
 		if inUse&(1<<i) == 0 {
 			continue

@@ -19,10 +19,11 @@ import (
 // device.TemperatureIn, FlowIn and PressureIn.
 type Config struct {
 	// Parameters are hard limits keyed by channel: every writable numeric
-	// channel (furnace.setpoint, furnace.ramp_rate, flow.<gas>,
+	// channel (each heated zone's <zone>.setpoint and <zone>.ramp_rate,
+	// furnace.* for the zone named furnace; flow.<gas>,
 	// spectrometer.integration) needs one; the read-only channels
-	// furnace.temperature and chamber.pressure take a max that is the
-	// over_temperature and over_pressure trip threshold.
+	// <zone>.temperature (each zone's) and chamber.pressure take a max that
+	// is that zone's over_temperature and the over_pressure trip threshold.
 	Parameters map[string]Parameter `yaml:"parameters" json:"parameters"`
 	// Interlocks are cross-channel conditions for heating and for gases.
 	Interlocks Interlocks `yaml:"interlocks" json:"interlocks"`
@@ -103,6 +104,9 @@ type GasInterlock struct {
 	// the gas flows is the recipe check's business (a ramp below it with
 	// the gas open is refused), not a trip.
 	MinTemperature *Quantity `yaml:"min_temperature,omitempty" json:"min_temperature,omitempty"`
+	// Zone names the heated zone min_temperature judges: required on a rig
+	// of several zones, the only zone when absent.
+	Zone string `yaml:"zone,omitempty" json:"zone,omitempty"`
 }
 
 // Purge: all reactive gases (and, under venting_without_purge, the lines

@@ -87,8 +87,9 @@ func (e *Envelope) rulesFor(ch string) []string {
 			out = append(out, "prohibited "+string(RuleMixing))
 		}
 	}
+	zn, what, _ := strings.Cut(ch, ".")
 	switch {
-	case ch == ChannelHeater || ch == ChannelSetpoint:
+	case (what == ZoneHeater || what == ZoneSetpoint) && e.zoneIndex(zn) >= 0:
 		heater()
 	case strings.HasPrefix(ch, "flow."):
 		gas(strings.TrimPrefix(ch, "flow."))

@@ -12,11 +12,34 @@
 // device.TemperatureIn, FlowIn and PressureIn; the Envelope works in device
 // units (kelvin, K/min, sccm, pascal, seconds).
 //
-// Channels are named: furnace.setpoint, furnace.ramp_rate, furnace.heater,
-// flow.<gas>, switch.<name>, spectrometer.integration (writable) and
-// furnace.temperature, chamber.pressure (read-only, carrying the
-// over_temperature and over_pressure trip thresholds). Coverage lists every
-// writable channel with the rules that bound it.
+// Channels are named: for each heated zone <zone>.setpoint,
+// <zone>.ramp_rate, <zone>.heater (ZoneChannel; furnace.* for the zone
+// named furnace, the one zone of the one-entry configuration shape),
+// flow.<gas>, switch.<name>, spectrometer.integration (writable) and each
+// zone's <zone>.temperature and chamber.pressure (read-only, carrying that
+// zone's over_temperature and the over_pressure trip thresholds). Coverage
+// lists every writable channel with the rules that bound it.
+//
+// # Heated zones
+//
+// A rig has one heated zone or several (RigSpec.Zones, from the layout's
+// zones by SpecOf; a rig whose only zone is named furnace has
+// RigSpec.Furnace alone), each with its controller (Rig.Furnace the
+// first's, Rig.Zones the others' by name), its readings (Readings.Furnace,
+// Readings.Zones) and its own channels, limits and over_temperature trip.
+// Compile refuses a parameter (or a gas interlock's zone:) naming a zone
+// the rig lacks with a *ConfigError that wraps ErrUnknownZone, and leaves no
+// zone's writable channel without a limit nor its temperature without a
+// trip threshold. Everything the envelope does to "the heater" it does to
+// every zone: the heater interlock judges each zone's heater and setpoint,
+// venting_while_hot refuses the vent while any zone is hot, its heater on or
+// its temperature unknown, the monitor polls every zone's controller at
+// FurnaceEvery and kicks each one's watchdog, an over_temperature of any
+// zone runs its procedure, and immediate_shutdown and safe_state halt every
+// zone's controller (every heater off) with every line. A gas interlock's
+// min_temperature judges the zone it names (zone:, required on a rig of
+// several zones). The zone tools (device/catalog's ZoneTool:
+// growth.set_setpoint) act on their zone (ZoneSetpointAction and its kin).
 //
 // An Action is one typed request (a setpoint in kelvin, a flow in sccm, a
 // switch level). Envelope.Check is a pure function of the Action, a Readings
@@ -59,15 +82,21 @@
 //
 // A rate of change is checked against the last value the interlock accepted
 // on that channel; the first write after start has no history and is bounded
-// by the min/max only. The furnace ramp rate 0 means "no ramp limit" on the
-// controller: give furnace.ramp_rate a positive min to forbid it.
+// by the min/max only. A zone's ramp rate 0 means "no ramp limit" on the
+// controller: give <zone>.ramp_rate a positive min to forbid it.
+//
+// rig.read_snapshot reports the first zone's controller as its furnace
+// object and, on a rig of several zones, the others under zones (by name,
+// each as furnace), failing when any zone is unread or its thermocouple
+// open. The catalog's output schema does not name zones yet (it admits it:
+// the tool's schema of a one-zone rig is pinned as it was).
 //
 // The control socket and the e-stop CLI are not in this package.
 //
 // # Monitor
 //
-// A Monitor polls the interlock's rig, one goroutine per instrument (the
-// furnace at FurnaceEvery, 20 Hz by default; the gauge, each flow
+// A Monitor polls the interlock's rig, one goroutine per instrument (each
+// heated zone's controller at FurnaceEvery, 20 Hz by default; the gauge, each flow
 // controller, each switch read-back and each input at OtherEvery, 10 Hz),
 // each read bounded by the interlock's ReadTimeout so that a silent
 // instrument stalls only its own poller. Switches or inputs that one exchange
@@ -85,9 +114,9 @@
 // output of its procedure away from its safe state, the monitor halts those
 // outputs again (at most every 500 ms, not audited). An instrument not read
 // successfully within the envelope's comms_timeout is comms_loss (no
-// comms_loss in the first comms_timeout after Start). The monitor kicks the
-// furnace's comms watchdog every KickEvery, so a dead agent leaves a
-// controller that drops its heater by itself. Reset refuses while a fresh
+// comms_loss in the first comms_timeout after Start). The monitor kicks
+// every zone's controller's comms watchdog every KickEvery, so a dead agent
+// leaves controllers that drop their heaters by themselves. Reset refuses while a fresh
 // snapshot still shows a trip condition.
 //
 // # Over-pressure

@@ -60,8 +60,8 @@ type Procedure string
 
 // Procedures.
 const (
-	// ProcImmediateShutdown: heater off, interlock relay de-energised, every
-	// gas flow to zero and every gas line valve closed.
+	// ProcImmediateShutdown: every heated zone's heater off, interlock relay
+	// de-energised, every gas flow to zero and every gas line valve closed.
 	ProcImmediateShutdown Procedure = "immediate_shutdown"
 	// ProcCloseValvesAndAlert: every gas flow to zero and every gas line valve
 	// closed, and an alert.
@@ -96,6 +96,7 @@ type gasRule struct {
 	inputs      []string // sorted names
 	levels      map[string]bool
 	minTemp     device.Temperature // with hasMinTemp: min_temperature
+	zone        int                // with hasMinTemp: the zone it judges (index in Envelope.zones)
 	hasMinTemp  bool
 	tUnit       string
 }
@@ -125,6 +126,16 @@ type ventRule struct {
 	tUnit       string
 }
 
+// zone is one heated zone as the envelope judges it: its name, its
+// controller's range and its over_temperature limit (its ZoneTemperature
+// channel's max).
+type zone struct {
+	name        string
+	temperature string // its ZoneTemperature channel (made once: EvaluateTrips runs at every poll)
+	spec        FurnaceSpec
+	overTemp    *limit
+}
+
 // Envelope is a compiled, validated safety envelope for one RigSpec. It is
 // immutable and safe for concurrent use. Its Check is a pure function of an
 // Action, a Readings snapshot and a State.
@@ -132,7 +143,7 @@ type Envelope struct {
 	cfg          Config
 	spec         RigSpec
 	limits       map[string]*limit
-	overTemp     *limit
+	zones        []zone // the heated zones, in RigSpec.ZoneList's order; the first's reading is Readings.Furnace
 	overPressure *limit
 	heater       *heaterRule
 	gasRules     map[string]*gasRule
@@ -180,6 +191,7 @@ func (e *Envelope) VentValves() (vent, gate string) {
 func (e *Envelope) Spec() RigSpec {
 	s := e.spec
 	s.Gases = slices.Clone(s.Gases)
+	s.Zones = slices.Clone(s.Zones)
 	s.Switches = slices.Clone(s.Switches)
 	s.Inputs = slices.Clone(s.Inputs)
 	s.Internal = slices.Clone(s.Internal)
@@ -202,7 +214,10 @@ func (e *Envelope) CommsTimeout() time.Duration { return e.commsTimeout }
 
 // WritableChannels lists every channel an Action can write on the rig, sorted.
 func (s RigSpec) WritableChannels() []string {
-	ch := []string{ChannelSetpoint, ChannelRampRate, ChannelHeater}
+	var ch []string
+	for _, z := range s.ZoneList() {
+		ch = append(ch, ZoneChannel(z.Name, ZoneSetpoint), ZoneChannel(z.Name, ZoneRampRate), ZoneChannel(z.Name, ZoneHeater))
+	}
 	for _, g := range s.Gases {
 		ch = append(ch, FlowChannel(g.Gas))
 	}
@@ -218,15 +233,21 @@ func (s RigSpec) WritableChannels() []string {
 
 // channelKind and device range of a channel known to the spec.
 func (s RigSpec) channel(name string) (k kind, lo, hi float64, writable, ok bool) {
+	if zn, what, found := strings.Cut(name, "."); found {
+		if z, ok := s.zoneRange(zn); ok {
+			switch what {
+			case ZoneSetpoint:
+				return kindTemperature, float64(z.SetpointMin), float64(z.SetpointMax), true, true
+			case ZoneRampRate:
+				return kindRate, 0, float64(z.RampMax), true, true
+			case ZoneHeater:
+				return kindSwitch, 0, 1, true, true
+			case ZoneTemperature:
+				return kindTemperature, 0, float64(z.ProcessValueMax), false, true
+			}
+		}
+	}
 	switch name {
-	case ChannelSetpoint:
-		return kindTemperature, float64(s.Furnace.SetpointMin), float64(s.Furnace.SetpointMax), true, true
-	case ChannelRampRate:
-		return kindRate, 0, float64(s.Furnace.RampMax), true, true
-	case ChannelHeater:
-		return kindSwitch, 0, 1, true, true
-	case ChannelTemperature:
-		return kindTemperature, 0, float64(s.Furnace.ProcessValueMax), false, true
 	case ChannelPressure:
 		return kindPressure, float64(s.Gauge.Min), float64(s.Gauge.Max), false, true
 	case ChannelIntegration:
@@ -274,6 +295,12 @@ type compiler struct {
 	errs []error
 }
 
+// fail is not inlined, nor are violation and stale (check.go): a copy at
+// each of their hundred call sites, none on the monitor's path, cost the
+// armv7 binary 28 kB (docs/FOOTPRINT.md); so are the zone helpers
+// (zoneIndex, zoneReading, Action.Zone, ...).
+//
+//go:noinline
 func (c *compiler) fail(path, format string, args ...any) {
 	c.errs = append(c.errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
 }
@@ -377,6 +404,89 @@ func (c *compiler) checkSpec(e *Envelope) {
 	if c.spec.Furnace.SetpointMax <= c.spec.Furnace.SetpointMin || c.spec.Gauge.Max <= c.spec.Gauge.Min {
 		c.fail("rig", "furnace setpoint range and gauge range must be non-empty")
 	}
+	c.checkZones(e)
+}
+
+// zoneNameReserved are the first parts of the channels that are not a
+// heated zone's: a zone of one of these names would share their channels.
+var zoneNameReserved = []string{"flow", "switch", "input", "chamber", "spectrometer", "channel", "rig"}
+
+// checkZones compiles the rig's heated zones: each named, once, with a
+// name that is not another channel's first part (nor holds a dot), its
+// setpoint range non-empty; the first zone's range is RigSpec.Furnace.
+func (c *compiler) checkZones(e *Envelope) {
+	zs := c.spec.ZoneList()
+	if len(c.spec.Zones) > 0 && c.spec.Zones[0].FurnaceSpec != c.spec.Furnace {
+		c.fail("rig.zones", "the first zone's range (%s) is not RigSpec.Furnace", c.spec.Zones[0].Name)
+	}
+	for _, z := range zs {
+		if z.Name == "" || strings.Contains(z.Name, ".") || slices.Contains(zoneNameReserved, z.Name) || e.zoneIndex(z.Name) >= 0 {
+			c.fail("rig.zones", "zone %q: empty, declared twice, holding a dot or named %v", z.Name, zoneNameReserved)
+		}
+		if z.SetpointMax <= z.SetpointMin {
+			c.fail("rig.zones."+z.Name, "the setpoint range must be non-empty")
+		}
+		e.zones = append(e.zones, zone{name: z.Name, temperature: ZoneChannel(z.Name, ZoneTemperature), spec: z.FurnaceSpec})
+	}
+}
+
+// zoneIndex is the index in e.zones of the zone named name, or -1.
+//
+//go:noinline
+func (e *Envelope) zoneIndex(name string) int {
+	for i := range e.zones {
+		if e.zones[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// ZoneReading returns the reading of zone's controller in r: Furnace for
+// the rig's first zone, Zones[zone] for another; ok is false for a zone
+// the rig does not have.
+func (e *Envelope) ZoneReading(r Readings, zone string) (st device.FurnaceStatus, ok bool) {
+	i := e.zoneIndex(zone)
+	if i < 0 {
+		return st, false
+	}
+	return e.zoneReading(r, i), true
+}
+
+// zoneReading is the reading of the i-th zone's controller in r.
+//
+//go:noinline
+func (e *Envelope) zoneReading(r Readings, i int) device.FurnaceStatus {
+	if i == 0 {
+		return r.Furnace
+	}
+	return r.Zones[e.zones[i].name]
+}
+
+// unknownZone reports a channel under path whose first part names no
+// heated zone of the rig while its second is a zone's quantity
+// (sulfur.setpoint on a rig without a zone sulfur): a *ConfigError that
+// wraps ErrUnknownZone.
+func (c *compiler) unknownZone(path, channel string) bool {
+	zn, what, found := strings.Cut(channel, ".")
+	switch what {
+	case ZoneSetpoint, ZoneRampRate, ZoneHeater, ZoneTemperature:
+	default:
+		return false
+	}
+	if !found || slices.Contains(c.spec.ZoneNames(), zn) || slices.Contains(zoneNameReserved, zn) {
+		return false // a zone's channel, or another's (flow.setpoint: a gas named setpoint)
+	}
+	c.noZone(path, zn)
+	return true
+}
+
+// noZone records that path names zn, a heated zone the rig does not have.
+//
+//go:noinline
+func (c *compiler) noZone(path, zn string) {
+	c.errs = append(c.errs, &ConfigError{Path: path, Err: ErrUnknownZone,
+		Reason: fmt.Sprintf("the rig has no heated zone %q (zones: %s)", zn, strings.Join(c.spec.ZoneNames(), ", "))})
 }
 
 func (c *compiler) parameters(e *Envelope) {
@@ -385,8 +495,14 @@ func (c *compiler) parameters(e *Envelope) {
 		path := "parameters." + name
 		k, lo, hi, writable, ok := c.spec.channel(name)
 		if !ok {
-			c.fail(path, "unknown channel (known: %s, %s, %s)", strings.Join(c.spec.WritableChannels(), ", "),
-				ChannelTemperature, ChannelPressure)
+			if c.unknownZone(path, name) {
+				continue
+			}
+			known := c.spec.WritableChannels()
+			for _, z := range c.spec.ZoneList() {
+				known = append(known, ZoneChannel(z.Name, ZoneTemperature))
+			}
+			c.fail(path, "unknown channel (known: %s, %s)", strings.Join(known, ", "), ChannelPressure)
 			continue
 		}
 		if k == kindSwitch {
@@ -442,17 +558,19 @@ func (c *compiler) parameters(e *Envelope) {
 				l.rate, _ = deltaToDevice(k, r, p.Unit)
 			}
 		}
-		switch name {
-		case ChannelTemperature:
-			e.overTemp = l
-		case ChannelPressure:
+		switch zn, what, _ := strings.Cut(name, "."); {
+		case name == ChannelPressure:
 			e.overPressure = l
+		case what == ZoneTemperature && e.zoneIndex(zn) >= 0:
+			e.zones[e.zoneIndex(zn)].overTemp = l
 		default:
 			e.limits[name] = l
 		}
 	}
-	if e.overTemp == nil {
-		c.fail("parameters."+ChannelTemperature, "missing: the over_temperature trip needs a max")
+	for _, z := range e.zones {
+		if z.overTemp == nil {
+			c.fail("parameters."+ZoneChannel(z.name, ZoneTemperature), "missing: the over_temperature trip needs a max")
+		}
 	}
 	if e.overPressure == nil {
 		c.fail("parameters."+ChannelPressure, "missing: the over_pressure trip needs a max")
@@ -503,7 +621,9 @@ func (c *compiler) interlocks(e *Envelope) {
 			}
 		}
 		if q := g.MinTemperature; q != nil {
-			c.minTemperature(e, r, path+".min_temperature", *q)
+			c.minTemperature(e, r, path, g.Zone, *q)
+		} else if g.Zone != "" {
+			c.fail(path+".zone", "names the zone of min_temperature, which is not given")
 		}
 		for _, sw := range g.RequireSwitchesOn {
 			if s, ok := e.switches[sw]; !ok || s.InterlockOwned {
@@ -531,20 +651,36 @@ func (c *compiler) interlocks(e *Envelope) {
 	sort.Strings(e.reactive)
 }
 
-// minTemperature compiles a gas interlock's min_temperature: within the
-// furnace's setpoint range and at or below its hard limit, else the gas
-// could never be admitted (or always).
-func (c *compiler) minTemperature(e *Envelope, r *gasRule, path string, q Quantity) {
+// minTemperature compiles a gas interlock's min_temperature, judged on
+// the zone it names (zone:, required on a rig of several zones; the only
+// zone else): within that zone's setpoint range and at or below its hard
+// limit, else the gas could never be admitted (or always).
+func (c *compiler) minTemperature(e *Envelope, r *gasRule, path, zn string, q Quantity) {
+	i := 0
+	switch {
+	case zn != "":
+		if i = e.zoneIndex(zn); i < 0 {
+			c.noZone(path+".zone", zn)
+			return
+		}
+	case len(e.zones) > 1:
+		c.fail(path+".zone", "missing: the rig has %d heated zones (%s); name the one min_temperature judges", len(e.zones), strings.Join(c.spec.ZoneNames(), ", "))
+		return
+	case len(e.zones) == 0:
+		return // reported by checkZones
+	}
+	path += ".min_temperature"
 	v, ok := c.quantity(path, q, kindTemperature, true)
 	if !ok {
 		return
 	}
-	r.minTemp, r.hasMinTemp, r.tUnit = device.Temperature(v), true, q.Unit
-	hi := float64(c.spec.Furnace.SetpointMax)
-	if l := e.limits[ChannelSetpoint]; l != nil {
+	z := e.zones[i]
+	r.minTemp, r.hasMinTemp, r.tUnit, r.zone = device.Temperature(v), true, q.Unit, i
+	hi := float64(z.spec.SetpointMax)
+	if l := e.limits[ZoneChannel(z.name, ZoneSetpoint)]; l != nil {
 		hi = l.max
 	}
-	if v <= float64(c.spec.Furnace.SetpointMin) || v > hi {
+	if v <= float64(z.spec.SetpointMin) || v > hi {
 		c.fail(path, "%v lies outside the furnace's setpoint range up to its hard limit: %s could never be admitted, or always", q, r.gas)
 	}
 }
@@ -680,6 +816,9 @@ func (c *compiler) inputsAndUnrestricted(e *Envelope) {
 	writable := c.spec.WritableChannels()
 	for ch, why := range c.cfg.Unrestricted {
 		if !slices.Contains(writable, ch) {
+			if c.unknownZone("unrestricted."+ch, ch) {
+				continue
+			}
 			c.fail("unrestricted."+ch, "not a writable channel of the rig")
 			continue
 		}

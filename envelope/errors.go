@@ -26,19 +26,25 @@ var (
 	// ErrIncomplete: a snapshot lacks a fresh, valid reading of an
 	// instrument, so a tool that reports it cannot answer truthfully.
 	ErrIncomplete = errors.New("envelope: snapshot incomplete")
-	// ErrNotDriven: the rig's layout has a shape the envelope does not
-	// drive yet; nothing is built or driven. The error is a *ZonesError.
+	// ErrNotDriven: the rig's layout has a shape that is not driven yet;
+	// nothing is built or driven. The error is a *ZonesError.
 	ErrNotDriven = errors.New("envelope: rig not driven yet")
+	// ErrUnknownZone: an envelope configuration names a heated zone the
+	// rig does not have (a limit or trip threshold on <zone>.setpoint,
+	// <zone>.temperature, ..., or a gas interlock's zone). The error is a
+	// *ConfigError, which is also ErrInvalidConfig.
+	ErrUnknownZone = errors.New("envelope: no such heated zone")
 )
 
-// ZonesError is the refusal of a rig of several heated zones (Drivable):
-// the envelope's limits, trips and executor know one zone today (issue 42,
-// item 2). Zones is the layout's number of zones.
+// ZonesError is the refusal of a rig of several heated zones by a layer
+// that drives one zone yet (the agent's configuration, while its executor
+// drives one: issue 42). The envelope judges any number (Drivable).
+// Zones is the layout's number of zones.
 type ZonesError struct{ Zones int }
 
-// Error says how many zones the rig has and that the envelope knows one.
+// Error says how many zones the rig has and that one is driven.
 func (e *ZonesError) Error() string {
-	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the envelope knows one (issue 42)", e.Zones)
+	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the executor drives one (issue 42)", e.Zones)
 }
 
 // Is reports whether target is ErrNotDriven.
@@ -111,9 +117,22 @@ func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }
 type ConfigError struct {
 	Path   string
 	Reason string
+	// Err, if set, is the sentinel of the problem's class (ErrUnknownZone).
+	Err error
 }
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("envelope config: %s: %s", e.Path, e.Reason) }
 
+// appendConfigError appends a *ConfigError (not inlined: a copy at each
+// call site costs the armv7 binary more than the call).
+//
+//go:noinline
+func appendConfigError(errs []error, path, format string, args ...any) []error {
+	return append(errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
+}
+
 // Is makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }

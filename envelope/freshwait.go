@@ -40,10 +40,14 @@ func (il *Interlock) setPollPeriods(furnace, other time.Duration) {
 }
 
 // staleParts reports which instruments of r have no reading younger than
-// maxAge: the furnace, and any other instrument.
+// maxAge: a heated zone's controller (polled at the furnace's period), and
+// any other instrument.
 func staleParts(r Readings, maxAge time.Duration) (furnace, other bool) {
 	old := func(at time.Time) bool { return at.IsZero() || r.At.Sub(at) > maxAge }
 	furnace = old(r.Furnace.At)
+	for _, z := range r.Zones {
+		furnace = furnace || old(z.At)
+	}
 	other = old(r.Pressure.At)
 	for _, f := range r.Flows {
 		other = other || old(f.At)

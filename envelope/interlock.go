@@ -17,7 +17,12 @@ import (
 // Rig is the set of writable instruments cmd/ builds from configuration. It is
 // handed to NewInterlock alone; everyone else gets a View.
 type Rig struct {
-	Furnace      device.TemperatureController
+	// Furnace is the controller of the first heated zone (RigSpec.ZoneList):
+	// the zone named furnace on a rig of one.
+	Furnace device.TemperatureController
+	// Zones are the controllers of the other heated zones, by zone name
+	// (nil on a rig of one zone).
+	Zones        map[string]device.TemperatureController
 	Flows        map[string]device.FlowController // by gas
 	Gauge        device.PressureGauge
 	Switches     map[string]device.Switch       // by name: valves, pump, scrubber, relay
@@ -156,6 +161,29 @@ type namedInstrument struct {
 	inst device.Instrument
 }
 
+// zoneInstrument is the name of the i-th heated zone's controller among
+// the interlock's instruments (halt errors, the monitor's pollers and
+// health): furnace for the first zone of a rig whose zones are that one,
+// else the zone's name.
+//
+//go:noinline
+func (il *Interlock) zoneInstrument(i int) string {
+	if i == 0 && len(il.env.zones) == 1 && il.env.zones[0].name == "furnace" {
+		return "furnace"
+	}
+	return "zone " + il.env.zones[i].name
+}
+
+// controller is the i-th heated zone's controller.
+//
+//go:noinline
+func (il *Interlock) controller(i int) device.TemperatureController {
+	if i == 0 {
+		return il.rig.Furnace
+	}
+	return il.rig.Zones[il.env.zones[i].name]
+}
+
 // NewInterlock checks rig against env's RigSpec (every declared instrument
 // present, full scales and safe states as declared) and returns the
 // interlock, unlatched.
@@ -199,13 +227,21 @@ func NewInterlock(env *Envelope, rig Rig, auth Authorizer, audit Auditor, opts I
 func (il *Interlock) bind() error {
 	spec, rig := il.env.spec, il.rig
 	var errs []error
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &ConfigError{Path: path, Reason: fmt.Sprintf(format, args...)})
-	}
+	bad := func(path, format string, args ...any) { errs = appendConfigError(errs, path, format, args...) }
 	if rig.Furnace == nil {
 		bad("rig.furnace", "missing")
 	} else {
-		il.instr = append(il.instr, namedInstrument{"furnace", roleFurnace, rig.Furnace})
+		il.instr = append(il.instr, namedInstrument{il.zoneInstrument(0), roleFurnace, rig.Furnace})
+	}
+	for i := 1; i < len(il.env.zones); i++ {
+		if c := il.controller(i); c == nil {
+			bad("rig.zones."+il.env.zones[i].name, "missing")
+		} else {
+			il.instr = append(il.instr, namedInstrument{il.zoneInstrument(i), roleFurnace, c})
+		}
+	}
+	if n := max(len(il.env.zones)-1, 0); len(rig.Zones) != n {
+		bad("rig.zones", "%d controllers for the %d zones after the first", len(rig.Zones), n)
 	}
 	if rig.Gauge == nil {
 		bad("rig.gauge", "missing")
@@ -373,7 +409,7 @@ func (il *Interlock) apply(ctx context.Context, token string, a Action) (Result,
 	}
 	if v != nil {
 		e := Entry{SessionID: grant.SessionID, Action: &a, Decision: DecisionRefused, Rule: v.Rule, Reason: v.Error(),
-			Readings: append(v.readings(r.At), snapshotReadings(r)...)}
+			Readings: append(v.readings(r.At), il.env.snapshotReadings(r)...)}
 		if aerr := il.record(ctx, e); aerr != nil {
 			return Result{}, errors.Join(v, aerr)
 		}
@@ -412,10 +448,10 @@ func readbackErr(a Action, got any) error {
 	return fmt.Errorf("envelope: %s: wrote %v, read back %v: %w", a.Channel(), a, got, device.ErrReadback)
 }
 
-// furnaceStatus reads the controller; a sensor break does not invalidate the
-// setpoint registers.
-func (il *Interlock) furnaceStatus(ctx context.Context) (device.FurnaceStatus, error) {
-	st, err := il.rig.Furnace.Status(ctx)
+// furnaceStatus reads the controller of a heated zone; a sensor break does
+// not invalidate the setpoint registers.
+func furnaceStatus(ctx context.Context, c device.TemperatureController) (device.FurnaceStatus, error) {
+	st, err := c.Status(ctx)
 	if err != nil && !errors.Is(err, device.ErrSensor) {
 		return st, err
 	}
@@ -426,7 +462,11 @@ func (il *Interlock) execute(ctx context.Context, a Action) (Result, error) {
 	res := Result{Action: a}
 	switch a.Kind {
 	case ActSetpoint, ActRampRate, ActHeater:
-		f := il.rig.Furnace
+		i := il.env.zoneIndex(a.Zone())
+		if i < 0 {
+			return res, fmt.Errorf("envelope: %v: no such zone", a)
+		}
+		f := il.controller(i)
 		var err error
 		switch a.Kind {
 		case ActSetpoint:
@@ -439,7 +479,7 @@ func (il *Interlock) execute(ctx context.Context, a Action) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		st, err := il.furnaceStatus(ctx)
+		st, err := furnaceStatus(ctx, f)
 		if err != nil {
 			return res, err
 		}
@@ -524,15 +564,24 @@ func (il *Interlock) snapshot(ctx context.Context) Readings {
 			}
 		}()
 	}
-	read("furnace", func(ctx context.Context) error {
-		st, err := il.furnaceStatus(ctx)
-		if err == nil {
-			mu.Lock()
-			r.Furnace = st
-			mu.Unlock()
-		}
-		return err
-	})
+	for i := range il.env.zones {
+		read(il.zoneInstrument(i), func(ctx context.Context) error {
+			st, err := furnaceStatus(ctx, il.controller(i))
+			if err == nil {
+				mu.Lock()
+				if i == 0 {
+					r.Furnace = st
+				} else {
+					if r.Zones == nil {
+						r.Zones = map[string]device.FurnaceStatus{}
+					}
+					r.Zones[il.env.zones[i].name] = st
+				}
+				mu.Unlock()
+			}
+			return err
+		})
+	}
 	read("gauge", func(ctx context.Context) error {
 		p, err := il.rig.Gauge.ReadPressure(ctx)
 		if err == nil || errors.Is(err, device.ErrSensor) {
@@ -686,7 +735,8 @@ func (il *Interlock) SafeStateThen(ctx context.Context, reason string, then func
 }
 
 // Trip runs the emergency procedure of ev.Trip, latches and audits, bypassing
-// authorisation. immediate_shutdown halts the furnace, the interlock relay,
+// authorisation. immediate_shutdown halts every heated zone's controller
+// (its heater off: an over_temperature of any zone halts them all), the interlock relay,
 // the flows and the gas line valves; close_all_valves_and_alert halts the
 // flows and the gas line valves; safe_state halts everything.
 func (il *Interlock) Trip(ctx context.Context, ev TripEvent) error {

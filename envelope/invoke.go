@@ -16,6 +16,7 @@ import (
 
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
+	"hcp-edge/device/rig"
 )
 
 // ToolRef names a catalog tool by (name, version), the CapabilityRef of
@@ -235,13 +236,13 @@ func (iv *Invoker) ToolFor(a Action) (ToolRef, json.RawMessage, error) {
 		r  ToolRef
 		in any
 	)
-	switch a.Kind {
+	switch a.Kind { // a zone's tools: ZoneTool(zone, op), furnace.set_setpoint for the zone furnace
 	case ActSetpoint:
-		r, in = ref(catalog.ToolSetSetpoint), map[string]any{"setpoint": float64(a.Temperature), "unit": "kelvin"}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetSetpoint)), map[string]any{"setpoint": float64(a.Temperature), "unit": "kelvin"}
 	case ActRampRate:
-		r, in = ref(catalog.ToolSetRampRate), map[string]any{"rate": float64(a.Rate), "unit": "kelvin_per_minute"}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetRampRate)), map[string]any{"rate": float64(a.Rate), "unit": "kelvin_per_minute"}
 	case ActHeater:
-		r, in = ref(catalog.ToolSetHeater), map[string]any{"on": a.On}
+		r, in = ref(catalog.ZoneTool(a.Zone(), catalog.OpSetHeater)), map[string]any{"on": a.On}
 	case ActFlow:
 		r, in = ref(catalog.ToolSetFlow), map[string]any{"gas": a.Target, "flow": float64(a.Flow), "unit": "sccm"}
 	case ActAcquire:
@@ -545,7 +546,14 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 	inputErr := func(err error) error {
 		return &catalog.ValidationError{Name: tool.Name, Version: tool.Version, Which: "input", Err: err}
 	}
-	switch tool.Name {
+	// A heated zone's tools (catalog.ZoneOf: furnace.set_setpoint,
+	// growth.set_heater, ...) act on that zone's channels and controller;
+	// a zone the rig lacks is refused by the envelope (unknown_channel).
+	name, zn := tool.Name, ""
+	if z, op, ok := catalog.ZoneOf(tool.Name); ok {
+		name, zn = catalog.ZoneTool(rig.FurnaceName, op), z
+	}
+	switch name {
 	case catalog.ToolSetSetpoint:
 		var in struct {
 			Setpoint float64 `json:"setpoint"`
@@ -558,7 +566,7 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 		if err != nil {
 			return toolCall{}, inputErr(err)
 		}
-		return numeric(SetpointAction(t), in.Setpoint, in.Unit, func(v float64) (float64, error) {
+		return numeric(ZoneSetpointAction(zn, t), in.Setpoint, in.Unit, func(v float64) (float64, error) {
 			return device.Temperature(v).In(in.Unit)
 		}), nil
 	case catalog.ToolSetRampRate:
@@ -573,7 +581,7 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 			return toolCall{}, inputErr(fmt.Errorf("unknown rate unit %q", in.Unit))
 		}
 		// A temperature difference is the same in kelvin and in degrees Celsius.
-		return numeric(RampRateAction(device.KelvinPerMinute(in.Rate)), in.Rate, in.Unit,
+		return numeric(ZoneRampRateAction(zn, device.KelvinPerMinute(in.Rate)), in.Rate, in.Unit,
 			func(v float64) (float64, error) { return v, nil }), nil
 	case catalog.ToolSetFlow:
 		var in struct {
@@ -598,9 +606,9 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 		if err := decodeInput(input, &in); err != nil {
 			return toolCall{}, err
 		}
-		switch tool.Name {
+		switch name {
 		case catalog.ToolSetHeater:
-			return onOffCall(HeaterAction(in.On)), nil
+			return onOffCall(ZoneHeaterAction(zn, in.On)), nil
 		case catalog.ToolSetPump:
 			return iv.roleCall(tool.Name, iv.il.env.spec.Roles.Pump, in.On)
 		}
@@ -657,18 +665,22 @@ func (iv *Invoker) translate(tool catalog.Tool, input []byte) (toolCall, error) 
 }
 
 // snapshotOutput is the rig.read_snapshot output of r. A part of the rig that
-// was not read, or the furnace with its thermocouple open, fails the call
+// was not read, or a zone with its thermocouple open, fails the call
 // (ErrIncomplete, with device.ErrSensor for a sensor fault): the tool never
-// reports a number it does not have.
+// reports a number it does not have. The first heated zone is the output's
+// furnace; the others (a rig of several zones) are under zones, by name.
 func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 	env := il.env
 	var missing []string
-	f := r.Furnace
-	if !env.fresh(f.At, r) {
-		missing = append(missing, "furnace")
-	} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
-		return nil, fmt.Errorf("envelope: snapshot: furnace thermocouple open: %w: %w", ErrIncomplete, device.ErrSensor)
+	for i := range env.zones {
+		f := env.zoneReading(r, i)
+		if !env.fresh(f.At, r) {
+			missing = append(missing, env.zoneWhat(i, "furnace"))
+		} else if f.Alarms&device.AlarmSensorBreak != 0 || !device.Finite(float64(f.ProcessValue)) {
+			return nil, fmt.Errorf("envelope: snapshot: %s thermocouple open: %w: %w", env.zoneWhat(i, "furnace"), ErrIncomplete, device.ErrSensor)
+		}
 	}
+	f := r.Furnace
 	p := r.Pressure
 	if !env.fresh(p.At, r) || !device.Finite(float64(p.Pressure)) {
 		missing = append(missing, "gauge")
@@ -708,14 +720,6 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("envelope: snapshot: no fresh reading of %s: %w", strings.Join(missing, ", "), ErrIncomplete)
 	}
-	alarms := []string{}
-	for bit, name := range map[device.FurnaceAlarm]string{device.AlarmHighTemperature: "high_temperature",
-		device.AlarmSensorBreak: "sensor_break", device.AlarmWatchdog: "watchdog", device.AlarmHeaterFault: "heater_fault"} {
-		if f.Alarms&bit != 0 {
-			alarms = append(alarms, name)
-		}
-	}
-	slices.Sort(alarms)
 	type furnaceOut struct {
 		Temperature     float64  `json:"temperature_c"`
 		Setpoint        float64  `json:"setpoint_c"`
@@ -727,9 +731,30 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 		At              string   `json:"at"`
 	}
 	round := func(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+	out := func(f device.FurnaceStatus) furnaceOut {
+		alarms := []string{}
+		for bit, name := range map[device.FurnaceAlarm]string{device.AlarmHighTemperature: "high_temperature",
+			device.AlarmSensorBreak: "sensor_break", device.AlarmWatchdog: "watchdog", device.AlarmHeaterFault: "heater_fault"} {
+			if f.Alarms&bit != 0 {
+				alarms = append(alarms, name)
+			}
+		}
+		slices.Sort(alarms)
+		return furnaceOut{Temperature: round(f.ProcessValue.Celsius()), Setpoint: round(f.Setpoint.Celsius()),
+			WorkingSetpoint: round(f.WorkingSetpoint.Celsius()), RampRate: float64(f.RampRate),
+			Output: float64(f.OutputPower), Heater: f.HeaterEnabled, Alarms: alarms, At: stampText(f.At)}
+	}
+	var zones map[string]furnaceOut // the zones after the first: none on a rig of one
+	for i := 1; i < len(env.zones); i++ {
+		if zones == nil {
+			zones = map[string]furnaceOut{}
+		}
+		zones[env.zones[i].name] = out(env.zoneReading(r, i))
+	}
 	return json.Marshal(struct {
-		At       string     `json:"at"`
-		Furnace  furnaceOut `json:"furnace"`
+		At       string                `json:"at"`
+		Furnace  furnaceOut            `json:"furnace"`
+		Zones    map[string]furnaceOut `json:"zones,omitempty"`
 		Pressure struct {
 			Pascal float64 `json:"pascal"`
 			Status string  `json:"status"`
@@ -739,10 +764,7 @@ func snapshotOutput(il *Interlock, r Readings) ([]byte, error) {
 		Switches map[string]bool    `json:"switches"`
 		Inputs   map[string]bool    `json:"inputs"`
 	}{
-		At: stampText(r.At),
-		Furnace: furnaceOut{Temperature: round(f.ProcessValue.Celsius()), Setpoint: round(f.Setpoint.Celsius()),
-			WorkingSetpoint: round(f.WorkingSetpoint.Celsius()), RampRate: float64(f.RampRate),
-			Output: float64(f.OutputPower), Heater: f.HeaterEnabled, Alarms: alarms, At: stampText(f.At)},
+		At: stampText(r.At), Furnace: out(f), Zones: zones,
 		Pressure: struct {
 			Pascal float64 `json:"pascal"`
 			Status string  `json:"status"`

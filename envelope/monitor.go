@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hcp-edge/device"
+	"hcp-edge/device/rig"
 )
 
 // MonitorOpts tunes a Monitor.
@@ -147,6 +148,12 @@ func NewMonitor(il *Interlock, opts MonitorOpts) (*Monitor, error) {
 		scratch: Readings{Flows: map[string]device.FlowStatus{}, Switches: map[string]Level{}, Inputs: map[string]Level{}},
 		lastOK:  map[string]time.Time{}, active: map[string]TripEvent{}, subs: map[chan TripEvent]struct{}{},
 		reassert: map[Procedure]time.Time{}, running: map[Procedure]bool{}}
+	for _, z := range il.env.zones[min(1, len(il.env.zones)):] { // the zones after the first: Readings.Zones
+		if m.r.Zones == nil {
+			m.r.Zones = map[string]device.FurnaceStatus{}
+		}
+		m.r.Zones[z.name] = device.FurnaceStatus{}
+	}
 	for _, p := range m.pollers() {
 		m.names = append(m.names, p.healthNames()...)
 	}
@@ -210,7 +217,7 @@ func (m *Monitor) Start(ctx context.Context) error {
 	ps := m.pollers()
 	for _, p := range ps {
 		var phase time.Duration
-		if p.name != "furnace" {
+		if !p.zone {
 			phase = m.opts.FurnaceEvery / 2
 		}
 		m.wg.Add(1)
@@ -338,11 +345,12 @@ func (m *Monitor) kicker(ctx context.Context) {
 	defer t.Stop()
 	for {
 		kctx, cancel := context.WithTimeout(ctx, min(m.opts.KickEvery, m.il.opts.WriteTimeout))
-		err := m.il.rig.Furnace.KickWatchdog(kctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			m.log.Warn("furnace watchdog kick failed", "err", err)
+		for i := range m.env.zones { // every zone's controller, one after the other: they may share a line
+			if err := m.il.controller(i).KickWatchdog(kctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("furnace watchdog kick failed", "zone", m.env.zones[i].name, "err", err)
+			}
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return
@@ -406,6 +414,11 @@ func (m *Monitor) merge(r Readings) {
 	if !r.Furnace.At.IsZero() && !r.Furnace.At.Before(m.r.Furnace.At) {
 		m.r.Furnace = r.Furnace
 	}
+	for z, st := range r.Zones {
+		if _, ok := m.r.Zones[z]; ok && !st.At.IsZero() && !st.At.Before(m.r.Zones[z].At) {
+			m.r.Zones[z] = st
+		}
+	}
 	if !r.Pressure.At.IsZero() && !r.Pressure.At.Before(m.r.Pressure.At) {
 		m.r.Pressure = r.Pressure
 	}
@@ -426,6 +439,7 @@ func (m *Monitor) readingsLocked() Readings {
 	r := m.r
 	r.At = m.opts.Clock()
 	r.Flows = maps.Clone(m.r.Flows)
+	r.Zones = maps.Clone(m.r.Zones)
 	r.Switches = maps.Clone(m.r.Switches)
 	r.Inputs = maps.Clone(m.r.Inputs)
 	return r
@@ -437,6 +451,12 @@ func (m *Monitor) readingsLocked() Readings {
 func (m *Monitor) scratchLocked() Readings {
 	sc := &m.scratch
 	sc.At, sc.Furnace, sc.Pressure = m.opts.Clock(), m.r.Furnace, m.r.Pressure
+	if m.r.Zones != nil {
+		if sc.Zones == nil {
+			sc.Zones = make(map[string]device.FurnaceStatus, len(m.r.Zones))
+		}
+		maps.Copy(sc.Zones, m.r.Zones) // the same keys every time: the zones after the first
+	}
 	clear(sc.Flows)
 	maps.Copy(sc.Flows, m.r.Flows)
 	clear(sc.Switches)
@@ -579,8 +599,12 @@ func (m *Monitor) unsafe(proc Procedure, r Readings) bool {
 	roles := procedureRoles(proc)
 	has := func(role instrumentRole) bool { return len(roles) == 0 || slices.Contains(roles, role) }
 	fresh := func(at time.Time) bool { return m.env.fresh(at, r) }
-	if has(roleFurnace) && (!fresh(r.Furnace.At) || r.Furnace.HeaterEnabled) {
-		return true
+	if has(roleFurnace) {
+		for i := range m.env.zones {
+			if f := m.env.zoneReading(r, i); !fresh(f.At) || f.HeaterEnabled {
+				return true
+			}
+		}
 	}
 	if has(roleFlow) {
 		for gas := range m.il.rig.Flows {
@@ -683,7 +707,13 @@ func (e *Envelope) Margins(r Readings) []Margin {
 		}
 		m := Margin{Channel: l.channel, Value: display(l.kind, v, l.unit), Min: display(l.kind, l.min, l.unit),
 			Max: display(l.kind, l.max, l.unit), Unit: l.unit, Applies: true}
-		switch l.channel {
+		ch, heater := l.channel, act.Heater
+		if zn, what, ok := strings.Cut(ch, "."); ok && e.zoneIndex(zn) >= 0 {
+			ch = ZoneChannel(rig.FurnaceName, what) // a zone's channel: the furnace's context, of its own heater
+			f := e.zoneReading(r, e.zoneIndex(zn))
+			heater = !f.At.IsZero() && r.At.Sub(f.At) <= e.commsTimeout && f.HeaterEnabled
+		}
+		switch ch {
 		case ChannelPressure:
 			if m.Applies = act.InProcess(); m.Applies {
 				m.Context = act.String() + ": over_pressure applies"
@@ -691,7 +721,7 @@ func (e *Envelope) Margins(r Readings) []Margin {
 				m.Context = "idle: over_pressure applies only in process (a gas in use or the heater on); a vented chamber at atmosphere is normal"
 			}
 		case ChannelRampRate:
-			if m.Applies = act.Heater; !m.Applies {
+			if m.Applies = heater; !m.Applies {
 				m.Context = "heater off: the limits bound what the agent writes; the controller's 0 means no ramp"
 			}
 		case ChannelSetpoint:
@@ -705,12 +735,14 @@ func (e *Envelope) Margins(r Readings) []Margin {
 		}
 		out = append(out, m)
 	}
-	if f := r.Furnace; e.fresh(f.At, r) {
-		if f.Alarms&device.AlarmSensorBreak == 0 {
-			add(e.overTemp, float64(f.ProcessValue))
+	for i, z := range e.zones {
+		if f := e.zoneReading(r, i); e.fresh(f.At, r) {
+			if f.Alarms&device.AlarmSensorBreak == 0 {
+				add(z.overTemp, float64(f.ProcessValue))
+			}
+			add(e.limits[ZoneChannel(z.name, ZoneSetpoint)], float64(f.Setpoint))
+			add(e.limits[ZoneChannel(z.name, ZoneRampRate)], float64(f.RampRate))
 		}
-		add(e.limits[ChannelSetpoint], float64(f.Setpoint))
-		add(e.limits[ChannelRampRate], float64(f.RampRate))
 	}
 	if p := r.Pressure; e.fresh(p.At, r) && p.Status <= device.GaugeOverrange {
 		add(e.overPressure, float64(p.Pressure))

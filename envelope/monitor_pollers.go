@@ -21,6 +21,9 @@ type poller struct {
 	// members names the instruments a bank poller reads (each vouched for,
 	// and reported to OnPoll, by each read); nil for one instrument, name.
 	members []string
+	// zone marks a heated zone's controller: polled at FurnaceEvery, in
+	// the furnace's phase.
+	zone bool
 }
 
 // healthNames are the instruments whose health p's reads decide.
@@ -108,17 +111,24 @@ func (m *Monitor) bankPoller(kind string, lb *levelBank, levels func() map[strin
 func (m *Monitor) pollers() []poller {
 	rig := m.il.rig
 	var ps []poller
-	ps = append(ps, poller{name: "furnace", every: m.opts.FurnaceEvery, read: func(ctx context.Context) error {
-		st, err := m.il.furnaceStatus(ctx)
-		if err == nil {
-			m.mu.Lock()
-			if !st.At.Before(m.r.Furnace.At) {
-				m.r.Furnace = st
+	for i, z := range m.env.zones {
+		c := m.il.controller(i)
+		ps = append(ps, poller{name: m.il.zoneInstrument(i), every: m.opts.FurnaceEvery, zone: true, read: func(ctx context.Context) error {
+			st, err := furnaceStatus(ctx, c)
+			if err == nil {
+				m.mu.Lock()
+				if i == 0 {
+					if !st.At.Before(m.r.Furnace.At) {
+						m.r.Furnace = st
+					}
+				} else if !st.At.Before(m.r.Zones[z.name].At) {
+					m.r.Zones[z.name] = st
+				}
+				m.mu.Unlock()
 			}
-			m.mu.Unlock()
-		}
-		return err
-	}})
+			return err
+		}})
+	}
 	ps = append(ps, poller{name: "gauge", every: m.opts.OtherEvery, read: func(ctx context.Context) error {
 		p, err := rig.Gauge.ReadPressure(ctx)
 		if err == nil || errors.Is(err, device.ErrSensor) {

@@ -9,7 +9,10 @@ import (
 )
 
 // Channel names. A writable channel is something an Action sets; the
-// read-only ones carry trip thresholds.
+// read-only ones carry trip thresholds. The furnace.* channels are those of
+// the heated zone named furnace (rig.FurnaceName, the one zone of the
+// one-entry configuration shape): ZoneChannel("furnace", ZoneSetpoint) is
+// ChannelSetpoint, and so on; another zone's are ZoneChannel(zone, ...).
 const (
 	ChannelSetpoint    = "furnace.setpoint"         // temperature, writable
 	ChannelRampRate    = "furnace.ramp_rate"        // temperature rate, writable
@@ -18,6 +21,19 @@ const (
 	ChannelTemperature = "furnace.temperature"      // process value, read-only (over_temperature)
 	ChannelPressure    = "chamber.pressure"         // gauge, read-only (over_pressure)
 )
+
+// The quantities of a heated zone, the second part of its channels' names
+// (ZoneChannel).
+const (
+	ZoneSetpoint    = "setpoint"    // temperature, writable
+	ZoneRampRate    = "ramp_rate"   // temperature rate, writable
+	ZoneHeater      = "heater"      // on/off, writable
+	ZoneTemperature = "temperature" // process value, read-only (the zone's over_temperature)
+)
+
+// ZoneChannel is the channel of a heated zone's quantity (ZoneSetpoint,
+// ZoneRampRate, ZoneHeater, ZoneTemperature): "<zone>.<what>".
+func ZoneChannel(zone, what string) string { return zone + "." + what }
 
 // FlowChannel is the writable channel of a gas's mass-flow setpoint.
 func FlowChannel(gas string) string { return "flow." + gas }
@@ -30,7 +46,14 @@ func SwitchChannel(name string) string { return "switch." + name }
 // ranges or that leaves a writable channel unbounded; NewInterlock checks the
 // Rig against it.
 type RigSpec struct {
-	Furnace      FurnaceSpec
+	// Furnace is the range of the rig's first heated zone (Zones[0]'s when
+	// Zones is set: SpecOf sets both, and Compile refuses them apart).
+	Furnace FurnaceSpec
+	// Zones are the rig's heated zones in the layout's order, each with its
+	// controller's range and its channels (ZoneChannel). Empty: the one
+	// zone named furnace, of range Furnace (the furnace.* channels). SpecOf
+	// leaves it empty for a rig whose only zone is named furnace.
+	Zones        []ZoneSpec `json:",omitempty"`
 	Gauge        GaugeSpec
 	Gases        []GasSpec
 	Switches     []SwitchSpec
@@ -52,6 +75,50 @@ type FurnaceSpec struct {
 	SetpointMin, SetpointMax device.Temperature
 	RampMax                  device.TemperatureRate
 	ProcessValueMax          device.Temperature // the highest temperature it can measure
+}
+
+// ZoneSpec is one heated zone: its name (its channels' first part) and its
+// controller's range.
+type ZoneSpec struct {
+	Name string
+	FurnaceSpec
+}
+
+// ZoneList returns the rig's heated zones: Zones, or the one zone named
+// furnace of range Furnace when Zones is empty.
+//
+//go:noinline
+func (s RigSpec) ZoneList() []ZoneSpec {
+	if len(s.Zones) == 0 {
+		return []ZoneSpec{{Name: rig.FurnaceName, FurnaceSpec: s.Furnace}}
+	}
+	return s.Zones
+}
+
+// zoneRange is the range of the zone named name (ZoneList's, without
+// making it: Check asks at every action).
+//
+//go:noinline
+func (s RigSpec) zoneRange(name string) (FurnaceSpec, bool) {
+	if len(s.Zones) == 0 {
+		return s.Furnace, name == rig.FurnaceName
+	}
+	for _, z := range s.Zones {
+		if z.Name == name {
+			return z.FurnaceSpec, true
+		}
+	}
+	return FurnaceSpec{}, false
+}
+
+// ZoneNames returns the names of the rig's heated zones, in ZoneList's order.
+func (s RigSpec) ZoneNames() []string {
+	zs := s.ZoneList()
+	out := make([]string, len(zs))
+	for i, z := range zs {
+		out[i] = z.Name
+	}
+	return out
 }
 
 // GaugeSpec is the vacuum gauge's measuring range.

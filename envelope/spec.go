@@ -9,16 +9,17 @@ import (
 // SpecOf derives the RigSpec of a rig from its layout (device/rig) and what
 // its instruments' profiles say (rig.Facts, which drivers/rigbuild's
 // FactsOf reads from them): the one place the spec is made, for the agent,
-// its configuration check and the tests alike. The furnace is the
-// layout's zone and the gauge its process head; the gas lines, in the
+// its configuration check and the tests alike. The heated zones are the
+// layout's, in its order, each with its controller's ranges (Zones, and
+// Furnace the first's; a rig whose only zone is named furnace has Furnace
+// alone, its channels furnace.*), and the gauge its process head; the gas lines, in the
 // layout's order, with their full scales, hazard classes and line valves;
 // the outputs with their safe levels and roles plus the interlock relay;
 // the inputs plus the GPIO lines; the wire of every writable channel and
 // the drivers' own writes for the coverage report.
 //
-// The envelope knows one heated zone and one process head today: a layout
-// with another number of either is refused here (Drivable) until the
-// envelope holds per-zone limits (issue 42, item 2).
+// A layout without a heated zone, or with other than one process head, is
+// refused.
 func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
 	if err := Drivable(l); err != nil {
 		return RigSpec{}, fmt.Errorf("envelope: %w", err)
@@ -35,23 +36,34 @@ func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
 	if head == nil {
 		return RigSpec{}, fmt.Errorf("envelope: no gauge head reads the process pressure")
 	}
-	z, ok := f.Zones[l.Zones[0].Name]
-	if !ok {
-		return RigSpec{}, fmt.Errorf("envelope: zone %s: no ranges", l.Zones[0].Name)
+	var zones []ZoneSpec
+	wires := map[string]string{}
+	for _, lz := range l.Zones {
+		z, ok := f.Zones[lz.Name]
+		if !ok {
+			return RigSpec{}, fmt.Errorf("envelope: zone %s: no ranges", lz.Name)
+		}
+		zones = append(zones, ZoneSpec{Name: lz.Name, FurnaceSpec: FurnaceSpec{SetpointMin: z.SetpointMin, SetpointMax: z.SetpointMax,
+			RampMax: z.RampMax, ProcessValueMax: z.ProcessValueMax}})
+		wires[ZoneChannel(lz.Name, ZoneSetpoint)] = z.SetpointWire
+		wires[ZoneChannel(lz.Name, ZoneHeater)] = z.HeaterWire
+		if z.RampRateWire != "" {
+			wires[ZoneChannel(lz.Name, ZoneRampRate)] = z.RampRateWire
+		}
 	}
 	g, ok := f.Heads[head.Name]
 	if !ok {
 		return RigSpec{}, fmt.Errorf("envelope: gauge %s: no measuring range", head.Name)
 	}
 	s := RigSpec{
-		Furnace: FurnaceSpec{SetpointMin: z.SetpointMin, SetpointMax: z.SetpointMax, RampMax: z.RampMax, ProcessValueMax: z.ProcessValueMax},
+		Furnace: zones[0].FurnaceSpec,
 		Gauge:   GaugeSpec{Min: g.Min, Max: g.Max},
-		Wires:   map[string]string{ChannelSetpoint: z.SetpointWire, ChannelHeater: z.HeaterWire},
+		Wires:   wires,
 		Roles: Roles{Pump: l.Role(rig.RolePump), Gate: l.Role(rig.RoleGate), Vent: l.Role(rig.RoleVent),
 			Scrubber: l.Role(rig.RoleScrubber), Door: l.Role(rig.RoleDoor)},
 	}
-	if z.RampRateWire != "" {
-		s.Wires[ChannelRampRate] = z.RampRateWire
+	if len(zones) > 1 || zones[0].Name != rig.FurnaceName {
+		s.Zones = zones
 	}
 	if sp := f.Spectrometer; sp != nil {
 		s.Spectrometer = &SpectrometerSpec{MinIntegration: sp.MinIntegration, MaxIntegration: sp.MaxIntegration}
@@ -80,18 +92,13 @@ func SpecOf(l rig.Layout, f rig.Facts) (RigSpec, error) {
 	return s, nil
 }
 
-// Drivable reports whether the envelope can drive a rig of layout l: it
-// knows exactly one heated zone today, and a layout of several is refused
-// with a *ZonesError (errors.Is ErrNotDriven), a layout of none with a
-// plain error. SpecOf calls it first; the agent's configuration calls it
-// when it loads, so that such a rig is refused at load and by config check,
-// before any driver is built, never by using one zone of several.
+// Drivable reports whether the envelope can drive a rig of layout l: one
+// heated zone or several, each with its own channels, limits and
+// over_temperature trip; a layout of none is refused. SpecOf calls it
+// first.
 func Drivable(l rig.Layout) error {
-	switch n := len(l.Zones); {
-	case n == 0:
+	if len(l.Zones) == 0 {
 		return fmt.Errorf("the rig has no heated zone")
-	case n > 1:
-		return &ZonesError{Zones: n}
 	}
 	return nil
 }

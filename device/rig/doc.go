@@ -41,9 +41,10 @@
 // other, never both.
 //
 // The model holds any number of zones, and drivers/rigbuild builds and
-// verifies a controller per zone; the envelope and the executor drive one
-// zone today (issue 42): envelope.Drivable refuses a layout of several,
-// and the agent's configuration refuses it when it loads.
+// verifies a controller per zone; the envelope judges every zone (its
+// <zone>.* channels, limits and over_temperature trip: envelope.SpecOf),
+// while the agent's wiring and the executor drive one zone today (issue
+// 42): the agent's configuration refuses a layout of several when it loads.
 //
 // # Validation
 //

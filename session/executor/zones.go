@@ -18,30 +18,38 @@ import (
 // readings.
 
 // zoneDrive is one heated zone as a phase drives it: the actions that write
-// its channels and its readings.
-type zoneDrive struct{ name string }
+// its channels (envelope.ZoneSetpointAction and its kin: furnace.* for the
+// zone named furnace) and its readings.
+type zoneDrive struct {
+	name string
+	env  *envelope.Envelope
+}
 
 // channel is the zone's channel of a quantity (setpoint, ramp_rate,
 // heater, temperature).
 func (z zoneDrive) channel(what string) string { return z.name + "." + what }
 
-func (z zoneDrive) setpoint(t device.Temperature) envelope.Action { return envelope.SetpointAction(t) }
-
-func (z zoneDrive) rampRate(rt device.TemperatureRate) envelope.Action {
-	return envelope.RampRateAction(rt)
+func (z zoneDrive) setpoint(t device.Temperature) envelope.Action {
+	return envelope.ZoneSetpointAction(z.name, t)
 }
 
-func (z zoneDrive) heater(on bool) envelope.Action { return envelope.HeaterAction(on) }
+func (z zoneDrive) rampRate(rt device.TemperatureRate) envelope.Action {
+	return envelope.ZoneRampRateAction(z.name, rt)
+}
+
+func (z zoneDrive) heater(on bool) envelope.Action { return envelope.ZoneHeaterAction(z.name, on) }
 
 // reading is the zone's controller in a snapshot.
-func (z zoneDrive) reading(rd envelope.Readings) device.FurnaceStatus { return rd.Furnace }
+func (z zoneDrive) reading(rd envelope.Readings) device.FurnaceStatus {
+	st, _ := z.env.ZoneReading(rd, z.name) // a zone of the rig: zone resolved it
+	return st
+}
 
 // zone resolves the zone a phase drives on this run's rig (recipe.Zones:
 // the zones whose setpoint the envelope bounds). A zone the rig lacks, or
-// no zone named on a rig of several, is ErrInput; a zone whose channels
-// the envelope's actions do not write (the envelope of this build drives
-// the one zone of its RigSpec.Furnace, furnace.*), or any zone of a rig of
-// several, is ErrNotReady: nothing is driven rather than the wrong zone.
+// no zone named on a rig of several, is ErrInput; a zone that is not one
+// of the envelope's, or any zone of a rig of several, is ErrNotReady:
+// nothing is driven rather than the wrong zone.
 func (r *recipeRun) zone(ph *recipe.Phase) (zoneDrive, error) {
 	zs := recipe.Zones(r.env.Rig.Envelope())
 	name := ph.Zone
@@ -53,18 +61,19 @@ func (r *recipeRun) zone(ph *recipe.Phase) (zoneDrive, error) {
 	case !slices.Contains(zs, name):
 		return zoneDrive{}, inputErr("%s: the rig has no zone %s (zones: %s)", ph.Name, name, strings.Join(zs, ", "))
 	}
-	z := zoneDrive{name: name}
-	// The actions and the reading above are those of the envelope's one
-	// zone (RigSpec.Furnace, Readings.Furnace). On a rig of several zones
-	// they would reach or read another zone than the phase's: nothing is
-	// driven until they carry the zone (issue 42, item 2).
+	z := zoneDrive{name: name, env: r.env.Rig.Envelope()}
+	// The actions and the reading above carry the zone, but the rest of
+	// this executor (the freshness of its steps, the holds' settle, the
+	// recipe check's model, the plots) knows the rig's first zone
+	// (Readings.Furnace) alone: nothing is driven on a rig of several
+	// zones until it knows each (issue 42).
 	if len(zs) > 1 {
 		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s: this executor drives the one zone of a one-zone rig; the rig has %d", ErrNotReady, ph.Name, name, len(zs))
 	}
-	// The envelope's actions write the channels of the one zone they know:
-	// a zone whose setpoint they do not write is not driven by them.
-	if ch := z.setpoint(0).Channel(); ch != z.channel("setpoint") {
-		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s: the envelope's actions write %s, not %s", ErrNotReady, ph.Name, name, ch, z.channel("setpoint"))
+	// A zone that is not the envelope's is not driven (its actions would
+	// write channels the envelope does not have, and be refused).
+	if _, ok := z.env.ZoneReading(envelope.Readings{}, name); !ok {
+		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s is not a heated zone of the envelope's rig", ErrNotReady, ph.Name, name)
 	}
 	return z, nil
 }

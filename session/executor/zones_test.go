@@ -145,3 +145,19 @@ func TestZoneDrive(t *testing.T) {
 		t.Errorf("zone sulfur: %v", err)
 	}
 }
+
+// TestZoneDriveCarriesItsZone: the actions of a zone other than furnace
+// write that zone's channels (and reach its tools); those of the zone
+// furnace are the furnace's actions, as before zones.
+func TestZoneDriveCarriesItsZone(t *testing.T) {
+	g := zoneDrive{name: "growth"}
+	for _, a := range []envelope.Action{g.setpoint(300), g.rampRate(5), g.heater(true)} {
+		if zn, _, _ := strings.Cut(a.Channel(), "."); zn != "growth" || a.Zone() != "growth" {
+			t.Errorf("%v: channel %s, zone %s", a, a.Channel(), a.Zone())
+		}
+	}
+	f := zoneDrive{name: "furnace"}
+	if f.setpoint(300) != envelope.SetpointAction(300) || f.rampRate(5) != envelope.RampRateAction(5) || f.heater(true) != envelope.HeaterAction(true) {
+		t.Error("the furnace zone's actions are not SetpointAction, RampRateAction and HeaterAction")
+	}
+}

@@ -487,9 +487,10 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 			}
 		}
 		c.coldGases(s, paramOrigin(sp, "temperature_c"), rp.TemperatureC, fmt.Sprintf("a ramp to %.1f °C", rp.TemperatureC))
-		c.act(s, paramOrigin(sp, "rate_c_per_min"), envelope.RampRateAction(device.KelvinPerMinute(rp.RateCPerMin)))
-		c.act(s, paramOrigin(sp, "temperature_c"), envelope.SetpointAction(device.Celsius(rp.TemperatureC)))
-		c.act(s, po, envelope.HeaterAction(true))
+		zn := c.zoneOf(sp)
+		c.act(s, paramOrigin(sp, "rate_c_per_min"), envelope.ZoneRampRateAction(zn, device.KelvinPerMinute(rp.RateCPerMin)))
+		c.act(s, paramOrigin(sp, "temperature_c"), envelope.ZoneSetpointAction(zn, device.Celsius(rp.TemperatureC)))
+		c.act(s, po, envelope.ZoneHeaterAction(zn, true))
 		c.advance(s, guaranteedRamp(s, rp))
 		s.pv = rp.TemperatureC
 		s.pvLo, s.pvHi = rp.TemperatureC-rp.SettleBandC, rp.TemperatureC+rp.SettleBandC
@@ -541,7 +542,7 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 		}
 		c.coldGases(s, po, math.Inf(-1), "cooling")
 		c.advance(s, cl.Purge)
-		c.act(s, po, envelope.HeaterAction(false))
+		c.act(s, po, envelope.ZoneHeaterAction(c.zoneOf(sp), false))
 		s.pv = math.Min(s.pv, cl.BelowC)
 		s.pvLo, s.pvHi = roomC, math.Min(s.pvHi, cl.BelowC)
 		s.heatedBy = nil

@@ -43,6 +43,17 @@ func Zones(env *envelope.Envelope) []string {
 	return zs
 }
 
+// zoneOf is the zone a ramp or a cool of the model acts on: the one it
+// names, else one of the rig's zones (a zone the rig lacks, or none named on
+// a rig of several, is reported by zones, once).
+func (c *checker) zoneOf(s *PhaseSpec) string {
+	zs := Zones(c.env)
+	if slices.Contains(zs, s.Zone) || len(zs) == 0 {
+		return s.Zone
+	}
+	return zs[0]
+}
+
 // zones refuses a phase naming a zone the rig lacks, and a phase naming no
 // zone on a rig of several (which of them it would heat is not said).
 func (c *checker) zones() { c.zonesOf(Zones(c.env)) }

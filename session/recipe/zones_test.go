@@ -175,3 +175,44 @@ func TestZoneSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneOfAnotherName: on a rig whose one zone is named main (its
+// channels main.*), the recipe naming it, and the same recipe naming no
+// zone, pass: the model drives main's channels, not furnace's.
+func TestZoneOfAnotherName(t *testing.T) {
+	sim := simEnvelope(t)
+	cfg, spec := sim.Config(), sim.Spec()
+	params := map[string]envelope.Parameter{}
+	for ch, p := range cfg.Parameters {
+		if zn, what, _ := strings.Cut(ch, "."); zn == "furnace" {
+			ch = envelope.ZoneChannel("main", what)
+		}
+		params[ch] = p
+	}
+	cfg.Parameters = params
+	spec.Zones = []envelope.ZoneSpec{{Name: "main", FurnaceSpec: spec.Furnace}}
+	for ch, w := range spec.Wires {
+		if zn, what, _ := strings.Cut(ch, "."); zn == "furnace" {
+			delete(spec.Wires, ch)
+			spec.Wires[envelope.ZoneChannel("main", what)] = w
+		}
+	}
+	env, err := envelope.Compile(cfg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zs := Zones(env); !slices.Equal(zs, []string{"main"}) {
+		t.Fatalf("Zones = %v", zs)
+	}
+	data := mustRead(t, filepath.Join("testdata", "zones", "ok.yaml"))
+	for _, text := range []string{strings.ReplaceAll(string(data), "zone: furnace, ", "zone: main, "),
+		strings.ReplaceAll(string(data), "zone: furnace, ", "")} {
+		r, err := LoadFor("main.yaml", []byte(text), Hazards(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps := Check(r, env); len(ps) > 0 {
+			t.Errorf("refused:\n%v\n%s", Problems(ps), text)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"hcp-edge/cmd/hcp-edge/internal/uplink"
 	"hcp-edge/device"
+	"hcp-edge/drivers/regmap"
 	"hcp-edge/envelope"
 	"hcp-edge/internal/diskspace"
 	"hcp-edge/internal/wallclock"
@@ -327,15 +328,27 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if d.iv, err = newInvoker(d.il, f.Rig.Layout(), f.Agent.TimeScale); err != nil { // the only caller of the interlock (engine.go)
 		return err
 	}
+	for _, tc := range in.Zones { // every heated zone's controller (in.Furnace is the first)
+		if err := d.initController(ctx, tc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initController initialises a heated zone's controller (heater off, then
+// the mode its profile's roles assume), audits what the agent changed on
+// the unit, and arms its comms watchdog where it has one.
+func (d *daemon) initController(ctx context.Context, tc *regmap.Controller) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	wrote, err := in.Furnace.Init(wctx) // heater off, then the mode the profile's roles assume
-	for _, w := range wrote {           // what the agent itself changed on the unit: audited
-		target := fmt.Sprintf("%s %s=%g", in.Furnace, w.Channel, w.Value)
+	wrote, err := tc.Init(wctx) // heater off, then the mode the profile's roles assume
+	for _, w := range wrote {   // what the agent itself changed on the unit: audited
+		target := fmt.Sprintf("%s %s=%g", tc, w.Channel, w.Value)
 		if w.NonVolatile {
 			target += " (non-volatile)"
 		}
-		b, _ := json.Marshal(map[string]any{"op": "init", "outcome": "done", "instrument": in.Furnace.String(),
+		b, _ := json.Marshal(map[string]any{"op": "init", "outcome": "done", "instrument": tc.String(),
 			"channel": w.Channel, "value": w.Value, "non_volatile": w.NonVolatile, "target": target})
 		if _, aerr := d.st.Audit().Append(context.WithoutCancel(ctx), audit.Entry{Kind: audit.KindControl, Detail: string(b)}); aerr != nil {
 			return fmt.Errorf("audit the furnace's init: %w", aerr)
@@ -344,8 +357,8 @@ func (d *daemon) openRig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("furnace: %w", err)
 	}
-	if in.Furnace.HasWatchdog() { // else the relay watchdog is the dead-agent path (rigconfig refuses a rig with neither)
-		if err := in.Furnace.ConfigureWatchdog(wctx, f.Monitor.WatchdogTimeout); err != nil {
+	if tc.HasWatchdog() { // else the relay watchdog is the dead-agent path (rigconfig refuses a rig with neither)
+		if err := tc.ConfigureWatchdog(wctx, d.f.Monitor.WatchdogTimeout); err != nil {
 			return fmt.Errorf("furnace watchdog: %w", err)
 		}
 	}

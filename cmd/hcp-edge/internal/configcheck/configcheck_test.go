@@ -195,6 +195,11 @@ func TestCheckBroken(t *testing.T) {
 			s = strings.Replace(s, "    inert_gas: Ar\n    min_inert_flow: 100 sccm", "    inert_gas: Ar  # the purge's\n    min_inert_flow: 100 sccm", 1)
 			return strings.Replace(s, "gas: Ar, hazard: inert,", "gas: Ar, hazard: oxidising,", 1)
 		}, want: []want{{"      inert_gas: Ar", "envelope.interlocks.heater.inert_gas"}, {"inert_gas: Ar  # the purge's", "envelope.purge.inert_gas"}}},
+		// Issue 42: a limit or a trip threshold of a heated zone the rig
+		// does not have (the sim's one zone is furnace), at its line.
+		{name: "a zone the rig lacks", edit: func(s string) string {
+			return strings.Replace(s, "    furnace.temperature:  {max: 1050, unit: celsius}", "    furnace.temperature:  {max: 1050, unit: celsius}\n    growth.temperature:   {max: 900, unit: celsius}\n    growth.setpoint:      {max: 850, unit: celsius}", 1)
+		}, want: []want{{"    growth.temperature:", "envelope.parameters.growth.temperature"}, {"    growth.setpoint:", "envelope.parameters.growth.setpoint"}}},
 		{name: "furnace and zones both", edit: func(s string) string {
 			return strings.Replace(s, "  dio: {bus: main", "  zones:\n    - {name: z, controller: {bus: main, unit: 3, profile: hcp-sim-tc}}\n  dio: {bus: main", 1)
 		}, want: []want{{"  zones:", "rig.zones"}}},

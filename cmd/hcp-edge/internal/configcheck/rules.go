@@ -72,10 +72,16 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 		}
 	}
 	_, err = envelope.Compile(cfg, spec)
+	// The zones' problem (both shapes written, ...) is at its line: the
+	// envelope's channels of zones the layout may have misread follow on.
+	zonesReported := c.reported("rig.zones") || c.reported("rig.furnace")
 	for _, e := range flatten(err) {
 		var ce *envelope.ConfigError
 		if !errors.As(e, &ce) {
 			c.at("envelope", "%v", e)
+			continue
+		}
+		if zonesReported && zoneProblem(spec, ce) {
 			continue
 		}
 		key := "envelope." + ce.Path
@@ -93,6 +99,21 @@ func (c *checker) checkEnvelope(f rigconfig.File) {
 }
 
 const standInPrefix = "(line valve of "
+
+// zoneProblem reports whether ce is about a heated zone's channel: one
+// naming a zone the rig lacks, or a channel of one of its zones.
+func zoneProblem(spec envelope.RigSpec, ce *envelope.ConfigError) bool {
+	if errors.Is(ce, envelope.ErrUnknownZone) {
+		return true
+	}
+	ch := strings.TrimPrefix(strings.TrimPrefix(ce.Path, "channel "), "parameters.")
+	for _, z := range spec.ZoneNames() {
+		if strings.HasPrefix(ch, z+".") {
+			return true
+		}
+	}
+	return false
+}
 
 // toxicInterlockReported reports whether a toxic line's interlock was found
 // not to require the scrubber (rigconfig: toxicInterlockErrors).

@@ -353,7 +353,7 @@ func TestTwoZoneDraftRefusedAtItsZones(t *testing.T) {
 		if strings.HasPrefix(p.Key, "rig.") && p.Key != "rig.zones" {
 			t.Errorf("rig section: %s", p)
 		}
-		if p.Key == "rig.zones" && p.Line == line && p.Message == "a rig of 2 heated zones is not driven yet: the envelope knows one (issue 42)" {
+		if p.Key == "rig.zones" && p.Line == line && p.Message == "a rig of 2 heated zones is not driven yet: the executor drives one (issue 42)" {
 			found = true
 		}
 	}

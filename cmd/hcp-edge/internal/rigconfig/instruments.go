@@ -40,7 +40,8 @@ func BuildPartial(r Rig) *Instruments {
 
 // InterlockRig hands the writable rig to the interlock: it needs
 // StartInputs and Relay first. The outputs and inputs of every I/O module
-// are the interlock's.
+// are the interlock's, and every heated zone's controller (the first as
+// Furnace, the others in Zones by zone name).
 func InterlockRig(in *Instruments) (envelope.Rig, error) {
 	c := in.Config()
 	if in.Furnace == nil || in.DIO == nil || in.Gauge == nil || !in.GPIOOK() || len(in.MFCs) != len(c.MFCs) {
@@ -60,6 +61,17 @@ func InterlockRig(in *Instruments) (envelope.Rig, error) {
 	}
 	if in.Raman != nil {
 		r.Spectrometer = in.Raman
+	}
+	for i, z := range c.ZoneEntries() {
+		if i >= len(in.Zones) || in.Zones[i] == nil {
+			return envelope.Rig{}, errors.New("rigconfig: the interlock needs every instrument")
+		}
+		if i > 0 {
+			if r.Zones == nil {
+				r.Zones = map[string]device.TemperatureController{}
+			}
+			r.Zones[z.Name] = in.Zones[i]
+		}
 	}
 	for i, m := range in.MFCs {
 		r.Flows[c.MFCs[i].Gas] = m
