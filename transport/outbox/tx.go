@@ -3,6 +3,7 @@ package outbox
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,7 +90,7 @@ func (ob *Outbox) rideTx(tx *bolt.Tx) []uint64 {
 	}
 	ob.riding = tx
 	del := slices.Clone(ob.later)
-	slices.Sort(del)
+	sort.Sort(keyOrder(del))
 	return slices.Compact(del)
 }
 
