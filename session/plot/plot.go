@@ -2,11 +2,12 @@ package plot
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Series is one named line of a panel. X and Y have the same length.
@@ -398,8 +399,45 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
+// esc escapes s for XML text and attribute values as encoding/xml's
+// EscapeText does, byte for byte (TestEscAsXML): the five markup
+// characters and tab, newline and carriage return as character
+// references, and what XML cannot hold (invalid UTF-8, control
+// characters, U+FFFE, U+FFFF) as U+FFFD. Written here so that the binary
+// does not link encoding/xml for one function (docs/FOOTPRINT.md).
 func esc(s string) string {
-	var b bytes.Buffer
-	_ = xml.EscapeText(&b, []byte(s))
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == '"':
+			b.WriteString("&#34;")
+		case r == '\'':
+			b.WriteString("&#39;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '\t':
+			b.WriteString("&#x9;")
+		case r == '\n':
+			b.WriteString("&#xA;")
+		case r == '\r':
+			b.WriteString("&#xD;")
+		case r == utf8.RuneError && n == 1, !xmlChar(r):
+			b.WriteRune('\uFFFD')
+		default:
+			b.WriteRune(r)
+		}
+	}
 	return b.String()
+}
+
+// xmlChar reports whether r is in XML 1.0's Char production.
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
 }
