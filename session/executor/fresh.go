@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"time"
 
 	"hcp-edge/envelope"
 )
 
 // Fresh reports, as an error wrapping ErrStale and naming it, the first
-// instrument of rd (the furnace, the gauge, each flow controller, each
+// instrument of rd (the furnace and each other heated zone, the gauge, each flow controller, each
 // switch read-back, each input) without a reading within maxAge of the
 // snapshot; nil when every one is fresh.
 func Fresh(rd envelope.Readings, maxAge time.Duration) error {
@@ -25,6 +26,14 @@ func Fresh(rd envelope.Readings, maxAge time.Duration) error {
 		return nil
 	}
 	errs := []error{old("furnace", rd.Furnace.At), old("gauge", rd.Pressure.At)}
+	zs := make([]string, 0, len(rd.Zones)) // the heated zones after the first
+	for z := range rd.Zones {
+		zs = append(zs, z)
+	}
+	sort.Strings(zs)
+	for _, z := range zs {
+		errs = append(errs, old("zone "+z, rd.Zones[z].At))
+	}
 	for _, g := range slices.Sorted(maps.Keys(rd.Flows)) {
 		errs = append(errs, old("flow "+g, rd.Flows[g].At))
 	}
