@@ -80,6 +80,7 @@ type found struct {
 
 type checker struct {
 	r        *Recipe
+	zoneLost bool // a phase names a zone the rig lacks, or none on a rig of several (zones)
 	env      *envelope.Envelope
 	cfg      envelope.Config
 	spec     envelope.RigSpec
@@ -545,7 +546,7 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 	case KindHold:
 		h := ph.Hold
 		c.bounded(sp, "duration", h.Duration)
-		if h.TemperatureC != nil {
+		if h.TemperatureC != nil && !c.zoneLost { // a zone the rig lacks is reported at its zone:, its model not judged
 			switch {
 			case !s.heater:
 				c.add(paramOrigin(sp, "temperature_c"), RuleOrder, "a hold at %.1f °C with the heater off: put a ramp before it", *h.TemperatureC)
