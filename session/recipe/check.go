@@ -262,13 +262,12 @@ func (c *checker) simulate(p *Plan) {
 	if len(zs) == 0 {
 		zs = []string{""}
 	}
-	probe := envelope.Readings{Furnace: device.FurnaceStatus{At: s.now}}
 	s.first, s.names = zs[0], zs
+	if zl := c.spec.ZoneList(); len(zl) > 0 && slices.Contains(zs, zl[0].Name) {
+		s.first = zl[0].Name // the zone whose reading is Readings.Furnace
+	}
 	for _, z := range zs {
 		s.zones[z] = &zoneSim{pv: roomC, sp: roomC, pvLo: roomC, pvHi: math.Inf(1)}
-		if st, _ := c.env.ZoneReading(probe, z); !st.At.IsZero() {
-			s.first = z // the zone whose reading is Readings.Furnace
-		}
 	}
 	s.zoneSim = s.zones[s.first]
 	for _, sw := range c.spec.Switches {
