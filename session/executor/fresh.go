@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"hcp-edge/envelope"
@@ -26,14 +25,14 @@ func Fresh(rd envelope.Readings, maxAge time.Duration) error {
 		return nil
 	}
 	errs := []error{old("furnace", rd.Furnace.At), old("gauge", rd.Pressure.At)}
-	zs := make([]string, 0, len(rd.Zones)) // the heated zones after the first
-	for z := range rd.Zones {
-		zs = append(zs, z)
+	var zerr error // the heated zones after the first: the stale one first by name
+	zname := ""
+	for z, st := range rd.Zones {
+		if err := old("zone "+z, st.At); err != nil && (zerr == nil || z < zname) {
+			zerr, zname = err, z
+		}
 	}
-	sort.Strings(zs)
-	for _, z := range zs {
-		errs = append(errs, old("zone "+z, rd.Zones[z].At))
-	}
+	errs = append(errs, zerr)
 	for _, g := range slices.Sorted(maps.Keys(rd.Flows)) {
 		errs = append(errs, old("flow "+g, rd.Flows[g].At))
 	}
