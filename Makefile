@@ -8,8 +8,9 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.b
 BIN       := bin
 CMDS      := hcp-edge rig-sim
 STATICCHECK_VERSION ?= v0.8.2
-# The rig of make demo: mos2 (configs/sim.yaml, the seed's MoS2 task) or graphene
-# (configs/graphene.yaml, the graphene-cu recipe): make demo RIG=graphene.
+# The rig of make demo: mos2 (configs/sim.yaml, the seed's MoS2 task), graphene
+# (configs/graphene.yaml, the graphene-cu recipe): make demo RIG=graphene, or mos2-two-zone
+# (configs/mos2-two-zone.yaml, the mos2-solid recipe on two heated zones).
 RIG       ?= mos2
 # Build tags of every shipped binary. nethttpomithttp2: net/http without its bundled HTTP/2
 # (~290 kB of the armv7 binary); the agent's HTTP servers (metrics, dashboard) speak HTTP/1.1,
@@ -40,7 +41,7 @@ TEST_TIMEOUT ?= 20m
 # TestFloodQuota's 2 s bound fail at load 7). `make ci` keeps go's default under -race.
 TEST_P ?= $(shell bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null && nproc || echo 4)
 
-.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-broker test test-bare soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
+.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-two-zone demo-broker test test-bare soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -57,7 +58,7 @@ build-arm: ## static binaries for linux/arm (GOARM=7) and linux/arm64 under bin/
 	done
 	@ls -l $(BIN)/linux-arm $(BIN)/linux-arm64
 
-demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only); RIG=graphene: the graphene rig's graphene-cu run
+demo: build ## the main job: rig-sim, the agent, the seed MoS2 task submitted, approved, completed (Go only); RIG=graphene: the graphene rig's graphene-cu run; RIG=mos2-two-zone: the two-zone rig's mos2-solid run
 	RIG=$(RIG) bash scripts/demo.sh
 
 commission: build ## commissioning on rig-sim's real controller models (Eurotherm 3200, ADAM-6052): config check, coverage, probe by channel, probe --write-check
@@ -65,6 +66,9 @@ commission: build ## commissioning on rig-sim's real controller models (Eurother
 
 demo-graphene: build ## make demo on the second rig (RIG=graphene): rig-sim --rig graphene, configs/graphene.yaml, graphene-cu
 	RIG=graphene bash scripts/demo.sh
+
+demo-two-zone: build ## make demo on the third rig (RIG=mos2-two-zone): rig-sim --rig mos2-two-zone, configs/mos2-two-zone.yaml, mos2-solid on two zones
+	RIG=mos2-two-zone bash scripts/demo.sh
 
 demo-broker: build broker ## the demo with the MoS2 task through the local RabbitMQ (HCP_AMQP_URL from scripts/broker.sh)
 	eval "$$(bash scripts/broker.sh | grep '^HCP_AMQP_URL=')" && HCP_AMQP_URL="$$HCP_AMQP_URL" RIG=$(RIG) bash scripts/demo.sh
@@ -111,7 +115,7 @@ TIMED_ALONE := ^TestFloodQuota$$
 # verdict is the same, the p99s it prints (which assert nothing) rest on fewer samples; make pi-sim
 # alone keeps 15 (issue 40: ci within 20 minutes on a fresh machine).
 ci: export HCP_PI_SIM_N ?= 5
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
+ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene demo-two-zone commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
 	HCP_REQUIRE_PEERS=1 HCP_ALERTS_FULL=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
 	$(MAKE) --no-print-directory test-bare

@@ -26,29 +26,12 @@ var (
 	// ErrIncomplete: a snapshot lacks a fresh, valid reading of an
 	// instrument, so a tool that reports it cannot answer truthfully.
 	ErrIncomplete = errors.New("envelope: snapshot incomplete")
-	// ErrNotDriven: the rig's layout has a shape that is not driven yet;
-	// nothing is built or driven. The error is a *ZonesError.
-	ErrNotDriven = errors.New("envelope: rig not driven yet")
 	// ErrUnknownZone: an envelope configuration names a heated zone the
 	// rig does not have (a limit or trip threshold on <zone>.setpoint,
 	// <zone>.temperature, ..., or a gas interlock's zone). The error is a
 	// *ConfigError, which is also ErrInvalidConfig.
 	ErrUnknownZone = errors.New("envelope: no such heated zone")
 )
-
-// ZonesError is the refusal of a rig of several heated zones by a layer
-// that drives one zone yet (the agent's configuration, while its executor
-// drives one: issue 42). The envelope judges any number (Drivable).
-// Zones is the layout's number of zones.
-type ZonesError struct{ Zones int }
-
-// Error says how many zones the rig has and that one is driven.
-func (e *ZonesError) Error() string {
-	return fmt.Sprintf("a rig of %d heated zones is not driven yet: the executor drives one (issue 42)", e.Zones)
-}
-
-// Is reports whether target is ErrNotDriven.
-func (e *ZonesError) Is(target error) bool { return target == ErrNotDriven }
 
 // Rule names the envelope rule a Violation or a coverage entry refers to.
 type Rule string

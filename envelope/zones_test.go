@@ -15,7 +15,7 @@ import (
 
 // The rig of two heated zones in these tests: the simulated rig
 // (SimRigSpec) whose furnace is the growth zone, with a sulfur zone
-// upstream of it (configs/drafts/mos2-two-zone.yaml's shape).
+// upstream of it (configs/mos2-two-zone.yaml's shape).
 
 var sulfurRange = FurnaceSpec{SetpointMin: device.Celsius(0), SetpointMax: device.Celsius(400),
 	RampMax: device.KelvinPerMinute(50), ProcessValueMax: device.Celsius(500)}

@@ -13,7 +13,9 @@
 #
 # RIG picks the rig (make demo RIG=graphene): mos2 (the default: rig-sim run, configs/sim.yaml,
 # the seed's MoS2 task) or graphene (rig-sim run --rig graphene, configs/graphene.yaml, the
-# shipped graphene-cu recipe: configs/examples/graphene-task.json). The simulator listens on a
+# shipped graphene-cu recipe: configs/examples/graphene-task.json) or mos2-two-zone (rig-sim run
+# --rig mos2-two-zone, configs/mos2-two-zone.yaml, the shipped mos2-solid recipe on two heated
+# zones: configs/examples/mos2-solid-task.json). The simulator listens on a
 # Modbus TCP port of its own (port 0: the kernel picks a free one) and the agent reads a copy of
 # the rig's configuration pointing at it, so a demo never meets another simulator on 5020.
 set -euo pipefail
@@ -23,7 +25,8 @@ RIG=${RIG:-mos2}
 case $RIG in
   mos2) rig_config=configs/sim.yaml; task=configs/examples/mos2-task.json; sim_args=(); what=MoS2 ;;
   graphene) rig_config=configs/graphene.yaml; task=configs/examples/graphene-task.json; sim_args=(--rig graphene); what=graphene ;;
-  *) echo "demo: RIG=$RIG: want mos2 or graphene" >&2; exit 2 ;;
+  mos2-two-zone) rig_config=configs/mos2-two-zone.yaml; task=configs/examples/mos2-solid-task.json; sim_args=(--rig mos2-two-zone); what="two-zone MoS2" ;;
+  *) echo "demo: RIG=$RIG: want mos2, graphene or mos2-two-zone" >&2; exit 2 ;;
 esac
 dir=$(mktemp -d -t hcp-demo.XXXXXX)
 sim_pid=""
@@ -131,7 +134,7 @@ for _ in $(seq 100); do
   apr=$(sed -n 's/.*"approval_id": "\(apr-[0-9a-f]*\)".*/\1/p' "$dir/out.txt" | head -n 1)
   [ -n "$apr" ] && break; sleep 0.05
 done
-[ -n "$apr" ] || { cat "$dir/out.txt" "$dir/agent.log"; echo "demo: the task did not wait for approval"; exit 1; }
+[ -n "$apr" ] || { cat "$dir/out.txt" "$dir/agent.log" "$dir/final.json"; echo "demo: the task did not wait for approval"; exit 1; }
 sleep 0.3
 printf '\n'
 "$BIN/hcp-edge" sessions
@@ -168,7 +171,9 @@ done
 step "the tool pipeline: every action of the run was a catalog tool call (hcp-edge tools)"
 "$BIN/hcp-edge" tools >"$dir/tools.txt"
 cat "$dir/tools.txt"
-grep -q '^furnace.set_setpoint ' "$dir/tools.txt" || { echo "demo: hcp-edge tools shows no furnace.set_setpoint call"; exit 1; }
+zone=furnace # the zone whose setpoint the run wrote (the two-zone rig's growth zone)
+[ "$RIG" = mos2-two-zone ] && zone=growth
+grep -q "^$zone.set_setpoint " "$dir/tools.txt" || { echo "demo: hcp-edge tools shows no $zone.set_setpoint call"; exit 1; }
 
 step "stopping the agent (SIGTERM: outputs to the safe state, state file closed)"
 kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=""

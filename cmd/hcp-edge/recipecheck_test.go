@@ -15,24 +15,36 @@ import (
 
 // TestRecipeCheckShipped: every shipped recipe passes on the rig it is made
 // for (the embedded configs/sim.yaml, or the graphene rig's
-// configs/graphene.yaml for graphene-cu), and the graphene recipe is refused
-// on the MoS2 rig with the reason at FILE:LINE.
+// configs/graphene.yaml for graphene-cu, configs/mos2-two-zone.yaml for
+// mos2-solid), and the graphene and two-zone recipes are refused on the MoS2
+// rig with the reason at FILE:LINE.
 func TestRecipeCheckShipped(t *testing.T) {
 	cleanEnv(t)
 	all, _ := filepath.Glob("../../configs/recipes/*.yaml")
 	const graphene = "../../configs/recipes/graphene-cu.yaml"
-	files := slices.DeleteFunc(slices.Clone(all), func(f string) bool { return f == graphene })
+	const solid = "../../configs/recipes/mos2-solid.yaml"
+	files := slices.DeleteFunc(slices.Clone(all), func(f string) bool { return f == graphene || f == solid })
 	var out, errb bytes.Buffer
 	if code := run(t.Context(), append([]string{"recipe", "check"}, files...), &out, &errb); code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	if n := strings.Count(out.String(), ": valid ("); n != len(files) || len(files) < 3 || len(all) != len(files)+1 {
+	if n := strings.Count(out.String(), ": valid ("); n != len(files) || len(files) < 3 || len(all) != len(files)+2 {
 		t.Errorf("%d valid of %d:\n%s", n, len(files), out.String())
 	}
 	out.Reset()
 	if code := run(t.Context(), []string{"recipe", "check", "--config", "../../configs/graphene.yaml", graphene}, &out, &errb); code != exitOK ||
 		!strings.Contains(out.String(), "graphene-cu.yaml: valid (graphene-cu 1.0.0") {
 		t.Fatalf("graphene-cu on the graphene rig: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"recipe", "check", "--config", "../../configs/mos2-two-zone.yaml", solid}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "mos2-solid.yaml: valid (mos2-solid 1.0.0") {
+		t.Fatalf("mos2-solid on the two-zone rig: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), []string{"recipe", "check", solid}, &out, &errb); code == exitOK ||
+		!strings.Contains(out.String()+errb.String(), "mos2-solid.yaml:92: phases[4].ramp.zone: this rig has no zone growth (zones: furnace)") {
+		t.Fatalf("mos2-solid on the MoS2 rig: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	out.Reset()
 	code := run(t.Context(), []string{"recipe", "check", graphene}, &out, &errb)

@@ -9,7 +9,7 @@ import (
 	"hcp-edge/configs"
 )
 
-const twoZoneDraft = "../../configs/drafts/mos2-two-zone.yaml"
+const twoZoneDraft = "../../configs/mos2-two-zone.yaml"
 
 func TestLoadTwoZoneDraft(t *testing.T) {
 	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")

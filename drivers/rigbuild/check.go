@@ -202,8 +202,11 @@ func charBits(m serial.Mode) int {
 	return bits
 }
 
-// FurnacePollWire is the least time one monitor poll of the furnace (the
-// first zone's controller, the one the envelope drives) takes on its bus when that bus is a serial (RTU) line: the reads its profile's
+// FurnacePollWire is the least time one monitor poll of the heated zones
+// takes on the first zone's bus when that bus is a serial (RTU) line: the
+// first zone's controller and every other zone's on the same line (the
+// monitor polls each zone every furnace_every, one after the other on a
+// shared line), the reads each profile's
 // map makes of device.FurnaceStatus, character by character at the line's
 // speed, without the controller's own response time. ok is false on TCP
 // (whose wire time is negligible) and when the layout is invalid (Check
@@ -222,18 +225,24 @@ func FurnacePollWire(r rig.Config, ps Profiles) (d time.Duration, reads int, bau
 	if b.Mode == "" || err != nil || mode.BaudRate <= 0 {
 		return 0, 0, 0, false
 	}
-	p, found := ps[z.Profile]
-	if !found || p.Family != profile.Modbus || p.Kind != profile.TemperatureController {
-		return 0, 0, 0, false
-	}
-	sizes, err := regmap.StatusReads(p)
-	if err != nil {
-		return 0, 0, 0, false
-	}
 	var chars float64
-	for _, n := range sizes {
-		chars += rtuReadChars(n)
+	for _, zz := range zones { // every zone's controller polled on the first's line shares it
+		if zz.Bus != z.Bus {
+			continue
+		}
+		p, found := ps[zz.Profile]
+		if !found || p.Family != profile.Modbus || p.Kind != profile.TemperatureController {
+			return 0, 0, 0, false
+		}
+		sizes, err := regmap.StatusReads(p)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		for _, n := range sizes {
+			chars += rtuReadChars(n)
+		}
+		reads += len(sizes)
 	}
 	secs := chars * float64(charBits(mode)) / float64(mode.BaudRate)
-	return time.Duration(secs * float64(time.Second)), len(sizes), mode.BaudRate, true
+	return time.Duration(secs * float64(time.Second)), reads, mode.BaudRate, true
 }

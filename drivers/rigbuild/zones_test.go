@@ -9,11 +9,11 @@ import (
 	"hcp-edge/device/rig"
 )
 
-// twoZone is the draft third rig's rig section (configs/drafts), edited.
+// twoZone is the third rig's rig section (configs/mos2-two-zone.yaml), edited.
 func twoZone(t *testing.T, edit func(*rig.Config)) rig.Config {
 	t.Helper()
 	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
-	c, err := rig.Load("../../configs/drafts/mos2-two-zone.yaml")
+	c, err := rig.Load("../../configs/mos2-two-zone.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Fresh reports, as an error wrapping ErrStale and naming it, the first
-// instrument of rd (the furnace, the gauge, each flow controller, each
+// instrument of rd (the furnace and each other heated zone, the gauge, each flow controller, each
 // switch read-back, each input) without a reading within maxAge of the
 // snapshot; nil when every one is fresh.
 func Fresh(rd envelope.Readings, maxAge time.Duration) error {
@@ -25,6 +25,14 @@ func Fresh(rd envelope.Readings, maxAge time.Duration) error {
 		return nil
 	}
 	errs := []error{old("furnace", rd.Furnace.At), old("gauge", rd.Pressure.At)}
+	var zerr error // the heated zones after the first: the stale one first by name
+	zname := ""
+	for z, st := range rd.Zones {
+		if err := old("zone "+z, st.At); err != nil && (zerr == nil || z < zname) {
+			zerr, zname = err, z
+		}
+	}
+	errs = append(errs, zerr)
 	for _, g := range slices.Sorted(maps.Keys(rd.Flows)) {
 		errs = append(errs, old("flow "+g, rd.Flows[g].At))
 	}

@@ -217,6 +217,7 @@ func (r *recipeRun) ramp(ctx context.Context, ph *recipe.Phase) error {
 	if err != nil {
 		return err
 	}
+	r.proc.zone = z.name
 	if err := r.applyAll(ctx, z.rampRate(device.KelvinPerMinute(rp.RateCPerMin)), z.setpoint(device.Celsius(rp.TemperatureC))); err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func (r *recipeRun) ramp(ctx context.Context, ph *recipe.Phase) error {
 	band := rp.SettleBandC
 	next := r.env.Clock.Now()
 	_, err = r.waitFresh(ctx, ph.Name, fmt.Sprintf("furnace within %g °C of %.1f °C", band, rp.TemperatureC),
-		r.fresh("furnace ("+ph.Name+")", on.At, furnaceAt), timeout,
+		r.fresh(z.name+" ("+ph.Name+")", on.At, z.at), timeout,
 		func(rd envelope.Readings) (bool, error) {
 			f := z.reading(rd)
 			if !f.HeaterEnabled {
@@ -247,12 +248,16 @@ func (r *recipeRun) ramp(ctx context.Context, ph *recipe.Phase) error {
 	return err
 }
 
-// settleBand is the settle band of the last ramp before phase i (5 °C
-// without one).
-func (r *recipeRun) settleBand(i int) float64 {
+// settleBand is the settle band of the last ramp of zone before phase i
+// (5 °C without one).
+func (r *recipeRun) settleBand(i int, zone string) float64 {
 	band := 5.0
-	for _, ph := range r.st.Plan.Phases[:i] {
-		if ph.Ramp != nil && ph.Ramp.SettleBandC > 0 {
+	for j := range r.st.Plan.Phases[:i] {
+		ph := &r.st.Plan.Phases[j]
+		if ph.Ramp == nil || !(ph.Ramp.SettleBandC > 0) {
+			continue
+		}
+		if z, err := r.zone(ph); err == nil && z.name == zone {
 			band = ph.Ramp.SettleBandC
 		}
 	}
@@ -273,6 +278,7 @@ func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) erro
 	if err != nil {
 		return err
 	}
+	r.proc.zone = z.name
 	for _, f := range h.Flows {
 		if err := r.applyAll(ctx, envelope.FlowAction(f.Gas, device.SCCM(f.FlowSCCM))); err != nil {
 			return err
@@ -290,9 +296,9 @@ func (r *recipeRun) holdPhase(ctx context.Context, i int, ph *recipe.Phase) erro
 		if since.IsZero() {
 			since = z.reading(r.env.Rig.Readings(ctx)).At
 		}
-		want, band := *h.TemperatureC, r.settleBand(i)
+		want, band := *h.TemperatureC, r.settleBand(i, z.name)
 		warned := false
-		j = &judged{freshness: r.fresh("furnace ("+ph.Name+")", since, furnaceAt), check: func(rd envelope.Readings) error {
+		j = &judged{freshness: r.fresh(z.name+" ("+ph.Name+")", since, z.at), check: func(rd envelope.Readings) error {
 			f := z.reading(rd)
 			if !f.HeaterEnabled {
 				return fmt.Errorf("%w: the furnace dropped its heater during %s", ErrCondition, ph.Name)
@@ -336,6 +342,7 @@ func (r *recipeRun) cool(ctx context.Context, ph *recipe.Phase) error {
 	if err != nil {
 		return err
 	}
+	r.proc.zone = z.name
 	if err := r.hold(ctx, ph.Name, c.Purge, nil, nil); err != nil { // purge the reactive gas out
 		return err
 	}
@@ -350,7 +357,7 @@ func (r *recipeRun) cool(ctx context.Context, ph *recipe.Phase) error {
 		}
 	}
 	target := math.Min(c.BelowC, limit-ventMarginC)
-	if _, err := r.waitFresh(ctx, ph.Name, fmt.Sprintf("furnace below %.1f °C", target), r.fresh("furnace ("+ph.Name+")", off.At, furnaceAt), c.Timeout,
+	if _, err := r.waitFresh(ctx, ph.Name, fmt.Sprintf("furnace below %.1f °C", target), r.fresh(z.name+" ("+ph.Name+")", off.At, z.at), c.Timeout,
 		func(rd envelope.Readings) (bool, error) {
 			f := z.reading(rd)
 			return f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) && f.ProcessValue.Celsius() <= target, nil

@@ -11,6 +11,7 @@ import (
 	"hcp-edge/device"
 	"hcp-edge/envelope"
 	"hcp-edge/session/capability"
+	"hcp-edge/session/recipe"
 )
 
 // The rig's steps every physical recipe shares: names of the rig's
@@ -135,8 +136,7 @@ func pumpDown(ctx context.Context, p *proc, n rigNames, stage string, basePa flo
 
 // gaugeAt is when a gauge reading can have been measured at the earliest:
 // "taken after" an action is judged by the request, not the reply.
-func gaugeAt(rd envelope.Readings) time.Time   { return rd.Pressure.Requested() }
-func furnaceAt(rd envelope.Readings) time.Time { return rd.Furnace.At }
+func gaugeAt(rd envelope.Readings) time.Time { return rd.Pressure.Requested() }
 
 // leakMeasure is one rate-of-rise measurement: two gauge readings, both
 // taken after the isolation valve closed, with their own timestamps.
@@ -286,7 +286,10 @@ func closeCarriers(ctx context.Context, env *Env, n rigNames, purge time.Duratio
 }
 
 func cleanupReactive(ctx context.Context, env *Env, n rigNames) error {
-	acts := []envelope.Action{envelope.HeaterAction(false)}
+	var acts []envelope.Action
+	for _, z := range recipe.Zones(env.Rig.Envelope()) { // every heated zone's heater off
+		acts = append(acts, envelope.ZoneHeaterAction(z, false))
+	}
 	for _, g := range env.Rig.Envelope().Config().ReactiveGases {
 		acts = append(acts, envelope.FlowAction(g, 0))
 		if v, ok := n.valve[g]; ok {

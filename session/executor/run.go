@@ -43,6 +43,10 @@ type proc struct {
 	// onRead, when set, sees every snapshot read takes (a leak check
 	// collects its pressure samples for the plot through it).
 	onRead func(stage string, r envelope.Readings)
+	// zone is the heated zone whose controller the log's temperature and
+	// setpoint read: the zone of the last ramp, hold or cool ("": the
+	// rig's first, Readings.Furnace).
+	zone string
 }
 
 func (p *proc) journalMark() *int { return &p.logged }
@@ -81,11 +85,15 @@ func (p *proc) elapsed() float64 {
 // row appends a growth-log row from r.
 func (p *proc) row(stage string, r envelope.Readings) LogRow {
 	lr := LogRow{Elapsed: round3(p.elapsed()), Stage: stage}
-	if f := r.Furnace; !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
+	f := r.Furnace
+	if p.zone != "" {
+		f, _ = p.env.Rig.Envelope().ZoneReading(r, p.zone)
+	}
+	if !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
 		v := round3(f.ProcessValue.Celsius())
 		lr.TemperatureC = &v
 	}
-	if f := r.Furnace; !f.At.IsZero() && device.Finite(float64(f.Setpoint)) {
+	if !f.At.IsZero() && device.Finite(float64(f.Setpoint)) {
 		v := round3(f.Setpoint.Celsius())
 		lr.SetpointC = &v
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"hcp-edge/device"
 	"hcp-edge/envelope"
@@ -45,11 +46,15 @@ func (z zoneDrive) reading(rd envelope.Readings) device.FurnaceStatus {
 	return st
 }
 
+// at is when the zone's reading was taken: a step's freshness is judged
+// on its own zone's controller.
+func (z zoneDrive) at(rd envelope.Readings) time.Time { return z.reading(rd).At }
+
 // zone resolves the zone a phase drives on this run's rig (recipe.Zones:
 // the zones whose setpoint the envelope bounds). A zone the rig lacks, or
 // no zone named on a rig of several, is ErrInput; a zone that is not one
-// of the envelope's, or any zone of a rig of several, is ErrNotReady:
-// nothing is driven rather than the wrong zone.
+// of the envelope's is ErrNotReady: nothing is driven rather than the wrong
+// zone.
 func (r *recipeRun) zone(ph *recipe.Phase) (zoneDrive, error) {
 	zs := recipe.Zones(r.env.Rig.Envelope())
 	name := ph.Zone
@@ -62,14 +67,6 @@ func (r *recipeRun) zone(ph *recipe.Phase) (zoneDrive, error) {
 		return zoneDrive{}, inputErr("%s: the rig has no zone %s (zones: %s)", ph.Name, name, strings.Join(zs, ", "))
 	}
 	z := zoneDrive{name: name, env: r.env.Rig.Envelope()}
-	// The actions and the reading above carry the zone, but the rest of
-	// this executor (the freshness of its steps, the holds' settle, the
-	// recipe check's model, the plots) knows the rig's first zone
-	// (Readings.Furnace) alone: nothing is driven on a rig of several
-	// zones until it knows each (issue 42).
-	if len(zs) > 1 {
-		return zoneDrive{}, fmt.Errorf("%w: %s: zone %s: this executor drives the one zone of a one-zone rig; the rig has %d", ErrNotReady, ph.Name, name, len(zs))
-	}
 	// A zone that is not the envelope's is not driven (its actions would
 	// write channels the envelope does not have, and be refused).
 	if _, ok := z.env.ZoneReading(envelope.Readings{}, name); !ok {

@@ -80,6 +80,7 @@ type found struct {
 
 type checker struct {
 	r        *Recipe
+	zoneLost bool // a phase names a zone the rig lacks, or none on a rig of several (zones)
 	env      *envelope.Envelope
 	cfg      envelope.Config
 	spec     envelope.RigSpec
@@ -230,12 +231,13 @@ func (c *checker) static() {
 // are judged on that clock, so the interlock, which counts the rig's time
 // (envelope.NewScaledState), never sees less time pass than the check did.
 type sim struct {
-	now        time.Time
-	st         *envelope.State
-	pv, sp     float64 // °C: the furnace as the plan puts it, and its setpoint
-	pvLo, pvHi float64 // °C: the range the executor guarantees the furnace within (pvHi +Inf: not known)
-	heater     bool
-	heatedBy   *PhaseSpec // the ramp since which the furnace has not been cooled
+	now      time.Time
+	st       *envelope.State
+	*zoneSim                     // the zone the phase judged acts on (its zone:, else the rig's first)
+	zones    map[string]*zoneSim // every heated zone of the rig, by name
+	names    []string            // the zones' names, sorted
+	first    string              // the zone read as Readings.Furnace
+
 	pressurePa float64
 	pumped     *PumpDown // the pump-down holding the chamber; nil: not pumped
 	switches   map[string]bool
@@ -243,9 +245,31 @@ type sim struct {
 	openedBy   map[string]*PhaseSpec
 }
 
+// zoneSim is one heated zone of the model: each zone has its own
+// temperature, setpoint and heater, so a hold is compared with the last ramp
+// of its own zone.
+type zoneSim struct {
+	pv, sp     float64 // °C: the zone as the plan puts it, and its setpoint
+	pvLo, pvHi float64 // °C: the range the executor guarantees the zone within (pvHi +Inf: not known)
+	heater     bool
+	heatedBy   *PhaseSpec // the ramp since which the zone has not been cooled
+}
+
 func (c *checker) simulate(p *Plan) {
-	s := &sim{now: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), st: envelope.NewState(), pv: roomC, sp: roomC, pvLo: roomC, pvHi: math.Inf(1),
+	s := &sim{now: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), st: envelope.NewState(), zones: map[string]*zoneSim{},
 		pressurePa: 101325, switches: map[string]bool{}, flows: map[string]float64{}, openedBy: map[string]*PhaseSpec{}}
+	zs := Zones(c.env)
+	if len(zs) == 0 {
+		zs = []string{""}
+	}
+	s.first, s.names = zs[0], zs
+	if zl := c.spec.ZoneList(); len(zl) > 0 && slices.Contains(zs, zl[0].Name) {
+		s.first = zl[0].Name // the zone whose reading is Readings.Furnace
+	}
+	for _, z := range zs {
+		s.zones[z] = &zoneSim{pv: roomC, sp: roomC, pvLo: roomC, pvHi: math.Inf(1)}
+	}
+	s.zoneSim = s.zones[s.first]
 	for _, sw := range c.spec.Switches {
 		s.switches[sw.Name] = sw.SafeState || sw.InterlockOwned // the relay armed
 	}
@@ -254,17 +278,37 @@ func (c *checker) simulate(p *Plan) {
 		c.asks(s, c.r.Phases[i])
 		c.phase(s, c.r.Phases[i], ph)
 	}
-	if s.heatedBy != nil {
-		c.add(phaseOrigin(s.heatedBy), RuleVentHot, "the furnace is heated here and never cooled: add a cool phase (the cleanup drops the heater but does not wait for the furnace)")
+	for _, z := range s.names {
+		if by := s.zones[z].heatedBy; by != nil {
+			c.add(phaseOrigin(by), RuleVentHot, "the furnace is heated here and never cooled: add a cool phase (the cleanup drops the heater but does not wait for the furnace)")
+		}
 	}
 }
 
 // readings are the synthetic snapshot of s, every part read now.
-func (c *checker) readings(s *sim) envelope.Readings {
+func (c *checker) readings(s *sim) envelope.Readings { return c.readingsAt(s, false) }
+
+// readingsAt is readings, with each zone at the coolest the executor
+// allows it when coolest.
+func (c *checker) readingsAt(s *sim, coolest bool) envelope.Readings {
 	rd := envelope.Readings{At: s.now, Flows: map[string]device.FlowStatus{}, Switches: map[string]envelope.Level{},
 		Inputs: map[string]envelope.Level{}}
-	rd.Furnace = device.FurnaceStatus{ProcessValue: device.Celsius(s.pv), Setpoint: device.Celsius(s.sp),
-		WorkingSetpoint: device.Celsius(s.sp), HeaterEnabled: s.heater, At: s.now}
+	for name, z := range s.zones {
+		pv := z.pv
+		if coolest {
+			pv = math.Min(z.pv, z.pvLo)
+		}
+		st := device.FurnaceStatus{ProcessValue: device.Celsius(pv), Setpoint: device.Celsius(z.sp),
+			WorkingSetpoint: device.Celsius(z.sp), HeaterEnabled: z.heater, At: s.now}
+		if name == s.first {
+			rd.Furnace = st
+			continue
+		}
+		if rd.Zones == nil {
+			rd.Zones = map[string]device.FurnaceStatus{}
+		}
+		rd.Zones[name] = st
+	}
 	p := device.Pressure(s.pressurePa)
 	st := device.GaugeOK
 	if p >= c.spec.Gauge.Max {
@@ -292,10 +336,7 @@ func (c *checker) readings(s *sim) envelope.Readings {
 // act judges one action by the envelope, reports a refusal at o, and
 // applies it to the model as if accepted (so later phases are judged too).
 func (c *checker) act(s *sim, o origin, a envelope.Action) {
-	rd := c.readings(s)
-	if c.opens(a) { // a gas's min_temperature is judged on the coolest the executor allows
-		rd.Furnace.ProcessValue = device.Celsius(math.Min(s.pv, s.pvLo))
-	}
+	rd := c.readingsAt(s, c.opens(a)) // a gas's min_temperature is judged on the coolest the executor allows
 	if err := c.env.Check(a, rd, s.st); err != nil {
 		var v *envelope.Violation
 		if errors.As(err, &v) {
@@ -426,6 +467,9 @@ func (c *checker) openedText(s *sim, gases []string) string {
 
 func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 	po := phaseOrigin(sp)
+	if z, ok := s.zones[c.zoneOf(sp)]; ok && zoned(sp.Kind) {
+		s.zoneSim = z // a ramp, a hold or a cool acts on its zone's model
+	}
 	switch ph.Kind {
 	case KindPreflight:
 		for _, g := range c.cfg.ReactiveGases {
@@ -501,7 +545,7 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 	case KindHold:
 		h := ph.Hold
 		c.bounded(sp, "duration", h.Duration)
-		if h.TemperatureC != nil {
+		if h.TemperatureC != nil && !c.zoneLost { // a zone the rig lacks is reported at its zone:, its model not judged
 			switch {
 			case !s.heater:
 				c.add(paramOrigin(sp, "temperature_c"), RuleOrder, "a hold at %.1f °C with the heater off: put a ramp before it", *h.TemperatureC)
@@ -558,16 +602,19 @@ func (c *checker) phase(s *sim, sp *PhaseSpec, ph Phase) {
 		c.bounded(sp, "timeout", vt.Timeout)
 		c.pressureTarget(sp, "pressure_pa", vt.PressurePa)
 		structural := c.adds
-		if s.heatedBy != nil || s.heater {
-			by := ""
-			if s.heatedBy != nil {
-				by = fmt.Sprintf(" by %s at line %d", s.heatedBy.Name, s.heatedBy.Line)
-			}
-			c.add(po, RuleVentHot, "venting a hot chamber: the furnace was heated%s and not cooled since; put a cool phase before the vent", by)
-			s.heatedBy = nil // reported here, not again at the end
-		} else if lim := c.cfg.Vent; lim != nil && lim.MaxTemperature.Unit != "" {
-			if t, err := device.TemperatureIn(lim.MaxTemperature.Value, lim.MaxTemperature.Unit); err == nil && s.pv > t.Celsius() {
-				c.add(po, RuleVentHot, "venting with the furnace at %.1f °C, above the rig's vent limit %.1f °C: cool further (below_c)", s.pv, t.Celsius())
+		for _, zn := range s.names { // every zone: a vent does not name one
+			z := s.zones[zn]
+			if z.heatedBy != nil || z.heater {
+				by := ""
+				if z.heatedBy != nil {
+					by = fmt.Sprintf(" by %s at line %d", z.heatedBy.Name, z.heatedBy.Line)
+				}
+				c.add(po, RuleVentHot, "venting a hot chamber: the furnace was heated%s and not cooled since; put a cool phase before the vent", by)
+				z.heatedBy = nil // reported here, not again at the end
+			} else if lim := c.cfg.Vent; lim != nil && lim.MaxTemperature.Unit != "" {
+				if t, err := device.TemperatureIn(lim.MaxTemperature.Value, lim.MaxTemperature.Unit); err == nil && z.pv > t.Celsius() {
+					c.add(po, RuleVentHot, "venting with the furnace at %.1f °C, above the rig's vent limit %.1f °C: cool further (below_c)", z.pv, t.Celsius())
+				}
 			}
 		}
 		if open := c.openReactive(s); len(open) > 0 {

@@ -64,6 +64,7 @@ func (c *checker) zonesOf(zs []string) {
 		if !zoned(s.Kind) {
 			continue
 		}
+		c.zoneLost = c.zoneLost || s.Zone == "" && len(zs) > 1 || s.Zone != "" && !slices.Contains(zs, s.Zone)
 		switch {
 		case s.Zone == "" && len(zs) > 1:
 			c.add(phaseOrigin(s), RuleRig, "this rig has %d heated zones (%s): say which one the %s acts on (zone: NAME)",

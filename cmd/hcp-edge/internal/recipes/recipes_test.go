@@ -206,8 +206,9 @@ func envelopeOf(t *testing.T, path string) *envelope.Envelope {
 // TestShippedRecipesForOtherRigs: every rig gets every shipped recipe; one
 // made for another rig (it needs a gas line this rig lacks) is not offered,
 // logged once at info with what it needs at FILE:LINE, and is no error: on
-// the MoS2 rig the graphene recipe, on the graphene rig the two
-// sulfurization recipes. Each runs on its own rig.
+// the MoS2 rig the graphene recipe and the two-zone mos2-solid, on the
+// graphene rig mos2-solid and the two sulfurization recipes, on the two-zone
+// rig every one-zone recipe. Each runs on its own rig.
 func TestShippedRecipesForOtherRigs(t *testing.T) {
 	for _, c := range []struct {
 		config  string
@@ -215,10 +216,16 @@ func TestShippedRecipesForOtherRigs(t *testing.T) {
 		other   string
 		needs   string
 	}{
-		{"../../../../configs/sim.yaml", "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0", "graphene-cu",
+		{"../../../../configs/sim.yaml", "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0", "graphene-cu mos2-solid",
 			"recipes/graphene-cu.yaml:121: phases[6].hold.flows.CH4: this rig has no CH4 gas line"},
-		{"../../../../configs/graphene.yaml", "graphene-cu@1.0.0 h2-anneal@1.0.0", "cvd-material-synthesis ws2-sulfurization",
+		{"../../../../configs/sim.yaml", "h2-anneal@1.0.0 cvd-material-synthesis@1.0.0 ws2-sulfurization@1.0.0", "graphene-cu mos2-solid",
+			"recipes/mos2-solid.yaml:92: phases[4].ramp.zone: this rig has no zone growth (zones: furnace)"},
+		{"../../../../configs/graphene.yaml", "graphene-cu@1.0.0 h2-anneal@1.0.0", "mos2-solid cvd-material-synthesis ws2-sulfurization",
 			"recipes/mos2-sulfurization.yaml:135: phases[5].hold.flows.H2S: this rig has no H2S gas line"},
+		// The two-zone rig: the one-zone recipes name no zone (and need
+		// lines it lacks); mos2-solid is its own.
+		{"../../../../configs/mos2-two-zone.yaml", "mos2-solid@1.0.0", "graphene-cu h2-anneal cvd-material-synthesis ws2-sulfurization",
+			"recipes/h2-anneal.yaml:51: phases[4].ramp: this rig has 2 heated zones (growth, sulfur): say which one the ramp acts on (zone: NAME)"},
 	} {
 		t.Run(filepath.Base(c.config), func(t *testing.T) {
 			s, err := Load(envelopeOf(t, c.config), "", Known{})

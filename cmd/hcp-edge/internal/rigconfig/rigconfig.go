@@ -513,12 +513,10 @@ func Parse(r io.Reader) (File, error) {
 }
 
 // Validate checks references and values without touching hardware: the
-// layout's structure (device/rig), what the profiles decide, and that the
-// agent drives a rig of its shape: a rig of several heated zones is
-// refused here, at rig.zones, with an *envelope.ZonesError. The envelope
-// judges any number of zones (envelope.Drivable) and InterlockRig hands
-// it every zone's controller, but the executor drives one zone (its
-// steps' freshness, holds and plots read the first zone: issue 42).
+// layout's structure (device/rig) and what the profiles decide. A rig of
+// any number of heated zones is driven: the envelope judges each zone,
+// InterlockRig hands it every zone's controller and the executor drives
+// the zone each phase names (issue 42).
 func (r Rig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
@@ -526,9 +524,6 @@ func (r Rig) Validate() error {
 	}
 	r.Check(bad)
 	rigbuild.Check(r.Config, r.profiles, r.refused, bad)
-	if n := len(r.Zones); n > 1 {
-		errs = append(errs, fmt.Errorf("rig.zones: %w", &envelope.ZonesError{Zones: n}))
-	}
 	return errors.Join(errs...)
 }
 

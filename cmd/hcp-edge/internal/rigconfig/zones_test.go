@@ -1,7 +1,6 @@
 package rigconfig
 
 import (
-	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -14,23 +13,23 @@ import (
 	"hcp-edge/envelope"
 )
 
-const twoZoneDraft = "../../../../configs/drafts/mos2-two-zone.yaml"
+const twoZoneDraft = "../../../../configs/mos2-two-zone.yaml"
 
-// TestTwoZoneRigRefusedAtLoad: the draft third rig (two heated zones) is
-// refused when the agent loads it, at rig.zones, with the envelope's typed
-// refusal, before any driver is built.
-func TestTwoZoneRigRefusedAtLoad(t *testing.T) {
+// TestTwoZoneRigLoads: the third rig (two heated zones) loads: the agent
+// drives a rig of several zones (issue 42), each zone's controller a
+// zone of the envelope's spec.
+func TestTwoZoneRigLoads(t *testing.T) {
 	t.Setenv("HCP_RIG_SIM_DIR", "/run/test-sim")
-	_, err := Load(twoZoneDraft)
-	if err == nil {
-		t.Fatal("the two-zone draft loaded")
+	f, err := Load(twoZoneDraft)
+	if err != nil {
+		t.Fatalf("the two-zone rig: %v", err)
 	}
-	var ze *envelope.ZonesError
-	if !errors.As(err, &ze) || ze.Zones != 2 || !errors.Is(err, envelope.ErrNotDriven) {
-		t.Fatalf("err = %v, want a *envelope.ZonesError of 2 zones", err)
+	s, err := Spec(f.Rig)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := "rig.zones: a rig of 2 heated zones is not driven yet: the executor drives one (issue 42)"; !strings.Contains(err.Error(), want) {
-		t.Fatalf("err = %v, want it to mention %q", err, want)
+	if zs := s.ZoneNames(); strings.Join(zs, ",") != "sulfur,growth" {
+		t.Fatalf("zones %v", zs)
 	}
 }
 
