@@ -86,8 +86,14 @@ func TestPreviewAccuracy(t *testing.T) {
 // MoS2 rig this test runs (internal/hilbench builds the MoS2 rig's drivers
 // only): the graphene rig's preview is compared with rig-sim --rig graphene
 // by TestGrapheneRig (cmd/hcp-edge, through the broker), and previewed
-// alone by TestPreviewGraphene.
-var otherRig = map[string]string{"graphene-cu": "the graphene rig, configs/graphene.yaml"}
+// alone by TestPreviewGraphene. The two-zone rig's mos2-solid runs by
+// TestTwoZoneRig (cmd/hcp-edge, through the broker); its preview refuses a
+// plan of several zones (ErrMultiZone, TestPreviewRefusesZones) until the
+// preview simulates every zone (issue 42, item 3).
+var otherRig = map[string]string{
+	"graphene-cu": "the graphene rig, configs/graphene.yaml",
+	"mos2-solid":  "the two-zone rig, configs/mos2-two-zone.yaml: its preview is refused (ErrMultiZone)",
+}
 
 // previewAccuracy previews the shipped recipe name with inputs and runs it
 // on rig-sim.
