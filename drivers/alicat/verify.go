@@ -242,6 +242,13 @@ func (m *MFC) describe(ctx context.Context) (Description, error) {
 	if err != nil {
 		return d, fmt.Errorf("%s: describe data frame: %w", m.opts.Name, err)
 	}
+	if len(d.Columns) == 0 {
+		// The header and no column: the answer paused longer than lines'
+		// quiet time after its first line (a loaded host or a slow
+		// adapter), not a unit without columns. Not an answer: asked
+		// again by the caller (rigbuild.Verify repeats on ErrTimeout).
+		return d, fmt.Errorf("%s: describe data frame: the answer ended after %d line(s), before any column: %w", m.opts.Name, len(lines), device.ErrTimeout)
+	}
 	return d, nil
 }
 
