@@ -10,7 +10,7 @@ import (
 
 // SimRigSpec is the rig of configs/sim.yaml (configs/rig-protocols.md), as
 // firmware-sim simulates it, for this package's tests; other packages'
-// tests take internal/simrig's Spec, derived from configs/sim.yaml and its
+// tests take cmd/hiltest/simrig's Spec, derived from configs/sim.yaml and its
 // profiles (this package's tests cannot import it: it imports envelope).
 func SimRigSpec() RigSpec {
 	return RigSpec{

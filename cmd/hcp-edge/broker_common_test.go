@@ -18,7 +18,7 @@ import (
 	"github.com/rabbitmq/amqp091-go"
 
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/engine"
 	"hcp-edge/session/executor"
 	"hcp-edge/transport/amqp/amqptest"

@@ -1,7 +1,7 @@
 // Package hil holds the hardware-in-the-loop tests of the envelope: the
 // interlock and its monitor over every real driver (Modbus TCP, serial ptys,
 // GPIO through drivers/gpio over drivers/simgpio) against the whole simulated
-// rig of firmware-sim/rig, in-process, built by internal/hilbench (the bench
+// rig of firmware-sim/rig, in-process, built by cmd/hiltest/hilbench (the bench
 // the executor's and the engine's tests share). It has no code outside its
 // tests.
 //

@@ -15,7 +15,7 @@ import (
 	"hcp-edge/envelope"
 	"hcp-edge/envelope/internal/rawkey"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/audit"
 )
 
@@ -43,7 +43,7 @@ func (a logAudit) Record(ctx context.Context, e envelope.Entry) error {
 }
 
 // bench is one in-process rig with every driver, the interlock over them and
-// its monitor (internal/hilbench), and the audit log in a bbolt file.
+// its monitor (cmd/hiltest/hilbench), and the audit log in a bbolt file.
 type bench struct {
 	*hilbench.Bench
 	t   testing.TB

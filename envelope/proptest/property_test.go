@@ -29,7 +29,7 @@ import (
 	"hcp-edge/envelope/internal/rawkey"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/rig"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // hangGuard bounds a whole sequence; a guard against hangs, not a

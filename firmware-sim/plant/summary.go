@@ -8,7 +8,7 @@ import (
 
 // What the simulator's commands and test support say about a rig without
 // naming its process: the names and the process facts stay in
-// firmware-sim, and cmd/rig-sim and internal/hilbench read them here.
+// firmware-sim, and cmd/rig-sim and cmd/hiltest/hilbench read them here.
 
 // DefaultRig is the rig a plant simulates when none is named (Opts.Rig "",
 // ParseRig("")): the first of Rigs.

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/transport/wire"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"hcp-edge/device"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/internal/wallclock"
 	"hcp-edge/session/capability"
 	"hcp-edge/session/executor"

@@ -13,7 +13,7 @@ import (
 
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/internal/wallclock"
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/audit"
@@ -50,7 +50,7 @@ func seedEnv(t testing.TB) *wire.Envelope {
 	return out
 }
 
-// simBench is the whole simulated rig in-process (internal/hilbench):
+// simBench is the whole simulated rig in-process (cmd/hiltest/hilbench):
 // firmware-sim, every driver, the interlock (envelope/testdata) with the real
 // token Authorizer, the Invoker and the monitor, armed.
 type simBench struct {

@@ -13,7 +13,7 @@ import (
 	"hcp-edge/device"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/lifecycle"
 )
 

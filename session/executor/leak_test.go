@@ -15,7 +15,7 @@ import (
 	"hcp-edge/device/devicetest"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 )
 
 // leakRuns is how many leak checks TestLeakCheckAgainstSimulator runs per

@@ -6,7 +6,7 @@ import (
 
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/analysis"
 )
 
@@ -21,7 +21,7 @@ func (allowAll) AuthorizeTool(context.Context, string, catalog.Tool) (envelope.T
 		catalog.PermissionMeasure, catalog.PermissionOperate, catalog.PermissionGas}}, nil
 }
 
-// simBench is the whole simulated rig in-process (internal/hilbench):
+// simBench is the whole simulated rig in-process (cmd/hiltest/hilbench):
 // firmware-sim, every driver, the interlock (envelope/testdata), the
 // Invoker and the monitor, armed.
 type simBench struct{ *hilbench.Bench }

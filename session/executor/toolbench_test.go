@@ -12,8 +12,8 @@ import (
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/serialsim"
-	"hcp-edge/internal/hilbench"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/hilbench"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // simSpectrometer acquires rig-sim spectra of film (serialsim.SpectrumWith:

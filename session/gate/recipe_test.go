@@ -9,7 +9,7 @@ import (
 
 	"hcp-edge/device/rig"
 
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/session/capability"
 	"hcp-edge/session/recipe"
 	"hcp-edge/transport/wire"

@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // simEnvelope compiles the envelope of the shipped configs/sim.yaml

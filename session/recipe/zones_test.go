@@ -13,7 +13,7 @@ import (
 
 	"hcp-edge/configs"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // zoneCase loads and checks one recipe of testdata/zones on env.

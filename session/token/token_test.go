@@ -20,7 +20,7 @@ import (
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/internal/wallclock"
 )
 

@@ -11,7 +11,7 @@ import (
 	"hcp-edge/device/catalog"
 	"hcp-edge/device/devicetest"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/internal/wallclock"
 )
 

@@ -12,7 +12,7 @@ import (
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/internal/hilbench"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/executor"
 	"hcp-edge/session/lifecycle"
@@ -41,7 +41,7 @@ var accuracyInputs = map[string]string{
 
 // TestPreviewAccuracy compares the preview of every shipped growth recipe
 // (one that analyses a film: the seed MoS2 synthesis, WS2) with an actual
-// run on rig-sim (internal/hilbench: firmware-sim over its sockets, the real
+// run on rig-sim (cmd/hiltest/hilbench: firmware-sim over its sockets, the real
 // drivers, the monitor, the interlock with the same envelope, the tool
 // pipeline), with the same inputs and the precursor the preview assumed in
 // the boat: the predicted duration and layers must be within 5 % of the
@@ -83,7 +83,7 @@ func TestPreviewAccuracy(t *testing.T) {
 }
 
 // otherRig are the shipped growth recipes made for another rig than the
-// MoS2 rig this test runs (internal/hilbench builds the MoS2 rig's drivers
+// MoS2 rig this test runs (cmd/hiltest/hilbench builds the MoS2 rig's drivers
 // only): the graphene rig's preview is compared with rig-sim --rig graphene
 // by TestGrapheneRig (cmd/hcp-edge, through the broker), and previewed
 // alone by TestPreviewGraphene. The two-zone rig's mos2-solid runs by

@@ -11,7 +11,7 @@ import (
 
 	"hcp-edge/configs"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/session/gate"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"hcp-edge/configs"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // repoRoot is the repository from this package.

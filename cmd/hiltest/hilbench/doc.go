@@ -8,9 +8,10 @@
 //
 // It is test support: only _test.go files import it (TestOnlyTestsImport
 // checks it), and it imports the simulator, the drivers and the envelope,
-// so it lives in the module's top-level internal/ folder, outside every
-// layer that they import. It imports nothing above them (session/,
-// transport/, cmd/: TestImportsPointDown): what a test of the session
+// so it lives in cmd/, the one layer that may import them all (and not in
+// the top-level internal/, whose leaves every layer imports). It imports
+// nothing of session/, transport/ or cmd/ but its sibling simrig
+// (TestImportsPointDown): what a test of the session
 // needs of its own layer it hands down through Opts (Opts.Materials).
 //
 // # Use

@@ -22,7 +22,7 @@ import (
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/rig"
-	"hcp-edge/internal/simrig"
+	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // Defaults of Opts.

@@ -6,9 +6,9 @@
 // rig-sim (drivers/rigbuild). Nothing here is written by hand: a change to
 // sim.yaml or to a shipped profile is seen by every test.
 //
-// It lives in the top-level internal/ because it reads both drivers/ (the
+// It lives in cmd/ (cmd/hiltest) because it reads both drivers/ (the
 // profiles) and envelope/, which may not import each other; only tests and
-// test harnesses (internal/hilbench) import it.
+// test harnesses (cmd/hiltest/hilbench) import it.
 package simrig
 
 import (
