@@ -17,8 +17,8 @@ import (
 
 	"github.com/rabbitmq/amqp091-go"
 
-	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/cmd/hiltest/hilbench"
+	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/session/engine"
 	"hcp-edge/session/executor"
 	"hcp-edge/transport/amqp/amqptest"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
 	"hcp-edge/drivers/alicat"
@@ -22,7 +23,6 @@ import (
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/rig"
-	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // Defaults of Opts.

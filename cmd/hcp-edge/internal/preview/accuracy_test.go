@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/executor"
 	"hcp-edge/session/lifecycle"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/configs"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/session/gate"
 )
 

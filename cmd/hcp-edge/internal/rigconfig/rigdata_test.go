@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"hcp-edge/configs"
 	"hcp-edge/cmd/hiltest/simrig"
+	"hcp-edge/configs"
 )
 
 // repoRoot is the repository from this package.
