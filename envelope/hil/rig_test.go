@@ -11,11 +11,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device"
 	"hcp-edge/envelope"
 	"hcp-edge/envelope/internal/rawkey"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/audit"
 )
 

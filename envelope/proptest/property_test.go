@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/device/devicetest"
 	"hcp-edge/drivers/alicat"
@@ -29,7 +30,6 @@ import (
 	"hcp-edge/envelope/internal/rawkey"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/rig"
-	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // hangGuard bounds a whole sequence; a guard against hangs, not a

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
-	"hcp-edge/envelope"
 	"hcp-edge/cmd/hiltest/simrig"
+	"hcp-edge/envelope"
 	"hcp-edge/transport/wire"
 )
 

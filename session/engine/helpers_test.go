@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/internal/wallclock"
 	"hcp-edge/session/capability"
 	"hcp-edge/session/executor"

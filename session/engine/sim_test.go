@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/internal/wallclock"
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/audit"

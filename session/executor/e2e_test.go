@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/lifecycle"
 )
 

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device"
 	"hcp-edge/device/devicetest"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
-	"hcp-edge/cmd/hiltest/hilbench"
 )
 
 // leakRuns is how many leak checks TestLeakCheckAgainstSimulator runs per

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/session/analysis"
 )
 

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/hilbench"
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
 	"hcp-edge/device/devicetest"
 	"hcp-edge/envelope"
 	"hcp-edge/firmware-sim/plant"
 	"hcp-edge/firmware-sim/serialsim"
-	"hcp-edge/cmd/hiltest/hilbench"
-	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // simSpectrometer acquires rig-sim spectra of film (serialsim.SpectrumWith:

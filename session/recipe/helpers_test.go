@@ -6,8 +6,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"hcp-edge/envelope"
 	"hcp-edge/cmd/hiltest/simrig"
+	"hcp-edge/envelope"
 )
 
 // simEnvelope compiles the envelope of the shipped configs/sim.yaml

@@ -11,9 +11,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/configs"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/simrig"
 )
 
 // zoneCase loads and checks one recipe of testdata/zones on env.

@@ -17,10 +17,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/internal/wallclock"
 )
 

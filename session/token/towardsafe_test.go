@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/device/catalog"
 	"hcp-edge/device/devicetest"
 	"hcp-edge/envelope"
-	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/internal/wallclock"
 )
 
