@@ -12,7 +12,8 @@
 #
 # Groups: size (armv7 binary), agent (RSS idle and peak, idle CPU: scripts/measure-agent.sh),
 # idle (the agent's idle CPU against scripts/wake-cost/c/poll.c doing the agent's reads per
-# second), trip (envelope/hil TestTripLatency), estop (cmd/hcp-edge TestEStopLatency, ESTOP_N
+# second), trip (envelope/hil TestTripLatency), estop (cmd/hcp-edge TestEStopLatency and, on
+# the two-zone rig with its RS-485 line at 19200 baud emulated, TestTwoZoneEStopLatency; ESTOP_N
 # e-stops each way, default 20), modbus (scripts/bench-modbus.sh: round trips, and the generic
 # driver's furnace snapshot and status on hcp-sim-tc and eurotherm-3200), outbox (transport/amqp).
 #
@@ -102,19 +103,19 @@ fi
 # 3. The e-stop: TestEStopLatency (cmd/hcp-edge; CLI start to every output read back safe),
 # ESTOP_N e-stops each way a run, through the daemon and with the daemon hung (SIGSTOP).
 if ! skip estop; then
-  echo "== estop: HCP_ESTOP_LATENCY=$ESTOP_N TestEStopLatency x $RUNS (cmd/hcp-edge)" >&2
+  echo "== estop: HCP_ESTOP_LATENCY=$ESTOP_N TestEStopLatency and TestTwoZoneEStopLatency x $RUNS (cmd/hcp-edge)" >&2
   "$GO" test -c -o "$tmp/cmd.test" ./cmd/hcp-edge/
   # The binary under test built as `make build` builds it (the flags change its start-up, which
   # the e-stop's time includes), not TestMain's plain `go build`.
   "$GO" build -trimpath -tags "${TAGS-nethttpomithttp2}" $(bash scripts/dist-gcflags.sh) -ldflags '-s -w -X main.version=bench' -o "$tmp/hcp-edge" ./cmd/hcp-edge
   load_start estop
   for ((i = 0; i < RUNS; i++)); do
-    (cd cmd/hcp-edge && HCP_EDGE_BIN="$tmp/hcp-edge" HCP_ESTOP_LATENCY=$ESTOP_N "$tmp/cmd.test" -test.run '^TestEStopLatency$' -test.v -test.count=1) 2>&1 |
+    (cd cmd/hcp-edge && HCP_EDGE_BIN="$tmp/hcp-edge" HCP_ESTOP_LATENCY=$ESTOP_N "$tmp/cmd.test" -test.run '^(TestEStopLatency|TestTwoZoneEStopLatency)$' -test.v -test.count=1) 2>&1 |
       tee -a "$tmp/estop.txt" | sed 's/^/   /' >&2 || true
   done
   load_stop
   ld=$(range_load <"$tmp/load.estop")
-  for w in "daemon:daemon alive:25" "daemon-hung:daemon hung (SIGSTOP):300"; do
+  for w in "daemon:daemon alive:25" "daemon-hung:daemon hung (SIGSTOP):300" "two-zone:two zones, one RS-485 line:25"; do
     way=${w%%:*}; rest=${w#*:}; who=${rest%%:*}; goal=${rest#*:}
     row 5 "e-stop p99, $who (ms)" "<= $goal" "$(kvget "$tmp/estop.txt" p99_ms "way=$way" | median)" "-" "-" \
       "median of $RUNS per-run p99s (n=$ESTOP_N each; CLI start -> outputs read back safe); p50 $(kvget "$tmp/estop.txt" p50_ms "way=$way" | median) ms; $ld$(runs_note "$tmp/estop.txt" p99_ms "way=$way")"

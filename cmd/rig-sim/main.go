@@ -161,6 +161,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
 	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
 	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2=pre6v)")
+	rtuBaud := fs.Int("rtu-baud", 0, "baud rate whose line time the RTU line <dir>/modbus-rtu emulates (11 bits a character, 8E1): each exchange answered as late as on a real RS-485 line; 0 = a pty's speed")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -191,6 +192,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *scale <= 0 {
 		return fmt.Errorf("run: --time-scale must be > 0")
+	}
+	if *rtuBaud < 0 {
+		return fmt.Errorf("run: --rtu-baud must be >= 0 (0: a pty's speed), not %d", *rtuBaud)
 	}
 	if *watchdog < 0 {
 		return fmt.Errorf("run: --relay-watchdog must be >= 0 (0: no watchdog), not %v", *watchdog)
@@ -230,7 +234,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	r, err := rig.Start(ctx, rig.Opts{
 		Dir: *dir, ModbusAddr: *addr, TimeScale: *scale, RelayEnergised: *relay, RelayWatchdog: *watchdog, Precursor: pr,
-		FurnaceModel: fm, DIOModel: dm, Rig: rk, Eurotherm: &euroCfg,
+		FurnaceModel: fm, DIOModel: dm, Rig: rk, Eurotherm: &euroCfg, RTUBaud: *rtuBaud,
 		Logger: logger, StartSerial: rig.SerialInstrumentsWith(serialsim.Opts{Gauge: gauge, MFCVariants: mv}),
 	})
 	if err != nil {
@@ -240,6 +244,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "  models       furnace %s, dio %s, gauge %s%s\n", fm, dm, gm, map[bool]string{true: " (continuous output on)"}[*gaugeContinuous])
 	if *mfcVariant != "" {
 		fmt.Fprintf(stdout, "  mfc variant  %s\n", *mfcVariant)
+	}
+	if *rtuBaud > 0 {
+		fmt.Fprintf(stdout, "  rtu line     %d baud, 11 bits a character (each exchange as slow as on the line)\n", *rtuBaud)
 	}
 	if fm == plant.FurnaceEurotherm3200 {
 		fmt.Fprintf(stdout, "  eurotherm    dEC.P %d decimals, rmP.U per %s, remote setpoint %s\n", euroCfg.Decimals, euroCfg.RampUnits, *furnaceRemote)

@@ -259,12 +259,17 @@ type rtuClient struct {
 
 func startRTU(t *testing.T, p *plant.Plant) *rtuClient {
 	t.Helper()
+	return startRTUWith(t, p, RTUOpts{})
+}
+
+func startRTUWith(t *testing.T, p *plant.Plant, opts RTUOpts) *rtuClient {
+	t.Helper()
 	link := filepath.Join(t.TempDir(), "modbus-rtu")
 	l, err := ptyline.Open(link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ServeRTU(p, l, RTUOpts{})
+	s := ServeRTU(p, l, opts)
 	f, err := os.OpenFile(link, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -293,6 +298,44 @@ func (c *rtuClient) do(raw []byte, want int, timeout time.Duration) ([]byte, err
 	_, err := io.ReadFull(c.f, buf)
 	return buf, err
 }
+
+// TestRTULineTime: with a character time, each exchange takes at least
+// the time it takes on the line (request, the slave's silence, reply),
+// and two requests written at once are answered one line-time after the
+// other, as two masters' frames could not overlap on RS-485.
+func TestRTULineTime(t *testing.T) {
+	ct := modbusLineChar
+	c := startRTUWith(t, newPlant(t), RTUOpts{CharTime: ct})
+	req := rtuADU(1, pdu(FCReadInput, 0, 1))
+	want := rtuADU(1, []byte{4, 2, 0, 250})
+	exchange := time.Duration(len(req)+len(want))*ct + silence(ct)
+	start := time.Now()
+	got, err := c.do(req, len(want), 2*time.Second)
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("got % x, %v", got, err)
+	}
+	if took < exchange {
+		t.Fatalf("answered in %v, the line takes at least %v", took, exchange)
+	}
+	// Two frames at once: the second starts after the first's reply and a silence.
+	start = time.Now()
+	got, err = c.do(append(append([]byte{}, req...), req...), 2*len(want), 2*time.Second)
+	took = time.Since(start)
+	if err != nil || !bytes.Equal(got[len(want):], want) {
+		t.Fatalf("got % x, %v", got, err)
+	}
+	if two := 2*exchange + silence(ct); took < two {
+		t.Fatalf("two exchanges in %v, the line takes at least %v", took, two)
+	}
+	if LineCharTime(19200, 11) != 572916*time.Nanosecond || LineCharTime(0, 11) != 0 {
+		t.Fatalf("LineCharTime(19200, 11) = %v", LineCharTime(19200, 11))
+	}
+}
+
+// modbusLineChar is a slow line's character time, for a test that tells a
+// paced exchange from a pty's (microseconds).
+const modbusLineChar = 2 * time.Millisecond
 
 func TestRTU(t *testing.T) {
 	p := newPlant(t)

@@ -83,6 +83,34 @@ type RTUOpts struct {
 	Silence time.Duration
 	// Logger (default: discard).
 	Logger *slog.Logger
+	// CharTime is one character's time on the emulated line (11 bits at
+	// the line's baud rate for 8E1 or 8N2; 0: none, a pty's speed). With it
+	// the slave answers as late as a real line would let it: a frame is
+	// taken off the line when the previous exchange has left it, its
+	// bytes take len × CharTime to arrive, the slave turns round in the
+	// 3.5-character silence and its reply takes len × CharTime, before
+	// the next frame may start after another silence. A pty ignores baud
+	// rate, so without it a bus of several slaves looks many times faster
+	// than the RS-485 line it stands for.
+	CharTime time.Duration
+}
+
+// silenceChars is the Modbus RTU silence between frames, in characters
+// (3.5; the spec fixes it at 1.75 ms above 19200 baud, which an emulation
+// of such a line may ignore).
+const silenceChars = 3.5
+
+// silence is the RTU silence on a line of character time ct.
+func silence(ct time.Duration) time.Duration { return time.Duration(silenceChars * float64(ct)) }
+
+// LineCharTime is the CharTime of a line at baud bits per second whose
+// characters are bits long (start, data, parity and stop bits: 11 for
+// 8E1), 0 for a baud rate of 0.
+func LineCharTime(baud, bits int) time.Duration {
+	if baud <= 0 {
+		return 0
+	}
+	return time.Duration(bits) * time.Second / time.Duration(baud)
 }
 
 // RTUSlave serves units 1 and 2 on one RTU line: the furnace and the I/O
@@ -94,6 +122,11 @@ type RTUSlave struct {
 	h    *Handler
 	line Line
 	opts RTUOpts
+
+	// lineFree and replyAt are the emulated line's clock (opts.CharTime):
+	// when it is next free, and when the frame being executed has arrived
+	// and the slave's silence has passed. Only loop's goroutine uses them.
+	lineFree, replyAt time.Time
 
 	stopped atomic.Bool
 	stop    chan struct{}
@@ -217,6 +250,16 @@ func (s *RTUSlave) loop() {
 
 // frame executes one complete frame; it reports false when the frame is bad.
 func (s *RTUSlave) frame(f []byte, resp []byte) bool {
+	if ct := s.opts.CharTime; ct > 0 {
+		// The frame is on the line once the previous exchange has left it;
+		// until a reply goes out, the line is free after its silence.
+		start := time.Now()
+		if start.Before(s.lineFree) {
+			start = s.lineFree
+		}
+		s.replyAt = start.Add(time.Duration(len(f))*ct + silence(ct))
+		s.lineFree = s.replyAt
+	}
 	unit, pdu, err := ParseRTUFrame(f)
 	if err != nil {
 		s.opts.Logger.Debug("modbus rtu: dropping frame", "err", err, "len", len(f))
@@ -275,6 +318,18 @@ func (s *RTUSlave) reply(dev string, out []byte) {
 		crc ^= 0xA5A5
 	}
 	out = append(out, byte(crc), byte(crc>>8))
+	if ct := s.opts.CharTime; ct > 0 {
+		// The reply is read whole when its last character has arrived.
+		done := s.replyAt.Add(time.Duration(len(out)) * ct)
+		if d := time.Until(done); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-s.stop:
+				return
+			}
+		}
+		s.lineFree = done.Add(silence(ct))
+	}
 	if _, err := s.line.Write(out); err != nil {
 		s.opts.Logger.Warn("modbus rtu: write", "err", err)
 	}

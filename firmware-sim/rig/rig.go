@@ -71,8 +71,13 @@ type Opts struct {
 	// the two-zone furnace, whose <dir>/modbus-rtu is its zones' RS-485
 	// line, the sulfur zone's 3200 at unit 1 and the growth zone's at 2:
 	// it needs FurnaceModel plant.FurnaceEurotherm3200).
-	Rig    plant.Rig
-	Logger *slog.Logger
+	Rig plant.Rig
+	// RTUBaud is the baud rate the RTU line at <dir>/modbus-rtu emulates,
+	// 11 bits a character (8E1, as the shipped configurations' 19200 8E1):
+	// each exchange takes the time it takes on a real line
+	// (modbussim.RTUOpts.CharTime). 0, the default: a pty's speed.
+	RTUBaud int
+	Logger  *slog.Logger
 	// StartSerial starts the serial instruments (nil: none).
 	StartSerial SerialStarter
 }
@@ -150,7 +155,8 @@ func Start(ctx context.Context, opts Opts) (r *Rig, err error) {
 		return r, err
 	}
 	r.closers = append(r.closers, r.line.Close)
-	r.rtu = modbussim.ServeRTU(r.plant, r.line, modbussim.RTUOpts{Logger: opts.Logger})
+	r.rtu = modbussim.ServeRTU(r.plant, r.line, modbussim.RTUOpts{Logger: opts.Logger,
+		CharTime: modbussim.LineCharTime(opts.RTUBaud, 11)})
 	r.closers = append(r.closers, r.rtu.Close)
 
 	if opts.StartSerial != nil {

@@ -119,11 +119,15 @@ func Check(ctx context.Context, in *rigconfig.Instruments, halt bool) []Output {
 					return "", false, err
 				}
 			}
-			st, err := f.Status(ctx)
-			if err != nil && !errors.Is(err, device.ErrSensor) {
+			// The heater-enable word alone, ahead of the routine polls
+			// (device.WithUrgent): on an RS-485 line that several
+			// controllers share at 19200 baud, a whole status read of each
+			// behind the monitor's polls took 300 ms (TestTwoZoneEStopLatency).
+			on, err := f.HeaterEnabled(device.WithUrgent(ctx))
+			if err != nil {
 				return "", false, err
 			}
-			return fmt.Sprintf("heater_enable=%d output=%s", b2i(st.HeaterEnabled), st.OutputPower), !st.HeaterEnabled, nil
+			return fmt.Sprintf("heater_enable=%d", b2i(on)), !on, nil
 		})
 	}
 	if f := in.Furnace; f != nil {
