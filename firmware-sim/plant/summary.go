@@ -64,9 +64,6 @@ type RigModels struct {
 	// Gauge is the gauge controller's model, as rig-sim's --gauge-model
 	// names it ("": the flag's default).
 	Gauge string
-	// RTUBaud is the baud rate of the rig's RS-485 line in its
-	// configuration, whose line time rig-sim emulates (--rtu-baud; 0: none).
-	RTUBaud int
 }
 
 // Models returns the instruments r's configuration names; ok is false for
@@ -76,7 +73,7 @@ func (r Rig) Models() (RigModels, bool) {
 	case RigGraphene:
 		return RigModels{Furnace: FurnaceEurotherm3200, DIO: DIOADAM6052, RelayWatchdog: 2 * time.Second}, true
 	case RigMoS2TwoZone:
-		return RigModels{Furnace: FurnaceEurotherm3200, DIO: DIOADAM6052, RelayWatchdog: 2 * time.Second, Gauge: "tpg262", RTUBaud: 19200}, true
+		return RigModels{Furnace: FurnaceEurotherm3200, DIO: DIOADAM6052, RelayWatchdog: 2 * time.Second, Gauge: "tpg262"}, true
 	}
 	return RigModels{}, false
 }

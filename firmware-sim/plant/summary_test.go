@@ -18,7 +18,7 @@ func TestSummaryWords(t *testing.T) {
 	if DefaultRig != Rigs[0] {
 		t.Errorf("DefaultRig %s, Rigs %v", DefaultRig, Rigs)
 	}
-	if m, ok := RigGraphene.Models(); !ok || m != (RigModels{FurnaceEurotherm3200, DIOADAM6052, 2 * time.Second, "", 0}) {
+	if m, ok := RigGraphene.Models(); !ok || m != (RigModels{FurnaceEurotherm3200, DIOADAM6052, 2 * time.Second, ""}) {
 		t.Errorf("graphene models %+v %v", m, ok)
 	}
 	if _, ok := RigMoS2.Models(); ok {
