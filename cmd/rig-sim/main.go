@@ -161,7 +161,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	gaugeModel := fs.String("gauge-model", string(serialsim.TPG261), "gauge controller on <dir>/gauge: tpg261 (one PKR; TID PKR,noSEn) or tpg262 (two PKRs; profile pfeiffer-tpg-262)")
 	gaugeContinuous := fs.Bool("gauge-continuous", false, "start the gauge controller in continuous output mode (COM, every 1 s), as a unit left so on the bench: the agent's probe and start refuse it")
 	mfcVariant := fs.String("mfc-variant", "", "Alicat firmware the MFCs emulate: "+strings.Join(serialsim.MFCVariants(), "|")+", for every MFC or per gas (ar=slpm,h2=pre6v)")
-	rtuBaud := fs.Int("rtu-baud", 0, "baud rate whose line time the RTU line <dir>/modbus-rtu emulates (11 bits a character, 8E1): each exchange answered as late as on a real RS-485 line; 0 = a pty's speed")
+	rtuBaud := fs.Int("rtu-baud", 0, "baud rate whose line time the RTU line <dir>/modbus-rtu emulates (11 bits a character, 8E1): each exchange answered as late as on a real RS-485 line; 0 = a pty's speed. For wall-clock measurements (an e-stop's time): at a time scale above 1 the line's wall time is stretched as many times in the process")
 	verbose := fs.Bool("v", false, "log protocol errors")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
