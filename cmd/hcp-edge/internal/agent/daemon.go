@@ -336,14 +336,40 @@ func (d *daemon) openRig(ctx context.Context) error {
 	return nil
 }
 
+// initAttempts bounds initUnit's tries of a unit that does not answer in
+// time (within initController's 2 s).
+const initAttempts = 3
+
+// initer is what initUnit needs of a controller (*regmap.Controller).
+type initer interface {
+	Init(ctx context.Context) ([]regmap.InitWrite, error)
+	String() string
+}
+
+// initUnit runs tc.Init and, while the unit missed an answer (a loaded
+// host, a noisy line: device.ErrTimeout) and ctx allows, asks again, as
+// rigbuild.Verify asks, up to initAttempts in all: Init is idempotent (a
+// write toward safe, modes only where they differ). It returns every
+// attempt's writes.
+func initUnit(ctx context.Context, tc initer, log *slog.Logger) ([]regmap.InitWrite, error) {
+	wrote, err := tc.Init(ctx)
+	for n := 1; n < initAttempts && errors.Is(err, device.ErrTimeout) && ctx.Err() == nil; n++ {
+		log.Warn("controller init: no answer in time, asking again", "instrument", tc.String(), "attempt", n+1, "err", err)
+		var again []regmap.InitWrite
+		again, err = tc.Init(ctx)
+		wrote = append(wrote, again...)
+	}
+	return wrote, err
+}
+
 // initController initialises a heated zone's controller (heater off, then
 // the mode its profile's roles assume), audits what the agent changed on
 // the unit, and arms its comms watchdog where it has one.
 func (d *daemon) initController(ctx context.Context, tc *regmap.Controller) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	wrote, err := tc.Init(wctx) // heater off, then the mode the profile's roles assume
-	for _, w := range wrote {   // what the agent itself changed on the unit: audited
+	wrote, err := initUnit(wctx, tc, d.log) // heater off, then the mode the profile's roles assume
+	for _, w := range wrote { // what the agent itself changed on the unit: audited
 		target := fmt.Sprintf("%s %s=%g", tc, w.Channel, w.Value)
 		if w.NonVolatile {
 			target += " (non-volatile)"
