@@ -214,7 +214,7 @@ func (k *killer) session(c *caller.Client, capab string, plan []killKind) *calle
 			k.t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(hangGuard); k.b.p.ChamberPressure() > 4 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(pumpGuard); k.b.p.ChamberPressure() > 4 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond) // down to the recipes' base pressure (5 Pa) before the next run
 	}
 	task, err := c.Submit(context.Background(), ts)

@@ -88,7 +88,7 @@ func newEuroEnv(t *testing.T, cfg plant.EurothermConfig, profile string) *env {
 	if err := e.p.ADAMWriteCoils("test", plant.ADAMDOBase, []bool{true, true}); err != nil { // pump, gate valve
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(pumpGuard)
 	for e.p.ChamberPressure() > 100 {
 		if time.Now().After(deadline) {
 			t.Fatalf("chamber did not pump down: %.0f Pa", e.p.ChamberPressure())
