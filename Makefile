@@ -41,7 +41,7 @@ TEST_TIMEOUT ?= 20m
 # TestFloodQuota's 2 s bound fail at load 7). `make ci` keeps go's default under -race.
 TEST_P ?= $(shell bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null && nproc || echo 4)
 
-.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-two-zone demo-broker test test-bare soak test-under-load ci ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
+.PHONY: schemas-gz help build build-arm verify-arm demo demo-graphene demo-two-zone demo-broker test test-bare soak test-under-load ci ci-timed ci-suite ci-deps broker cluster cluster-down fleet lint tidy-check layers bench bench-modbus bench-analysis size clean dist verify-dist pi-sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -111,15 +111,14 @@ fleet: build ## the fleet benchmark on the cluster: N agents with their own rigs
 # same; `make test` and `make test-under-load` still run them with the rest.
 TIMED_ALONE := ^TestFloodQuota$$
 
-# make ci's pi-sim takes 5 trips and 5 e-stops a pass instead of 15: every capability and every
-# verdict is the same, the p99s it prints (which assert nothing) rest on fewer samples; make pi-sim
-# alone keeps 15 (issue 40: ci within 20 minutes on a fresh machine).
-ci: export HCP_PI_SIM_N ?= 5
-ci: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim demo demo-graphene demo-two-zone commission demo-broker ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race; the timed acceptance tests alone first; then the suite with the peers hidden (test-bare)
+ci: ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race, each step timed by scripts/ci.sh: ci-deps broker cluster tidy-check layers lint build verify-dist pi-sim, the three demos, commission, demo-broker, ci-timed (the timed acceptance tests alone), ci-suite, test-bare (the suite with the peers hidden)
+	@bash scripts/ci.sh
+
+ci-timed: ## make ci's timed acceptance tests, alone (TIMED_ALONE)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
+
+ci-suite: ## make ci's whole suite under -race, every peer required (HCP_REQUIRE_PEERS=1), the alerts' full figures (HCP_ALERTS_FULL=1)
 	HCP_REQUIRE_PEERS=1 HCP_ALERTS_FULL=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
-	$(MAKE) --no-print-directory test-bare
-	@echo "make ci: all checks passed"
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
