@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"hcp-edge/device"
 	"hcp-edge/device/rig"
 )
 
@@ -97,7 +98,7 @@ func Generate(l rig.Layout, materials ...string) (*Registry, error) {
 	}
 	var tools []Tool
 	for _, z := range l.Zones {
-		if !validTag(z.Name) {
+		if !device.Word(z.Name) {
 			return nil, fmt.Errorf("catalog: zone %q: a zone's name is a lower-case word (letters, digits, _) to name its tools", z.Name)
 		}
 		tools = append(tools, zoneTools(z.Name)...)
@@ -107,7 +108,7 @@ func Generate(l rig.Layout, materials ...string) (*Registry, error) {
 		case RoleTool(o.Role) != "":
 			tools = append(tools, named(RoleTool(o.Role)))
 		case valve[o.Name]:
-		case validTag(o.Name):
+		case device.Word(o.Name):
 			tools = append(tools, switchTool(o))
 		}
 	}

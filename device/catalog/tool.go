@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"hcp-edge/device"
 )
 
 // Permission names what a caller must hold to invoke a tool (seeds/004 §3.5).
@@ -244,7 +246,7 @@ func (t Tool) check() error {
 		return bad("capabilities", "a tool needs at least one capability tag")
 	}
 	for _, c := range t.Capabilities {
-		if !validTag(c) {
+		if !device.Word(c) {
 			return bad("capabilities", "tag %q: want lower-case letters, digits and _", c)
 		}
 	}
@@ -278,19 +280,7 @@ func validName(s string) bool {
 		return false
 	}
 	for _, part := range strings.Split(s, ".") {
-		if part == "" || part[0] < 'a' || part[0] > 'z' || !validTag(part) {
-			return false
-		}
-	}
-	return true
-}
-
-func validTag(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if part == "" || part[0] < 'a' || part[0] > 'z' || !device.Word(part) {
 			return false
 		}
 	}

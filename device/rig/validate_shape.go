@@ -3,6 +3,8 @@ package rig
 import (
 	"fmt"
 	"strings"
+
+	"hcp-edge/device"
 )
 
 // headRoles are the roles a gauge head may have.
@@ -79,7 +81,7 @@ func (c Config) shapeErrors(bad Bad) {
 			bad(key, "missing")
 			continue
 		}
-		if !zoneWord(z.Name) {
+		if !device.Word(z.Name) {
 			bad(key, "%q: a zone's name is a lower-case word (letters, digits, _; at most 64): it names the zone's channels (<zone>.setpoint) and tools", z.Name)
 		}
 		if prev, dup := zones[strings.ToLower(z.Name)]; dup {
@@ -145,19 +147,4 @@ func (c Config) gaugeErrors(bad Bad) {
 	if len(c.Gauges) > 0 && process == "" {
 		bad("gauges", "no head reads the process pressure: give one head role %s", HeadProcess)
 	}
-}
-
-// zoneWord reports whether s is a zone's name: a lower-case word of
-// letters, digits and _, at most 64 characters (device/catalog names the
-// zone's tools with it, the envelope its channels).
-func zoneWord(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
