@@ -521,24 +521,25 @@ func growthCSV(rows []LogRow, zones []string) []byte {
 		b = append(b, ",flow_"+g+"_sccm"...)
 	}
 	b = append(b, '\n')
-	num := func(v *float64) string {
-		if v == nil {
-			return ""
+	cell := func(v *float64) { // ",value", or "," without one
+		b = append(b, ',')
+		if v != nil {
+			b = fmt.Append(b, *v)
 		}
-		return fmt.Sprint(*v)
 	}
 	for _, r := range rows {
-		b = fmt.Appendf(b, "%v,%s,%s", r.Elapsed, r.Stage, num(r.TemperatureC))
+		b = fmt.Appendf(b, "%v,%s", r.Elapsed, r.Stage)
+		cell(r.TemperatureC)
 		for _, z := range zones {
-			b = append(b, ","+num(r.Zones[z].TemperatureC)...)
+			cell(r.Zones[z].TemperatureC)
 		}
-		b = append(b, ","+num(r.PressurePa)...)
+		cell(r.PressurePa)
 		for _, g := range gases {
+			var f *float64
 			if v, ok := r.Flows[g]; ok {
-				b = fmt.Appendf(b, ",%v", v)
-			} else {
-				b = append(b, ',')
+				f = &v
 			}
+			cell(f)
 		}
 		b = append(b, '\n')
 	}

@@ -109,3 +109,33 @@ func TestLogEveryZone(t *testing.T) {
 	one := readSVG(t, profileSVG("Process profile", q.rows, loadEnvelope(t)))
 	one.has(t, "furnace temperature", 2)
 }
+
+// TestRigStatusEveryZone: rig-status on a rig of two zones reports the
+// first as furnace (as on a rig of one) and every zone by name under
+// zones; on a rig of one there is no zones.
+func TestRigStatusEveryZone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rig  Rig
+		want map[string]float64 // zone -> temperature
+	}{
+		{"two zones", &twoZoneRig{fakeRig{env: twoZoneEnvelope(t)}}, map[string]float64{"sulfur": 180, "growth": 750}},
+		{"one zone", &fakeRig{env: loadEnvelope(t)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &statusRecipe{include: []string{"furnace"}}
+			if err := r.Run(context.Background(), 0, &Env{Rig: tc.rig}); err != nil {
+				t.Fatal(err)
+			}
+			zones, _ := r.out["zones"].(map[string]any)
+			if r.out["furnace"] == nil || len(zones) != len(tc.want) || r.out["stale"] != nil {
+				t.Fatalf("out %v", r.out)
+			}
+			for z, temp := range tc.want {
+				if got, _ := zones[z].(map[string]any); got == nil || got["temperature_c"] != temp {
+					t.Errorf("zone %s: %v, want %v °C", z, zones[z], temp)
+				}
+			}
+		})
+	}
+}
