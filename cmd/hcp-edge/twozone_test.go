@@ -8,10 +8,15 @@ package main
 // line.
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,8 +83,61 @@ func TestTwoZoneRig(t *testing.T) {
 	if lc, _ := out["layer_count"].(float64); lc != 1 || materialOf(out)["name"] != "MoS2" {
 		t.Errorf("layer count %v, material %v", out["layer_count"], materialOf(out))
 	}
+	checkTwoZoneShown(t, b, r.sid)
 	if err := b.stop(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, b.logs)
+	}
+	// probe (the daemon stopped: it opens the RS-485 line itself) reads
+	// both zones' controllers.
+	pr := b.cli("probe", "--config", b.cfg)
+	t.Logf("probe in %v", pr.took.Round(time.Millisecond))
+	for _, tc := range []string{"sulfur_tc", "growth_tc"} {
+		if !regexp.MustCompile(`(?m)^` + tc + `\s+ok\s+PV `).MatchString(pr.stdout) {
+			t.Errorf("probe shows no reading of %s (exit %d):\n%s%s", tc, pr.code, pr.stdout, pr.stderr)
+		}
+	}
+}
+
+// checkTwoZoneShown: every heated zone of the two-zone rig is shown by
+// its configured name: hcp-edge status (each zone's PV, setpoint, output
+// and heater), the session's exported .eln (both zones' controllers as
+// instruments, the growth log's temperature column per zone, the process
+// profile's temperature and setpoint per zone).
+func checkTwoZoneShown(t *testing.T, b *brokerEnv, sid string) {
+	t.Helper()
+	st := b.mustCLI("status")
+	t.Logf("status in %v:\n%s", st.took.Round(time.Millisecond), st.stdout)
+	for _, z := range []string{"sulfur", "growth"} {
+		if !regexp.MustCompile(`(?m)^` + z + `\s+PV [0-9.]+ °C, setpoint [0-9.]+ °C, output [0-9.]+ %, heater (on|off)`).MatchString(st.stdout) {
+			t.Errorf("status shows no reading of zone %s", z)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "two-zone.eln")
+	ex := b.mustCLI("export", sid, "--out", f)
+	t.Logf("export in %v", ex.took.Round(time.Millisecond))
+	zr, err := zip.OpenReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	files := map[string]string{}
+	for _, zf := range zr.File {
+		if rc, err := zf.Open(); err == nil {
+			data, _ := io.ReadAll(rc)
+			_ = rc.Close()
+			files[path.Base(zf.Name)] = string(data)
+		}
+	}
+	for name, want := range map[string][]string{
+		"ro-crate-metadata.json": {`"#instrument-sulfur_tc"`, `"#instrument-growth_tc"`, "heated zone sulfur", "heated zone growth"},
+		"growth_log.csv":         {"elapsed_seconds,stage,temperature_c,temperature_sulfur_c,temperature_growth_c,pressure_pa"},
+		"process_profile.svg":    {"sulfur temperature", "sulfur setpoint", "growth temperature", "growth setpoint", "sulfur over_temperature trip"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(files[name], w) {
+				t.Errorf("the exported record's %s (%d bytes) lacks %q", name, len(files[name]), w)
+			}
+		}
 	}
 }
 

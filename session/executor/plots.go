@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hcp-edge/device"
+	"hcp-edge/device/rig"
 	"hcp-edge/envelope"
 	"hcp-edge/session/analysis"
 	"hcp-edge/session/plot"
@@ -219,18 +220,17 @@ func sccmOf(v float64, unit string) (float64, error) {
 }
 
 // profileSVG draws a run's process profile from its growth-log rows:
-// furnace temperature and setpoint, chamber pressure, each gas that flowed,
+// furnace temperature and setpoint (every zone's on a rig of several),
+// chamber pressure, each gas that flowed,
 // with the envelope's limits and the recipe's steps shaded.
 func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 	toMin := func(s float64) float64 { return s / 60 }
-	var t, pv, sp, pt, pr []float64
+	var t, pt, pr []float64
 	gases := map[string]*plot.Series{}
 	var order []string
 	for _, r := range rows {
 		x := toMin(r.Elapsed)
 		t = append(t, x)
-		pv = append(pv, deref(r.TemperatureC))
-		sp = append(sp, deref(r.SetpointC))
 		if r.PressurePa != nil {
 			pt, pr = append(pt, x), append(pr, *r.PressurePa/100)
 		}
@@ -244,14 +244,34 @@ func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 			s.X, s.Y = append(s.X, x), append(s.Y, v)
 		}
 	}
-	temp := plot.Panel{YLabel: "temperature (°C)", Series: []plot.Series{
-		{Name: "furnace temperature", X: t, Y: pv, Color: "#d62728"},
-		{Name: "setpoint", X: t, Y: sp, Color: "#1f77b4", Dashed: true}}}
-	if v, ok := limitOf(env, envelope.ChannelTemperature, celsiusOf); ok {
-		temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("over_temperature trip %.0f °C", v)})
+	temp := plot.Panel{YLabel: "temperature (°C)"}
+	// A temperature and a setpoint trace and the limits of each zone: on a
+	// rig of one, the log's own columns and the furnace's channels.
+	zs := logZones(env)
+	if zs == nil {
+		zs = []string{""}
 	}
-	if v, ok := limitOf(env, envelope.ChannelSetpoint, celsiusOf); ok {
-		temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("setpoint max %.0f °C", v), Color: "#ff7f0e"})
+	for i, z := range zs {
+		pv, sp := make([]float64, len(rows)), make([]float64, len(rows))
+		for j, r := range rows {
+			zl := ZoneLog{r.TemperatureC, r.SetpointC}
+			if z != "" {
+				zl = r.Zones[z]
+			}
+			pv[j], sp[j] = deref(zl.TemperatureC), deref(zl.SetpointC)
+		}
+		name, set, c, cs, zn, pre := "furnace temperature", "setpoint", "#d62728", "#1f77b4", rig.FurnaceName, ""
+		if z != "" {
+			c = zoneColors[i%len(zoneColors)]
+			name, set, cs, zn, pre = z+" temperature", z+" setpoint", c, z, z+" "
+		}
+		temp.Series = append(temp.Series, plot.Series{Name: name, X: t, Y: pv, Color: c}, plot.Series{Name: set, X: t, Y: sp, Color: cs, Dashed: true})
+		if v, ok := limitOf(env, envelope.ZoneChannel(zn, envelope.ZoneTemperature), celsiusOf); ok {
+			temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("%sover_temperature trip %.0f °C", pre, v)})
+		}
+		if v, ok := limitOf(env, envelope.ZoneChannel(zn, envelope.ZoneSetpoint), celsiusOf); ok {
+			temp.Rules = append(temp.Rules, plot.Rule{Y: v, Label: fmt.Sprintf("%ssetpoint max %.0f °C", pre, v), Color: "#ff7f0e"})
+		}
 	}
 	if env != nil {
 		if vent := env.Config().Vent; vent != nil && vent.MaxTemperature.Unit != "" {
@@ -297,6 +317,10 @@ func profileSVG(title string, rows []LogRow, env *envelope.Envelope) []byte {
 	}
 	return f.SVG()
 }
+
+// zoneColors are the zones' traces' colours on a rig of several, in the
+// zones' order.
+var zoneColors = []string{"#d62728", "#1f77b4", "#9467bd", "#8c564b"}
 
 // flowOn is the envelope's flow_on_threshold in sccm (1 without one): a
 // gas whose readings never reach it did not flow.
@@ -357,14 +381,19 @@ func leakSVG(samples []pressureSample, p0, p1, rate, maxRate float64, passed boo
 	return f.SVG()
 }
 
+// rigEnvelope is the envelope of env's rig (nil without a rig).
+func rigEnvelope(env *Env) *envelope.Envelope {
+	if env.Rig == nil {
+		return nil
+	}
+	return env.Rig.Envelope()
+}
+
 // plots adds a recipe run's SVG artifacts to arts: the Raman spectrum with
 // its fit (once analysed) and the process profile (partial: the profile so
 // far, when there is one).
 func (r *recipeRun) plots(env *Env, arts []Artifact, partial bool) ([]Artifact, error) {
-	var envl *envelope.Envelope
-	if env.Rig != nil {
-		envl = env.Rig.Envelope()
-	}
+	envl := rigEnvelope(env)
 	if sp, a := r.st.Spectrum, r.st.Analysis; sp != nil && a != nil && !partial {
 		expected := ""
 		if r.st.Material != nil {

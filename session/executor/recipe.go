@@ -398,7 +398,7 @@ func (r *recipeRun) artifacts(env *Env, partial bool) ([]Artifact, error) {
 	if partial {
 		name, file = "partial_growth_log", "growth_log_partial.csv"
 	}
-	a, err := writeArtifact(env, name, file, "text/csv", growthCSV(r.rows))
+	a, err := writeArtifact(env, name, file, "text/csv", growthCSV(r.rows, logZones(rigEnvelope(env))))
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,29 @@ type LogRow struct {
 	SetpointC    *float64           `json:"setpoint_c,omitempty"` // the furnace's target setpoint
 	PressurePa   *float64           `json:"pressure_pa,omitempty"`
 	Flows        map[string]float64 `json:"flows_sccm,omitempty"`
+	// Zones is every heated zone's controller on a rig of several, by
+	// zone name (none on a rig of one: its zone is TemperatureC).
+	Zones map[string]ZoneLog `json:"zones,omitempty"`
+}
+
+// ZoneLog is one heated zone's controller in a growth-log row: its
+// temperature (none on a sensor fault) and its target setpoint.
+type ZoneLog struct {
+	TemperatureC *float64 `json:"temperature_c,omitempty"`
+	SetpointC    *float64 `json:"setpoint_c,omitempty"`
+}
+
+// zoneLog is f as a growth log reads it: nothing of a controller never read.
+func zoneLog(f device.FurnaceStatus) (z ZoneLog) {
+	if !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
+		v := round3(f.ProcessValue.Celsius())
+		z.TemperatureC = &v
+	}
+	if !f.At.IsZero() && device.Finite(float64(f.Setpoint)) {
+		v := round3(f.Setpoint.Celsius())
+		z.SetpointC = &v
+	}
+	return z
 }
 
 // proc is the machinery every recipe shares: the growth log, actions with
@@ -89,13 +112,15 @@ func (p *proc) row(stage string, r envelope.Readings) LogRow {
 	if p.zone != "" {
 		f, _ = p.env.Rig.Envelope().ZoneReading(r, p.zone)
 	}
-	if !f.At.IsZero() && f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
-		v := round3(f.ProcessValue.Celsius())
-		lr.TemperatureC = &v
-	}
-	if !f.At.IsZero() && device.Finite(float64(f.Setpoint)) {
-		v := round3(f.Setpoint.Celsius())
-		lr.SetpointC = &v
+	z := zoneLog(f)
+	lr.TemperatureC, lr.SetpointC = z.TemperatureC, z.SetpointC
+	if len(r.Zones) > 0 { // a rig of several zones: every zone's
+		envl := p.env.Rig.Envelope()
+		lr.Zones = map[string]ZoneLog{}
+		for _, zn := range envl.Spec().ZoneNames() {
+			st, _ := envl.ZoneReading(r, zn)
+			lr.Zones[zn] = zoneLog(st)
+		}
 	}
 	if pr := r.Pressure; !pr.At.IsZero() && device.Finite(float64(pr.Pressure)) && pr.Pressure >= 0 &&
 		(pr.Status == device.GaugeOK || pr.Status == device.GaugeUnderrange || pr.Status == device.GaugeOverrange) {
@@ -462,8 +487,22 @@ func writeArtifact(env *Env, name, file, mime string, data []byte) (Artifact, er
 		SizeBytes: int64(len(data)), Checksum: "sha256:" + hex.EncodeToString(sum[:]), Sealed: env.AtRest != nil}, nil
 }
 
-// growthCSV renders rows as CSV with one flow column per gas (sorted).
-func growthCSV(rows []LogRow) []byte {
+// logZones is the heated zones of a rig of several, in the
+// configuration's order: a growth log's columns and traces of each zone;
+// none on a rig of one (or without an envelope).
+func logZones(env *envelope.Envelope) []string {
+	if env != nil {
+		if zs := env.Spec().ZoneNames(); len(zs) > 1 {
+			return zs
+		}
+	}
+	return nil
+}
+
+// growthCSV renders rows as CSV with one temperature column per heated
+// zone of zones (temperature_<zone>_c: a rig of several; none on a rig
+// of one) and one flow column per gas (sorted).
+func growthCSV(rows []LogRow, zones []string) []byte {
 	var gases []string
 	for _, r := range rows {
 		for g := range r.Flows {
@@ -473,25 +512,34 @@ func growthCSV(rows []LogRow) []byte {
 		}
 	}
 	slices.Sort(gases)
-	b := []byte("elapsed_seconds,stage,temperature_c,pressure_pa")
+	b := []byte("elapsed_seconds,stage,temperature_c")
+	for _, z := range zones {
+		b = append(b, ",temperature_"+z+"_c"...)
+	}
+	b = append(b, ",pressure_pa"...)
 	for _, g := range gases {
 		b = append(b, ",flow_"+g+"_sccm"...)
 	}
 	b = append(b, '\n')
-	num := func(v *float64) string {
-		if v == nil {
-			return ""
+	cell := func(v *float64) { // ",value", or "," without one
+		b = append(b, ',')
+		if v != nil {
+			b = fmt.Append(b, *v)
 		}
-		return fmt.Sprint(*v)
 	}
 	for _, r := range rows {
-		b = fmt.Appendf(b, "%v,%s,%s,%s", r.Elapsed, r.Stage, num(r.TemperatureC), num(r.PressurePa))
+		b = fmt.Appendf(b, "%v,%s", r.Elapsed, r.Stage)
+		cell(r.TemperatureC)
+		for _, z := range zones {
+			cell(r.Zones[z].TemperatureC)
+		}
+		cell(r.PressurePa)
 		for _, g := range gases {
+			var f *float64
 			if v, ok := r.Flows[g]; ok {
-				b = fmt.Appendf(b, ",%v", v)
-			} else {
-				b = append(b, ',')
+				f = &v
 			}
+			cell(f)
 		}
 		b = append(b, '\n')
 	}

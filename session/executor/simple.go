@@ -54,6 +54,17 @@ func (s *RigStatus) Resume(t Task, _ []byte) (Recipe, int, error) {
 	return r, 0, err
 }
 
+// zoneStatus is a zone's controller as rig-status reports it (a null
+// temperature on a sensor break).
+func zoneStatus(f device.FurnaceStatus) map[string]any {
+	var t any
+	if f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
+		t = round3(f.ProcessValue.Celsius())
+	}
+	return map[string]any{"temperature_c": t, "setpoint_c": round3(f.Setpoint.Celsius()),
+		"ramp_rate_c_per_min": float64(f.RampRate), "heater_enabled": f.HeaterEnabled}
+}
+
 type statusRecipe struct {
 	capab   *capability.Capability
 	include []string
@@ -81,16 +92,21 @@ func (r *statusRecipe) Run(ctx context.Context, i int, env *Env) error {
 	stale := []string{}
 	out := map[string]any{"taken_at": rd.At.UTC().Format(time.RFC3339Nano)}
 	if r.want("furnace") {
-		f := rd.Furnace
-		if fresh(f.At) {
-			var t any
-			if f.Alarms&device.AlarmSensorBreak == 0 && device.Finite(float64(f.ProcessValue)) {
-				t = round3(f.ProcessValue.Celsius())
-			}
-			out["furnace"] = map[string]any{"temperature_c": t, "setpoint_c": round3(f.Setpoint.Celsius()),
-				"ramp_rate_c_per_min": float64(f.RampRate), "heater_enabled": f.HeaterEnabled}
+		if f := rd.Furnace; fresh(f.At) {
+			out["furnace"] = zoneStatus(f)
 		} else {
 			stale = append(stale, "furnace")
+		}
+		if zs := logZones(env2); zs != nil { // a rig of several: every zone's by name
+			zones := map[string]any{}
+			for _, z := range zs {
+				if f, _ := env2.ZoneReading(rd, z); fresh(f.At) {
+					zones[z] = zoneStatus(f)
+				} else {
+					stale = append(stale, z)
+				}
+			}
+			out["zones"] = zones
 		}
 	}
 	if r.want("pressure") {

@@ -10,7 +10,8 @@ import (
 
 // DashboardLayout is the rig's layout for the dashboard (dashboard.Layout), from
 // the configuration: the gas lines of rig.mfcs in their order, the outputs
-// and inputs of rig.outputs and rig.inputs by name, and the GPIO safety
+// and inputs of rig.outputs and rig.inputs by name, the heated zones of
+// rig.zones on a rig of several, and the GPIO safety
 // inputs the envelope names (e-stop, leak) with the relay's read-back. An
 // input's healthy level is the one a rule of the configuration asks for:
 // false for the e-stop and the leak detector, true for the relay's
@@ -26,6 +27,11 @@ func DashboardLayout(f rigconfig.File) dashboard.Layout {
 	for _, name := range slices.Sorted(maps.Keys(f.Rig.Outputs)) {
 		o := f.Rig.Outputs[name]
 		l.Outputs = append(l.Outputs, dashboard.Output{Name: name, Channel: o.Channel, Safe: o.Safe, Role: o.Role, Gas: gasOf[name]})
+	}
+	if zs := f.Rig.ZoneEntries(); len(zs) > 1 {
+		for _, z := range zs {
+			l.Zones = append(l.Zones, dashboard.Zone{Name: z.Name, Controller: z.Controller})
+		}
 	}
 	level := func(v bool) *bool { return &v }
 	healthy := map[string]*bool{}

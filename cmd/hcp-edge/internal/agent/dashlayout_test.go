@@ -2,6 +2,7 @@ package agent
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"hcp-edge/cmd/hcp-edge/internal/dashboard"
@@ -12,7 +13,9 @@ import (
 // layout, for each shipped rig: the gas lines in rig.mfcs order with their
 // hazard and valve, the outputs with their role or gas line, the inputs
 // with the healthy level a rule of the configuration asks for (the
-// graphene rig has no exhaust_ok input, and nothing of H2S or a scrubber).
+// graphene rig has no exhaust_ok input, and nothing of H2S or a scrubber),
+// and the heated zones of the rig of several by name and controller (none
+// on a rig of one).
 func TestDashboardLayout(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
@@ -21,15 +24,20 @@ func TestDashboardLayout(t *testing.T) {
 		outputs    map[string]string // name -> role or gas
 		healthy    map[string]*bool
 		absent     []string
+		zones      []dashboard.Zone
 	}{
 		{"MoS2", "../../../../configs/sim.yaml", []string{"Ar inert ar_valve", "H2 flammable h2_valve", "H2S toxic h2s_valve"},
 			map[string]string{"pump": "pump", "h2s_valve": "H2S", "scrubber": "exhaust_scrubber", "vent_valve": "vent"},
 			map[string]*bool{"door_closed": &yes, "exhaust_ok": &yes, "pump_running": nil, "estop_pressed": &no, "leak_detected": &no, "relay_fb": &yes},
-			nil},
+			nil, nil},
 		{"graphene", "../../../../configs/graphene.yaml", []string{"Ar inert ar_valve", "H2 flammable h2_valve", "CH4 flammable ch4_valve"},
 			map[string]string{"pump": "pump", "ch4_valve": "CH4", "gate_valve": "gate", "vent_valve": "vent"},
 			map[string]*bool{"door_closed": &yes, "pump_running": nil, "estop_pressed": &no, "leak_detected": &no, "relay_fb": &yes},
-			[]string{"exhaust_ok", "scrubber", "h2s_valve"}},
+			[]string{"exhaust_ok", "scrubber", "h2s_valve"}, nil},
+		{"two-zone", "../../../../configs/mos2-two-zone.yaml", []string{"Ar inert ar_valve"},
+			map[string]string{"pump": "pump", "gate_valve": "gate", "scrubber": "exhaust_scrubber"},
+			map[string]*bool{"door_closed": &yes, "estop_pressed": &no, "leak_detected": &no, "relay_fb": &yes},
+			[]string{"h2s_valve"}, []dashboard.Zone{{Name: "sulfur", Controller: "sulfur_tc"}, {Name: "growth", Controller: "growth_tc"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +52,9 @@ func TestDashboardLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := DashboardLayout(f)
+			if !slices.Equal(l.Zones, tt.zones) {
+				t.Errorf("zones %+v, want %+v", l.Zones, tt.zones)
+			}
 			var gases []string
 			for _, g := range l.Gases {
 				gases = append(gases, g.Gas+" "+g.Hazard+" "+g.Valve)

@@ -15,7 +15,8 @@ import (
 // round1 rounds v to one decimal.
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
-// statusOf turns the monitor's status into the status reply.
+// statusOf turns the monitor's status into the status reply: each heated
+// zone's controller under the zone's name (furnace on a rig of one).
 func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) reply.Status {
 	r := st.Readings
 	out := reply.Status{At: time.Now(), Latched: st.Latched, LatchReason: st.LatchReason, Healthy: st.Healthy,
@@ -26,13 +27,15 @@ func statusOf(st envelope.MonitorStatus, env *envelope.Envelope) reply.Status {
 		}
 		return fmt.Sprintf("%v ago", time.Since(at).Round(time.Millisecond))
 	}
-	if f := r.Furnace; !f.At.IsZero() {
-		out.Readings["furnace"] = fmt.Sprintf("PV %.1f °C, setpoint %.1f °C, output %s, heater %s, alarms %#04x (%s)",
-			f.ProcessValue.Celsius(), f.Setpoint.Celsius(), f.OutputPower, safestate.OnOff(f.HeaterEnabled), uint16(f.Alarms), age(f.At))
-		out.Values["furnace.pv_c"] = round1(f.ProcessValue.Celsius())
-		out.Values["furnace.setpoint_c"] = round1(f.Setpoint.Celsius())
-		out.Values["furnace.heater_enabled"] = f.HeaterEnabled
-		out.Values["furnace.output_pct"] = float64(f.OutputPower)
+	for _, z := range env.Spec().ZoneNames() { // every heated zone, by its name (furnace on a rig of one)
+		if f, _ := env.ZoneReading(r, z); !f.At.IsZero() {
+			out.Readings[z] = fmt.Sprintf("PV %.1f °C, setpoint %.1f °C, output %s, heater %s, alarms %#04x (%s)",
+				f.ProcessValue.Celsius(), f.Setpoint.Celsius(), f.OutputPower, safestate.OnOff(f.HeaterEnabled), uint16(f.Alarms), age(f.At))
+			out.Values[z+".pv_c"] = round1(f.ProcessValue.Celsius())
+			out.Values[z+".setpoint_c"] = round1(f.Setpoint.Celsius())
+			out.Values[z+".heater_enabled"] = f.HeaterEnabled
+			out.Values[z+".output_pct"] = float64(f.OutputPower)
+		}
 	}
 	if p := r.Pressure; !p.At.IsZero() {
 		out.Readings["chamber.pressure"] = fmt.Sprintf("%.4g mbar, %s (%s)", p.Pressure.Millibar(), p.Status, age(p.At))

@@ -1,7 +1,7 @@
 package dashboard
 
 // Layout is the rig as its configuration names it: the gas lines, the
-// outputs and the inputs. The page lists the rig's channels from it and
+// outputs, the inputs and (a rig of several) the heated zones. The page lists the rig's channels from it and
 // labels the readings by it (a flow by its gas line, a switch by its
 // output, an input by its role and its healthy level), so the dashboard
 // knows no rig: the daemon builds the Layout from its configuration
@@ -11,6 +11,18 @@ type Layout struct {
 	Gases   []GasLine `json:"gases"`
 	Outputs []Output  `json:"outputs"`
 	Inputs  []Input   `json:"inputs"`
+	// Zones are the heated zones of a rig of several, in the
+	// configuration's order; none on a rig of one (its zone is the
+	// reading named furnace).
+	Zones []Zone `json:"zones,omitempty"`
+}
+
+// Zone is one heated zone: its name and its temperature controller's. The
+// page reads it from the status values {Name}.pv_c, {Name}.setpoint_c,
+// {Name}.output_pct and {Name}.heater_enabled.
+type Zone struct {
+	Name       string `json:"name"`
+	Controller string `json:"controller"`
 }
 
 // GasLine is one gas line: its gas, hazard class, mass-flow controller,

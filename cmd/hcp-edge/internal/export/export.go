@@ -313,7 +313,9 @@ func WriteFile(out string, data []byte) error {
 
 // InstrumentsOf lists the rig's instruments from its configuration: the
 // Modbus instruments with the manufacturer and model of their profile
-// (serial numbers are not in the configuration: left out).
+// (serial numbers are not in the configuration: left out): every heated
+// zone's controller (a rig of one: furnace), every I/O module, every gauge
+// controller with its heads.
 func InstrumentsOf(r rigconfig.Rig) []eln.Instrument {
 	var out []eln.Instrument
 	profiles, _ := r.Profiles() // Parse loaded them; a problem there refused the configuration
@@ -326,14 +328,29 @@ func InstrumentsOf(r rigconfig.Rig) []eln.Instrument {
 		}
 		return in
 	}
-	out = append(out, modbus("furnace", "furnace temperature controller", r.Furnace),
-		modbus("dio", "digital I/O module (valves, pump, relay, interlock inputs)", r.DIO))
+	for _, z := range r.ZoneEntries() {
+		kind := "furnace temperature controller"
+		if len(r.Zones) > 0 {
+			kind = "temperature controller of the heated zone " + z.Name
+		}
+		out = append(out, modbus(z.Controller, kind, z.ModbusDevice))
+	}
+	for _, m := range r.ModuleEntries() {
+		out = append(out, modbus(m.Name, "digital I/O module (valves, pump, relay, interlock inputs)", m.ModbusDevice))
+	}
 	for _, m := range r.MFCs {
 		out = append(out, eln.Instrument{ID: m.Name, Kind: "mass-flow controller, " + m.Gas + ", full scale " + m.FullScale,
 			Description: "serial " + m.Port + " " + m.Mode + ", unit " + m.UnitID})
 	}
-	if r.Gauge.Port != "" {
-		out = append(out, eln.Instrument{ID: nameOr(r.Gauge.Name, "gauge"), Kind: "vacuum gauge", Description: "serial " + r.Gauge.Port + " " + r.Gauge.Mode})
+	for _, g := range r.GaugeEntries() {
+		kind := "vacuum gauge"
+		if len(r.Gauges) > 0 {
+			sep := " controller, heads: "
+			for _, h := range g.Heads {
+				kind, sep = kind+sep+h.Name+" ("+h.Role+")", ", "
+			}
+		}
+		out = append(out, eln.Instrument{ID: g.Name, Kind: kind, Description: "serial " + g.Serial.Port + " " + g.Serial.Mode})
 	}
 	if r.Raman.Port != "" {
 		out = append(out, eln.Instrument{ID: nameOr(r.Raman.Name, "raman"), Kind: "Raman spectrometer", Description: "serial " + r.Raman.Port + " " + r.Raman.Mode})

@@ -123,7 +123,8 @@
 
   function onOff(v) { return v === undefined ? "?" : (v ? "on" : "off"); }
 
-  // The gas lines and outputs of the layout, each with its live reading.
+  // The heated zones (a rig of several), gas lines and outputs of the
+  // layout, each with its live reading.
   function renderLayout(st, lay) {
     var vals = st.values || {};
     rows($("gases").tBodies[0], (lay && lay.gases) || [], function (g) {
@@ -135,6 +136,19 @@
         { text: f === undefined ? "—" : fmt(f) + " sccm", cls: "num" },
         { text: sp === undefined ? "—" : fmt(sp) + " sccm", cls: "num" },
         { text: g.valve ? g.valve + ": " + onOff(vals["switch." + g.valve]) : "", attr: { "data-valve": g.valve || "" } }
+      ];
+    });
+    var zs = (lay && lay.zones) || [];
+    $("zones").hidden = !zs.length; // a rig of one: its zone is the furnace reading
+    rows($("zones").tBodies[0], zs, function (z) {
+      var v = function (k, u) { var x = vals[z.name + "." + k]; return x === undefined ? "—" : fmt(x) + u; };
+      return [
+        { text: z.name, attr: { "data-zone": z.name } },
+        { text: z.controller },
+        { text: v("pv_c", " °C"), cls: "num", attr: { "data-value": String(vals[z.name + ".pv_c"]) } },
+        { text: v("setpoint_c", " °C"), cls: "num" },
+        { text: v("output_pct", " %"), cls: "num" },
+        { text: onOff(vals[z.name + ".heater_enabled"]) }
       ];
     });
     rows($("outputs").tBodies[0], (lay && lay.outputs) || [], function (o) {
