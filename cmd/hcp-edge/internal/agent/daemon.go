@@ -368,8 +368,10 @@ func initUnit(ctx context.Context, tc initer, log *slog.Logger) ([]regmap.InitWr
 func (d *daemon) initController(ctx context.Context, tc *regmap.Controller) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	wrote, err := initUnit(wctx, tc, d.log) // heater off, then the mode the profile's roles assume
-	for _, w := range wrote { // what the agent itself changed on the unit: audited
+	// Heater off, then the mode the profile's roles assume; what the agent
+	// itself changed on the unit is audited.
+	wrote, err := initUnit(wctx, tc, d.log)
+	for _, w := range wrote {
 		target := fmt.Sprintf("%s %s=%g", tc, w.Channel, w.Value)
 		if w.NonVolatile {
 			target += " (non-volatile)"
