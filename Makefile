@@ -143,8 +143,8 @@ bench-analysis: ## accuracy, time and cost of each analysis tier and of the mode
 size: ## where the bytes of the armv7 binary go, by module (BY=package for packages)
 	bash scripts/size-breakdown.sh
 
-schemas-gz: ## after editing configs/*.schema.json, configs/capabilities, configs/profiles or configs/recipes: the gzip copies the binary embeds (configs/gz.go)
-	for f in configs/sim.yaml configs/hcp-edge.schema.json configs/recipe.schema.json configs/capabilities/*.json configs/profiles/*.yaml configs/recipes/*.yaml; do gzip -n -9 -c $$f > $$f.gz; done
+schemas-gz: ## after editing configs/*.schema.json, configs/capabilities, configs/profiles, configs/recipes or the dashboard's static files: the gzip copies the binary embeds (configs/gz.go)
+	for f in configs/sim.yaml configs/hcp-edge.schema.json configs/recipe.schema.json configs/capabilities/*.json configs/profiles/*.yaml configs/recipes/*.yaml cmd/hcp-edge/internal/dashboard/static/*.html cmd/hcp-edge/internal/dashboard/static/*.js cmd/hcp-edge/internal/dashboard/static/*.css; do gzip -n -9 -c $$f > $$f.gz; done
 
 clean:
 	rm -rf $(BIN)

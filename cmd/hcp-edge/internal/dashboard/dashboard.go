@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -19,7 +21,12 @@ import (
 	"time"
 )
 
-//go:embed static
+// static holds the page's files gzipped (static/NAME.gz, `make
+// schemas-gz`; TestStaticGzCurrent checks them against static/NAME): a
+// browser takes them as they are (Content-Encoding: gzip), 13 kB less of
+// the armv7 binary than the plain files.
+//
+//go:embed static/*.gz
 var static embed.FS
 
 // Sentinel errors of the package.
@@ -167,20 +174,37 @@ var staticTypes = map[string]string{
 }
 
 // serveStatic answers one of the page's embedded files (static/NAME): its
-// bytes with their type and length, and an ETag of their hash, to which an
-// If-None-Match answers 304. No directory is listed and nothing else is
-// served (404). net/http's file server, which did the same for three
-// files, was 53,248 bytes of the armv7 binary (docs/FOOTPRINT.md).
+// bytes with their type and length, gzipped to a client that accepts it
+// (every browser) and unpacked for one that does not, and an ETag of their
+// hash, to which an If-None-Match answers 304. No directory is listed and
+// nothing else is served (404). net/http's file server, which did the same
+// for three files, was 53,248 bytes of the armv7 binary (docs/FOOTPRINT.md).
 func serveStatic(w http.ResponseWriter, r *http.Request, name string) {
 	ctype, ok := staticTypes[path.Ext(name)]
-	b, err := fs.ReadFile(static, "static/"+name)
+	b, err := fs.ReadFile(static, "static/"+name+".gz")
 	if !ok || err != nil || strings.Contains(name, "/") {
 		http.NotFound(w, r)
 		return
 	}
 	sum := sha256.Sum256(b)
-	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	etag := hex.EncodeToString(sum[:8])
 	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	gz := strings.Contains(r.Header.Get("Accept-Encoding"), "gzip")
+	if !gz {
+		etag += "-identity" // another representation, another tag
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err == nil {
+			var plain bytes.Buffer
+			_, err = plain.ReadFrom(zr)
+			b = plain.Bytes()
+		}
+		if err != nil {
+			http.Error(w, "dashboard: embedded "+name+": "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	etag = `"` + etag + `"`
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "no-cache")
 	if r.Header.Get("If-None-Match") == etag {
@@ -188,6 +212,9 @@ func serveStatic(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	h.Set("Content-Type", ctype)
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
 }

@@ -1,11 +1,16 @@
 package dashboard_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +154,84 @@ func TestStaticETag(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotModified || len(b) != 0 {
 		t.Fatalf("with If-None-Match: %s, %d bytes", resp.Status, len(b))
+	}
+}
+
+// TestStaticGzCurrent: each embedded static/NAME.gz opens to static/NAME,
+// byte for byte, so an edited page file without `make schemas-gz` fails
+// here; and every page file has its .gz.
+func TestStaticGzCurrent(t *testing.T) {
+	plain, err := filepath.Glob("static/*.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range plain {
+		if strings.HasSuffix(p, ".gz") {
+			continue
+		}
+		n++
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p + ".gz")
+		if err != nil {
+			t.Fatalf("%s has no .gz: run make schemas-gz (%v)", p, err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s.gz: %v", p, err)
+		}
+		got, err := io.ReadAll(zr)
+		_ = f.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("the embedded %s.gz is not %s (%v): run make schemas-gz", p, p, err)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d page files, want 3 (index.html, app.js, style.css)", n)
+	}
+}
+
+// TestStaticWithoutGzip: a client that does not accept gzip gets the plain
+// file, its own length and another ETag; one that does gets the gzipped
+// bytes with Content-Encoding: gzip; both vary on Accept-Encoding.
+func TestStaticWithoutGzip(t *testing.T) {
+	base := serve(t)
+	want, err := os.ReadFile("static/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	get := func(enc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", base+"/static/app.js", nil)
+		req.Header.Set("Accept-Encoding", enc)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	plain, pb := get("identity")
+	if plain.StatusCode != 200 || !bytes.Equal(pb, want) || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Content-Length") != strconv.Itoa(len(want)) {
+		t.Fatalf("identity: %s %v, %d bytes", plain.Status, plain.Header, len(pb))
+	}
+	zipped, zb := get("gzip, deflate")
+	if zipped.Header.Get("Content-Encoding") != "gzip" || len(zb) >= len(want) || zipped.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("gzip: %v, %d bytes", zipped.Header, len(zb))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := io.ReadAll(zr); !bytes.Equal(got, want) {
+		t.Fatal("the gzipped app.js does not open to static/app.js")
+	}
+	if plain.Header.Get("ETag") == zipped.Header.Get("ETag") {
+		t.Fatalf("one ETag %s for two representations", plain.Header.Get("ETag"))
 	}
 }
