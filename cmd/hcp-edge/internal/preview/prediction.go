@@ -200,7 +200,11 @@ func (r *run) prediction(capab string, steps []executor.Step, res *executor.Resu
 		p.Margins = append(p.Margins, *r.margins[k])
 	}
 	p.Trips = append(p.Trips, r.trips...)
-	p.Zones = r.zones // the run is over: nothing observes it again
+	for i := range r.zones { // the run is over: nothing observes them again
+		z := &r.zones[i]
+		z.PeakC, z.FinalC, z.HeaterFullPowerS = round(z.PeakC, 1), round(z.FinalC, 1), round(z.HeaterFullPowerS, 1)
+	}
+	p.Zones = r.zones
 	warns := r.warns
 	r.mu.Unlock()
 	for _, s := range p.Steps {

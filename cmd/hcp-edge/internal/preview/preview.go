@@ -218,8 +218,8 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 	r := &run{clock: c, plant: p, furnace: furnace, env: env, audit: &memAudit{clock: c}, ctx: context.WithoutCancel(ctx), step: -1,
 		margins: map[string]*Margin{}}
 	r.zones = make([]Zone, len(zones))
-	for i, z := range zones { // the envelope's zones, in its order
-		r.zones[i].Name = z.Name
+	for i := range zones { // the envelope's zones, in its order
+		r.zones[i].Name = zones[i].Name
 	}
 	r.tracker = budget.NewTracker(budget.Limits{}, budget.State{}, budget.Opts{Scale: 1, MaxGap: 2 * o.Chunk, Start: origin})
 	iopts := envelope.DefaultInterlockOpts()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"hcp-edge/device"
@@ -52,14 +51,16 @@ next:
 // checks.
 func simZones(cfg rig.Config, p *plant.Plant, c *Clock, er *envelope.Rig) error {
 	es, n := cfg.ZoneEntries(), len(p.Zones())
-	for k, e := range es {
+	m := max(n, 1) // the plant's zones: its one furnace when it has no Zones
+	for k := range es {
+		e := &es[k]
 		i := int(e.Unit) - 1
 		if n == 0 {
 			i = k // the plant's one furnace heats the first zone
 		}
-		if i < 0 || i >= max(n, 1) {
+		if i < 0 || i >= m {
 			return fmt.Errorf("%w: %w: zone %s: the simulated plant of the rig's gas lines heats %d zone(s), their controllers at units 1 to %[4]d",
-				ErrInput, ErrZoneUnsimulated, e.Name, max(n, 1))
+				ErrInput, ErrZoneUnsimulated, e.Name, m)
 		}
 		if n == 0 {
 			continue
@@ -87,7 +88,7 @@ func (r *run) zonesLocked(rd envelope.Readings, at time.Duration) {
 			st = rd.Zones[z.Name]
 		}
 		c := st.ProcessValue.Celsius()
-		if st.At.IsZero() || math.IsNaN(c) {
+		if !(c > 0) { // no reading (never read, or the thermocouple open: NaN)
 			continue
 		}
 		z.PeakC, z.FinalC = max(z.PeakC, c), c
