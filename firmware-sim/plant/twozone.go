@@ -163,6 +163,57 @@ func (p *Plant) ZoneWrite(i int, via string, addr int, vals []uint16) error {
 	return p.eurothermWrite(z, via, addr, vals)
 }
 
+// ZoneControl is zone i's 3200 in engineering units, for an in-process
+// controller that needs no register map (the preview's, in
+// cmd/hcp-edge/internal/preview): Zone reads and sets it.
+type ZoneControl struct {
+	_                [0]func() // not comparable: no equality function in the binary
+	PVC              float64   // the process value, NaN while the thermocouple is open (sensor break)
+	WorkingSetpointC float64
+	OutputPct        float64 // the working output the loop asks for
+	SetpointC        float64 // the comms setpoint (Rm.SP)
+	RateCPerMin      float64 // the setpoint rate limit (SP.RAT), 0: none
+	OutputHighPct    float64 // the output high limit (OP.HI): 0 keeps the heater off
+}
+
+// Zone reads zone i's controller. With set, it first sets it as its
+// driver leaves it: automatic control (bumpless, as the 3200 leaving
+// manual) on the comms setpoint, at set's SetpointC, RateCPerMin and
+// OutputHighPct (its other fields are not written); a value outside the
+// instrument's ranges is ErrIllegalValue and changes nothing (nor is it in
+// the write log). No such zone: ErrIllegalAddress.
+func (p *Plant) Zone(i int, set *ZoneControl) (ZoneControl, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		p.catchUpLocked()
+	}
+	z := p.zone(i)
+	if z == nil {
+		return ZoneControl{}, ErrIllegalAddress
+	}
+	e := &z.euro
+	per := e.cfg.RampUnits.perMinute()
+	c := ZoneControl{PVC: z.pvC, WorkingSetpointC: z.wsp, OutputPct: e.wrkOP, SetpointC: e.rmSP, RateCPerMin: e.spRate * per,
+		OutputHighPct: e.opHi}
+	if set != nil {
+		c.SetpointC, c.RateCPerMin, c.OutputHighPct = set.SetpointC, set.RateCPerMin, set.OutputHighPct
+		rate := c.RateCPerMin / per
+		if !(c.SetpointC >= euroRangeLoC && c.SetpointC <= euroRangeHiC && rate >= 0 && rate <= euroSPRateMax &&
+			c.OutputHighPct >= e.opLo && c.OutputHighPct <= euroOutputMax) {
+			return c, ErrIllegalValue
+		}
+		if e.manual {
+			z.integ = e.wrkOP - pidKp*(z.wsp-z.pvC)
+		}
+		e.manual, e.remote, e.rmSP, e.spRate, e.opHi = false, true, c.SetpointC, rate, c.OutputHighPct
+	}
+	if p.tcOpenLocked(z) {
+		c.PVC = math.NaN()
+	}
+	return c, nil
+}
+
 // ZoneTemperature is the true temperature of zone i of Zones, °C; false
 // when there is no such zone.
 func (p *Plant) ZoneTemperature(i int) (float64, bool) {

@@ -307,3 +307,42 @@ func TestTwoZoneThermalFaults(t *testing.T) {
 		t.Errorf("a zone's fault on the one-furnace rig: %v", err)
 	}
 }
+
+// TestTwoZoneInProcess: Zone sets a zone's 3200 as its driver leaves it
+// (automatic on the comms setpoint, from the power-on manual mode) and
+// reads it back in engineering units; a value outside the instrument's
+// ranges changes nothing; the other zone is untouched; a zone the rig
+// lacks is an illegal address.
+func TestTwoZoneInProcess(t *testing.T) {
+	p := newTwoZone(t, 100)
+	set := ZoneControl{SetpointC: 180, RateCPerMin: 10, OutputHighPct: 100}
+	if _, err := p.Zone(zSulfur, &set); err != nil {
+		t.Fatal(err)
+	}
+	p.Step(20 * time.Minute)
+	c, err := p.Zone(zSulfur, nil)
+	if err != nil || c.SetpointC != 180 || c.RateCPerMin != 10 || c.OutputHighPct != 100 || !(c.PVC > 100) || c.WorkingSetpointC != 180 {
+		t.Fatalf("sulfur zone %+v, %v", c, err)
+	}
+	v := make([]uint16, 2)
+	if err := p.ZoneRead(zSulfur, EuroAutoManual, v[:1]); err != nil || v[0] != 0 {
+		t.Errorf("A-M %d %v, want auto", v[0], err)
+	}
+	if err := p.ZoneRead(zSulfur, EuroRemoteSelect, v[:1]); err != nil || v[0] != 1 {
+		t.Errorf("remote select %d %v, want remote", v[0], err)
+	}
+	for _, bad := range []ZoneControl{{SetpointC: 1300}, {SetpointC: math.NaN()}, {SetpointC: 100, RateCPerMin: -1}, {SetpointC: 100, OutputHighPct: 101}} {
+		if _, err := p.Zone(zSulfur, &bad); !errors.Is(err, ErrIllegalValue) {
+			t.Errorf("%+v: %v, want ErrIllegalValue", bad, err)
+		}
+	}
+	if c2, _ := p.Zone(zSulfur, nil); c2.SetpointC != 180 || c2.OutputHighPct != 100 {
+		t.Errorf("a refused write changed the zone: %+v", c2)
+	}
+	if g, _ := p.Zone(zGrowth, nil); g.SetpointC != AmbientC || g.OutputHighPct != 100 || g.OutputPct != 0 {
+		t.Errorf("growth zone %+v after setting the sulfur zone's", g)
+	}
+	if _, err := p.Zone(2, nil); !errors.Is(err, ErrIllegalAddress) {
+		t.Errorf("zone 2: %v", err)
+	}
+}

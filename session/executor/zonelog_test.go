@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"hcp-edge/cmd/hiltest/simrig"
 	"hcp-edge/device"
 	"hcp-edge/envelope"
-	"hcp-edge/internal/simrig"
 )
 
 // twoZoneEnvelope is the test envelope on the simulated rig with a sulfur

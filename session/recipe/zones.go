@@ -58,6 +58,16 @@ func (c *checker) zoneOf(s *PhaseSpec) string {
 // zone on a rig of several (which of them it would heat is not said).
 func (c *checker) zones() { c.zonesOf(Zones(c.env)) }
 
+// CheckZones is Check's refusal of the zones alone, without an envelope,
+// on a rig of the heated zones zs: a phase naming a zone not among them,
+// at its zone: key's line, and a phase naming none when there are several.
+// `recipe simulate` refuses such a recipe before previewing it.
+func CheckZones(r *Recipe, zs []string) Problems {
+	c := &checker{r: r, found: map[[3]any]*found{}}
+	c.zonesOf(zs)
+	return c.finish(1)
+}
+
 // zonesOf is zones on a rig of the zones zs.
 func (c *checker) zonesOf(zs []string) {
 	for _, s := range c.r.Phases {

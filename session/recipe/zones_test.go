@@ -122,7 +122,8 @@ func TestZoneUnknownOutput(t *testing.T) {
 }
 
 // TestZonesOfSeveral: on a rig of several zones, a ramp, hold or cool
-// must name its zone, and a zone the rig lacks is refused.
+// must name its zone, and a zone the rig lacks is refused (CheckZones:
+// Check's refusals of the zones, without an envelope).
 func TestZonesOfSeveral(t *testing.T) {
 	env := simEnvelope(t)
 	for file, want := range map[string][]string{
@@ -137,9 +138,7 @@ func TestZonesOfSeveral(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := newChecker(r, env)
-		c.zonesOf([]string{"growth", "sulfur"})
-		ps := c.finish(1)
+		ps := CheckZones(r, []string{"growth", "sulfur"}) // Check's zones, without an envelope
 		if len(ps) != len(want) {
 			t.Errorf("%s: want %d problems, got:\n%v", file, len(want), Problems(ps))
 		}

@@ -87,7 +87,7 @@ flags:
 	if err != nil {
 		return fail("--inputs: %v", err)
 	}
-	x, capab, err := simulated(pos[0], *cfgPath, f.Agent.CapabilitiesDir, f.Rig.HazardOf())
+	x, capab, err := simulated(pos[0], *cfgPath, f.Agent.CapabilitiesDir, f.Rig.HazardOf(), f.Rig.Layout().Zones)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -116,8 +116,9 @@ flags:
 }
 
 // simulated finds what to preview: a recipe FILE when arg names a file,
-// else a capability with a built-in executor.
-func simulated(arg, cfgPath, capDir string, hazards map[string]rig.Hazard) (executor.Executor, *capability.Capability, error) {
+// else a capability with a built-in executor. A recipe heating a zone the
+// rig lacks (zones) is refused at the line of its zone: key.
+func simulated(arg, cfgPath, capDir string, hazards map[string]rig.Hazard, zones []rig.Zone) (executor.Executor, *capability.Capability, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		data, err := readCapped(arg, recipe.MaxSize+1)
 		if err != nil {
@@ -126,6 +127,13 @@ func simulated(arg, cfgPath, capDir string, hazards map[string]rig.Hazard) (exec
 		r, err := recipe.LoadFor(arg, data, hazards)
 		if err != nil {
 			return nil, nil, err
+		}
+		names := make([]string, len(zones))
+		for i, z := range zones {
+			names[i] = z.Name
+		}
+		if ps := recipe.CheckZones(r, names); len(ps) > 0 {
+			return nil, nil, ps
 		}
 		c, err := r.Capability()
 		if err != nil {
@@ -191,7 +199,15 @@ func writePrediction(w io.Writer, p *preview.Prediction) {
 	for _, g := range sortedKeys(p.GasSCC) {
 		fmt.Fprintf(w, "  %-5s %10.1f scc\n", g, p.GasSCC[g])
 	}
-	fmt.Fprintf(w, "heater energy: %.0f s at full output (%.2f h)\n\n", p.HeaterFullPowerS, p.HeaterFullPowerS/3600)
+	zones := p.Zones // each zone's course on a rig of several
+	if len(zones) < 2 {
+		zones = nil
+		fmt.Fprintf(w, "heater energy: %.0f s at full output (%.2f h)\n", p.HeaterFullPowerS, p.HeaterFullPowerS/3600)
+	}
+	for _, z := range zones {
+		fmt.Fprintf(w, "zone %-8s peak %.1f °C, end %.1f °C, heater %.0f s at full output\n", z.Name, z.PeakC, z.FinalC, z.HeaterFullPowerS)
+	}
+	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LIMIT\tBOUND\tCLOSEST\tHEADROOM\tAT\tSTEP")
 	for _, m := range p.Margins {

@@ -11,6 +11,9 @@ import (
 const (
 	askMoS2  = `{"target_material":"MoS2","substrate":"SiO2/Si","technician_checks":"ask"}`
 	mos2File = "../../../../configs/recipes/mos2-sulfurization.yaml"
+	// mos2Solid is the two-zone rig's recipe, twoZone its configuration.
+	mos2Solid = "../../../../configs/recipes/mos2-solid.yaml"
+	twoZone   = "../../../../configs/mos2-two-zone.yaml"
 )
 
 // TestRecipeSimulate: the verb previews a built-in capability (JSON and
@@ -32,6 +35,8 @@ func TestRecipeSimulate(t *testing.T) {
 		{"question answered", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=MoO3", "--answer", "substrate_loaded=yes", mos2File}, ExitOK, "completes"},
 		{"wrong precursor", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=WO3", "--answer", "substrate_loaded=yes", mos2File}, ExitFailure, "the recipe goes on only with MoO3"},
 		{"answer out of its choices", []string{"simulate", "--inputs", askMoS2, "--answer", "precursor_loaded=ZrO2", mos2File}, ExitFailure, "want one of MoO3, WO3, none"},
+		{"two zones", []string{"simulate", "--config", twoZone, "--inputs", "@../../../../configs/examples/mos2-solid-task.json", mos2Solid}, ExitOK, "zone sulfur   peak "},
+		{"a zone the rig lacks", []string{"simulate", mos2Solid}, ExitUsage, "mos2-solid.yaml:92: phases[4].ramp.zone: this rig has no zone growth (zones: furnace)"},
 		{"answer without a name", []string{"simulate", "--answer", "=MoO3", mos2File}, ExitUsage, "want NAME=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

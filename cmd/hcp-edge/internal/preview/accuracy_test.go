@@ -33,19 +33,23 @@ type nopSink struct{}
 func (nopSink) Emit(context.Context, lifecycle.EventType, any) error { return nil }
 
 // accuracyInputs are the inputs of each shipped growth recipe's accuracy
-// run: the seed task for MoS2, the WS2 recipe's defaults at 800 °C.
+// run: the seed task for MoS2, the WS2 recipe's defaults at 800 °C, the
+// example task of mos2-solid (configs/examples/mos2-solid-task.json).
 var accuracyInputs = map[string]string{
 	executor.CVDName:    seedInputs,
 	"ws2-sulfurization": `{"substrate":"SiO2/Si","growth_temperature":800,"growth_duration":"PT30M"}`,
+	"mos2-solid":        `{"substrate":"SiO2/Si","growth_temperature":750,"sulfur_temperature":200,"growth_duration":"PT16M"}`,
 }
 
 // TestPreviewAccuracy compares the preview of every shipped growth recipe
-// (one that analyses a film: the seed MoS2 synthesis, WS2) with an actual
-// run on rig-sim (cmd/hiltest/hilbench: firmware-sim over its sockets, the real
-// drivers, the monitor, the interlock with the same envelope, the tool
-// pipeline), with the same inputs and the precursor the preview assumed in
+// (one that analyses a film: the seed MoS2 synthesis, WS2, MoS2 from solid
+// precursors) with an actual run on rig-sim (cmd/hiltest/hilbench:
+// firmware-sim over its sockets, the real drivers, the monitor, the
+// interlock with the same envelope, the tool pipeline), with the same inputs and the precursor the preview assumed in
 // the boat: the predicted duration and layers must be within 5 % of the
-// run's, and the film of the recipe's material.
+// run's, and the film of the recipe's material. The two-zone rig's
+// mos2-solid runs on rig-sim --rig mos2-two-zone with the drivers the
+// agent builds from its configuration (twoZoneRun).
 func TestPreviewAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole synthesis on rig-sim")
@@ -77,28 +81,30 @@ func TestPreviewAccuracy(t *testing.T) {
 		// 2.3 % alone), and the bound is the same.
 		t.Run(r.Name, func(t *testing.T) { previewAccuracy(t, r.Name, inputs) })
 	}
-	if growth < 2 {
-		t.Fatalf("%d shipped growth recipes, want MoS2 and WS2 at least", growth)
+	if growth < 3 {
+		t.Fatalf("%d shipped growth recipes, want MoS2, WS2 and MoS2 from solid precursors at least", growth)
 	}
 }
 
-// otherRig are the shipped growth recipes made for another rig than the
-// MoS2 rig this test runs (cmd/hiltest/hilbench builds the MoS2 rig's drivers
-// only): the graphene rig's preview is compared with rig-sim --rig graphene
-// by TestGrapheneRig (cmd/hcp-edge, through the broker), and previewed
-// alone by TestPreviewGraphene. The two-zone rig's mos2-solid runs by
-// TestTwoZoneRig (cmd/hcp-edge, through the broker); its preview refuses a
-// plan of several zones (ErrMultiZone, TestPreviewRefusesZones) until the
-// preview simulates every zone (issue 42, item 3).
+// otherRig are the shipped growth recipes made for a rig this test does
+// not run (cmd/hiltest/hilbench builds the MoS2 rig's drivers, twoZoneRun the
+// two-zone rig's): the graphene rig's preview is compared with rig-sim
+// --rig graphene by TestGrapheneRig (cmd/hcp-edge, through the broker), and
+// previewed alone by TestPreviewGraphene.
 var otherRig = map[string]string{
 	"graphene-cu": "the graphene rig, configs/graphene.yaml",
-	"mos2-solid":  "the two-zone rig, configs/mos2-two-zone.yaml: its preview is refused (ErrMultiZone)",
 }
+
+// twoZoneRecipes run on the two-zone rig (twoZoneRun), not the MoS2 bench.
+var twoZoneRecipes = map[string]bool{"mos2-solid": true}
 
 // previewAccuracy previews the shipped recipe name with inputs and runs it
 // on rig-sim.
 func previewAccuracy(t *testing.T, name, inputs string) {
-	cfg := simConfig(t)
+	cfg, onRig := simConfig(t), benchRun
+	if twoZoneRecipes[name] {
+		cfg, onRig = twoZoneConf(t), twoZoneRun
+	}
 	spec, err := rigconfig.Spec(cfg.Rig)
 	if err != nil {
 		t.Fatal(err)
@@ -113,32 +119,8 @@ func previewAccuracy(t *testing.T, name, inputs string) {
 	if err != nil || !pred.Completed {
 		t.Fatalf("preview: %v %+v", err, pred.Failure)
 	}
-
-	rates, _ := executor.NewScaledClock(accuracyScale)
-	b := hilbench.New(t, hilbench.Opts{TimeScale: accuracyScale, Authorizer: benchAuthorizer{hilbench.AllowAll{Session: "accuracy"}},
-		Envelope: env, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Materials: analysis.MaterialNames(), Arm: "accuracy-operator"})
-	if err := b.Plant.SetPrecursor(plant.Precursor(pred.Product.Precursor)); err != nil { // the boat the preview assumed
-		t.Fatal(err)
-	}
-	if err := executor.RegisterAnalysis(b.Invoker, nil); err != nil { // the preview's analysis: the tier-1 fit
-		t.Fatal(err)
-	}
-	rec, err := x.Plan(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock, _ := executor.NewScaledClock(accuracyScale)
-	xenv := &executor.Env{Rig: executor.ToolRig(b.Invoker, b.Monitor), Token: "accuracy", Clock: clock, Sink: nopSink{},
-		Checkpoints: discard{}, ArtifactDir: t.TempDir(), SessionID: task.SessionID}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // hang guard
-	defer cancel()
-	start := clock.Now()
-	res, err := executor.Execute(ctx, rec, xenv, 0)
-	if err != nil {
-		t.Fatalf("run on rig-sim: %v", err)
-	}
-	actual := clock.Now().Sub(start)
-	film := b.Plant.Film()
+	actual, res, p := onRig(t, env, x, task, plant.Precursor(pred.Product.Precursor))
+	film := p.Film()
 	layers := film.Layers()
 
 	dDur := math.Abs(float64(pred.ProcessTime)-float64(actual)) / float64(actual)
@@ -153,4 +135,42 @@ func previewAccuracy(t *testing.T, name, inputs string) {
 	if pred.Product.Material != pred.Product.ExpectedMaterial || film.Material() != pred.Product.ExpectedMaterial {
 		t.Errorf("the recipe grows %s: predicted %s, rig-sim grew %s", pred.Product.ExpectedMaterial, pred.Product.Material, film.Material())
 	}
+}
+
+// benchRun runs task on the MoS2 rig's bench (cmd/hiltest/hilbench) with the
+// precursor the preview assumed in the boat: the run's duration, result
+// and plant.
+func benchRun(t *testing.T, env *envelope.Envelope, x executor.Executor, task executor.Task, boat plant.Precursor) (time.Duration, *executor.Result, *plant.Plant) {
+	rates, _ := executor.NewScaledClock(accuracyScale)
+	b := hilbench.New(t, hilbench.Opts{TimeScale: accuracyScale, Authorizer: benchAuthorizer{hilbench.AllowAll{Session: "accuracy"}},
+		Envelope: env, Invoker: &envelope.InvokerOpts{RateClock: rates.Now}, Materials: analysis.MaterialNames(), Arm: "accuracy-operator"})
+	if err := b.Plant.SetPrecursor(boat); err != nil { // the boat the preview assumed
+		t.Fatal(err)
+	}
+	if err := executor.RegisterAnalysis(b.Invoker, nil); err != nil { // the preview's analysis: the tier-1 fit
+		t.Fatal(err)
+	}
+	actual, res := execute(t, x, task, b.Invoker, b.Monitor)
+	return actual, res, b.Plant
+}
+
+// execute runs task's plan through iv, with mon's readings, as a session
+// runs it, on rig-sim's time: the run's duration and result.
+func execute(t *testing.T, x executor.Executor, task executor.Task, iv *envelope.Invoker, mon *envelope.Monitor) (time.Duration, *executor.Result) {
+	t.Helper()
+	rec, err := x.Plan(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, _ := executor.NewScaledClock(accuracyScale)
+	xenv := &executor.Env{Rig: executor.ToolRig(iv, mon), Token: "accuracy", Clock: clock, Sink: nopSink{},
+		Checkpoints: discard{}, ArtifactDir: t.TempDir(), SessionID: task.SessionID}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // hang guard
+	defer cancel()
+	start := clock.Now()
+	res, err := executor.Execute(ctx, rec, xenv, 0)
+	if err != nil {
+		t.Fatalf("run on rig-sim: %v", err)
+	}
+	return clock.Now().Sub(start), res
 }

@@ -14,9 +14,13 @@
 // agent's compiled envelope) behind the real envelope.Invoker with the
 // built-in tool catalog. Only the instruments differ: they implement the
 // device contracts directly on firmware-sim's plant (instruments.go), which
-// is never started; the virtual Clock steps it (Plant.Step) as a Sleep
-// advances process time, one Chunk at a time, kicking the furnace's comms
-// watchdog and observing the rig after each chunk as the trip monitor
+// is never started. Every heated zone of the layout is simulated: on a
+// plant of several zones (the two-zone rig's) each is a controller of its
+// own over the plant's zone at its controller's unit (zonesim.go, zones.go),
+// with its own thermal model, and the prediction has each zone's course
+// (Prediction.Zones). The virtual Clock steps the plant (Plant.Step) as a
+// Sleep advances process time, one Chunk at a time, kicking the furnace's
+// comms watchdog (a one-zone rig's: the 3200s have none) and observing the rig after each chunk as the trip monitor
 // would: trip rules (a trip runs its procedure through the interlock),
 // margins, gas and heater usage (session/budget's Tracker). There is no
 // goroutine and no timer: a two-hour recipe takes about a second.

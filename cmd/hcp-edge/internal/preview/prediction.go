@@ -56,8 +56,11 @@ type Prediction struct {
 	// from the controllers' measured flows.
 	GasSCC map[string]float64 `json:"gas_scc"`
 	// HeaterFullPowerS is the heater's energy in seconds at full output
-	// (× the heater's rated power = energy).
+	// (× the heater's rated power = energy): the first heated zone's, as
+	// the session's heater_energy budget counts it (Zones has each one's).
 	HeaterFullPowerS float64 `json:"heater_full_power_s"`
+	// Zones is each heated zone's predicted course, in the rig's order.
+	Zones []Zone `json:"zones"`
 	// Margins is, for each limit of the envelope on a channel with a
 	// reading, the smallest headroom while the limit applied, and when:
 	// every upper limit, and each lower limit above zero.
@@ -98,6 +101,18 @@ type Step struct {
 type Phase struct {
 	Name     string   `json:"name"`
 	Duration Duration `json:"duration_s"`
+}
+
+// Zone is one heated zone's predicted course: the hottest its controller
+// reads (when: the margin of its <zone>.temperature), what it reads at the
+// end, and its heater's energy in seconds at full output.
+type Zone struct {
+	_                [0]func() // not comparable: no equality function in the binary
+	Name             string    `json:"name"`
+	PeakC            float64   `json:"peak_c"`
+	FinalC           float64   `json:"final_c"`
+	HeaterFullPowerS float64   `json:"heater_full_power_s"`
+	out              float64   // the output at the last observation, %
 }
 
 // Margin is one limited channel's closest approach to one of its limits.
@@ -185,6 +200,11 @@ func (r *run) prediction(capab string, steps []executor.Step, res *executor.Resu
 		p.Margins = append(p.Margins, *r.margins[k])
 	}
 	p.Trips = append(p.Trips, r.trips...)
+	for i := range r.zones { // the run is over: nothing observes them again
+		z := &r.zones[i]
+		z.PeakC, z.FinalC, z.HeaterFullPowerS = round(z.PeakC, 1), round(z.FinalC, 1), round(z.HeaterFullPowerS, 1)
+	}
+	p.Zones = r.zones
 	warns := r.warns
 	r.mu.Unlock()
 	for _, s := range p.Steps {

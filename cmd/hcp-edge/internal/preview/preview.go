@@ -114,7 +114,7 @@ func Run(ctx context.Context, x executor.Executor, task executor.Task, o Opts) (
 	if err != nil {
 		return nil, err
 	}
-	if err := oneZone(o.Config.Rig.Layout(), rec); err != nil {
+	if err := checkZones(o.Config.Rig.Layout(), rec); err != nil {
 		return nil, err
 	}
 	expected := ""
@@ -182,6 +182,8 @@ type run struct {
 	names   []string   // the recipe's step names
 	spans   []span
 	margins map[string]*Margin
+	zones   []Zone // each heated zone's course, in the rig's order
+	zoneAt  time.Duration
 	trips   []Trip
 	warns   []string
 }
@@ -196,6 +198,10 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 	c := NewClock(origin, o.Chunk)
 	po := plant.DefaultOpts()
 	po.Now, po.Seed, po.Precursor, po.Rig = c.Now, o.Seed, o.Precursor, rig
+	zones := o.Config.Rig.ZoneEntries()
+	if len(zones) > 1 { // each zone a 3200 (simZone); one: the simulator's furnace (simFurnace)
+		po.FurnaceModel = plant.FurnaceEurotherm3200
+	}
 	if po.Precursor == "" { // a rig that grows with no boat: the plant's default, unused
 		po.Precursor = plant.DefaultOpts().Precursor
 	}
@@ -211,6 +217,10 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 	// it still runs (in virtual time) and is observed.
 	r := &run{clock: c, plant: p, furnace: furnace, env: env, audit: &memAudit{clock: c}, ctx: context.WithoutCancel(ctx), step: -1,
 		margins: map[string]*Margin{}}
+	r.zones = make([]Zone, len(zones))
+	for i := range zones { // the envelope's zones, in its order
+		r.zones[i].Name = zones[i].Name
+	}
 	r.tracker = budget.NewTracker(budget.Limits{}, budget.State{}, budget.Opts{Scale: 1, MaxGap: 2 * o.Chunk, Start: origin})
 	iopts := envelope.DefaultInterlockOpts()
 	iopts.Clock = c.Now
@@ -233,8 +243,10 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 	if wd <= 0 {
 		wd = DefaultWatchdog
 	}
-	if err := furnace.configureWatchdog(wd); err != nil {
-		return nil, fmt.Errorf("preview: %w", err)
+	if furnace != nil { // nil: the zones' controllers have no comms watchdog
+		if err := furnace.configureWatchdog(wd); err != nil {
+			return nil, fmt.Errorf("preview: %w", err)
+		}
 	}
 	c.advance = r.advance
 	// The operator arms the rig (every instrument reads at once: no wait).
@@ -250,7 +262,9 @@ func newRun(ctx context.Context, env *envelope.Envelope, o Opts, rig plant.Rig) 
 // quiet, an observation.
 func (r *run) advance(d time.Duration, quiet bool) {
 	r.plant.Step(d)
-	_ = r.furnace.KickWatchdog(r.ctx)
+	if r.furnace != nil {
+		_ = r.furnace.KickWatchdog(r.ctx)
+	}
 	if !quiet {
 		r.observe(r.ctx)
 	}
@@ -275,6 +289,7 @@ func (r *run) observe(ctx context.Context) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.zonesLocked(rd, at)
 	params := r.env.Config().Parameters
 	for _, m := range r.env.Margins(rd) {
 		if !m.Applies {

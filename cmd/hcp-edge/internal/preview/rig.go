@@ -14,11 +14,20 @@ import (
 // configuration names them. Only names and ranges are taken from r: no
 // port, bus, socket or GPIO line of it is opened, and no driver is built
 // (guard_test.go keeps it so).
-// It returns the furnace too, for the watchdog the daemon configures.
+// It returns the furnace too, for the watchdog the daemon configures (nil
+// on a plant of several zones: their controllers have none). Each heated
+// zone of the configuration is a controller of its own on the plant's zone
+// at its unit (simZones), the first as the Furnace.
 func simRig(r rigconfig.Rig, p *plant.Plant, c *Clock, seed uint64) (envelope.Rig, *simFurnace, error) {
 	f := &simFurnace{p: p, clock: c}
 	er := envelope.Rig{Furnace: f, Flows: map[string]device.FlowController{}, Switches: map[string]device.Switch{},
 		Inputs: map[string]device.DigitalInput{}}
+	if err := simZones(r.Config, p, c, &er); err != nil {
+		return envelope.Rig{}, nil, err
+	}
+	if p.Zones() != nil {
+		f = nil // the zones' 3200s have no comms watchdog to kick
+	}
 	// The simulator's own coil and input maps (configs/rig-protocols.md, as
 	// the agent's digital I/O driver also maps them); the safe levels are
 	// the envelope's rig spec's.
