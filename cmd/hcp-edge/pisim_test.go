@@ -45,6 +45,7 @@ const (
 
 // piPass is one configuration of the daemon and what it measured.
 type piPass struct {
+	key   string // its name in HCP_PI_SIM_PASSES
 	name  string
 	exe   string   // the daemon's binary
 	emu   []string // what it runs under
@@ -77,7 +78,11 @@ type piPass struct {
 //
 //	make dist broker && HCP_PI_SIM=1 go test -run TestPiSim -v -timeout 20m ./cmd/hcp-edge/
 //
-// HCP_PI_SIM_N: trips and e-stops per pass (default 15); HCP_PI_SIM_QUOTA_SCALE:
+// HCP_PI_SIM_PASSES: the passes run, a comma list of native, armv7 and quota
+// (default all three; make ci runs quota alone, the slowest, nearest a Pi:
+// the suite runs the native agent, and what completes at a tenth of the
+// speed completes at a third); HCP_PI_SIM_N: trips and e-stops per pass
+// (default 15); HCP_PI_SIM_QUOTA_SCALE:
 // the quota pass's time scale (default 300, sim.yaml's); HCP_PI_SIM_TARGET:
 // the slow-down the quota is calibrated for (default 10); HCP_PI_SIM_OUT: a
 // file for the table; HCP_PI_SIM_DIST: the dist directory (default ../../dist).
@@ -140,9 +145,12 @@ func TestPiSim(t *testing.T) {
 	}
 
 	passes := []*piPass{
-		{name: "native (amd64)", exe: nativeBin, scale: 300, slow: 1},
-		{name: "armv7, qemu-arm-static", exe: armBin, emu: []string{qemu}, scale: 300, slow: emuSlow},
-		{name: fmt.Sprintf("armv7, qemu + quota %d/%d µs", quotaUS, piSimPeriodUS), exe: armBin, emu: cg.wrap(qemu), scale: quotaScale, slow: quotaSlow},
+		{key: "native", name: "native (amd64)", exe: nativeBin, scale: 300, slow: 1},
+		{key: "armv7", name: "armv7, qemu-arm-static", exe: armBin, emu: []string{qemu}, scale: 300, slow: emuSlow},
+		{key: "quota", name: fmt.Sprintf("armv7, qemu + quota %d/%d µs", quotaUS, piSimPeriodUS), exe: armBin, emu: cg.wrap(qemu), scale: quotaScale, slow: quotaSlow},
+	}
+	if only := os.Getenv("HCP_PI_SIM_PASSES"); only != "" {
+		passes = piPassesOnly(t, passes, only)
 	}
 	for _, p := range passes {
 		p.ok = t.Run(strings.NewReplacer(" ", "_", ",", "", "/", "-").Replace(p.name), func(t *testing.T) { runPiPass(t, p, n) })
@@ -154,6 +162,21 @@ func TestPiSim(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// piPassesOnly keeps the passes named in only (HCP_PI_SIM_PASSES, a comma
+// list of native, armv7 and quota); an unknown name fails the test.
+func piPassesOnly(t *testing.T, passes []*piPass, only string) []*piPass {
+	t.Helper()
+	var kept []*piPass
+	for _, k := range strings.Split(only, ",") {
+		i := slices.IndexFunc(passes, func(p *piPass) bool { return p.key == strings.TrimSpace(k) })
+		if i < 0 {
+			t.Fatalf("HCP_PI_SIM_PASSES=%q: no pass %q (native, armv7, quota)", only, k)
+		}
+		kept = append(kept, passes[i])
+	}
+	return kept
 }
 
 // runPiPass runs one pass: the daemon as p says, through the broker.
