@@ -82,6 +82,31 @@ func TestTrackerHeaterEnergy(t *testing.T) {
 	}
 }
 
+// TestTrackerHeaterEnergyEveryZone: on a rig of several heated zones every
+// zone's heater is charged (the zones after the first by name), each from
+// its own samples; a checkpoint carries each zone's last sample, so a
+// resumed session charges the interval since as the first one would have.
+func TestTrackerHeaterEnergyEveryZone(t *testing.T) {
+	zones := func(s, first, other float64) envelope.Readings {
+		r := heater(s, first)
+		r.Zones = map[string]device.FurnaceStatus{"upstream": {OutputPower: device.Percent(other), HeaterEnabled: true, At: at(s)}}
+		return r
+	}
+	tr := NewTracker(Limits{HeaterEnergy: 7}, State{}, Opts{})
+	tr.Observe(zones(0, 100, 50))
+	tr.Observe(zones(2, 100, 50)) // 2 s × 100 % + 2 s × 50 % = 3
+	near(t, "energy", tr.Usage(at(2)).HeaterEnergy, 3)
+	near(t, "energy provisional", tr.Usage(at(3)).HeaterEnergy, 4.5) // the last rates until now
+	resumed := NewTracker(Limits{HeaterEnergy: 7}, tr.State(), Opts{})
+	resumed.Observe(zones(4, 100, 100)) // 2 s × 100 % + 2 s × 100 % (the larger rate of the ends)
+	near(t, "energy resumed", resumed.Usage(at(4)).HeaterEnergy, 7)
+	resumed.Observe(zones(5, 0, 100))
+	var ex *ExceededError
+	if err := resumed.Check(at(5)); !errors.As(err, &ex) || ex.Budget != HeaterEnergy {
+		t.Fatalf("Check = %v: the two zones' 9 full-power seconds pass the limit of 7", err)
+	}
+}
+
 func TestTrackerTiesAndOutOfOrder(t *testing.T) {
 	tr := NewTracker(Limits{}, State{}, Opts{})
 	tr.Observe(flows(0, map[string]float64{"Ar": 60}))

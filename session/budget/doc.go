@@ -22,7 +22,8 @@
 // Gas volume is the integral of each gas's measured flow (sccm) over
 // process time, in standard cubic centimetres (scc). Heater energy is the
 // integral of the furnace controller's output (percent of full power) over
-// process time, in seconds at full power: the energy in kJ is that figure
+// process time, in seconds at full power, summed over every heated zone on
+// a rig of several (each zone's controller its own channel): the energy in kJ is that figure
 // times the heater's rated power in kW, which no configuration declares
 // today. Process time is wall time times the time scale (1 on a real rig),
 // so a simulated rig running 300 times fast is charged what the real one

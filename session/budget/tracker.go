@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"hcp-edge/device"
 	"hcp-edge/envelope"
 )
 
@@ -43,6 +44,10 @@ type State struct {
 	Usage  Usage             `json:"usage"`
 	Gas    map[string]Sample `json:"gas_last,omitempty"`
 	Heater *Sample           `json:"heater_last,omitempty"`
+	// Zones are the last heater samples of the heated zones after the
+	// first (envelope.Readings.Zones), by name: a rig of several zones is
+	// charged every zone's heater.
+	Zones map[string]Sample `json:"zones_heater_last,omitempty"`
 }
 
 // Opts tunes a Tracker.
@@ -78,7 +83,7 @@ func NewTracker(limits Limits, from State, opts Opts) *Tracker {
 	if opts.MaxGap <= 0 {
 		opts.MaxGap = 5 * time.Second
 	}
-	st := State{Usage: from.Usage.clone(), Gas: maps.Clone(from.Gas)}
+	st := State{Usage: from.Usage.clone(), Gas: maps.Clone(from.Gas), Zones: maps.Clone(from.Zones)}
 	if from.Heater != nil {
 		h := *from.Heater
 		st.Heater = &h
@@ -118,10 +123,27 @@ func (t *Tracker) Observe(r envelope.Readings) {
 		if ok {
 			last = *t.st.Heater
 		}
-		next, charge := t.advance(last, ok, f.At, min(max(float64(f.OutputPower), 0), 100)/100)
+		next, charge := t.advance(last, ok, f.At, heaterRate(f))
 		t.st.Heater = &next
 		t.st.Usage.HeaterEnergy += charge
 	}
+	for name, z := range r.Zones {
+		if z.At.IsZero() {
+			continue
+		}
+		last, ok := t.st.Zones[name]
+		next, charge := t.advance(last, ok, z.At, heaterRate(z))
+		if t.st.Zones == nil {
+			t.st.Zones = map[string]Sample{}
+		}
+		t.st.Zones[name] = next
+		t.st.Usage.HeaterEnergy += charge
+	}
+}
+
+// heaterRate is a controller's output as a fraction of full power (0..1).
+func heaterRate(f device.FurnaceStatus) float64 {
+	return min(max(float64(f.OutputPower), 0), 100) / 100
 }
 
 // advance takes a reading (at, rate) of a channel whose last sample is
@@ -188,6 +210,11 @@ func (t *Tracker) usageLocked(now time.Time) Usage {
 	if s := t.st.Heater; s != nil && now.After(s.At) {
 		u.HeaterEnergy += s.Rate * t.process(now.Sub(s.At))
 	}
+	for _, s := range t.st.Zones {
+		if now.After(s.At) {
+			u.HeaterEnergy += s.Rate * t.process(now.Sub(s.At))
+		}
+	}
 	return u
 }
 
@@ -197,7 +224,7 @@ func (t *Tracker) usageLocked(now time.Time) Usage {
 func (t *Tracker) State() State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := State{Usage: t.st.Usage.clone(), Gas: maps.Clone(t.st.Gas)}
+	st := State{Usage: t.st.Usage.clone(), Gas: maps.Clone(t.st.Gas), Zones: maps.Clone(t.st.Zones)}
 	if t.st.Heater != nil {
 		h := *t.st.Heater
 		st.Heater = &h
