@@ -117,8 +117,9 @@ ci: ## everything, nothing skipped (HCP_REQUIRE_PEERS=1), with -race, each step 
 ci-timed: ## make ci's timed acceptance tests, alone (TIMED_ALONE)
 	HCP_REQUIRE_PEERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(TIMED_ALONE)' -v ./cmd/hcp-edge/
 
-ci-suite: ## make ci's whole suite under -race, every peer required (HCP_REQUIRE_PEERS=1), the alerts' full figures (HCP_ALERTS_FULL=1)
-	HCP_REQUIRE_PEERS=1 HCP_ALERTS_FULL=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | $(GO) run ./scripts/testreport -slowest 15
+ci-suite: ## make ci's whole suite under -race, every peer required (HCP_REQUIRE_PEERS=1), the alerts' full figures (HCP_ALERTS_FULL=1); its go test -json in build/ci-suite.json
+	@mkdir -p build
+	HCP_REQUIRE_PEERS=1 HCP_ALERTS_FULL=1 $(GO) test -json -race -timeout $(TEST_TIMEOUT) -skip '$(TIMED_ALONE)' ./... | tee build/ci-suite.json | $(GO) run ./scripts/testreport -slowest 15
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
