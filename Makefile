@@ -144,8 +144,9 @@ bench-analysis: ## accuracy, time and cost of each analysis tier and of the mode
 size: ## where the bytes of the armv7 binary go, by module (BY=package for packages)
 	bash scripts/size-breakdown.sh
 
-schemas-gz: ## after editing configs/*.schema.json, configs/capabilities, configs/profiles, configs/recipes or the dashboard's static files: the gzip copies the binary embeds (configs/gz.go)
+schemas-gz: ## after editing configs/*.schema.json, configs/capabilities, configs/profiles, configs/recipes, the dashboard's static files or the CLI's usage texts: the gzip copies the binary embeds (configs/gz.go)
 	for f in configs/sim.yaml configs/hcp-edge.schema.json configs/recipe.schema.json configs/capabilities/*.json configs/profiles/*.yaml configs/recipes/*.yaml cmd/hcp-edge/internal/dashboard/static/*.html cmd/hcp-edge/internal/dashboard/static/*.js cmd/hcp-edge/internal/dashboard/static/*.css; do gzip -n -9 -c $$f > $$f.gz; done
+	LC_ALL=C bash -c 'for f in cmd/hcp-edge/internal/cli/usage/*.txt; do printf "\0%s\n" "$$(basename "$$f" .txt)"; cat "$$f"; done' | gzip -n -9 > cmd/hcp-edge/internal/cli/usage.txt.gz
 
 clean:
 	rm -rf $(BIN)

@@ -42,20 +42,7 @@ func accessListCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("access list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge access list [--all] [--json] [--socket PATH] [--config FILE]
-
-Lists the access requests of T4 sessions that wait for a decision (with --all, the decided
-ones too): access id, session, caller, what is held, state, expiry (a pending request is
-denied then), and for a decided one the operator and until when local reads are open.
-
-exit codes: 0 listed; 1 the daemon is down; 2 usage.
-
-examples:
-  hcp-edge access list
-  hcp-edge access list --all --json | jq -r '.[] | select(.state=="pending") | .access_id'
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("access-list"))
 		fs.PrintDefaults()
 	}
 	all := fs.Bool("all", false, "decided requests too")
@@ -110,58 +97,11 @@ func accessDecideCmd(ctx context.Context, verb string, args []string, stdout, st
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		if verb == "approve" {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge access approve ID --operator NAME [--for DURATION] [--json] [--socket PATH] [--config FILE]
-
-Approves access to the results of a T4 session (ID: its access id, acc-..., or its session id).
-The held task_completed (or task_failed) goes to the caller at once, exactly once, and the
-session's data may be read locally (hcp-edge artifact get) for DURATION (default
-agent.access_approval_for, 24h). Approving an approved request again renews the local reads for
-DURATION and sends nothing. The decision is recorded in the audit log with the operator; with
-agent.access_approvers set, only those operators may decide.
-
-exit codes: 0 approved; 1 refused (unknown id, already denied, expired, operator not allowed) or
-the daemon is down — nothing changed; 2 usage.
-
-examples:
-  hcp-edge access approve acc-1a2b3c4d --operator olga
-  hcp-edge access approve acc-1a2b3c4d --operator olga --for 2h
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("access-approve"))
 		} else if verb == "withdraw" {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge access withdraw ID --operator NAME --reason TEXT [--json] [--socket PATH] [--config FILE]
-
-Ends the release of a T4 session's results early (ID: its access id, acc-..., or its session
-id): local reads (hcp-edge artifact get) are refused from now on, and a fetch over the broker
-that is under way is refused at its next chunk with access_denied. What the caller has already
-received stays with it. Needs the release role; the OS user, the display name and the reason
-are recorded in the audit log.
-
-exit codes: 0 withdrawn; 1 refused (unknown id, not released, already ended, not allowed) or
-the daemon is down — nothing changed; 2 usage.
-
-example:
-  hcp-edge access withdraw acc-1a2b3c4d --operator olga --reason "released to the wrong project"
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("access-withdraw"))
 		} else {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge access deny ID --operator NAME --reason TEXT [--json] [--socket PATH] [--config FILE]
-
-Denies access to the results of a T4 session (ID: its access id, acc-..., or its session id):
-the caller gets task_failed with error_code access_denied and the reason, and none of the held
-outputs, partial outputs or artifacts; the held message is dropped (the artifacts stay sealed
-in the state directory). Local reads stay refused. Operator and reason are recorded in the
-audit log.
-
-exit codes: 0 denied; 1 refused (unknown id, already decided, operator not allowed) or the
-daemon is down — nothing changed; 2 usage.
-
-example:
-  hcp-edge access deny acc-1a2b3c4d --operator olga --reason "export-controlled recipe"
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("access-deny"))
 		}
 		fs.PrintDefaults()
 	}

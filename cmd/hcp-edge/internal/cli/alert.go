@@ -16,21 +16,7 @@ func Alert(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("alert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge alert test [--config FILE] [--timeout D]
-
-Sends a test alert (class test, severity info) to every receiver of the configuration's alerts
-section, now, from this process (not through the daemon's queue: nothing is retried, grouped or
-audited), and prints each receiver's result. An SMTP receiver's password file must be readable
-by the user running it. docs/ALERTS.md.
-
-exit codes: 0 every receiver took the alert; 1 one did not; 2 usage, configuration, or no
-receivers configured.
-
-examples:
-  hcp-edge alert test --config /etc/hcp-edge/hcp-edge.yaml
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("alert-test"))
 		fs.PrintDefaults()
 	}
 	cfgPath := configFlag(fs)

@@ -18,24 +18,7 @@ func Answer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("answer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge answer SESSION CHECKPOINT VALUE [--operator NAME] [--json] [--socket PATH] [--config FILE]
-
-Answers the question of a recipe a session is blocked at (PAUSED, awaiting_input; hcp-edge
-sessions shows it, with its checkpoint and the answer it takes): VALUE is yes or no, a number
-in the question's unit and range, or one of its choices. The answer and the resumption are one
-audited transition, recorded with the OS user the daemon sees; the session goes on at once. An
-answer of the wrong type or out of range, to a checkpoint that is not pending, or from a user
-without the operate role is refused and changes nothing. An unanswered question aborts the
-session to a safe state at its timeout.
-
-exit codes: 0 answered; 1 refused (no such session or pending question, a bad value, no role)
-or the daemon is down; 2 usage.
-
-example:
-  hcp-edge answer 0b6f...e1 ckpt-000004 MoO3 --operator olga
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("answer"))
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", operatorDefault(), "who answers (recorded with the OS user)")

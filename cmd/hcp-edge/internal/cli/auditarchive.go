@@ -29,31 +29,7 @@ func auditArchive(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	before := fs.String("before", "", "archive the entries stamped before `DATE`")
 	out := fs.String("out", "", "write them to `FILE` (JSON Lines; an existing file is refused)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge audit archive --before DATE --out FILE [--json] [--state-dir DIR]
-
-Moves the audit entries stamped before DATE out of the state file into FILE, one JSON object a
-line, each entry whole with its position, time, session, kind, detail, the previous entry's hash
-and its own, and records in the state file the anchor: the last archived entry's position, hash
-and time. "hcp-edge audit verify" then checks the chain from the anchor, and "hcp-edge audit
-verify --archive FILE..." the archives and their join with it. Archived is always a prefix of
-the chain: it ends at the first entry at or after DATE, or of a session whose record the state
-file still holds (its data is retained, and so are its entries).
-
-The daemon must be stopped (its own pruner archives what retention allows into
-state_dir/audit-archive/). The file is written and synced before the entries leave the state
-file, in one transaction with the anchor: a crash leaves the whole chain, or the archive and the
-anchor. Keep the file: nothing else holds those entries.
-
-DATE is RFC 3339, a local date or date and time, or a duration ago (90d).
-
-exit codes: 0 archived (or nothing to archive: no file written); 1 refused or failed (FILE exists,
-the daemon holds the state file, a broken chain); 2 usage.
-
-examples:
-  hcp-edge audit archive --before 2026-01-01 --out /srv/audit/hcp-edge-2025.jsonl
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("audit-archive"))
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args, stdout)

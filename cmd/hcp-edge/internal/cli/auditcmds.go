@@ -104,31 +104,7 @@ func Audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if args[0] == "verify" {
 		archive := fs.Bool("archive", false, "also check the archive FILEs given as arguments (or directories of *.jsonl) and their join with the anchor")
 		fs.Usage = func() {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge audit verify [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
-       hcp-edge audit verify --archive FILE|DIR... [--json] [--state-dir DIR]
-
-Checks the hash chain of the audit log from its first entry: each entry's hash over its content
-and its link to the one before, no gap in the sequence, and the stored head naming the last
-entry. Prints how many entries were checked, the head (sequence and hash: write it down or ship
-it elsewhere to anchor the chain) and the first broken link with its sequence number and reason.
-Once entries have been archived (hcp-edge audit archive, or the daemon's pruner into
-state_dir/audit-archive/), the chain in the state file starts after the anchor, the last archived
-entry, and is checked from it; --archive also checks the archive files (every entry against its
-hash and link, across files from entry 1) and that the last ends at the anchor with its hash,
-naming the first bad entry by file, line and position.
-
-The running daemon holds the state file: it is asked over the control socket. When it is down,
-the state file is opened read-only (agent.state_dir of the configuration, or --state-dir DIR).
-The output says which path was taken.
-
-exit codes: 0 intact; 1 broken, or the log could not be read; 2 usage.
-
-examples:
-  hcp-edge audit verify
-  hcp-edge audit verify --state-dir /var/lib/hcp-edge --json | jq .head_hash
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("audit-verify"))
 			fs.PrintDefaults()
 		}
 		pos, err := parseArgs(fs, args[1:], stdout)
@@ -149,27 +125,7 @@ flags:
 		return auditVerify(ctx, af, files, stdout, stderr)
 	}
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge audit replay SESSION_ID [--json] [--operator NAME] [--state-dir DIR] [--socket PATH] [--config FILE]
-
-Rebuilds one session's lifecycle from the audit log: the gate's decision, every state
-transition (with the operator who approved, denied, paused or resumed it), every tool call and
-interlock decision, and every recorded access to its data, in order, each checked against its
-hash and its link to the entry before. A table of time, sequence, kind, decision or transition,
-operator and detail; --json prints the entries with their full detail.
-
-The session's data classification T2 and above makes this read itself an access to its data: it
-is recorded (kind data_access) with the operator (--operator, default the login name). Without
-the daemon that needs the state file writable.
-
-exit codes: 0 shown; 1 no entries for the session, a broken link, or the log could not be read;
-2 usage.
-
-examples:
-  hcp-edge audit replay 0b6f...e1
-  hcp-edge audit replay 0b6f...e1 --json | jq '.entries[] | select(.kind=="transition")'
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("audit-replay"))
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", operatorDefault(), "who reads (recorded for T2+ sessions)")

@@ -34,33 +34,7 @@ func auditLog(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	outcome := fs.String("outcome", "", "refused, done or failed")
 	follow := fs.Bool("follow", false, "keep printing new entries until interrupted")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge audit log [--since T] [--until T] [--kind K[,K]] [--session ID] [--uid N]
-                        [--outcome refused|done|failed] [--json] [--follow] [--state-dir DIR]
-
-Every entry of the audit log, the rig's own (control actions, e-stops, resets, arming, refused
-reads) and every session's, oldest first, each with its chain position (SEQ) and hash, as
-journalctl or ausearch read: who armed the rig, who reset the latched trip at 03:12, who tried
-to and was refused. Reading it needs no role. Entries of T3 and T4 sessions keep their
-position, time, kind, decision, operator and outcome, without their detail: "hcp-edge audit
-replay SESSION" shows it, recorded as an access.
-
-T is RFC 3339 (2026-11-29T03:12:00Z), a local date or date and time (2026-11-29,
-"2026-11-29 03:12", 2026-11-29T03:12:05), or a duration ago (90m, 2h, 7d). --since is answered
-from the log's time index: a recent window costs what its entries cost, however long the log.
-
---json prints one JSON object per line (JSON Lines), each an entry with its seq, at, kind,
-session_id, decision, operator, uid, user, outcome, hash and detail (or withheld).
-
-exit codes: 0 shown (also when nothing matches); 1 the log could not be read; 2 usage (a time
-that does not parse, an unknown kind or outcome).
-
-examples:
-  hcp-edge audit log --since 2h --kind control
-  hcp-edge audit log --uid 1001 --outcome refused --json
-  hcp-edge audit log --since 2026-11-29 --kind interlock_decision --follow
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("audit-log"))
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args, stdout)

@@ -24,39 +24,7 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	period := fs.String("period", "day", "one section per `day` or week (from Monday)")
 	format := fs.String("format", "text", "text, json or html")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge audit report [--since T] [--until T] [--period day|week] [--format text|json|html]
-                           [--state-dir DIR]
-
-The safety officer's report of the audit log over a window (the last 7 days unless told), one
-section per day or week from local midnight: the trips (what crossed which limit, the procedure
-that ran, the reaction time from the reading to the procedure's entry), the e-stops and who
-pressed them, the refusals by rule (with the newest one's reason and the readings it was
-judged on), the approvals and who gave them, the questions asked at the rig and their
-answers, the operators' overrides (reset, arm, takeover, abort, pause, resume), the leak
-checks and their outcome, and the agent's own writes to endurance-limited (non-volatile)
-registers at start. Every interlock entry names the envelope version that decided; the
-report lists the versions in force. Entries of a kind the report does not know are counted
-under "other".
-
-Reading it needs no role and is not recorded. Entries of T3 and T4 sessions are counted with
-their rule, decision and who, without their readings, reasons or answers: "hcp-edge audit
-replay SESSION" shows them, recorded as an access.
-
-T is RFC 3339 (2026-11-29T03:12:00Z), a local date or date and time (2026-11-29,
-"2026-11-29 03:12"), or a duration ago (90m, 36h, 7d).
-
---format text is for the terminal; json is one object (the report's totals, its envelope
-versions and its periods, each with its sections); html is one self-contained, printable page.
-
-exit codes: 0 printed (also when the window is empty); 1 the log could not be read; 2 usage.
-
-examples:
-  hcp-edge audit report
-  hcp-edge audit report --since 30d --period week --format html > safety-november.html
-  hcp-edge audit report --since 2026-11-01 --until 2026-12-01 --format json | jq .totals
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("audit-report"))
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args, stdout)

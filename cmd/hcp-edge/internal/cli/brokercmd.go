@@ -25,27 +25,7 @@ func Broker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	node := fs.String("node", "", "RabbitMQ node (rabbitmqctl -n; default: the local node)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole provisioning")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge broker provision --config FILE [--dry-run] [flags]
-
-Derives the narrowest RabbitMQ permissions from the agent's configuration and applies them with
-rabbitmqctl (run it on the broker host as root or the rabbitmq user): the vhost of agent.amqp.url;
-the callee's user (the user of agent.amqp.url) may declare the two exchanges and its command queue
-hcp.cmd.{callee_id}, consume only that queue and publish only to hcp.events; each caller of
-gate.broker_users may declare, bind (only with "{caller_id}." keys), consume, purge and delete only
-its own hcp.evt.{caller_id}, and publish only to hcp.commands (only when gate.callers lets it use a
-capability). Refuses a configuration whose users overlap. Idempotent: prints each change it makes
-(nothing when the broker already matches), then reads the broker back to check. Users it creates
-get no password (client-certificate login only): set one with rabbitmqctl change_password.
-
-rabbitmqctl rather than the management HTTP API: it ships with every broker, needs no plugin and
-no administrator password in the agent's configuration, and reads and writes the whole state in
-one structured document (export_definitions / import_definitions).
-
-exit codes: 0 provisioned (or, with --dry-run, planned); 1 rabbitmqctl failed or the broker did
-not converge; 2 usage, configuration or overlapping users.
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("broker-provision"))
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args[1:], stdout)

@@ -24,23 +24,7 @@ func Capabilities(_ context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("capabilities", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge capabilities [--as HARNESS] [--capability NAME] [--json] [--config FILE]
-
-Prints the capability declarations a caller harness may use on this agent, as a
-capabilities_request over the broker answers it (docs/PROTOCOL-NOTES.md): each with its
-version, risk ceiling, input and output JSON Schemas and the safety envelope a session of it
-is bound by. --as names the harness by its caller id (gate.callers) or its broker login
-(gate.broker_users); without --as, every caller in the configuration is listed with what it
-may use. Read from the configuration alone; the daemon need not run.
-
-exit codes: 0 printed; 1 the harness has no permissions on this agent; 2 usage or configuration.
-
-examples:
-  hcp-edge capabilities
-  hcp-edge capabilities --as harness-alpha-001 --json
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("capabilities"))
 		fs.PrintDefaults()
 	}
 	as := fs.String("as", "", "the harness: its caller id or broker login")

@@ -47,19 +47,7 @@ func Status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge status [--json] [--socket PATH] [--config FILE]
-
-Shows the daemon's latest readings, the envelope margins, any latched trip, the
-instruments' health and each running session's budgets (used, limit, share).
-
-exit codes: 0 shown; 1 the daemon is down or failed; 2 usage.
-
-examples:
-  hcp-edge status
-  hcp-edge status --json | jq .latched
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("status"))
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -20,20 +20,7 @@ func Envelope(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("envelope coverage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge envelope coverage [--config FILE] [--json]
-
-Compiles the configuration's envelope against the rig and prints every writable register,
-coil and serial command of the rig with the envelope rule that bounds it, then the writes the
-drivers make by themselves. Reads no hardware.
-
-exit codes: 0 printed; 2 the configuration or the envelope is refused (the error names the key).
-
-examples:
-  hcp-edge envelope coverage
-  hcp-edge envelope coverage --config /etc/hcp-edge/rig.yaml --json
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("envelope-coverage"))
 		fs.PrintDefaults()
 	}
 	cfgPath := configFlag(fs)

@@ -40,22 +40,7 @@ func EStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("estop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge estop [--operator NAME] [--config FILE] [--socket PATH] [--json]
-
-Drives every output of the rig to its safe state and returns once the read-backs confirm it.
-It asks the daemon over the control socket; if the daemon does not acknowledge within 150 ms
-(down, hung, stopped), it opens the instruments itself from the configuration and drives them
-safe: interlock relay de-energised (the hardware then cuts heater and gas valve power), digital
-I/O coils to their safe levels, furnace heater off, mass-flow controllers held closed.
-
-exit codes: 0 every output confirmed safe; 1 not all confirmed (see the report); 2 usage.
-
-examples:
-  hcp-edge estop --operator alice
-  hcp-edge estop --config /etc/hcp-edge/rig.yaml --json
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("estop"))
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", operatorDefault(), "who pressed it (recorded in the audit log)")

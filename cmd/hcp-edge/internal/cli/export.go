@@ -28,30 +28,7 @@ func Export(ctx context.Context, version string, args []string, stdout, stderr i
 	operator := fs.String("operator", operatorDefault(), "who exports (recorded for T2+ sessions)")
 	keyFile := fs.String("key", "", "the at-rest key `FILE` for a T3 session's sealed files when the daemon is down (default: agent.at_rest_key_file)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge export SESSION_ID [--out FILE] [--operator NAME] [--json] [--state-dir DIR] [--key FILE]
-
-Writes the session's record as an .eln archive (the ELN Consortium's format: a zip with one root
-folder and an RO-Crate ro-crate-metadata.json at its top) that electronic lab notebooks import:
-the recipe file (name, version, sha256), the inputs, the rig's instruments, start and end, final
-state, the agent's version, the operators' signatures, every artifact (the Raman spectrum as
-JCAMP-DX, the process log as CSV, the plots), the final message with the analysis provenance,
-and the session's audit entries with their chain hashes (docs/RECORD.md).
-
-Only an ended session (COMPLETED, FAILED, ABORTED, REJECTED) is exported. The rules of an artifact
-fetch apply: a T4 session's export needs an unexpired release (hcp-edge access approve) and the
-daemon; a T2+ session's export is recorded in the audit log as an access (kind data_access). The
-archive is written to a temporary file beside FILE and linked into place: an existing FILE is
-refused, and a failure (a missing or damaged artifact, named) leaves nothing at FILE.
-
-exit codes: 0 written; 1 refused or failed (unknown or running session, no release, FILE exists
-or is not writable, an artifact missing or damaged); 2 usage.
-
-examples:
-  hcp-edge export 0b6f...e1 --out run.eln
-  unzip -l run.eln
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("export"))
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args, stdout)

@@ -60,30 +60,7 @@ func Models(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("models", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge models [--json] [--check] [--state-dir DIR] [--config FILE]
-
-Shows the model router's registry (the models: section of the configuration, or the two
-local models when it has none): tier, kind, model, instances, cost per 1000 tokens in and out,
-typical latency, rpm limit and the highest data class each model is cleared for; then the
-router's policy and budgets (the model_routing: section, or the defaults) and the day's spend
-against the daily budget. With --check,
-asks every remote instance GET /models (through its circuit breaker) and shows whether it
-answered. Invocation statistics (calls, outcomes, p50/p99, spend today) and recommendations
-come from the router's tracker, which the daemon saves after every analysis in
-<state_dir>/`+rigconfig.ModelTrackerFile+` (agent.state_dir of the configuration, or --state-dir);
-every invocation is also in the audit log (kind model, under its session). API keys are read
-from their file or environment, never shown.
-
-exit codes: 0 shown (with --check: every remote instance answered); 1 an instance did not
-answer; 2 usage or configuration.
-
-examples:
-  hcp-edge models
-  hcp-edge models --check --config /etc/hcp-edge/hcp-edge.yaml
-  hcp-edge models --json | jq '.models[] | select(.kind == "openai")'
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("models"))
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print JSON")

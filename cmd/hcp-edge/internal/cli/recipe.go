@@ -43,27 +43,7 @@ func recipeCheckCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("recipe check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge recipe check [--config FILE] [--json] FILE...
-
-Checks process recipes before any caller sees them, without touching hardware: the format
-(unknown keys and phases, types, semantic version, input declarations, references to declared
-inputs of the parameter's unit, a cleanup, at most 1 MiB), then the recipe against the rig's
-compiled envelope at every extreme of every input its parameters reference (hard limits, rates of
-change, the interlocks such as a toxic gas only below 10 mbar, venting only below 80 °C), the gas lines
-and instruments of this rig, every hold and wait bounded, heating followed by cooling before a
-vent, reactive gases closed and purged before a vent; and no two files with the same name and
-version but different content. Every problem is printed as FILE:LINE: KEY: MESSAGE
-(docs/RECIPES.md lists the rules).
-
-exit codes: 0 every recipe valid; 1 a problem in any file; 2 usage, or the configuration
-(--config, default the embedded configs/sim.yaml) does not load or its envelope does not compile.
-
-examples:
-  hcp-edge recipe check configs/recipes/*.yaml
-  hcp-edge recipe check --config /etc/hcp-edge/hcp-edge.yaml --json my-recipe.yaml
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("recipe-check"))
 		fs.PrintDefaults()
 	}
 	cfgPath := configFlag(fs)

@@ -61,37 +61,7 @@ func Submit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge submit FILE [--watch] [--socket PATH] [--config FILE]
-       hcp-edge submit FILE --broker URL [--callee ID] [--watch]
-
-Submits a task: FILE ("-" for standard input) holds one HCP task_submit message, the full L1
-envelope. It goes to the daemon over the control socket, authenticated as broker user "local"
-(the configuration's gate section maps it to a caller id and that caller's permissions). The
-gate decides at once: rejected, accepted, or — at risk R3 and above when the capability asks
-for it — pending a human approval (hcp-edge approve ID --operator NAME).
-
-Without --watch it prints the immediate replies as JSON (session id, approval id, messages).
-With --watch it follows the session to its end: a live progress line with stage and percent in
-a terminal, one plain line per message otherwise (both on standard error), and the final
-message (task_completed, task_failed, task_rejected, or session_closed of an aborted session)
-as JSON on standard output. Interrupting the watch does not stop the session.
-
-With --broker URL the task goes through the HCP broker instead, as the caller its payload's
-caller_id names (the URL's login must map to it in the agent's gate.broker_users); the same
-output, exit codes and --watch display. The callee is --callee (default $HCP_CALLEE_ID, else
-hcp-edge).
-
-exit codes: 0 accepted or pending (with --watch: task_completed); 1 rejected, failed, aborted,
-or the daemon (or broker) is down; 2 usage.
-
-examples:
-  hcp-edge submit configs/examples/TASK.json --watch
-  hcp-edge submit task.json | jq -r .approval_id
-  hcp-edge submit --watch - < task.json > result.json
-  hcp-edge submit task.json --broker amqp://harness-alpha-001:PASS@broker:5672/hcp --watch
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("submit"))
 		fs.PrintDefaults()
 	}
 	watch := fs.Bool("watch", false, "follow the session to its end, then print its final message")
@@ -366,21 +336,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge sessions [--all] [--json] [--socket PATH] [--config FILE]
-
-Lists the sessions that are not closed (with --all, every session the state file holds): id,
-state, capability, caller, risk, progress, the budget nearest its limit with the share used
-(--json: every budget, used and limit), the approval id of a session awaiting approval, and
-the question a session is blocked at (hcp-edge answer).
-
-exit codes: 0 listed; 1 the daemon is down; 2 usage.
-
-examples:
-  hcp-edge sessions
-  hcp-edge sessions --all --json | jq -r '.[] | select(.state=="PENDING") | .approval_id'
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("sessions"))
 		fs.PrintDefaults()
 	}
 	all := fs.Bool("all", false, "closed sessions too")
@@ -475,34 +431,7 @@ func Artifact(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("artifact get", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge artifact get URI [-o FILE] [--json] [--key FILE] [--operator NAME] [--socket PATH] [--config FILE]
-
-Fetches an artifact of a finished session, hcp://{session}/artifacts/{name}, from the daemon's
-state directory: the daemon names the file and the size and sha256 checksum its session
-recorded; the copy is verified against both (a mismatch removes the copy). -o - writes to
-standard output. The state directory must be readable by the caller (run as the daemon's user
-or a member of its group). For a session classified T2 or above the daemon records the access
-in the audit log (kind data_access) with the operator (--operator, default the login name).
-
-The artifacts of a session classified T4 are read only with an unexpired access approval of
-the session (hcp-edge access approve ID --operator NAME [--for DURATION]); without one the daemon
-refuses and names the command to run, and each approved read is audited with the approval.
-
-The artifacts of a session classified T3 or T4 are encrypted at rest (AES-256-GCM): they are
-decrypted with the daemon's at-rest key (agent.at_rest_key_file, which the daemon names; it is
-readable by the daemon's user only) or the key file given with --key, and the plaintext is
-verified against the recorded size and sha256. The copy is written with mode 0600.
-
-exit codes: 0 copied and verified; 1 unknown artifact, checksum mismatch, at-rest key missing,
-unreadable or wrong, a T4 session without an unexpired access approval, or the daemon is down;
-2 usage.
-
-examples:
-  hcp-edge artifact get hcp://0b6f...e1/artifacts/raman_spectrum.json
-  hcp-edge artifact get hcp://0b6f...e1/artifacts/growth_log.csv -o /tmp/growth.csv
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("artifact-get"))
 		fs.PrintDefaults()
 	}
 	out := fs.String("o", "", "where to write it (default: its name in the current directory; - for standard output)")

@@ -31,35 +31,7 @@ func recipeSimulateCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("recipe simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge recipe simulate [--config FILE] [--inputs JSON|@FILE] [--answer NAME=VALUE]... [--json] [--out DIR] FILE|CAPABILITY
-
-Previews a run on a simulated rig, in process and much faster than real time: the recipe runs
-through this agent's real interlock and envelope (--config) against simulated instruments over
-firmware-sim's physics, and the preview prints the predicted duration of each step and phase, the
-gas used on each line, the heater's energy, the smallest margin to each envelope limit and when
-it occurs, every action the interlock would refuse, every trip, and the product (layers grown,
-and the layer count the Raman analysis would report of them). The simulated boat holds the
-precursor of the material the recipe grows (the simulator's default precursor when it names
-none; rig-sim run -h lists them), and the preview says so; a material the simulator cannot grow is refused (exit 2). The
-simulated rig is the one whose gas lines are the configuration's (the rig-sim --rig of that
-layout, docs/RIGS.md); a film counted by coverage is given as its covered and bilayer shares.
-It touches no hardware: it opens nothing the configuration names and needs no daemon.
-FILE is a recipe (configs/recipes/*.yaml); CAPABILITY a capability with a built-in executor
-(cvd-material-synthesis, leak-check, rig-status). --inputs is the task's inputs object, or a
-task_submit message (its payload.inputs are taken); @FILE reads it from a file. --answer
-answers a question the recipe asks the technician (its name, as hcp-edge answer takes the
-value; repeat for each): a question without one stops the simulated run there (exit 1).
-
-exit codes: 0 the run would complete; 1 it would fail (a refusal, a trip, a failed step);
-2 usage, configuration, inputs the capability refuses, or a material the simulator cannot grow.
-
-examples:
-  hcp-edge recipe simulate cvd-material-synthesis --inputs @configs/examples/TASK.json
-  hcp-edge recipe simulate leak-check --json
-  hcp-edge recipe simulate configs/recipes/RECIPE.yaml --inputs @task.json --out /tmp/preview
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("recipe-simulate"))
 		fs.PrintDefaults()
 	}
 	cfgPath := configFlag(fs)

@@ -44,52 +44,18 @@ func State(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch verb {
 	case "usage":
 		fs.Usage = func() {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge state usage [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
-
-Where the state directory's bytes go: the state file's size and its free pages (what
-"state compact" gives back), the bytes of each bucket, of the sessions of each data
-classification (records, events, checkpoints), of the artifacts (per data class) and of the
-result copies. The running daemon measures for it over the control socket; when it is down
-the state file is opened read-only.
-
-exit codes: 0 shown; 1 the state file could not be read; 2 usage.
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("state-usage"))
 			fs.PrintDefaults()
 		}
 	case "compact":
 		fs.Usage = func() {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge state compact [--json] [--state-dir DIR] [--config FILE]
-
-Rewrites the state file with bbolt's Compact into state.db.compact beside it, checks the copy
-(bbolt's page check and the state file's own check: audit chain, sessions, events,
-checkpoints), fsyncs it and renames it over state.db. Pruned sessions leave free pages inside
-the file; this gives them back to the file system. Stop the daemon first (systemctl stop
-hcp-edge): a file the daemon holds is refused.
-
-exit codes: 0 compacted; 1 refused (in use, damaged, not enough space) or failed, the original
-untouched; 2 usage.
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("state-compact"))
 			fs.PrintDefaults()
 		}
 	case "prune":
 		olderThan = fs.String("older-than", "", "remove every closed session closed longer ago than this ISO 8601 duration (e.g. P30D), whatever its class; default: the retention section")
 		fs.Usage = func() {
-			fmt.Fprint(fs.Output(), `usage: hcp-edge state prune [--older-than DURATION] [--json] [--state-dir DIR] [--config FILE]
-
-One retention pass by hand, the daemon stopped (it runs one every retention.every itself):
-closed sessions past the retention section's limits (or, with --older-than, closed longer
-ago than that) lose their records, events, checkpoints, artifacts and result copy; each
-removal is audited; running sessions, and T4 sessions awaiting an access decision, are kept.
-Then "state compact" gives the space back to the file system.
-
-exit codes: 0 done; 1 failed (the daemon holds the file, ...); 2 usage.
-
-flags:
-`)
+			fmt.Fprint(fs.Output(), usageText("state-prune"))
 			fs.PrintDefaults()
 		}
 	}

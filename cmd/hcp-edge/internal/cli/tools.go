@@ -23,28 +23,7 @@ func Tools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge tools [--json] [--state-dir DIR] [--socket PATH] [--config FILE]
-
-Shows the statistics of the tool pipeline, per catalog tool and version: every action a
-recipe takes is one call of a tool through it (permission, rate limit, input schema, the
-interlock, output schema, audit). CALLS = OK + REFUSED + FAILED; REFUSED counts calls a
-rule refused (nothing reached an instrument), by rule; SAFE counts calls toward the safe
-state (never refused for scope or rate); P50 and P99 are latency quantiles from a fixed
-histogram (the upper bound of their bucket: at most a third over).
-
-The running daemon answers with its figures since it started. When no daemon answers,
-or with --state-dir DIR, the figures are read from DIR/tool-stats.json, which the daemon
-writes when it stops (its last run).
-
-exit codes: 0 shown; 1 no daemon and no saved figures, or the daemon failed; 2 usage.
-
-examples:
-  hcp-edge tools
-  hcp-edge tools --state-dir /var/lib/hcp-edge
-  hcp-edge tools --json | jq '.tools[] | select(.refused > 0)'
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("tools"))
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print JSON")

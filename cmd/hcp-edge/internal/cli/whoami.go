@@ -29,21 +29,7 @@ func Whoami(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("whoami", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: hcp-edge whoami [--operator NAME] [--json] [--socket PATH] [--config FILE]
-
-Asks the daemon who it sees: the OS user at this end of the control socket (the kernel's
-answer, SO_PEERCRED), the display name it would record (--operator NAME, else the user's own
-entry in the operators section) and the roles it holds. A display name that belongs to
-another OS user is refused, as every other operation would refuse it.
-
-exit codes: 0 shown; 1 refused or the daemon is down; 2 usage.
-
-examples:
-  hcp-edge whoami
-  hcp-edge whoami --operator "Olga K"
-
-flags:
-`)
+		fmt.Fprint(fs.Output(), usageText("whoami"))
 		fs.PrintDefaults()
 	}
 	operator := fs.String("operator", "", "the display name to check (default: your own)")
