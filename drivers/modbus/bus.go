@@ -119,6 +119,7 @@ type Bus struct {
 	setID func(byte)
 	cl    mb.Client
 	tr    transport
+	tcp   *tcpTransport // tr over TCP: register reads skip goburrow's client
 }
 
 // New opens a Bus over TCP or RTU. TCP dials lazily (on the first
@@ -135,7 +136,8 @@ func New(o Opts) (*Bus, error) {
 	case TransportTCP:
 		p := mb.NewTCPClientHandler(o.Address) // used as the MBAP packager only
 		b.setID = func(id byte) { p.SlaveId = id }
-		b.tr = &tcpTransport{addr: o.Address}
+		b.tcp = &tcpTransport{addr: o.Address}
+		b.tr = b.tcp
 		b.cl = mb.NewClient2(p, b.tr)
 	case TransportRTU:
 		mode, _ := serialMode(o)
@@ -242,6 +244,16 @@ func (b *Bus) ReadInputRegisters(ctx context.Context, unit byte, addr, qty uint1
 func (b *Bus) readRegisters(ctx context.Context, unit, fc byte, addr, qty uint16) ([]uint16, error) {
 	if qty < 1 || qty > 125 {
 		return nil, fmt.Errorf("modbus %s unit %d fc %02d addr %d: quantity %d (want 1..125): %w", b.name, unit, fc, addr, qty, device.ErrOutOfRange)
+	}
+	if b.tcp != nil {
+		regs := make([]uint16, qty)
+		err := b.do(ctx, unit, fc, addr, true, func(mb.Client) error {
+			return b.tcp.readRegisters(unit, fc, addr, qty, regs)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return regs, nil
 	}
 	var regs []uint16
 	err := b.do(ctx, unit, fc, addr, true, func(c mb.Client) error {

@@ -48,6 +48,13 @@
 //     socket after a timeout: our TCP transporter closes the connection after
 //     every failure that is not an exception, and the next call redials.
 //
+// Register reads over TCP (FC 03, 04: every poll) skip goburrow's client and
+// packager, which allocate five buffers and structs an exchange: the
+// transport encodes the request into a buffer of its own, reads the reply
+// into another and checks it as goburrow does (transaction id, unit,
+// function or its exception, byte count), under the same lane, deadline,
+// retries, typed errors and reconnection as every other transaction.
+//
 // After a failed RTU exchange the line is drained until silent for one
 // FrameGap, so a late reply is not read as the next answer. A reply later
 // than that (a loaded host, a slow unit) that answers another unit or

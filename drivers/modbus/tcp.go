@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	mb "github.com/goburrow/modbus"
+
 	"hcp-edge/drivers/nbio"
 )
 
@@ -23,6 +25,12 @@ type tcpTransport struct {
 	fd       *nbio.FD // conn's descriptor, read and written without waking sysmon
 	ctx      context.Context
 	deadline time.Time
+	// The buffers of the exchange in progress, reused: a reply returned by
+	// Send is valid until the next exchange, and the Bus decodes it before
+	// it hands its lane on.
+	req  [tcpHeaderLen + 5]byte // a register read's request (readRegisters)
+	resp [tcpHeaderLen + tcpMaxPDU]byte
+	txID uint16 // readRegisters' last transaction id
 }
 
 func (t *tcpTransport) begin(ctx context.Context, deadline time.Time) {
@@ -56,18 +64,63 @@ func (t *tcpTransport) Send(req []byte) ([]byte, error) {
 	if err := c.SetDeadline(t.deadline); err != nil {
 		return nil, &ioError{err}
 	}
-	// A cancelled context interrupts the I/O in progress.
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// A cancelled context interrupts the I/O in progress (a context that
+	// cannot be cancelled needs no watcher: the deadline bounds the I/O).
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
 	if _, err := t.fd.Write(req); err != nil {
 		return nil, &ioError{ctxErr(ctx, fmt.Errorf("write: %w", err))}
 	}
-	var buf [tcpHeaderLen + tcpMaxPDU]byte
-	n, err := readFrame(t.fd, &buf)
+	n, err := readFrame(t.fd, &t.resp)
 	if err != nil {
 		return nil, &ioError{ctxErr(ctx, err)}
 	}
-	return append([]byte(nil), buf[:n]...), nil
+	return t.resp[:n], nil
+}
+
+// readRegisters reads qty registers (FC 03 or 04) of unit from addr into
+// regs (len qty) in one exchange, without goburrow's client: the request is
+// encoded into the transport's buffer and the reply decoded from its own,
+// so that a poll allocates nothing here. The reply is checked as
+// goburrow's client checks it (transaction id, unit, function, byte count);
+// an exception comes back as goburrow's *ModbusError, so that Bus.once
+// makes of it what it makes of goburrow's.
+func (t *tcpTransport) readRegisters(unit, fc byte, addr, qty uint16, regs []uint16) error {
+	t.txID++
+	r := t.req[:]
+	binary.BigEndian.PutUint16(r[0:], t.txID)
+	binary.BigEndian.PutUint16(r[2:], 0) // protocol
+	binary.BigEndian.PutUint16(r[4:], 6) // unit + PDU
+	r[6], r[7] = unit, fc
+	binary.BigEndian.PutUint16(r[8:], addr)
+	binary.BigEndian.PutUint16(r[10:], qty)
+	adu, err := t.Send(r)
+	if err != nil {
+		return err
+	}
+	// readFrame checked the protocol id and that the frame is as long as its
+	// MBAP length (unit and function at least).
+	if id := binary.BigEndian.Uint16(adu); id != t.txID {
+		return &ioError{frameError("reply transaction id %d to request %d", id, t.txID)}
+	}
+	if adu[6] != unit {
+		return &ioError{frameError("reply from unit %d to a request for unit %d", adu[6], unit)}
+	}
+	pdu := adu[tcpHeaderLen:]
+	switch {
+	case pdu[0] == fc|0x80 && len(pdu) == 2:
+		return &mb.ModbusError{FunctionCode: pdu[0], ExceptionCode: pdu[1]}
+	case pdu[0] != fc && pdu[0] != fc|0x80:
+		return &mb.ModbusError{FunctionCode: pdu[0]}
+	case len(pdu) != 2+2*int(qty) || int(pdu[1]) != 2*int(qty):
+		return &ioError{frameError("reply PDU of %d bytes for %d registers", len(pdu), qty)}
+	}
+	for i := range regs {
+		regs[i] = binary.BigEndian.Uint16(pdu[2+2*i:])
+	}
+	return nil
 }
 
 // readFrame reads one MBAP frame into buf and returns its length. It reads
