@@ -4,16 +4,29 @@
 # (libmodbus, a master nobody here wrote), against the SAME rig-sim process in
 # the same run, reading the furnace's 9 input registers (unit 1, FC 04).
 #
-#   scripts/bench-modbus.sh            # defaults: -count=5, mbpoll N=10000 x 5
+#   scripts/bench-modbus.sh            # defaults: RUNS=5 rounds, N=10000
 #   MBPOLL_N=5000 RUNS=7 scripts/bench-modbus.sh
 #
-# Prints the medians of both, and the ratio ours/mbpoll. mbpoll is given a
-# repeated slave list (-a 1,1,...,1, N times) with -1, so one process polls N
-# times over one TCP connection. Its rate is computed as (N-1)/(t(N)-t(1)) so
-# that process start-up and connection set-up cancel out; the raw N/t(N) is
-# printed as well. The script verifies that mbpoll really sends N requests:
-# it counts the replies mbpoll prints, counts its send syscalls with strace
-# (when installed), and checks that the time per request scales with N.
+# Interleaved rounds. Every ratio is the median of RUNS per-round ratios, each
+# round being our measurement immediately followed by mbpoll's of the same
+# spans. Why: this runs on shared machines (a 2-core VM whose other tenants run
+# whole CI suites), where one process's rate moves by 2x and more within
+# seconds. A first version ran all of our benchmark runs, then all of mbpoll's,
+# minutes apart: the load drift between the two phases landed on the ratio,
+# which swung from 0.46 to 1.57 from one run to the next on the same tree.
+# Paired rounds put both clients under (nearly) the same load; the medians of
+# each side and the min and max of the round ratios are printed as well, so
+# the spread is visible. Our side is a test binary built once (go test -c
+# ./drivers/hil), run with -test.bench and a fixed -test.benchtime=BENCH_Nx
+# (default N) per round, so that its runs last about as long as mbpoll's.
+#
+# mbpoll is given a repeated slave list (-a 1,1,...,1, N times) with -1, so one
+# process polls N times over one TCP connection. In each round its rate is
+# (N-1)/(t(N)-t(1)), so that process start-up and connection set-up cancel
+# out; the raw N/t(N) is printed as well. The script verifies that mbpoll
+# really sends N requests: it counts the replies mbpoll prints, counts its send
+# syscalls with strace (when installed), and checks that the time per request
+# scales with N (t(N/2) is timed in every round too).
 #
 # Then the generic driver reading the furnace controller (drivers/hil
 # BenchmarkSimFurnaceSnapshot: regmap.Controller.Snapshot, every channel, and
@@ -22,11 +35,13 @@
 # process: on the simulator's controller (profile hcp-sim-tc: snapshot input
 # registers 0..8 and holding 0..5, 2 reads), and on a second rig-sim serving
 # the Eurotherm 3200 map (--furnace-model eurotherm3200, profile
-# eurotherm-3200: 6 holding-register reads, 5 for status, the analogue ones in the IEEE float
-# region; the map has gaps). mbpoll polls one table and one span per process, so its snapshot rate
-# is 1 / the sum of its per-request times over the spans, each timed as above
-# ((t(N) - t(1)) / (N - 1), N=SNAP_N, default MBPOLL_N). The script checks that
-# the span list it gives mbpoll has as many reads as the driver's snapshot.
+# eurotherm-3200: 6 holding-register reads, 5 for status, the analogue ones in
+# the IEEE float region; the map has gaps). mbpoll polls one table and one span
+# per process, so its reading rate in a round is 1 / the sum of its per-request
+# times over the spans, each timed as above ((t(N) - t(1)) / (N - 1),
+# N=SNAP_N, default MBPOLL_N). The script checks that the span list it gives
+# mbpoll has as many reads as the driver's reading, in every round, and that
+# mbpoll's replies to each span carry as many values as the span has registers.
 #   SNAPSHOT=0 scripts/bench-modbus.sh   # the 9-register row alone
 set -euo pipefail
 
@@ -34,6 +49,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 MBPOLL_N=${MBPOLL_N:-10000}
 SNAP_N=${SNAP_N:-$MBPOLL_N}
+BENCH_N=${BENCH_N:-$MBPOLL_N}
 SNAPSHOT=${SNAPSHOT:-1}
 GO=${GO:-go}
 
@@ -54,11 +70,15 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"; exit} if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+minmax() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s..%s", lo, hi}'; }
 now_ns() { date +%s%N; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
 
-# 1. The simulator, built from this tree, on a free port in a temp directory.
-echo "== building rig-sim"
+# 1. The simulator and our benchmark binary, built from this tree; the simulator
+# on a free port in a temp directory.
+echo "== building rig-sim and the drivers/hil test binary"
 "$GO" build -o "$tmp/rig-sim" ./cmd/rig-sim
+"$GO" test -c -o "$tmp/hil.test" ./drivers/hil
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 start_sim() { # name port [rig-sim flags...]; sets started_pid
 	local name=$1 p=$2
@@ -77,12 +97,16 @@ addr="127.0.0.1:$port"
 start_sim run "$port"
 sim_pid=$started_pid
 
-# 2. Our driver: the Go benchmark against that process.
-echo "== go test -bench BenchmarkSimModbusTCPRead -count=$RUNS (HCP_BENCH_MODBUS_ADDR=$addr)"
-HCP_BENCH_MODBUS_ADDR=$addr "$GO" test -run '^$' -bench '^BenchmarkSimModbusTCPRead$' -benchmem -count="$RUNS" ./drivers/hil/ | tee "$tmp/bench.txt"
-ours=$(awk '/^BenchmarkSimModbusTCPRead/ {for (i=1;i<=NF;i++) if ($(i+1)=="rt/s") print $i}' "$tmp/bench.txt" | median)
+# gobench OUT PORT PROFILE BENCH: one run of our test binary, BENCH_N iterations,
+# its output in OUT (and on stdout).
+gobench() {
+	HCP_BENCH_MODBUS_ADDR=127.0.0.1:$2 HCP_BENCH_FURNACE_PROFILE=$3 "$tmp/hil.test" -test.run '^$' \
+		-test.bench "$4" -test.benchtime="${BENCH_N}x" -test.benchmem >"$1"
+}
+# metric FILE PREFIX UNIT: the value before UNIT on the benchmark line starting with PREFIX.
+metric() { awk -v p="$2" -v u="$3" 'index($1, p) == 1 {for (i=1;i<=NF;i++) if ($(i+1)==u) print $i}' "$1"; }
 
-# 3. mbpoll against the same process.
+# 2. Verify mbpoll on the 9-register read.
 slaves() { local n=$1 s=1; for ((i = 1; i < n; i++)); do s+=",1"; done; echo "$s"; }
 list_n=$(slaves "$MBPOLL_N")
 list_half=$(slaves $((MBPOLL_N / 2)))
@@ -114,87 +138,91 @@ else
 	echo "   strace not installed: syscall count skipped"
 fi
 
-echo "== timing mbpoll: N=1, N=$((MBPOLL_N / 2)), N=$MBPOLL_N, $RUNS runs each"
-t1s=() tns=() ths=()
-for ((r = 0; r < RUNS; r++)); do
-	t1s+=("$(run_timed 1)")
-	ths+=("$(run_timed "$list_half")")
-	tns+=("$(run_timed "$list_n")")
+# 3. The 9-register read: RUNS rounds, each our benchmark (BENCH_N reads) then
+# mbpoll's t(1), t(N/2) and t(N).
+echo "== 9 input registers, $RUNS rounds: go test -bench BenchmarkSimModbusTCPRead -benchtime=${BENCH_N}x, then mbpoll N=1, N=$((MBPOLL_N / 2)), N=$MBPOLL_N"
+ours_r=() peer_r=() raw_r=() ratio_r=() per_h_r=() per_n_r=()
+for ((r = 1; r <= RUNS; r++)); do
+	gobench "$tmp/raw.txt" "$port" "" '^BenchmarkSimModbusTCPRead$'
+	o=$(metric "$tmp/raw.txt" BenchmarkSimModbusTCPRead rt/s)
+	[ -n "$o" ] || { echo "bench-modbus: no rt/s in the benchmark's output:" >&2; cat "$tmp/raw.txt" >&2; exit 1; }
+	t1=$(run_timed 1)
+	th=$(run_timed "$list_half")
+	tn=$(run_timed "$list_n")
+	p=$(echo "scale=1; ($MBPOLL_N - 1) / ($tn - $t1)" | bc)
+	ratio=$(awk -v a="$o" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
+	ours_r+=("$o") peer_r+=("$p") ratio_r+=("$ratio")
+	raw_r+=("$(echo "scale=1; $MBPOLL_N / $tn" | bc)")
+	per_h_r+=("$(echo "scale=9; ($th - $t1) / ($MBPOLL_N / 2 - 1) * 1000000" | bc)")
+	per_n_r+=("$(echo "scale=9; ($tn - $t1) / ($MBPOLL_N - 1) * 1000000" | bc)")
+	echo "   round $r: ours $o rt/s; mbpoll $p rt/s (t(1) $t1 s, t(N/2) $th s, t(N) $tn s); ratio $ratio; load $(load1)"
 done
-t1=$(printf '%s\n' "${t1s[@]}" | median)
-th=$(printf '%s\n' "${ths[@]}" | median)
-tn=$(printf '%s\n' "${tns[@]}" | median)
-echo "   t(1) runs:   ${t1s[*]} s"
-echo "   t(N/2) runs: ${ths[*]} s"
-echo "   t(N) runs:   ${tns[*]} s"
-per_n=$(echo "scale=9; ($tn - $t1) / ($MBPOLL_N - 1) * 1000000" | bc)
-per_h=$(echo "scale=9; ($th - $t1) / ($MBPOLL_N / 2 - 1) * 1000000" | bc)
-echo "   time per request: $per_h µs at N/2, $per_n µs at N (linear scaling: these should agree)"
-mbpoll_rate=$(echo "scale=1; ($MBPOLL_N - 1) / ($tn - $t1)" | bc)
-mbpoll_raw=$(echo "scale=1; $MBPOLL_N / $tn" | bc)
-ratio=$(echo "scale=2; $ours / $mbpoll_rate" | bc)
+ours=$(printf '%s\n' "${ours_r[@]}" | median)
+mbpoll_rate=$(printf '%s\n' "${peer_r[@]}" | median)
+mbpoll_raw=$(printf '%s\n' "${raw_r[@]}" | median)
+ratio=$(printf '%s\n' "${ratio_r[@]}" | median | awk '{printf "%.2f", $1}')
+ratio_spread=$(printf '%s\n' "${ratio_r[@]}" | minmax)
+us2() { median | awk '{printf "%.2f", $1}'; }
+echo "   mbpoll's time per request, medians: $(printf '%s\n' "${per_h_r[@]}" | us2) µs at N/2, $(printf '%s\n' "${per_n_r[@]}" | us2) µs at N (linear scaling: these should agree)"
 
 # 4. The generic driver's snapshot and status against mbpoll reading the same spans.
-# snap_bench LABEL PORT PROFILE: the Go benchmark, both sub-benchmarks.
-snap_bench() {
-	echo "== go test -bench BenchmarkSimFurnaceSnapshot -count=$RUNS (HCP_BENCH_MODBUS_ADDR=127.0.0.1:$2 HCP_BENCH_FURNACE_PROFILE=$3)"
-	HCP_BENCH_MODBUS_ADDR=127.0.0.1:$2 HCP_BENCH_FURNACE_PROFILE=$3 "$GO" test -run '^$' -bench '^BenchmarkSimFurnaceSnapshot$' -benchmem -count="$RUNS" ./drivers/hil/ | tee "$tmp/snap-$1.txt"
-}
-# snap_metric LABEL SUB UNIT: the median of a sub-benchmark's metric.
-snap_metric() { awk -v sub_="BenchmarkSimFurnaceSnapshot/$2-" -v u="$3" 'index($1, sub_) == 1 {for (i=1;i<=NF;i++) if ($(i+1)==u) print $i}' "$tmp/snap-$1.txt" | median; }
-# span_us PORT TYPE REF COUNT: mbpoll's median time per request (µs) for one span
-# (mbpoll -t TYPE -r REF -c COUNT, REF 1-based), start-up subtracted; every
-# reply is checked to carry COUNT values. Cached by port and span; sets span_val.
-declare -A span_cache
-span_us() {
-	local key="$1:$2:$3:$4"
-	if [ -z "${span_cache[$key]:-}" ]; then
-		span_cache[$key]=$(span_time "$@")
-		echo "   -t $2 -r $3 -c $4: ${span_cache[$key]} µs per request"
-	fi
-	span_val=${span_cache[$key]}
-}
-span_time() {
-	local p=$1 ty=$2 ref=$3 cnt=$4 t0 t1 a b vals
-	local ts1=() tsn=()
-	mbs() { mbpoll -m tcp -p "$p" -a "$1" -t "$ty" -r "$ref" -c "$cnt" -1 -o 2 127.0.0.1; }
-	mbs "$snap_list" >"$tmp/span.out" || true
+# span_check PORT TYPE REF COUNT: mbpoll's replies to N requests of one span
+# (mbpoll -t TYPE -r REF -c COUNT, REF 1-based) carry N × COUNT values; once a span.
+declare -A span_checked
+span_check() {
+	local key="$1:$2:$3:$4" vals
+	[ -z "${span_checked[$key]:-}" ] || return 0
+	mbpoll -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >"$tmp/span.out" || true
 	vals=$(grep -c '^\[[0-9]*\]:' "$tmp/span.out" || true)
-	[ "$vals" -eq $((SNAP_N * cnt)) ] || { echo "mbpoll -t $ty -r $ref -c $cnt: $vals values, $((SNAP_N * cnt)) expected" >&2; head -5 "$tmp/span.out" >&2; exit 1; }
-	for ((r = 0; r < RUNS; r++)); do
-		t0=$(now_ns); mbs 1 >/dev/null; t1=$(now_ns); ts1+=("$((t1 - t0))")
-		t0=$(now_ns); mbs "$snap_list" >/dev/null; t1=$(now_ns); tsn+=("$((t1 - t0))")
-	done
-	a=$(printf '%s\n' "${ts1[@]}" | median)
-	b=$(printf '%s\n' "${tsn[@]}" | median)
+	[ "$vals" -eq $((SNAP_N * $4)) ] || { echo "mbpoll -t $2 -r $3 -c $4: $vals values, $((SNAP_N * $4)) expected" >&2; head -5 "$tmp/span.out" >&2; exit 1; }
+	echo "   -t $2 -r $3 -c $4: $vals values for N=$SNAP_N requests"
+	span_checked[$key]=1
+}
+# span_us PORT TYPE REF COUNT: mbpoll's time per request (µs) for one span, from
+# one t(1) and one t(N), start-up subtracted.
+span_us() {
+	local t0 t1 a b
+	t0=$(now_ns); mbpoll -m tcp -p "$1" -a 1 -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); a=$((t1 - t0))
+	t0=$(now_ns); mbpoll -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); b=$((t1 - t0))
 	echo "scale=3; ($b - $a) / ($SNAP_N - 1) / 1000" | bc
 }
-# snap_row LABEL PORT PROFILE SUB SPANS...: each span TYPE:REF:COUNT; checks the
-# span count against the driver's reads and adds a result row.
+# snap_row PORT PROFILE SUB SPANS...: each span TYPE:REF:COUNT. RUNS rounds, each
+# our sub-benchmark SUB (BENCH_N readings) then mbpoll timing every span; checks
+# the span count against the driver's reads and adds a result row.
 snap_rows=()
 snap_row() {
-	local label=$1 p=$2 id=$3 sub=$4 sum=0 reads ours peer
-	shift 4
-	reads=$(snap_metric "$label" "$sub" reads/snap); reads=${reads%.*}
-	[ "$#" -eq "$reads" ] || { echo "bench-modbus: $id $sub: the driver takes $reads reads, the mbpoll span list has $#: update the list" >&2; exit 1; }
-	echo "== mbpoll, $id $sub: the same $# spans ($*), N=$SNAP_N each, $RUNS runs of t(1) and t(N)"
+	local p=$1 id=$2 sub=$3 reads o peer sum ratio
+	local os=() ps=() rs=()
+	shift 3
+	echo "== $id $sub, $RUNS rounds: go test -bench 'BenchmarkSimFurnaceSnapshot/$sub' -benchtime=${BENCH_N}x, then mbpoll the same $# spans ($*), N=1 and N=$SNAP_N each"
 	for sp in "$@"; do
 		IFS=: read -r ty ref cnt <<<"$sp"
-		span_us "$p" "$ty" "$ref" "$cnt"
-		sum=$(echo "scale=3; $sum + $span_val" | bc)
+		span_check "$p" "$ty" "$ref" "$cnt"
 	done
-	peer=$(echo "scale=1; 1000000 / $sum" | bc)
-	ours=$(snap_metric "$label" "$sub" snap/s)
-	echo "   sum $sum µs: $peer reads of the $# spans a second"
-	snap_rows+=("$id $sub|$reads|$ours|$peer|$(awk -v a="$ours" -v b="$peer" 'BEGIN {printf "%.2f", a / b}')")
+	for ((r = 1; r <= RUNS; r++)); do
+		gobench "$tmp/snap.txt" "$p" "$id" "^BenchmarkSimFurnaceSnapshot\$/^$sub\$"
+		reads=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub-" reads/snap); reads=${reads%.*}
+		o=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub-" snap/s)
+		[ -n "$o" ] || { echo "bench-modbus: no snap/s in the benchmark's output:" >&2; cat "$tmp/snap.txt" >&2; exit 1; }
+		[ "$#" -eq "$reads" ] || { echo "bench-modbus: $id $sub: the driver takes $reads reads, the mbpoll span list has $#: update the list" >&2; exit 1; }
+		sum=0
+		for sp in "$@"; do
+			IFS=: read -r ty ref cnt <<<"$sp"
+			sum=$(echo "scale=3; $sum + $(span_us "$p" "$ty" "$ref" "$cnt")" | bc)
+		done
+		peer=$(echo "scale=1; 1000000 / $sum" | bc)
+		ratio=$(awk -v a="$o" -v b="$peer" 'BEGIN {printf "%.2f", a / b}')
+		os+=("$o") ps+=("$peer") rs+=("$ratio")
+		echo "   round $r: ours $o snap/s; mbpoll $peer snap/s (sum $sum µs); ratio $ratio; load $(load1)"
+	done
+	snap_rows+=("$id $sub|$reads|$(printf '%s\n' "${os[@]}" | median)|$(printf '%s\n' "${ps[@]}" | median)|$(printf '%s\n' "${rs[@]}" | median | awk '{printf "%.2f", $1}')|$(printf '%s\n' "${rs[@]}" | minmax)")
 }
 if [ "$SNAPSHOT" != 0 ]; then
 	snap_list=$(slaves "$SNAP_N")
 	# hcp-sim-tc on the same rig-sim process. Snapshot: input registers 0..8 (FC 04) and
 	# holding 0..5 (FC 03); status: input 0..5, holding 0..2.
-	snap_bench sim "$port" hcp-sim-tc
-	snap_row sim "$port" hcp-sim-tc snapshot 3:1:9 4:1:6
-	snap_row sim "$port" hcp-sim-tc status 3:1:6 4:1:3
+	snap_row "$port" hcp-sim-tc snapshot 3:1:9 4:1:6
+	snap_row "$port" hcp-sim-tc status 3:1:6 4:1:3
 	# eurotherm-3200 on a rig-sim of its own (the instrument refuses a read across an unmapped
 	# gap). The analogue values in the IEEE float region (0x8000 + 2 × address, two registers
 	# each): snapshot 0x8002..0x800B (1..5), 0x801A (13), 0x8034 (26), 0x803C (30), 0x8046 (35),
@@ -202,23 +230,25 @@ if [ "$SNAPSHOT" != 0 ]; then
 	eport=$(free_port)
 	start_sim euro "$eport" --furnace-model eurotherm3200
 	euro_pid=$started_pid
-	snap_bench euro "$eport" eurotherm-3200
-	snap_row euro "$eport" eurotherm-3200 snapshot 4:32771:10 4:32795:2 4:32821:2 4:32829:2 4:32839:2 4:76:1
-	snap_row euro "$eport" eurotherm-3200 status 4:32771:10 4:32821:2 4:32829:2 4:32839:2 4:76:1
+	snap_row "$eport" eurotherm-3200 snapshot 4:32771:10 4:32795:2 4:32821:2 4:32829:2 4:32839:2 4:76:1
+	snap_row "$eport" eurotherm-3200 status 4:32771:10 4:32821:2 4:32829:2 4:32839:2 4:76:1
 fi
 
 echo
-echo "== results (same rig-sim process, 9 input registers of unit 1, one TCP connection each)"
+echo "== results (same rig-sim process, 9 input registers of unit 1, one TCP connection each; $RUNS rounds, each ours then mbpoll)"
 printf '   %-44s %12s rt/s  (median of %d)\n' "ours (drivers/modbus Bus, go test -bench)" "$ours" "$RUNS"
 printf '   %-44s %12s rt/s  (median, start-up subtracted)\n' "mbpoll $(mbpoll -V 2>&1 | head -1 | awk '{print $NF}') (libmodbus), N=$MBPOLL_N" "$mbpoll_rate"
 printf '   %-44s %12s rt/s  (N / t(N), start-up included)\n' "mbpoll raw" "$mbpoll_raw"
 printf '   %-44s %12s\n' "ratio ours/mbpoll" "$ratio"
+printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$ratio_spread"
 for r in "${snap_rows[@]}"; do
-	IFS='|' read -r id reads ours_s peer_s ratio_s <<<"$r"
+	IFS='|' read -r id reads ours_s peer_s ratio_s spread_s <<<"$r"
 	echo
 	echo "== results: furnace $id ($reads reads; rig-sim and mbpoll as above)"
 	printf '   %-44s %12s snap/s  (median of %d)\n' "$id (regmap, go test -bench)" "$ours_s" "$RUNS"
-	printf '   %-44s %12s snap/s  (1 / sum of per-span medians)\n' "mbpoll same spans $id" "$peer_s"
+	printf '   %-44s %12s snap/s  (median; 1 / sum of per-span times)\n' "mbpoll same spans $id" "$peer_s"
 	printf '   %-44s %12s\n' "ratio $id ours/mbpoll" "$ratio_s"
+	printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$spread_s"
 done
+echo "   ratios: the median of the $RUNS rounds' ratios (each round ours, then mbpoll at once)"
 echo "   load average $(cut -d' ' -f1-3 /proc/loadavg)"
