@@ -74,6 +74,7 @@ func TestGrapheneRig(t *testing.T) {
 		t.Skip("end-to-end through the real binaries and broker")
 	}
 	amqptest.Require(t) // every subtest needs the broker: without it the whole test skips, naming it
+	t.Parallel()        // its rig-sims wait for 127.0.0.1:5020 as the other shipped-configuration tests do
 	var prevBi float64
 	for _, c := range []struct {
 		ch4    float64

@@ -55,6 +55,7 @@ func startTwoZone(t *testing.T, simArgs ...string) (*brokerEnv, *rigSimProc) {
 // zone; both cold at the end), the sulfur delivered grows about one layer,
 // and the analysis names one layer of MoS2.
 func TestTwoZoneRig(t *testing.T) {
+	t.Parallel() // its rig-sim waits for 127.0.0.1:5020 as the other shipped-configuration tests do
 	b, sim := startTwoZone(t)
 	r := b.startApproved(t, &wire.TaskSubmit{Capability: "mos2-solid", CallerID: b.callerID, Intent: "MoS2 from solid precursors, two zones",
 		Inputs: json.RawMessage(twoZoneInputs)})
@@ -148,6 +149,7 @@ func checkTwoZoneShown(t *testing.T, b *brokerEnv, sid string) {
 // 3200's output high limit 0) and every line (flow setpoint 0, line valve
 // closed), and fails the session.
 func TestTwoZoneSulfurTripHaltsAll(t *testing.T) {
+	t.Parallel()
 	b, sim := startTwoZone(t)
 	r := b.startApproved(t, &wire.TaskSubmit{Capability: "mos2-solid", CallerID: b.callerID, Intent: "MoS2, sulfur zone runaway",
 		Inputs: json.RawMessage(twoZoneInputs)})
