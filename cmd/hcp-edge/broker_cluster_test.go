@@ -83,6 +83,11 @@ func TestClusterChaos(t *testing.T) {
 		t.Skip("stops and starts cluster nodes during four MoS2 sessions (a few minutes)")
 	}
 	conn := requireCluster(t)
+	// Parallel: the cluster of scripts/cluster.sh is this test's alone in
+	// the suite (TestFleet, its other user, runs under make fleet), and its
+	// rigs and daemons are its own; sequential, its 100 s delayed every
+	// parallel test of the package (build/ci-suite.json).
+	t.Parallel()
 	ports := amqptest.ClusterPorts()
 	proxies := make([]*amqptest.Proxy, len(ports))
 	var edgeURLs []string
@@ -108,7 +113,7 @@ func TestClusterChaos(t *testing.T) {
 		b := newBrokerEnvOn(t, conn)
 		b.callerURLs = amqptest.ClusterURLs(amqptest.AlphaUser, "harness-alpha-dev")
 		b.deleteQueuesOn(b.callerURLs)
-		t.Setenv("HCP_AMQP_URLS", strings.Join(edgeURLs, ","))
+		b.extra = append(b.extra, "HCP_AMQP_URLS="+strings.Join(edgeURLs, ",")) // not t.Setenv: the test is parallel
 		cfg, err := os.ReadFile(b.cfg)
 		if err != nil {
 			t.Fatal(err)

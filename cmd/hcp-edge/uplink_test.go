@@ -32,8 +32,8 @@ func testBrokerURL() string { return amqptest.URL() }
 
 // init keeps the daemons of the other tests off the broker even when the
 // environment (make ci) sets HCP_AMQP_URL: they would all consume the
-// default callee's queue. The uplink tests set it, with a callee id of
-// their own, through t.Setenv.
+// default callee's queue. The broker tests give it, with a callee id of
+// their own, to their daemon and CLI only (env.extra), or through t.Setenv.
 func init() {
 	_ = os.Unsetenv("HCP_AMQP_URL")
 	_ = os.Unsetenv("HCP_CALLEE_ID")
@@ -161,7 +161,7 @@ func newBrokerEnvAs(t *testing.T, conn *amqp091.Connection, calleeID, callerID s
 	if err := os.WriteFile(b.cfg, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("HCP_CALLEE_ID", b.calleeID)
+	b.extra = append(b.extra, "HCP_CALLEE_ID="+b.calleeID) // the daemon's and the CLI's; not t.Setenv, so a parallel test may use it
 	return b
 }
 
