@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"os"
 	"slices"
 	"testing"
 
@@ -41,13 +40,8 @@ func TestDashboardLayout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fh, err := os.Open(tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fh.Close()
 			t.Setenv("HCP_RIG_SIM_DIR", t.TempDir())
-			f, err := rigconfig.Parse(fh)
+			f, err := rigconfig.Load(tt.file)
 			if err != nil {
 				t.Fatal(err)
 			}

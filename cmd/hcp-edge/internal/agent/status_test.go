@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +14,8 @@ import (
 // against the rig it describes.
 func configEnvelope(t *testing.T, file string) *envelope.Envelope {
 	t.Helper()
-	fh, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
 	t.Setenv("HCP_RIG_SIM_DIR", t.TempDir())
-	f, err := rigconfig.Parse(fh)
+	f, err := rigconfig.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

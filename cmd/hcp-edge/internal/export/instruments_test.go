@@ -1,7 +1,6 @@
 package export
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -29,13 +28,8 @@ func TestInstrumentsOf(t *testing.T) {
 			"dio | digital I/O module (valves, pump, relay, interlock inputs) | unit 2 (bus main)", "gauge | vacuum gauge | serial"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			fh, err := os.Open("../../../../configs/" + tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fh.Close()
 			t.Setenv("HCP_RIG_SIM_DIR", t.TempDir())
-			f, err := rigconfig.Parse(fh)
+			f, err := rigconfig.Load("../../../../configs/" + tt.file)
 			if err != nil {
 				t.Fatal(err)
 			}
