@@ -44,6 +44,28 @@
 # mbpoll has as many reads as the driver's reading, in every round, and that
 # mbpoll's replies to each span carry as many values as the span has registers.
 #   SNAPSHOT=0 scripts/bench-modbus.sh   # the 9-register row alone
+#
+# CPU placement. On a 2-core VM the rate of a round trip between two processes
+# on one box depends first on where the scheduler puts them: measured with
+# taskset, ours and mbpoll both ~14,000 rt/s when the client and rig-sim are on
+# different CPUs (two cross-CPU wake-ups, each a virtual IPI, ~70 µs a round
+# trip), both 65,000-80,000 when all are on one CPU — a 5x effect beside the
+# clients' own difference of 10-20 %. Unpinned, each round lands somewhere
+# between, differently for each client: mbpoll is one thread, which the
+# kernel's wake-affine placement tends to pull onto rig-sim's CPU; a Go client
+# has several threads (the netpoller's, the spinning Ms), which it pulls less.
+# So the script measures every row under each PLACE, every client of a round
+# under the same placement:
+#   same   rig-sim, our client and mbpoll all on CPU 0 (no cross-CPU wake-up:
+#          the clients' own cost decides)
+#   cross  rig-sim on CPU 0, our client and mbpoll on CPU 1 (every exchange
+#          crosses CPUs, as a reply from an instrument on the wire wakes the
+#          poller by an interrupt)
+#   free   no pinning (what the first versions measured; the scheduler decides)
+# Default PLACE="same cross free" (taskset and 2 CPUs or more), else "free".
+# Pinned to one CPU, a Go client runs with GOMAXPROCS=1 (the runtime reads its
+# affinity), as the agent itself does on a one-core box; free, with 2.
+#   PLACE=free scripts/bench-modbus.sh   # the unpinned rows alone
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -53,19 +75,34 @@ SNAP_N=${SNAP_N:-$MBPOLL_N}
 BENCH_N=${BENCH_N:-$MBPOLL_N}
 SNAPSHOT=${SNAPSHOT:-1}
 GO=${GO:-go}
+if [ -z "${PLACE:-}" ]; then
+	if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then PLACE="same cross free"; else PLACE=free; fi
+fi
 
 command -v mbpoll >/dev/null || { echo "bench-modbus: mbpoll not found (apt-get install mbpoll)" >&2; exit 1; }
+for pl in $PLACE; do
+	case $pl in
+	same | cross) command -v taskset >/dev/null || { echo "bench-modbus: PLACE=$pl needs taskset (util-linux)" >&2; exit 1; } ;;
+	free) ;;
+	*) echo "bench-modbus: PLACE: $pl is none of same, cross, free" >&2; exit 1 ;;
+	esac
+done
+[[ " $PLACE " != *" cross "* ]] || [ "$(nproc)" -ge 2 ] || { echo "bench-modbus: PLACE=cross needs 2 CPUs" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 sim_pid=
 euro_pid=
-cleanup() {
+stop_sims() {
 	for pid in $sim_pid $euro_pid; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill "$pid" 2>/dev/null || true
 			wait "$pid" 2>/dev/null || true
 		fi
 	done
+	sim_pid= euro_pid=
+}
+cleanup() {
+	stop_sims
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -75,16 +112,37 @@ minmax() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s..%s", lo, hi}'; 
 now_ns() { date +%s%N; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
-# 1. The simulator and our benchmark binary, built from this tree; the simulator
-# on a free port in a temp directory.
+# 1. The simulator and our benchmark binary, built from this tree.
 echo "== building rig-sim and the drivers/hil test binary"
 "$GO" build -o "$tmp/rig-sim" ./cmd/rig-sim
 "$GO" test -c -o "$tmp/hil.test" ./drivers/hil
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-start_sim() { # name port [rig-sim flags...]; sets started_pid
+
+# The placement in force: the command prefixes that pin rig-sim (srv) and
+# both clients (cli), set by place.
+srv=() cli=()
+place() {
+	case $1 in
+	same) srv=(taskset -c 0) cli=(taskset -c 0) ;;
+	cross) srv=(taskset -c 0) cli=(taskset -c 1) ;;
+	free) srv=() cli=() ;;
+	esac
+}
+place_what() {
+	case $1 in
+	same) echo "rig-sim, our client and mbpoll on CPU 0" ;;
+	cross) echo "rig-sim on CPU 0, our client and mbpoll on CPU 1" ;;
+	free) echo "no pinning" ;;
+	esac
+}
+
+# start_sim NAME PORT [rig-sim flags...]: a rig-sim in a temp directory, under
+# the placement's srv prefix; sets started_pid.
+start_sim() {
 	local name=$1 p=$2
 	shift 2
-	"$tmp/rig-sim" run --dir "$tmp/$name" --modbus-addr "127.0.0.1:$p" "$@" >"$tmp/$name.log" 2>&1 &
+	rm -rf "${tmp:?}/$name"
+	"${srv[@]}" "$tmp/rig-sim" run --dir "$tmp/$name" --modbus-addr "127.0.0.1:$p" "$@" >"$tmp/$name.log" 2>&1 &
 	started_pid=$!
 	for _ in $(seq 100); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then break; fi
@@ -93,32 +151,36 @@ start_sim() { # name port [rig-sim flags...]; sets started_pid
 	done
 	echo "== rig-sim $* pid $started_pid on 127.0.0.1:$p (run dir $tmp/$name)"
 }
-port=$(free_port)
-addr="127.0.0.1:$port"
-start_sim run "$port"
-sim_pid=$started_pid
 
 # gobench OUT PORT PROFILE BENCH: one run of our test binary, BENCH_N iterations,
 # its output in OUT; a failed run stops the script with that output.
 gobench() {
-	HCP_BENCH_MODBUS_ADDR=127.0.0.1:$2 HCP_BENCH_FURNACE_PROFILE=$3 "$tmp/hil.test" -test.run '^$' \
+	HCP_BENCH_MODBUS_ADDR=127.0.0.1:$2 HCP_BENCH_FURNACE_PROFILE=$3 "${cli[@]}" "$tmp/hil.test" -test.run '^$' \
 		-test.bench "$4" -test.benchtime="${BENCH_N}x" -test.benchmem >"$1" 2>&1 ||
 		{ echo "bench-modbus: $4 failed:" >&2; cat "$1" >&2; exit 1; }
 }
-# metric FILE PREFIX UNIT: the value before UNIT on the benchmark line starting with PREFIX.
-metric() { awk -v p="$2" -v u="$3" 'index($1, p) == 1 {for (i=1;i<=NF;i++) if ($(i+1)==u) print $i}' "$1"; }
+# metric FILE NAME UNIT: the value before UNIT on the line of benchmark NAME
+# (NAME, or NAME-GOMAXPROCS when that is not 1).
+metric() { awk -v p="$2" -v u="$3" '$1 == p || index($1, p "-") == 1 {for (i=1;i<=NF;i++) if ($(i+1)==u) print $i}' "$1"; }
+# mbp ARGS...: mbpoll under the placement's cli prefix.
+mbp() { "${cli[@]}" mbpoll "$@"; }
 
-# 2. Verify mbpoll on the 9-register read.
 slaves() { local n=$1 s=1; for ((i = 1; i < n; i++)); do s+=",1"; done; echo "$s"; }
 list_n=$(slaves "$MBPOLL_N")
 list_half=$(slaves $((MBPOLL_N / 2)))
-mb() { mbpoll -m tcp -p "$port" -a "$1" -t 3 -r 1 -c 9 -1 -o 2 127.0.0.1; }
+snap_list=$(slaves "$SNAP_N")
+mb() { mbp -m tcp -p "$port" -a "$1" -t 3 -r 1 -c 9 -1 -o 2 127.0.0.1; }
 run_timed() { # list → seconds
 	local t0 t1
 	t0=$(now_ns); mb "$1" >"$tmp/mb.out"; t1=$(now_ns)
 	echo "scale=6; ($t1 - $t0) / 1000000000" | bc
 }
 
+# 2. Verify mbpoll on the 9-register read (once, unpinned).
+port=$(free_port)
+place free
+start_sim verify "$port"
+sim_pid=$started_pid
 echo "== verifying that mbpoll sends one request per listed slave"
 mb "$list_n" >"$tmp/mb.out"
 polls=$(grep -c '^-- Polling slave 1' "$tmp/mb.out" || true)
@@ -139,40 +201,44 @@ if command -v strace >/dev/null; then
 else
 	echo "   strace not installed: syscall count skipped"
 fi
+stop_sims
 
 # 3. The 9-register read: RUNS rounds, each our benchmark (BENCH_N reads) then
-# mbpoll's t(1), t(N/2) and t(N).
-echo "== 9 input registers, $RUNS rounds: go test -bench BenchmarkSimModbusTCPRead -benchtime=${BENCH_N}x, then mbpoll N=1, N=$((MBPOLL_N / 2)), N=$MBPOLL_N"
-ours_r=() peer_r=() raw_r=() ratio_r=() per_h_r=() per_n_r=()
-for ((r = 1; r <= RUNS; r++)); do
-	gobench "$tmp/raw.txt" "$port" "" '^BenchmarkSimModbusTCPRead$'
-	o=$(metric "$tmp/raw.txt" BenchmarkSimModbusTCPRead rt/s)
-	[ -n "$o" ] || { echo "bench-modbus: no rt/s in the benchmark's output:" >&2; cat "$tmp/raw.txt" >&2; exit 1; }
-	# A load spike during t(1) can leave nothing to subtract from: such a
-	# timing is repeated (3 tries), never counted.
-	for try in 1 2 3; do
-		t1=$(run_timed 1)
-		th=$(run_timed "$list_half")
-		tn=$(run_timed "$list_n")
-		[ "$(echo "$th > $t1 && $tn > $t1" | bc)" = 1 ] && break
-		echo "   round $r: t(1) $t1 s, t(N/2) $th s, t(N) $tn s: no start-up to subtract, timed again" >&2
-		[ "$try" -lt 3 ] || { echo "bench-modbus: mbpoll's t(N) not above t(1) 3 times: raise MBPOLL_N" >&2; exit 1; }
+# mbpoll's t(1), t(N/2) and t(N). Sets the raw_* results.
+raw_row() {
+	local r o t1 th tn p ratio try
+	local ours_r=() peer_r=() raw_r=() ratio_r=() per_h_r=() per_n_r=()
+	echo "== 9 input registers, $RUNS rounds: go test -bench BenchmarkSimModbusTCPRead -benchtime=${BENCH_N}x, then mbpoll N=1, N=$((MBPOLL_N / 2)), N=$MBPOLL_N"
+	for ((r = 1; r <= RUNS; r++)); do
+		gobench "$tmp/raw.txt" "$port" "" '^BenchmarkSimModbusTCPRead$'
+		o=$(metric "$tmp/raw.txt" BenchmarkSimModbusTCPRead rt/s)
+		[ -n "$o" ] || { echo "bench-modbus: no rt/s in the benchmark's output:" >&2; cat "$tmp/raw.txt" >&2; exit 1; }
+		# A load spike during t(1) can leave nothing to subtract from: such a
+		# timing is repeated (3 tries), never counted.
+		for try in 1 2 3; do
+			t1=$(run_timed 1)
+			th=$(run_timed "$list_half")
+			tn=$(run_timed "$list_n")
+			[ "$(echo "$th > $t1 && $tn > $t1" | bc)" = 1 ] && break
+			echo "   round $r: t(1) $t1 s, t(N/2) $th s, t(N) $tn s: no start-up to subtract, timed again" >&2
+			[ "$try" -lt 3 ] || { echo "bench-modbus: mbpoll's t(N) not above t(1) 3 times: raise MBPOLL_N" >&2; exit 1; }
+		done
+		p=$(echo "scale=1; ($MBPOLL_N - 1) / ($tn - $t1)" | bc)
+		ratio=$(awk -v a="$o" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
+		ours_r+=("$o") peer_r+=("$p") ratio_r+=("$ratio")
+		raw_r+=("$(echo "scale=1; $MBPOLL_N / $tn" | bc)")
+		per_h_r+=("$(echo "scale=9; ($th - $t1) / ($MBPOLL_N / 2 - 1) * 1000000" | bc)")
+		per_n_r+=("$(echo "scale=9; ($tn - $t1) / ($MBPOLL_N - 1) * 1000000" | bc)")
+		echo "   round $r: ours $o rt/s; mbpoll $p rt/s (t(1) $t1 s, t(N/2) $th s, t(N) $tn s); ratio $ratio; load $(load1)"
 	done
-	p=$(echo "scale=1; ($MBPOLL_N - 1) / ($tn - $t1)" | bc)
-	ratio=$(awk -v a="$o" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
-	ours_r+=("$o") peer_r+=("$p") ratio_r+=("$ratio")
-	raw_r+=("$(echo "scale=1; $MBPOLL_N / $tn" | bc)")
-	per_h_r+=("$(echo "scale=9; ($th - $t1) / ($MBPOLL_N / 2 - 1) * 1000000" | bc)")
-	per_n_r+=("$(echo "scale=9; ($tn - $t1) / ($MBPOLL_N - 1) * 1000000" | bc)")
-	echo "   round $r: ours $o rt/s; mbpoll $p rt/s (t(1) $t1 s, t(N/2) $th s, t(N) $tn s); ratio $ratio; load $(load1)"
-done
-ours=$(printf '%s\n' "${ours_r[@]}" | median)
-mbpoll_rate=$(printf '%s\n' "${peer_r[@]}" | median)
-mbpoll_raw=$(printf '%s\n' "${raw_r[@]}" | median)
-ratio=$(printf '%s\n' "${ratio_r[@]}" | median | awk '{printf "%.2f", $1}')
-ratio_spread=$(printf '%s\n' "${ratio_r[@]}" | minmax)
+	raw_ours=$(printf '%s\n' "${ours_r[@]}" | median)
+	raw_mbpoll=$(printf '%s\n' "${peer_r[@]}" | median)
+	raw_mbpoll_raw=$(printf '%s\n' "${raw_r[@]}" | median)
+	raw_ratio=$(printf '%s\n' "${ratio_r[@]}" | median | awk '{printf "%.2f", $1}')
+	raw_spread=$(printf '%s\n' "${ratio_r[@]}" | minmax)
+	echo "   mbpoll's time per request, medians: $(printf '%s\n' "${per_h_r[@]}" | us2) µs at N/2, $(printf '%s\n' "${per_n_r[@]}" | us2) µs at N (linear scaling: these should agree)"
+}
 us2() { median | awk '{printf "%.2f", $1}'; }
-echo "   mbpoll's time per request, medians: $(printf '%s\n' "${per_h_r[@]}" | us2) µs at N/2, $(printf '%s\n' "${per_n_r[@]}" | us2) µs at N (linear scaling: these should agree)"
 
 # 4. The generic driver's snapshot and status against mbpoll reading the same spans.
 # span_check PORT TYPE REF COUNT: mbpoll's replies to N requests of one span
@@ -181,7 +247,7 @@ declare -A span_checked
 span_check() {
 	local key="$1:$2:$3:$4" vals
 	[ -z "${span_checked[$key]:-}" ] || return 0
-	mbpoll -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >"$tmp/span.out" || true
+	mbp -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >"$tmp/span.out" || true
 	vals=$(grep -c '^\[[0-9]*\]:' "$tmp/span.out" || true)
 	[ "$vals" -eq $((SNAP_N * $4)) ] || { echo "mbpoll -t $2 -r $3 -c $4: $vals values, $((SNAP_N * $4)) expected" >&2; head -5 "$tmp/span.out" >&2; exit 1; }
 	echo "   -t $2 -r $3 -c $4: $vals values for N=$SNAP_N requests"
@@ -192,8 +258,8 @@ span_check() {
 span_us() {
 	local t0 t1 a b try
 	for try in 1 2 3; do # as on the 9-register row: a t(N) not above t(1) is timed again
-		t0=$(now_ns); mbpoll -m tcp -p "$1" -a 1 -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); a=$((t1 - t0))
-		t0=$(now_ns); mbpoll -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); b=$((t1 - t0))
+		t0=$(now_ns); mbp -m tcp -p "$1" -a 1 -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); a=$((t1 - t0))
+		t0=$(now_ns); mbp -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); b=$((t1 - t0))
 		[ "$b" -le "$a" ] || break
 		echo "   -t $2 -r $3 -c $4: t(1) $a ns, t(N) $b ns: no start-up to subtract, timed again" >&2
 		[ "$try" -lt 3 ] || { echo "bench-modbus: mbpoll's t(N) not above t(1) 3 times: raise SNAP_N" >&2; exit 1; }
@@ -205,7 +271,7 @@ span_us() {
 # the span count against the driver's reads and adds a result row.
 snap_rows=()
 snap_row() {
-	local p=$1 id=$2 sub=$3 reads o peer sum ratio
+	local p=$1 id=$2 sub=$3 reads o peer sum ratio r sp ty ref cnt
 	local os=() ps=() rs=()
 	shift 3
 	echo "== $id $sub, $RUNS rounds: go test -bench 'BenchmarkSimFurnaceSnapshot/$sub' -benchtime=${BENCH_N}x, then mbpoll the same $# spans ($*), N=1 and N=$SNAP_N each"
@@ -215,8 +281,8 @@ snap_row() {
 	done
 	for ((r = 1; r <= RUNS; r++)); do
 		gobench "$tmp/snap.txt" "$p" "$id" "^BenchmarkSimFurnaceSnapshot\$/^$sub\$"
-		reads=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub-" reads/snap); reads=${reads%.*}
-		o=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub-" snap/s)
+		reads=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub" reads/snap); reads=${reads%.*}
+		o=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub" snap/s)
 		[ -n "$o" ] || { echo "bench-modbus: no snap/s in the benchmark's output:" >&2; cat "$tmp/snap.txt" >&2; exit 1; }
 		[ "$#" -eq "$reads" ] || { echo "bench-modbus: $id $sub: the driver takes $reads reads, the mbpoll span list has $#: update the list" >&2; exit 1; }
 		sum=0
@@ -231,38 +297,58 @@ snap_row() {
 	done
 	snap_rows+=("$id $sub|$reads|$(printf '%s\n' "${os[@]}" | median)|$(printf '%s\n' "${ps[@]}" | median)|$(printf '%s\n' "${rs[@]}" | median | awk '{printf "%.2f", $1}')|$(printf '%s\n' "${rs[@]}" | minmax)")
 }
-if [ "$SNAPSHOT" != 0 ]; then
-	snap_list=$(slaves "$SNAP_N")
-	# hcp-sim-tc on the same rig-sim process. Snapshot: input registers 0..8 (FC 04) and
-	# holding 0..5 (FC 03); status: input 0..5, holding 0..2.
-	snap_row "$port" hcp-sim-tc snapshot 3:1:9 4:1:6
-	snap_row "$port" hcp-sim-tc status 3:1:6 4:1:3
-	# eurotherm-3200 on a rig-sim of its own (the instrument refuses a read across an unmapped
-	# gap). The analogue values in the IEEE float region (0x8000 + 2 × address, two registers
-	# each): snapshot 0x8002..0x800B (1..5), 0x801A (13), 0x8034 (26), 0x803C (30), 0x8046 (35),
-	# and the status word 75; status: the same without 13. mbpoll's references are 1-based.
-	eport=$(free_port)
-	start_sim euro "$eport" --furnace-model eurotherm3200
-	euro_pid=$started_pid
-	snap_row "$eport" eurotherm-3200 snapshot 4:32771:10 4:32795:2 4:32821:2 4:32829:2 4:32839:2 4:76:1
-	snap_row "$eport" eurotherm-3200 status 4:32771:10 4:32821:2 4:32829:2 4:32839:2 4:76:1
-fi
 
-echo
-echo "== results (same rig-sim process, 9 input registers of unit 1, one TCP connection each; $RUNS rounds, each ours then mbpoll)"
-printf '   %-44s %12s rt/s  (median of %d)\n' "ours (drivers/modbus Bus, go test -bench)" "$ours" "$RUNS"
-printf '   %-44s %12s rt/s  (median, start-up subtracted)\n' "mbpoll $(mbpoll -V 2>&1 | head -1 | awk '{print $NF}') (libmodbus), N=$MBPOLL_N" "$mbpoll_rate"
-printf '   %-44s %12s rt/s  (N / t(N), start-up included)\n' "mbpoll raw" "$mbpoll_raw"
-printf '   %-44s %12s\n' "ratio ours/mbpoll" "$ratio"
-printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$ratio_spread"
-for r in "${snap_rows[@]}"; do
-	IFS='|' read -r id reads ours_s peer_s ratio_s spread_s <<<"$r"
+# results PLACEMENT: the placement's results block, headed "== placement NAME
+# results" (scripts/bench.sh reads each block apart).
+results() {
+	local r id reads ours_s peer_s ratio_s spread_s
 	echo
-	echo "== results: furnace $id ($reads reads; rig-sim and mbpoll as above)"
-	printf '   %-44s %12s snap/s  (median of %d)\n' "$id (regmap, go test -bench)" "$ours_s" "$RUNS"
-	printf '   %-44s %12s snap/s  (median; 1 / sum of per-span times)\n' "mbpoll same spans $id" "$peer_s"
-	printf '   %-44s %12s\n' "ratio $id ours/mbpoll" "$ratio_s"
-	printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$spread_s"
+	echo "== placement $1 results ($(place_what "$1"))"
+	echo "== results (same rig-sim process, 9 input registers of unit 1, one TCP connection each; $RUNS rounds, each ours then mbpoll)"
+	printf '   %-44s %12s rt/s  (median of %d)\n' "ours (drivers/modbus Bus, go test -bench)" "$raw_ours" "$RUNS"
+	printf '   %-44s %12s rt/s  (median, start-up subtracted)\n' "mbpoll $(mbpoll -V 2>&1 | head -1 | awk '{print $NF}') (libmodbus), N=$MBPOLL_N" "$raw_mbpoll"
+	printf '   %-44s %12s rt/s  (N / t(N), start-up included)\n' "mbpoll raw" "$raw_mbpoll_raw"
+	printf '   %-44s %12s\n' "ratio ours/mbpoll" "$raw_ratio"
+	printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$raw_spread"
+	for r in "${snap_rows[@]}"; do
+		IFS='|' read -r id reads ours_s peer_s ratio_s spread_s <<<"$r"
+		echo
+		echo "== results: furnace $id ($reads reads; rig-sim and mbpoll as above)"
+		printf '   %-44s %12s snap/s  (median of %d)\n' "$id (regmap, go test -bench)" "$ours_s" "$RUNS"
+		printf '   %-44s %12s snap/s  (median; 1 / sum of per-span times)\n' "mbpoll same spans $id" "$peer_s"
+		printf '   %-44s %12s\n' "ratio $id ours/mbpoll" "$ratio_s"
+		printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$spread_s"
+	done
+	echo "   ratios: the median of the $RUNS rounds' ratios (each round ours, then mbpoll at once)"
+	echo "   load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# Every row under every placement: rig-sims started pinned as the placement
+# says, both clients pinned alike.
+for pl in $PLACE; do
+	place "$pl"
+	echo
+	echo "== placement $pl: $(place_what "$pl")"
+	port=$(free_port)
+	start_sim "run-$pl" "$port"
+	sim_pid=$started_pid
+	raw_row
+	snap_rows=()
+	if [ "$SNAPSHOT" != 0 ]; then
+		# hcp-sim-tc on the same rig-sim process. Snapshot: input registers 0..8 (FC 04) and
+		# holding 0..5 (FC 03); status: input 0..5, holding 0..2.
+		snap_row "$port" hcp-sim-tc snapshot 3:1:9 4:1:6
+		snap_row "$port" hcp-sim-tc status 3:1:6 4:1:3
+		# eurotherm-3200 on a rig-sim of its own (the instrument refuses a read across an unmapped
+		# gap). The analogue values in the IEEE float region (0x8000 + 2 × address, two registers
+		# each): snapshot 0x8002..0x800B (1..5), 0x801A (13), 0x8034 (26), 0x803C (30), 0x8046 (35),
+		# and the status word 75; status: the same without 13. mbpoll's references are 1-based.
+		eport=$(free_port)
+		start_sim "euro-$pl" "$eport" --furnace-model eurotherm3200
+		euro_pid=$started_pid
+		snap_row "$eport" eurotherm-3200 snapshot 4:32771:10 4:32795:2 4:32821:2 4:32829:2 4:32839:2 4:76:1
+		snap_row "$eport" eurotherm-3200 status 4:32771:10 4:32821:2 4:32829:2 4:32839:2 4:76:1
+	fi
+	stop_sims
+	results "$pl"
 done
-echo "   ratios: the median of the $RUNS rounds' ratios (each round ours, then mbpoll at once)"
-echo "   load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,7 +15,8 @@
 # second), trip (envelope/hil TestTripLatency), estop (cmd/hcp-edge TestEStopLatency and, on
 # the two-zone rig with its RS-485 line at 19200 baud emulated, TestTwoZoneEStopLatency; ESTOP_N
 # e-stops each way, default 20), modbus (scripts/bench-modbus.sh: round trips, and the generic
-# driver's furnace snapshot and status on hcp-sim-tc and eurotherm-3200), outbox (transport/amqp).
+# driver's furnace snapshot and status on hcp-sim-tc and eurotherm-3200, each under every CPU
+# placement of its PLACE: same, cross, free), outbox (transport/amqp).
 #
 # Needs: Go; cc for the C poller; mbpoll for the Modbus row; a RabbitMQ from scripts/broker.sh
 # for the outbox rows (the Go benchmark skips without one and the row says so). The machine it
@@ -190,21 +191,28 @@ if ! skip modbus; then
     load_start modbus
     RUNS=$RUNS bash scripts/bench-modbus.sh 2>&1 | tee "$tmp/modbus.txt" | sed 's/^/   /' >&2
     load_stop
-    ours=$(awk '/ours \(drivers\/modbus Bus/ {print $(NF-4)}' "$tmp/modbus.txt")
-    peer=$(awk '/mbpoll .*N=/ && /start-up subtracted/ {print $(NF-4)}' "$tmp/modbus.txt")
-    ratio=$(awk '/ratio ours\/mbpoll/ {print $NF}' "$tmp/modbus.txt")
-    # spread PATTERN: the min..max of the round ratios, on the line after the ratio's.
-    spread() { awk -v pat="$1" 'index($0, pat) {getline; print $NF}' "$tmp/modbus.txt"; }
-    row 6 "Modbus TCP polls/s vs mbpoll" ">= 1.0x" "$ours" "$peer" "$ratio" "medians of $RUNS interleaved rounds (ours, then mbpoll); ratio: median of the rounds' ratios, $(spread "ratio ours/mbpoll"); $(range_load <"$tmp/load.modbus")"
-    # The generic driver reading the furnace (regmap.Controller.Snapshot: every channel; Status:
-    # the monitor's 20 Hz poll) against mbpoll reading the same spans: the simulator's
-    # controller and the Eurotherm 3200 map.
-    snap() { awk -v pat="$1" 'index($0, pat) {for (i = 1; i < NF; i++) if ($(i+1) == "snap/s") print $i}' "$tmp/modbus.txt"; }
-    for id in "hcp-sim-tc snapshot" "hcp-sim-tc status" "eurotherm-3200 snapshot" "eurotherm-3200 status"; do
-      n=$(sed -n "s/.*furnace $id (\([0-9]*\) reads.*/\1/p" "$tmp/modbus.txt")
-      row 6 "furnace $id/s vs mbpoll" ">= 1.0x" "$(snap "   $id (regmap")" "$(snap "mbpoll same spans $id")" \
-        "$(awk -v pat="ratio $id ours/mbpoll" 'index($0, pat) {print $NF}' "$tmp/modbus.txt")" \
-        "medians of $RUNS interleaved rounds (ours, then mbpoll); ratio: median of the rounds' ratios, $(spread "ratio $id ours/mbpoll"); ${n:-?} reads each; mbpoll: 1 / sum of its per-span times; $(range_load <"$tmp/load.modbus")"
+    # One group of rows per CPU placement (bench-modbus.sh's PLACE: same, cross, free), each
+    # read from its own results block.
+    # spread FILE PATTERN: the min..max of the round ratios, on the line after the ratio's.
+    spread() { awk -v pat="$2" 'index($0, pat) {getline; print $NF}' "$1"; }
+    snap() { awk -v pat="$2" 'index($0, pat) {for (i = 1; i < NF; i++) if ($(i+1) == "snap/s") print $i}' "$1"; }
+    for pl in $(sed -n 's/^== placement \([a-z]*\) results.*/\1/p' "$tmp/modbus.txt"); do
+      f=$tmp/modbus.$pl.txt
+      awk -v pl="$pl" '/^== placement / {on = ($3 == pl && $4 == "results")} on' "$tmp/modbus.txt" >"$f"
+      what=$(sed -n 's/^== placement [a-z]* results (\(.*\))$/\1/p' "$f")
+      ours=$(awk '/ours \(drivers\/modbus Bus/ {print $(NF-4)}' "$f")
+      peer=$(awk '/mbpoll .*N=/ && /start-up subtracted/ {print $(NF-4)}' "$f")
+      ratio=$(awk '/ratio ours\/mbpoll/ {print $NF}' "$f")
+      row 6 "Modbus TCP polls/s vs mbpoll [$pl]" ">= 1.0x" "$ours" "$peer" "$ratio" "$what; medians of $RUNS interleaved rounds (ours, then mbpoll); ratio: median of the rounds' ratios, $(spread "$f" "ratio ours/mbpoll"); $(range_load <"$tmp/load.modbus")"
+      # The generic driver reading the furnace (regmap.Controller.Snapshot: every channel; Status:
+      # the monitor's 20 Hz poll) against mbpoll reading the same spans: the simulator's
+      # controller and the Eurotherm 3200 map.
+      for id in "hcp-sim-tc snapshot" "hcp-sim-tc status" "eurotherm-3200 snapshot" "eurotherm-3200 status"; do
+        n=$(sed -n "s/.*furnace $id (\([0-9]*\) reads.*/\1/p" "$f")
+        row 6 "furnace $id/s vs mbpoll [$pl]" ">= 1.0x" "$(snap "$f" "   $id (regmap")" "$(snap "$f" "mbpoll same spans $id")" \
+          "$(awk -v pat="ratio $id ours/mbpoll" 'index($0, pat) {print $NF}' "$f")" \
+          "$what; medians of $RUNS interleaved rounds; ratio: median of the rounds' ratios, $(spread "$f" "ratio $id ours/mbpoll"); ${n:-?} reads each; mbpoll: 1 / sum of its per-span times"
+      done
     done
   else
     row 6 "Modbus TCP polls/s vs mbpoll" ">= 1.0x" "n/a" "n/a" "n/a" "mbpoll not installed"
