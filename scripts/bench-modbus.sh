@@ -66,6 +66,12 @@
 # Pinned to one CPU, a Go client runs with GOMAXPROCS=1 (the runtime reads its
 # affinity), as the agent itself does on a one-core box; free, with 2.
 #   PLACE=free scripts/bench-modbus.sh   # the unpinned rows alone
+#
+# Every row also gives each client's CPU time (user + system) a reading, which
+# placement hardly moves: ours from the benchmark (getrusage of the test
+# binary around its loop: cpu-µs/rt, cpu-µs/snap), mbpoll's from bash's times
+# around its t(1) and t(N) runs, start-up subtracted as for its rate (ms
+# resolution over N requests).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -170,10 +176,21 @@ list_n=$(slaves "$MBPOLL_N")
 list_half=$(slaves $((MBPOLL_N / 2)))
 snap_list=$(slaves "$SNAP_N")
 mb() { mbp -m tcp -p "$port" -a "$1" -t 3 -r 1 -c 9 -1 -o 2 127.0.0.1; }
-run_timed() { # list → seconds
-	local t0 t1
+# child_cpu: sets cpu to the CPU time (user + system, seconds, ms resolution)
+# of this shell's waited-for children so far (bash's times, run in this very
+# shell: a pipe or $(...) would fork and count its own children). A
+# difference of two, around the same commands, is those commands' CPU time,
+# the helpers they fork (date, bc) cancelling out of t(N) - t(1).
+child_cpu() {
+	times >"$tmp/times"
+	cpu=$(awk 'NR == 2 {split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2]}' "$tmp/times")
+}
+run_timed() { # list → "seconds cpu-seconds" of one mbpoll run
+	local t0 t1 c0 cpu
+	child_cpu; c0=$cpu
 	t0=$(now_ns); mb "$1" >"$tmp/mb.out"; t1=$(now_ns)
-	echo "scale=6; ($t1 - $t0) / 1000000000" | bc
+	child_cpu
+	echo "$(echo "scale=6; ($t1 - $t0) / 1000000000" | bc) $(echo "$cpu - $c0" | bc)"
 }
 
 # 2. Verify mbpoll on the 9-register read (once, unpinned).
@@ -206,36 +223,39 @@ stop_sims
 # 3. The 9-register read: RUNS rounds, each our benchmark (BENCH_N reads) then
 # mbpoll's t(1), t(N/2) and t(N). Sets the raw_* results.
 raw_row() {
-	local r o t1 th tn p ratio try
-	local ours_r=() peer_r=() raw_r=() ratio_r=() per_h_r=() per_n_r=()
+	local r o oc t1 th tn c1 ch cn p ratio try
+	local ours_r=() peer_r=() raw_r=() ratio_r=() per_h_r=() per_n_r=() ocpu_r=() pcpu_r=()
 	echo "== 9 input registers, $RUNS rounds: go test -bench BenchmarkSimModbusTCPRead -benchtime=${BENCH_N}x, then mbpoll N=1, N=$((MBPOLL_N / 2)), N=$MBPOLL_N"
 	for ((r = 1; r <= RUNS; r++)); do
 		gobench "$tmp/raw.txt" "$port" "" '^BenchmarkSimModbusTCPRead$'
 		o=$(metric "$tmp/raw.txt" BenchmarkSimModbusTCPRead rt/s)
-		[ -n "$o" ] || { echo "bench-modbus: no rt/s in the benchmark's output:" >&2; cat "$tmp/raw.txt" >&2; exit 1; }
+		oc=$(metric "$tmp/raw.txt" BenchmarkSimModbusTCPRead cpu-µs/rt)
+		[ -n "$o" ] && [ -n "$oc" ] || { echo "bench-modbus: no rt/s or cpu-µs/rt in the benchmark's output:" >&2; cat "$tmp/raw.txt" >&2; exit 1; }
 		# A load spike during t(1) can leave nothing to subtract from: such a
 		# timing is repeated (3 tries), never counted.
 		for try in 1 2 3; do
-			t1=$(run_timed 1)
-			th=$(run_timed "$list_half")
-			tn=$(run_timed "$list_n")
+			read -r t1 c1 <<<"$(run_timed 1)"
+			read -r th ch <<<"$(run_timed "$list_half")"
+			read -r tn cn <<<"$(run_timed "$list_n")"
 			[ "$(echo "$th > $t1 && $tn > $t1" | bc)" = 1 ] && break
 			echo "   round $r: t(1) $t1 s, t(N/2) $th s, t(N) $tn s: no start-up to subtract, timed again" >&2
 			[ "$try" -lt 3 ] || { echo "bench-modbus: mbpoll's t(N) not above t(1) 3 times: raise MBPOLL_N" >&2; exit 1; }
 		done
 		p=$(echo "scale=1; ($MBPOLL_N - 1) / ($tn - $t1)" | bc)
 		ratio=$(awk -v a="$o" -v b="$p" 'BEGIN {printf "%.2f", a / b}')
-		ours_r+=("$o") peer_r+=("$p") ratio_r+=("$ratio")
+		ours_r+=("$o") peer_r+=("$p") ratio_r+=("$ratio") ocpu_r+=("$oc")
+		pcpu_r+=("$(echo "scale=3; ($cn - $c1) * 1000000 / ($MBPOLL_N - 1)" | bc)")
 		raw_r+=("$(echo "scale=1; $MBPOLL_N / $tn" | bc)")
 		per_h_r+=("$(echo "scale=9; ($th - $t1) / ($MBPOLL_N / 2 - 1) * 1000000" | bc)")
 		per_n_r+=("$(echo "scale=9; ($tn - $t1) / ($MBPOLL_N - 1) * 1000000" | bc)")
-		echo "   round $r: ours $o rt/s; mbpoll $p rt/s (t(1) $t1 s, t(N/2) $th s, t(N) $tn s); ratio $ratio; load $(load1)"
+		echo "   round $r: ours $o rt/s, CPU $oc µs a read; mbpoll $p rt/s (t(1) $t1 s, t(N/2) $th s, t(N) $tn s), CPU ${pcpu_r[-1]} µs a request; ratio $ratio; load $(load1)"
 	done
 	raw_ours=$(printf '%s\n' "${ours_r[@]}" | median)
 	raw_mbpoll=$(printf '%s\n' "${peer_r[@]}" | median)
 	raw_mbpoll_raw=$(printf '%s\n' "${raw_r[@]}" | median)
 	raw_ratio=$(printf '%s\n' "${ratio_r[@]}" | median | awk '{printf "%.2f", $1}')
 	raw_spread=$(printf '%s\n' "${ratio_r[@]}" | minmax)
+	raw_cpu="ours $(printf '%s\n' "${ocpu_r[@]}" | us2) µs, mbpoll $(printf '%s\n' "${pcpu_r[@]}" | us2) µs"
 	echo "   mbpoll's time per request, medians: $(printf '%s\n' "${per_h_r[@]}" | us2) µs at N/2, $(printf '%s\n' "${per_n_r[@]}" | us2) µs at N (linear scaling: these should agree)"
 }
 us2() { median | awk '{printf "%.2f", $1}'; }
@@ -253,26 +273,29 @@ span_check() {
 	echo "   -t $2 -r $3 -c $4: $vals values for N=$SNAP_N requests"
 	span_checked[$key]=1
 }
-# span_us PORT TYPE REF COUNT: mbpoll's time per request (µs) for one span, from
-# one t(1) and one t(N), start-up subtracted.
+# span_us PORT TYPE REF COUNT: mbpoll's time and CPU time per request (µs,
+# "wall cpu") for one span, from one t(1) and one t(N), start-up subtracted.
 span_us() {
-	local t0 t1 a b try
+	local t0 t1 a b ca cb try cpu
 	for try in 1 2 3; do # as on the 9-register row: a t(N) not above t(1) is timed again
+		child_cpu; ca=$cpu
 		t0=$(now_ns); mbp -m tcp -p "$1" -a 1 -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); a=$((t1 - t0))
+		child_cpu; ca=$(echo "$cpu - $ca" | bc); cb=$cpu
 		t0=$(now_ns); mbp -m tcp -p "$1" -a "$snap_list" -t "$2" -r "$3" -c "$4" -1 -o 2 127.0.0.1 >/dev/null; t1=$(now_ns); b=$((t1 - t0))
+		child_cpu; cb=$(echo "$cpu - $cb" | bc)
 		[ "$b" -le "$a" ] || break
 		echo "   -t $2 -r $3 -c $4: t(1) $a ns, t(N) $b ns: no start-up to subtract, timed again" >&2
 		[ "$try" -lt 3 ] || { echo "bench-modbus: mbpoll's t(N) not above t(1) 3 times: raise SNAP_N" >&2; exit 1; }
 	done
-	echo "scale=3; ($b - $a) / ($SNAP_N - 1) / 1000" | bc
+	echo "$(echo "scale=3; ($b - $a) / ($SNAP_N - 1) / 1000" | bc) $(echo "scale=3; ($cb - $ca) * 1000000 / ($SNAP_N - 1)" | bc)"
 }
 # snap_row PORT PROFILE SUB SPANS...: each span TYPE:REF:COUNT. RUNS rounds, each
 # our sub-benchmark SUB (BENCH_N readings) then mbpoll timing every span; checks
 # the span count against the driver's reads and adds a result row.
 snap_rows=()
 snap_row() {
-	local p=$1 id=$2 sub=$3 reads o peer sum ratio r sp ty ref cnt
-	local os=() ps=() rs=()
+	local p=$1 id=$2 sub=$3 reads o oc peer sum csum ratio r sp ty ref cnt w c
+	local os=() ps=() rs=() ocs=() pcs=()
 	shift 3
 	echo "== $id $sub, $RUNS rounds: go test -bench 'BenchmarkSimFurnaceSnapshot/$sub' -benchtime=${BENCH_N}x, then mbpoll the same $# spans ($*), N=1 and N=$SNAP_N each"
 	for sp in "$@"; do
@@ -283,25 +306,28 @@ snap_row() {
 		gobench "$tmp/snap.txt" "$p" "$id" "^BenchmarkSimFurnaceSnapshot\$/^$sub\$"
 		reads=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub" reads/snap); reads=${reads%.*}
 		o=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub" snap/s)
-		[ -n "$o" ] || { echo "bench-modbus: no snap/s in the benchmark's output:" >&2; cat "$tmp/snap.txt" >&2; exit 1; }
+		oc=$(metric "$tmp/snap.txt" "BenchmarkSimFurnaceSnapshot/$sub" cpu-µs/snap)
+		[ -n "$o" ] && [ -n "$oc" ] || { echo "bench-modbus: no snap/s or cpu-µs/snap in the benchmark's output:" >&2; cat "$tmp/snap.txt" >&2; exit 1; }
 		[ "$#" -eq "$reads" ] || { echo "bench-modbus: $id $sub: the driver takes $reads reads, the mbpoll span list has $#: update the list" >&2; exit 1; }
-		sum=0
+		sum=0 csum=0
 		for sp in "$@"; do
 			IFS=: read -r ty ref cnt <<<"$sp"
-			sum=$(echo "scale=3; $sum + $(span_us "$p" "$ty" "$ref" "$cnt")" | bc)
+			read -r w c <<<"$(span_us "$p" "$ty" "$ref" "$cnt")"
+			sum=$(echo "scale=3; $sum + $w" | bc)
+			csum=$(echo "scale=3; $csum + $c" | bc)
 		done
 		peer=$(echo "scale=1; 1000000 / $sum" | bc)
 		ratio=$(awk -v a="$o" -v b="$peer" 'BEGIN {printf "%.2f", a / b}')
-		os+=("$o") ps+=("$peer") rs+=("$ratio")
-		echo "   round $r: ours $o snap/s; mbpoll $peer snap/s (sum $sum µs); ratio $ratio; load $(load1)"
+		os+=("$o") ps+=("$peer") rs+=("$ratio") ocs+=("$oc") pcs+=("$csum")
+		echo "   round $r: ours $o snap/s, CPU $oc µs a reading; mbpoll $peer snap/s (sum $sum µs), CPU $csum µs the spans; ratio $ratio; load $(load1)"
 	done
-	snap_rows+=("$id $sub|$reads|$(printf '%s\n' "${os[@]}" | median)|$(printf '%s\n' "${ps[@]}" | median)|$(printf '%s\n' "${rs[@]}" | median | awk '{printf "%.2f", $1}')|$(printf '%s\n' "${rs[@]}" | minmax)")
+	snap_rows+=("$id $sub|$reads|$(printf '%s\n' "${os[@]}" | median)|$(printf '%s\n' "${ps[@]}" | median)|$(printf '%s\n' "${rs[@]}" | median | awk '{printf "%.2f", $1}')|$(printf '%s\n' "${rs[@]}" | minmax)|ours $(printf '%s\n' "${ocs[@]}" | us2) µs, mbpoll $(printf '%s\n' "${pcs[@]}" | us2) µs")
 }
 
 # results PLACEMENT: the placement's results block, headed "== placement NAME
 # results" (scripts/bench.sh reads each block apart).
 results() {
-	local r id reads ours_s peer_s ratio_s spread_s
+	local r id reads ours_s peer_s ratio_s spread_s cpu_s
 	echo
 	echo "== placement $1 results ($(place_what "$1"))"
 	echo "== results (same rig-sim process, 9 input registers of unit 1, one TCP connection each; $RUNS rounds, each ours then mbpoll)"
@@ -310,14 +336,16 @@ results() {
 	printf '   %-44s %12s rt/s  (N / t(N), start-up included)\n' "mbpoll raw" "$raw_mbpoll_raw"
 	printf '   %-44s %12s\n' "ratio ours/mbpoll" "$raw_ratio"
 	printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$raw_spread"
+	printf '   %-44s %s\n' "CPU a read, medians" "$raw_cpu"
 	for r in "${snap_rows[@]}"; do
-		IFS='|' read -r id reads ours_s peer_s ratio_s spread_s <<<"$r"
+		IFS='|' read -r id reads ours_s peer_s ratio_s spread_s cpu_s <<<"$r"
 		echo
 		echo "== results: furnace $id ($reads reads; rig-sim and mbpoll as above)"
 		printf '   %-44s %12s snap/s  (median of %d)\n' "$id (regmap, go test -bench)" "$ours_s" "$RUNS"
 		printf '   %-44s %12s snap/s  (median; 1 / sum of per-span times)\n' "mbpoll same spans $id" "$peer_s"
 		printf '   %-44s %12s\n' "ratio $id ours/mbpoll" "$ratio_s"
 		printf '   %-44s %12s\n' "min..max of the $RUNS round ratios" "$spread_s"
+		printf '   %-44s %s\n' "CPU a reading, medians" "$cpu_s"
 	done
 	echo "   ratios: the median of the $RUNS rounds' ratios (each round ours, then mbpoll at once)"
 	echo "   load average $(cut -d' ' -f1-3 /proc/loadavg)"

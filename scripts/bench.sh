@@ -195,6 +195,8 @@ if ! skip modbus; then
     # read from its own results block.
     # spread FILE PATTERN: the min..max of the round ratios, on the line after the ratio's.
     spread() { awk -v pat="$2" 'index($0, pat) {getline; print $NF}' "$1"; }
+    # cpu FILE PATTERN: the CPU times a read of both clients, two lines after the ratio's.
+    cpu() { awk -v pat="$2" 'index($0, pat) {getline; getline; sub(/.*medians +/, ""); print}' "$1"; }
     snap() { awk -v pat="$2" 'index($0, pat) {for (i = 1; i < NF; i++) if ($(i+1) == "snap/s") print $i}' "$1"; }
     for pl in $(sed -n 's/^== placement \([a-z]*\) results.*/\1/p' "$tmp/modbus.txt"); do
       f=$tmp/modbus.$pl.txt
@@ -203,7 +205,7 @@ if ! skip modbus; then
       ours=$(awk '/ours \(drivers\/modbus Bus/ {print $(NF-4)}' "$f")
       peer=$(awk '/mbpoll .*N=/ && /start-up subtracted/ {print $(NF-4)}' "$f")
       ratio=$(awk '/ratio ours\/mbpoll/ {print $NF}' "$f")
-      row 6 "Modbus TCP polls/s vs mbpoll [$pl]" ">= 1.0x" "$ours" "$peer" "$ratio" "$what; medians of $RUNS interleaved rounds (ours, then mbpoll); ratio: median of the rounds' ratios, $(spread "$f" "ratio ours/mbpoll"); $(range_load <"$tmp/load.modbus")"
+      row 6 "Modbus TCP polls/s vs mbpoll [$pl]" ">= 1.0x" "$ours" "$peer" "$ratio" "$what; medians of $RUNS interleaved rounds (ours, then mbpoll); ratio: median of the rounds' ratios, $(spread "$f" "ratio ours/mbpoll"); CPU a read: $(cpu "$f" "ratio ours/mbpoll"); $(range_load <"$tmp/load.modbus")"
       # The generic driver reading the furnace (regmap.Controller.Snapshot: every channel; Status:
       # the monitor's 20 Hz poll) against mbpoll reading the same spans: the simulator's
       # controller and the Eurotherm 3200 map.
@@ -211,7 +213,7 @@ if ! skip modbus; then
         n=$(sed -n "s/.*furnace $id (\([0-9]*\) reads.*/\1/p" "$f")
         row 6 "furnace $id/s vs mbpoll [$pl]" ">= 1.0x" "$(snap "$f" "   $id (regmap")" "$(snap "$f" "mbpoll same spans $id")" \
           "$(awk -v pat="ratio $id ours/mbpoll" 'index($0, pat) {print $NF}' "$f")" \
-          "$what; medians of $RUNS interleaved rounds; ratio: median of the rounds' ratios, $(spread "$f" "ratio $id ours/mbpoll"); ${n:-?} reads each; mbpoll: 1 / sum of its per-span times"
+          "$what; medians of $RUNS interleaved rounds; ratio: median of the rounds' ratios, $(spread "$f" "ratio $id ours/mbpoll"); ${n:-?} reads each; mbpoll: 1 / sum of its per-span times; CPU a reading: $(cpu "$f" "ratio $id ours/mbpoll")"
       done
     done
   else

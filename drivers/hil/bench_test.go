@@ -3,6 +3,7 @@ package hil
 import (
 	"context"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func BenchmarkSimModbusTCPRead(b *testing.B) {
 	}
 	b.ReportAllocs()
 	n := 0
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		regs, err := bus.ReadInputRegisters(ctx, 1, 0, 9)
 		if err != nil {
@@ -51,6 +53,17 @@ func BenchmarkSimModbusTCPRead(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rt/s")
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Microsecond)/float64(n), "cpu-µs/rt")
+}
+
+// cpuTime is the CPU time (user and system, every thread) the process has
+// used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchFurnaceProfileEnv names the shipped profile BenchmarkSimFurnaceSnapshot
@@ -70,8 +83,9 @@ var benchFurnaceModels = map[string]plant.FurnaceModel{
 // controller (unit 1) over Modbus TCP against the simulator: "snapshot" is
 // regmap.Controller.Snapshot (every channel with a role), "status" is
 // Controller.Status (the channels of device.FurnaceStatus: what the monitor
-// polls at 20 Hz). Each reports snap/s, and as rt/s the Modbus transactions
-// they took (Controller.Reads: hcp-sim-tc 2 and 2, eurotherm-3200 6 and 5, its
+// polls at 20 Hz). Each reports snap/s, the process's CPU time a reading as
+// cpu-µs/snap (the client's alone when the simulator is another process),
+// and as rt/s the Modbus transactions they took (Controller.Reads: hcp-sim-tc 2 and 2, eurotherm-3200 6 and 5, its
 // map has gaps). scripts/bench-modbus.sh runs it against rig-sim processes and
 // compares it with mbpoll reading the same spans.
 func BenchmarkSimFurnaceSnapshot(b *testing.B) {
@@ -116,6 +130,7 @@ func BenchmarkSimFurnaceSnapshot(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
+			cpu0 := cpuTime(b)
 			for b.Loop() {
 				s, err := read()
 				if err != nil {
@@ -128,6 +143,7 @@ func BenchmarkSimFurnaceSnapshot(b *testing.B) {
 			}
 			rate := float64(n) / b.Elapsed().Seconds()
 			b.ReportMetric(rate, "snap/s")
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Microsecond)/float64(n), "cpu-µs/snap")
 			b.ReportMetric(rate*float64(reads), "rt/s")
 			b.ReportMetric(float64(reads), "reads/snap")
 		})
