@@ -2,7 +2,10 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,6 +139,61 @@ func TestRigStatusEveryZone(t *testing.T) {
 					t.Errorf("zone %s: %v, want %v °C", z, zones[z], temp)
 				}
 			}
+			checkRigStatusDeclared(t, r.out)
 		})
+	}
+}
+
+// checkRigStatusDeclared checks out, rig-status's outputs, against the
+// shipped declaration (configs/capabilities/rig-status.json): valid against
+// its output schema, and every field, and every field of every zone's
+// reading, one the schema names (the schema does not forbid others, so a
+// field added to the outputs alone would pass validation unannounced).
+func checkRigStatusDeclared(t *testing.T, out map[string]any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "configs", "capabilities", "rig-status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type object struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"additionalProperties"`
+	}
+	var decl struct {
+		Capability struct {
+			OutputSchema json.RawMessage `json:"output_schema"`
+		} `json:"capability"`
+	}
+	if err := json.Unmarshal(raw, &decl); err != nil {
+		t.Fatal(err)
+	}
+	if err := validateJSON("https://hcp-edge.invalid/rig-status.json", decl.Capability.OutputSchema, out); err != nil {
+		t.Fatalf("rig-status's outputs against its declared output schema: %v", err)
+	}
+	var schema object
+	if err := json.Unmarshal(decl.Capability.OutputSchema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for k := range out {
+		if _, ok := schema.Properties[k]; !ok {
+			t.Errorf("output %q is not in rig-status's declared output schema", k)
+		}
+	}
+	zones, _ := out["zones"].(map[string]any)
+	if len(zones) == 0 {
+		return
+	}
+	var zs object
+	if err := json.Unmarshal(schema.Properties["zones"], &zs); err != nil || zs.AdditionalProperties == nil {
+		t.Fatalf("rig-status's declared zones: %v (%s)", err, schema.Properties["zones"])
+	}
+	for z, reading := range zones {
+		for k := range reading.(map[string]any) {
+			if _, ok := zs.AdditionalProperties.Properties[k]; !ok {
+				t.Errorf("zone %s: field %q is not in rig-status's declared zones", z, k)
+			}
+		}
 	}
 }
