@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"hcp-edge/cmd/hcp-edge/internal/clocksync"
 	"hcp-edge/cmd/hcp-edge/internal/control"
 	"hcp-edge/cmd/hcp-edge/internal/dashboard"
@@ -38,6 +37,8 @@ import (
 	"hcp-edge/session/retention"
 	"hcp-edge/session/store"
 	"hcp-edge/session/token"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // shutdownTimeout bounds the shutdown policy and the wait for control
@@ -284,11 +285,8 @@ func (d *daemon) verifyUnits(ctx context.Context) error {
 // the furnace's comms watchdog.
 func (d *daemon) openRig(ctx context.Context) error {
 	f := d.f
-	spec, err := rigconfig.Spec(f.Rig)
-	if err != nil {
-		return err
-	}
-	if d.env, err = envelope.Compile(f.Envelope, spec); err != nil {
+	var err error
+	if d.env, err = f.CompileEnvelope(); err != nil {
 		return err
 	}
 	in, err := rigconfig.Build(f.Rig)

@@ -19,11 +19,7 @@ func configEnvelope(t *testing.T, file string) *envelope.Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := rigconfig.Spec(f.Rig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.Compile(f.Envelope, spec)
+	env, err := f.CompileEnvelope()
 	if err != nil {
 		t.Fatal(err)
 	}

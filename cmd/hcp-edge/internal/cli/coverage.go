@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"hcp-edge/envelope"
 )
 
@@ -54,9 +53,5 @@ func compileEnvelope(cfgPath string) (*envelope.Envelope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	spec, err := rigconfig.Spec(f.Rig)
-	if err != nil {
-		return nil, err
-	}
-	return envelope.Compile(f.Envelope, spec)
+	return f.CompileEnvelope()
 }

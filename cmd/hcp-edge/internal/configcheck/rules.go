@@ -366,13 +366,9 @@ func (c *checker) checkRecipes(f rigconfig.File, cfgPath string, caps []*capabil
 	if f.Agent.RecipesDir == "" {
 		return caps
 	}
-	spec, err := rigconfig.Spec(f.Rig)
+	env, err := f.CompileEnvelope()
 	if err != nil {
 		return caps // checkEnvelope said why
-	}
-	env, err := envelope.Compile(f.Envelope, spec)
-	if err != nil {
-		return caps
 	}
 	set, err := recipes.Load(env, recipes.Dir(cfgPath, f.Agent.RecipesDir), nil)
 	if err != nil {

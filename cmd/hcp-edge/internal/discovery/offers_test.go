@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
-	"hcp-edge/envelope"
 	"hcp-edge/session/capability"
 	"hcp-edge/session/gate"
 	"hcp-edge/transport/wire"
@@ -24,11 +23,7 @@ func TestOffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := rigconfig.Spec(f.Rig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.Compile(f.Envelope, spec)
+	env, err := f.CompileEnvelope()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"hcp-edge/cmd/hiltest/hilbench"
 	"hcp-edge/device/catalog"
 	"hcp-edge/envelope"
@@ -105,11 +104,7 @@ func previewAccuracy(t *testing.T, name, inputs string) {
 	if twoZoneRecipes[name] {
 		cfg, onRig = twoZoneConf(t), twoZoneRun
 	}
-	spec, err := rigconfig.Spec(cfg.Rig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.Compile(cfg.Envelope, spec)
+	env, err := cfg.CompileEnvelope()
 	if err != nil {
 		t.Fatal(err)
 	}

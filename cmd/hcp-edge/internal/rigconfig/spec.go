@@ -18,3 +18,13 @@ func Spec(r Rig) (envelope.RigSpec, error) {
 	}
 	return envelope.SpecOf(r.Layout(), f)
 }
+
+// CompileEnvelope compiles f's envelope against the rig f describes (its
+// Spec): what the daemon, the CLI's checks and the previews all run on.
+func (f File) CompileEnvelope() (*envelope.Envelope, error) {
+	spec, err := Spec(f.Rig)
+	if err != nil {
+		return nil, err
+	}
+	return envelope.Compile(f.Envelope, spec)
+}

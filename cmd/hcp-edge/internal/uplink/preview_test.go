@@ -14,7 +14,6 @@ import (
 	"hcp-edge/cmd/hcp-edge/internal/preview"
 	"hcp-edge/cmd/hcp-edge/internal/rigconfig"
 	"hcp-edge/configs"
-	"hcp-edge/envelope"
 	"hcp-edge/session/capability"
 	"hcp-edge/session/executor"
 	tamqp "hcp-edge/transport/amqp"
@@ -35,11 +34,7 @@ func TestPreviewRequestChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := rigconfig.Spec(f.Rig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.Compile(f.Envelope, spec)
+	env, err := f.CompileEnvelope()
 	if err != nil {
 		t.Fatal(err)
 	}
